@@ -1,0 +1,1064 @@
+//! Leadership intervals: who believed it led, who was paused, and what that
+//! means for double leaders, leaderless gaps and wedges.
+//!
+//! The whole check is one sweep over the history in time order. Events that
+//! share a timestamp form one *instant*: all of them are applied, then the
+//! state is measured for the span up to the next instant. Consequences of
+//! that choice:
+//!
+//! * A handover at the same µs (one steps down, another acquires) is neither
+//!   a double leader nor a gap: nothing is measured between the two events.
+//! * `max_leaders` only counts states that last a positive time, so a
+//!   zero-length overlap (or a leader that appears at the very trial end) does
+//!   not count. Otherwise a handover recorded in the "wrong" order at one µs
+//!   would flag the trial as a double leader with 0 µs of overlap.
+//! * Gaps have positive length by construction.
+//!
+//! Within an instant, events are applied in history order (which keeps each
+//! process's own order), so "acquired then exit at the same µs" still opens
+//! and closes an interval, and "the last one processed" is well defined.
+
+use super::{CheckParams, Gap, History, Micros, TrialMetrics};
+use crate::history::{Event, EventKind, ms_to_us};
+
+/// Fault actions that open a pause and close it.
+const STOP: &str = "stop";
+const CONT: &str = "cont";
+/// Fault actions aimed at the lock itself (worker = None) start with this.
+const LOCK_FAULT_PREFIX: &str = "lock-";
+/// Holder faults after which `gap = lease_remainder + detection_lag` holds:
+/// the holder stops renewing at the fault, so the lease runs out on its own.
+const DECOMPOSABLE: [&str; 3] = ["kill", STOP, "term"];
+
+/// Judge one trial. Pure: everything comes from `history` and `params`.
+pub fn check(history: &History, params: &CheckParams) -> TrialMetrics {
+    let events = until_trial_end(&history.events);
+    let end_us = trial_end(events);
+    let mut sweep = Sweep::default();
+
+    // `chunk_by` yields the instants; `past` is everything up to and
+    // including the current instant, where a gap's cause must be found.
+    let mut past = 0;
+    let instants: Vec<&[Event]> = events.chunk_by(|a, b| a.t_us == b.t_us).collect();
+    for (i, instant) in instants.iter().enumerate() {
+        past += instant.len();
+        let next_us = instants.get(i + 1).map_or(end_us, |next| next[0].t_us);
+        sweep.instant(instant, &events[..past], next_us);
+    }
+
+    sweep.finish(events, end_us, params)
+}
+
+/// The events the checker looks at: everything up to and including the first
+/// `trial_end` (what follows is cleanup: SIGTERMs, exits, releases).
+fn until_trial_end(events: &[Event]) -> &[Event] {
+    match events.iter().position(|e| e.kind == EventKind::TrialEnd) {
+        Some(i) => &events[..=i],
+        None => events,
+    }
+}
+
+/// The `trial_end` event's time, else the last event's (0 for no events).
+fn trial_end(events: &[Event]) -> Micros {
+    events.last().map_or(0, |e| e.t_us)
+}
+
+/// A fault's action if it was delivered: faults with an `error` never
+/// reached their target (e.g. "no leader to target") and changed nothing.
+fn delivered_action(event: &Event) -> Option<&str> {
+    if event.kind != EventKind::Fault || event.detail.error.is_some() {
+        return None;
+    }
+    event.detail.action.as_deref()
+}
+
+/// What the history tells about one worker at the current instant.
+#[derive(Clone, Debug, Default)]
+struct WorkerState {
+    /// Start of the current believes-leader interval (its `acquired`).
+    leader_since: Option<Micros>,
+    /// Between a delivered `stop` and the matching `cont` (or its exit).
+    paused: bool,
+    /// Spawned, or heard from.
+    seen: bool,
+    /// The harness observed its death (and no respawn followed).
+    exited: bool,
+}
+
+impl WorkerState {
+    fn active(&self) -> bool {
+        self.leader_since.is_some() && !self.paused
+    }
+
+    fn alive(&self) -> bool {
+        self.seen && !self.exited
+    }
+}
+
+/// How an active-leader interval ended.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum EndedBy {
+    /// The worker's own event (`stepped_down`, `released`) or its `exit`.
+    Event(EventKind),
+    /// A delivered `stop`: the worker still believes, but cannot act.
+    Paused,
+}
+
+/// One worker's active-leader interval that just ended: a potential holder
+/// whose loss opens a gap.
+#[derive(Clone, Copy, Debug)]
+struct Deactivation {
+    worker: usize,
+    /// When its believes-leader interval began: faults before that belong to
+    /// an earlier leadership and cannot be the cause.
+    leader_since: Micros,
+    ended_by: EndedBy,
+}
+
+/// A change in a worker's active-leader status caused by one event.
+enum Transition {
+    Activated(usize),
+    Deactivated(Deactivation),
+}
+
+#[derive(Debug, Default)]
+struct Sweep {
+    workers: Vec<WorkerState>,
+    first_leader_us: Option<Micros>,
+    max_leaders: usize,
+    double_leader_us: Micros,
+    double_leader_active_us: Micros,
+    gaps: Vec<Gap>,
+    /// Set while the last gap in `gaps` is still open.
+    open_gap: Option<OpenGap>,
+}
+
+/// What closing the open gap needs to know about how it opened.
+#[derive(Clone, Copy, Debug)]
+struct OpenGap {
+    /// The worker whose loss of active leadership opened it.
+    holder: Option<usize>,
+    /// Nominal expiry of the holder's last lease write, when the gap
+    /// decomposes; `detection_lag` is measured from it.
+    expiry: Option<Micros>,
+}
+
+impl Sweep {
+    fn worker(&mut self, w: usize) -> &mut WorkerState {
+        if w >= self.workers.len() {
+            self.workers.resize_with(w + 1, WorkerState::default);
+        }
+        &mut self.workers[w]
+    }
+
+    /// Apply all events of one instant, update gaps, then measure the state
+    /// over `[t, next_us)`.
+    fn instant(&mut self, instant: &[Event], past: &[Event], next_us: Micros) {
+        let t = instant[0].t_us;
+        // Tie-breaks: the holder is the last worker to lose active leadership
+        // at this instant; the gap's ender is the first to gain it and keep it
+        // (one that acquired and died within the instant ended nothing).
+        let mut last_deactivated = None;
+        let mut activated = Vec::new();
+        for event in instant {
+            if event.kind == EventKind::Acquired && self.first_leader_us.is_none() {
+                self.first_leader_us = Some(t);
+            }
+            match self.apply(event) {
+                Some(Transition::Activated(w)) => activated.push(w),
+                Some(Transition::Deactivated(d)) => last_deactivated = Some(d),
+                None => {}
+            }
+        }
+
+        let active = self.workers.iter().filter(|w| w.active()).count();
+        if self.first_leader_us.is_some() {
+            if self.open_gap.is_none() && active == 0 {
+                self.open_gap(t, last_deactivated, past);
+            } else if self.open_gap.is_some() && active > 0 {
+                let ended_by = activated.into_iter().find(|&w| self.workers[w].active());
+                self.close_gap(t, ended_by);
+            }
+        }
+
+        let span = next_us - t;
+        if span > 0 {
+            let believers = self.workers.iter().filter(|w| w.leader_since.is_some()).count();
+            self.max_leaders = self.max_leaders.max(believers);
+            if believers >= 2 {
+                self.double_leader_us += span;
+            }
+            if active >= 2 {
+                self.double_leader_active_us += span;
+            }
+        }
+    }
+
+    /// Update one worker's state; report whether its active-leader status
+    /// changed.
+    fn apply(&mut self, event: &Event) -> Option<Transition> {
+        let w = event.worker?;
+        let state = self.worker(w);
+        let was_active = state.active();
+        let leader_since = state.leader_since;
+        let mut ended_by = EndedBy::Event(event.kind);
+
+        match event.kind {
+            // A second `acquired` while believing is the same interval.
+            EventKind::Acquired => {
+                state.leader_since.get_or_insert(event.t_us);
+                state.seen = true;
+            }
+            EventKind::SteppedDown | EventKind::Released => state.leader_since = None,
+            // Death ends both believing and pausing.
+            EventKind::Exit => {
+                state.leader_since = None;
+                state.paused = false;
+                state.exited = true;
+            }
+            // Only a new process brings a dead worker back; a report it made
+            // before dying (however late it arrives) does not.
+            EventKind::Spawn => {
+                state.seen = true;
+                state.exited = false;
+            }
+            EventKind::Fault => match delivered_action(event) {
+                Some(STOP) => {
+                    state.paused = true;
+                    ended_by = EndedBy::Paused;
+                }
+                Some(CONT) => state.paused = false,
+                // kill/term act through the worker's `exit`; the rest do not
+                // change what the worker believes.
+                _ => {}
+            },
+            // Any other report means the process existed.
+            _ => state.seen = true,
+        }
+
+        match (was_active, state.active()) {
+            (false, true) => Some(Transition::Activated(w)),
+            (true, false) => Some(Transition::Deactivated(Deactivation {
+                worker: w,
+                leader_since: leader_since.expect("an active worker believes"),
+                ended_by,
+            })),
+            _ => None,
+        }
+    }
+
+    fn open_gap(&mut self, start_us: Micros, holder: Option<Deactivation>, past: &[Event]) {
+        let why = match holder {
+            Some(holder) => explain(&holder, past),
+            // Only reachable when the very first leader acquired while
+            // already paused: no active interval ended.
+            None => Explanation {
+                cause: "unknown".to_string(),
+                cause_fault: None,
+                lease_remainder_us: None,
+                expiry_us: None,
+            },
+        };
+        self.gaps.push(Gap {
+            start_us,
+            end_us: start_us,
+            ended: false,
+            cause: why.cause,
+            cause_fault: why.cause_fault,
+            ended_by: None,
+            lease_remainder_us: why.lease_remainder_us,
+            detection_lag_us: None,
+        });
+        self.open_gap = Some(OpenGap { holder: holder.map(|h| h.worker), expiry: why.expiry_us });
+    }
+
+    fn close_gap(&mut self, end_us: Micros, ended_by: Option<usize>) {
+        let open = self.open_gap.take().expect("an open gap exists");
+        let gap = self.gaps.last_mut().expect("an open gap exists");
+        gap.end_us = end_us;
+        gap.ended = true;
+        gap.ended_by = ended_by;
+        // Detection lag is expiry → takeover. A paused holder that resumes
+        // ends the gap without anyone detecting anything: no lag to report
+        // (it would be negative if the lease had not yet run out).
+        if ended_by != open.holder {
+            gap.detection_lag_us = open.expiry.map(|expiry| end_us - expiry);
+        }
+    }
+
+    fn finish(mut self, events: &[Event], end_us: Micros, params: &CheckParams) -> TrialMetrics {
+        // A gap still open at trial end lasts until then. A gap that opened
+        // exactly at the trial end has no length and is no gap.
+        if self.open_gap.is_some() {
+            let gap = self.gaps.last_mut().expect("an open gap exists");
+            gap.end_us = end_us;
+            if gap.duration_us() == 0 {
+                self.gaps.pop();
+            }
+        }
+
+        // Someone could still act: otherwise a long gap is a dead system, not
+        // a wedged one.
+        let could_lead = self.workers.iter().any(|w| w.alive() && !w.paused);
+        let threshold = params.wedge_threshold_us();
+        let wedged = could_lead
+            && match self.first_leader_us {
+                // Never elected (the blog's zero-byte lock file): the wait
+                // counts from the barrier.
+                None => end_us > threshold,
+                Some(_) => self.gaps.last().is_some_and(|g| !g.ended && g.duration_us() > threshold),
+            };
+
+        let start_times = || events.iter().filter(|e| e.kind == EventKind::Start).map(|e| e.t_us);
+        let start_spread_us = start_times().max().zip(start_times().min()).map(|(max, min)| max - min);
+
+        TrialMetrics {
+            start_spread_us,
+            first_leader_us: self.first_leader_us,
+            max_leaders: self.max_leaders,
+            double_leader_us: self.double_leader_us,
+            double_leader_active_us: self.double_leader_active_us,
+            leaderless_us: self.gaps.iter().map(Gap::duration_us).sum(),
+            gaps: self.gaps,
+            wedged,
+            end_us,
+        }
+    }
+}
+
+/// Why a gap opened.
+struct Explanation {
+    /// Fault action, or the holder's own closing event.
+    cause: String,
+    /// The cause fault's index in the schedule.
+    cause_fault: Option<usize>,
+    /// Cause fault → `expiry_us`, if the gap decomposes.
+    lease_remainder_us: Option<Micros>,
+    /// Nominal expiry of the holder's last write, if the gap decomposes.
+    expiry_us: Option<Micros>,
+}
+
+/// Why a gap opened when `holder` lost active leadership. `past` ends with
+/// the gap's start instant.
+fn explain(holder: &Deactivation, past: &[Event]) -> Explanation {
+    let Some(fault) = cause_fault(holder, past) else {
+        let cause = match holder.ended_by {
+            EndedBy::Event(kind) => kind.name(),
+            // A pause always comes with a `stop` fault; kept for totality.
+            EndedBy::Paused => STOP,
+        };
+        return Explanation { cause: cause.to_string(), cause_fault: None, lease_remainder_us: None, expiry_us: None };
+    };
+
+    let action = delivered_action(fault).expect("the cause is a delivered fault");
+    let decomposable = fault.worker == Some(holder.worker)
+        && DECOMPOSABLE.contains(&action)
+        // A holder that released its lease did not let it run out.
+        && holder.ended_by != EndedBy::Event(EventKind::Released);
+    let expiry_us = if decomposable { last_expiry(holder.worker, fault.t_us, past) } else { None };
+    Explanation {
+        cause: action.to_string(),
+        cause_fault: fault.detail.fault,
+        lease_remainder_us: expiry_us.map(|e| e - fault.t_us),
+        expiry_us,
+    }
+}
+
+/// The most recent delivered fault, during the holder's leadership and up to
+/// the gap start, that could have cost it its leadership: one aimed at the
+/// holder, or one aimed at the lock.
+fn cause_fault<'a>(holder: &Deactivation, past: &'a [Event]) -> Option<&'a Event> {
+    past.iter().rev().take_while(|e| e.t_us >= holder.leader_since).find(|e| match delivered_action(e) {
+        Some(action) if e.worker == Some(holder.worker) => match action {
+            // A resume never takes leadership away.
+            CONT => false,
+            // A stop whose pause was already lifted did not open this
+            // gap; only the pause that deactivated the holder did.
+            STOP => holder.ended_by == EndedBy::Paused,
+            _ => true,
+        },
+        Some(action) => e.worker.is_none() && action.starts_with(LOCK_FAULT_PREFIX),
+        None => false,
+    })
+}
+
+/// Nominal expiry of the lease the holder last wrote at or before `at_us`:
+/// its last `acquired`/`renewed` time + `expires_in_ms`.
+fn last_expiry(worker: usize, at_us: Micros, past: &[Event]) -> Option<Micros> {
+    let write = past.iter().rev().find(|e| {
+        e.worker == Some(worker) && e.t_us <= at_us && matches!(e.kind, EventKind::Acquired | EventKind::Renewed)
+    })?;
+    Some(write.t_us + ms_to_us(write.detail.expires_in_ms?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::Detail;
+
+    /// The blog's defaults, unscaled: threshold = 9 + 3 + 1 = 13 s.
+    const PARAMS: CheckParams =
+        CheckParams { lease_us: 9_000_000, renew_us: 3_000_000, watch_us: 3_000_000, resolution_us: 1_000_000 };
+
+    /// Seconds (as written in the blog) to µs.
+    fn s(seconds: f64) -> Micros {
+        (seconds * 1e6).round() as Micros
+    }
+
+    fn ev(t: f64, worker: usize, kind: EventKind) -> Event {
+        Event::new(s(t), Some(worker), kind)
+    }
+
+    fn acquired(t: f64, worker: usize, how: &str) -> Event {
+        ev(t, worker, EventKind::Acquired).with_detail(Detail {
+            how: Some(how.into()),
+            expires_in_ms: Some(9000.0),
+            ..Detail::default()
+        })
+    }
+
+    fn renewed(t: f64, worker: usize) -> Event {
+        ev(t, worker, EventKind::Renewed).with_detail(Detail { expires_in_ms: Some(9000.0), ..Detail::default() })
+    }
+
+    fn fault(t: f64, worker: Option<usize>, index: usize, action: &str) -> Event {
+        Event::new(s(t), worker, EventKind::Fault).with_detail(Detail {
+            fault: Some(index),
+            action: Some(action.into()),
+            ..Detail::default()
+        })
+    }
+
+    fn exit(t: f64, worker: usize, signal: Option<&str>) -> Event {
+        ev(t, worker, EventKind::Exit).with_detail(Detail {
+            signal: signal.map(Into::into),
+            code: signal.is_none().then_some(0),
+            ..Detail::default()
+        })
+    }
+
+    fn trial_end(t: f64) -> Event {
+        Event::new(s(t), None, EventKind::TrialEnd)
+    }
+
+    /// Spawn, barrier and start of `n` workers: spawned before the barrier,
+    /// started 100, 200, … µs after it.
+    fn start(n: usize) -> Vec<Event> {
+        let mut events = vec![Event::new(0, None, EventKind::Barrier)];
+        for w in 0..n {
+            events.push(Event::new(-5_000 + w as Micros, Some(w), EventKind::Spawn));
+            events.push(Event::new(100 * (w as Micros + 1), Some(w), EventKind::Start));
+        }
+        events
+    }
+
+    fn run(events: Vec<Event>) -> TrialMetrics {
+        check(&History::new(events), &PARAMS)
+    }
+
+    /// The blog's SIGKILL example: 9.53 s = 6.53 s + 3.00 s.
+    fn blog_kill() -> Vec<Event> {
+        let mut events = start(3);
+        events.extend([
+            acquired(0.53, 0, "start"),
+            renewed(3.53, 0),
+            renewed(6.53, 0),
+            renewed(9.53, 0),
+            fault(12.0, Some(0), 0, "kill"),
+            exit(12.0002, 0, Some("SIGKILL")),
+            acquired(21.53, 1, "takeover"),
+            renewed(24.53, 1),
+            renewed(27.53, 1),
+            trial_end(30.0),
+        ]);
+        events
+    }
+
+    #[test]
+    fn blog_kill_gap_decomposes_into_remainder_and_lag() {
+        let m = run(blog_kill());
+        assert_eq!(
+            m.gaps,
+            vec![Gap {
+                start_us: s(12.0002),
+                end_us: s(21.53),
+                ended: true,
+                cause: "kill".into(),
+                cause_fault: Some(0),
+                ended_by: Some(1),
+                lease_remainder_us: Some(s(6.53)),
+                detection_lag_us: Some(s(3.0)),
+            }]
+        );
+        assert_eq!(m.first_leader_us, Some(s(0.53)));
+        assert_eq!(m.max_leaders, 1);
+        assert_eq!(m.double_leader_us, 0);
+        assert_eq!(m.double_leader_active_us, 0);
+        assert_eq!(m.leaderless_us, s(21.53) - s(12.0002));
+        assert!(!m.wedged);
+        assert_eq!(m.end_us, s(30.0));
+        assert_eq!(m.start_spread_us, Some(200));
+        assert_eq!(m.outcome(), "ok");
+    }
+
+    /// Worker 0 is SIGSTOPped while leading, worker 1 takes over, worker 0
+    /// resumes still believing it leads.
+    fn paused_leader() -> Vec<Event> {
+        let mut events = start(2);
+        events.extend([
+            acquired(0.5, 0, "start"),
+            renewed(3.5, 0),
+            renewed(6.5, 0),
+            renewed(9.5, 0),
+            fault(12.0, Some(0), 0, "stop"),
+            acquired(21.5, 1, "takeover"),
+            fault(25.0, Some(0), 1, "cont"),
+            trial_end(30.0),
+        ]);
+        events
+    }
+
+    #[test]
+    fn paused_leader_keeps_believing_and_resumes_as_second_leader() {
+        let m = run(paused_leader());
+        assert_eq!(m.max_leaders, 2);
+        // Worker 0 believes throughout (a stopped process cannot know), so
+        // two believers from the takeover at 21.5 s to the end at 30 s...
+        assert_eq!(m.double_leader_us, s(8.5));
+        // ...but both can act only after the resume at 25 s.
+        assert_eq!(m.double_leader_active_us, s(5.0));
+        assert_eq!(
+            m.gaps,
+            vec![Gap {
+                start_us: s(12.0),
+                end_us: s(21.5),
+                ended: true,
+                cause: "stop".into(),
+                cause_fault: Some(0),
+                ended_by: Some(1),
+                // Last write at 9.5 s: expiry 18.5 s.
+                lease_remainder_us: Some(s(6.5)),
+                detection_lag_us: Some(s(3.0)),
+            }]
+        );
+        assert!(!m.wedged);
+        assert_eq!(m.outcome(), "double_leader");
+    }
+
+    #[test]
+    fn resumed_leader_that_steps_down_ends_the_double_leader() {
+        let mut events = paused_leader();
+        let mut step_down = ev(25.5, 0, EventKind::SteppedDown);
+        step_down.detail.reason = Some("other-holder".into());
+        events.push(step_down);
+        let m = run(events);
+        assert_eq!(m.max_leaders, 2);
+        assert_eq!(m.double_leader_us, s(25.5) - s(21.5));
+        assert_eq!(m.double_leader_active_us, s(0.5));
+        assert_eq!(m.gaps.len(), 1);
+    }
+
+    #[test]
+    fn sigterm_with_release_is_caused_by_term_without_decomposition() {
+        let mut events = start(3);
+        events.extend([
+            acquired(0.5, 0, "start"),
+            renewed(3.5, 0),
+            renewed(6.5, 0),
+            renewed(9.5, 0),
+            fault(12.0, Some(0), 0, "term"),
+            ev(12.01, 0, EventKind::Released),
+            ev(12.015, 0, EventKind::Exiting),
+            exit(12.02, 0, None),
+            acquired(12.32, 2, "retry"),
+            trial_end(30.0),
+        ]);
+        let m = run(events);
+        assert_eq!(
+            m.gaps,
+            vec![Gap {
+                start_us: s(12.01),
+                end_us: s(12.32),
+                ended: true,
+                cause: "term".into(),
+                cause_fault: Some(0),
+                ended_by: Some(2),
+                lease_remainder_us: None,
+                detection_lag_us: None,
+            }]
+        );
+        assert_eq!(m.leaderless_us, s(0.31));
+        assert!(!m.wedged);
+    }
+
+    #[test]
+    fn sigterm_without_release_decomposes() {
+        let mut events = start(2);
+        events.extend([
+            acquired(0.5, 0, "start"),
+            fault(2.0, Some(0), 0, "term"),
+            exit(2.001, 0, None),
+            acquired(12.5, 1, "takeover"),
+            trial_end(30.0),
+        ]);
+        let gap = &run(events).gaps[0];
+        assert_eq!(gap.cause, "term");
+        assert_eq!(gap.lease_remainder_us, Some(s(7.5)));
+        assert_eq!(gap.detection_lag_us, Some(s(3.0)));
+    }
+
+    /// The blog's zero-byte lock file: the creator died between create and
+    /// write, so every worker reads an empty file forever.
+    fn zero_byte_file(end: f64) -> Vec<Event> {
+        let mut events = start(3);
+        let mut t = 3.0;
+        while t < end {
+            for w in 0..3 {
+                events.push(ev(t + w as f64 * 0.001, w, EventKind::Unreadable));
+            }
+            t += 3.0;
+        }
+        events.push(trial_end(end));
+        events
+    }
+
+    #[test]
+    fn never_electing_a_leader_is_a_wedge() {
+        let m = run(zero_byte_file(30.0));
+        assert!(m.wedged);
+        assert_eq!(m.first_leader_us, None);
+        assert!(m.gaps.is_empty());
+        assert_eq!(m.leaderless_us, 0);
+        assert_eq!(m.max_leaders, 0);
+        assert_eq!(m.outcome(), "wedged");
+    }
+
+    #[test]
+    fn no_leader_yet_within_the_threshold_is_not_a_wedge() {
+        let m = run(zero_byte_file(5.0));
+        assert!(!m.wedged);
+        assert_eq!(m.first_leader_us, None);
+        assert_eq!(m.outcome(), "no_leader");
+    }
+
+    #[test]
+    fn no_leader_with_every_worker_dead_is_not_a_wedge() {
+        let mut events = zero_byte_file(30.0);
+        events.retain(|e| e.kind != EventKind::Unreadable || e.t_us < s(20.0));
+        events.extend((0..3).map(|w| exit(20.0, w, Some("SIGKILL"))));
+        assert!(!run(events).wedged);
+    }
+
+    /// Worker 0 leads and is killed at 12 s; the survivors never take over
+    /// (their view of the lock is unreadable).
+    fn killed_without_takeover() -> Vec<Event> {
+        let mut events = start(3);
+        events.extend([
+            acquired(0.5, 0, "start"),
+            fault(11.0, None, 0, "lock-empty"),
+            fault(12.0, Some(0), 1, "kill"),
+            exit(12.0001, 0, Some("SIGKILL")),
+            ev(15.0, 1, EventKind::Unreadable),
+            ev(15.0, 2, EventKind::Unreadable),
+            trial_end(30.0),
+        ]);
+        events
+    }
+
+    #[test]
+    fn gap_open_at_trial_end_beyond_threshold_is_a_wedge() {
+        let m = run(killed_without_takeover());
+        assert_eq!(m.gaps.len(), 1);
+        let gap = &m.gaps[0];
+        assert!(!gap.ended);
+        assert_eq!(gap.end_us, s(30.0));
+        assert_eq!(gap.ended_by, None);
+        assert_eq!(gap.cause, "kill");
+        assert_eq!(gap.cause_fault, Some(1));
+        // Acquired at 0.5 s with a 9 s lease, never renewed: expired at 9.5 s,
+        // before the kill.
+        assert_eq!(gap.lease_remainder_us, Some(s(-2.5)));
+        assert_eq!(gap.detection_lag_us, None);
+        assert!(m.wedged);
+        assert_eq!(m.outcome(), "wedged");
+    }
+
+    #[test]
+    fn gap_open_at_trial_end_with_all_workers_dead_is_not_a_wedge() {
+        let mut events = killed_without_takeover();
+        events.push(exit(16.0, 1, Some("SIGKILL")));
+        events.push(exit(16.0, 2, Some("SIGKILL")));
+        let m = run(events);
+        assert_eq!(m.gaps.len(), 1);
+        assert!(!m.gaps[0].ended);
+        assert!(!m.wedged);
+    }
+
+    #[test]
+    fn gap_open_at_trial_end_with_survivors_paused_is_not_a_wedge() {
+        let mut events = killed_without_takeover();
+        events.push(fault(16.0, Some(1), 2, "stop"));
+        events.push(fault(16.0, Some(2), 3, "stop"));
+        assert!(!run(events).wedged);
+    }
+
+    #[test]
+    fn gap_open_at_trial_end_within_threshold_is_not_a_wedge() {
+        let mut events = killed_without_takeover();
+        events.retain(|e| e.kind != EventKind::TrialEnd);
+        events.push(trial_end(25.0));
+        let m = run(events);
+        assert_eq!(m.gaps[0].duration_us(), s(25.0) - s(12.0001));
+        assert!(!m.wedged);
+    }
+
+    #[test]
+    fn lock_fault_is_the_cause_of_a_step_down() {
+        let mut events = start(2);
+        events.extend([
+            acquired(0.5, 0, "start"),
+            fault(2.0, None, 4, "lock-corrupt"),
+            ev(3.5, 0, EventKind::RenewFailed),
+            ev(6.5, 0, EventKind::RenewFailed),
+            ev(9.5, 0, EventKind::RenewFailed),
+            ev(9.5, 0, EventKind::SteppedDown),
+            trial_end(30.0),
+        ]);
+        let gap = &run(events).gaps[0];
+        assert_eq!(gap.start_us, s(9.5));
+        assert_eq!(gap.cause, "lock-corrupt");
+        assert_eq!(gap.cause_fault, Some(4));
+        // Not the holder's death: the lease decomposition does not apply.
+        assert_eq!(gap.lease_remainder_us, None);
+    }
+
+    #[test]
+    fn without_a_fault_the_cause_is_the_holders_own_event() {
+        let mut events = start(2);
+        events.extend([
+            // A fault from the previous leadership does not count.
+            fault(0.2, None, 0, "lock-corrupt"),
+            acquired(0.5, 0, "start"),
+            ev(5.0, 0, EventKind::SteppedDown),
+            acquired(8.0, 0, "retry"),
+            ev(10.0, 0, EventKind::Released),
+            acquired(12.0, 1, "takeover"),
+            exit(14.0, 1, Some("SIGSEGV")),
+            trial_end(15.0),
+        ]);
+        let m = run(events);
+        let causes: Vec<_> = m.gaps.iter().map(|g| g.cause.as_str()).collect();
+        assert_eq!(causes, ["stepped_down", "released", "exit"]);
+        assert!(m.gaps.iter().all(|g| g.cause_fault.is_none()));
+        assert_eq!(m.gaps[2].end_us, s(15.0));
+        assert_eq!(m.leaderless_us, s(3.0) + s(2.0) + s(1.0));
+    }
+
+    #[test]
+    fn a_lifted_pause_is_not_the_cause_of_a_later_step_down() {
+        let mut events = start(2);
+        events.extend([
+            acquired(0.5, 0, "start"),
+            fault(2.0, Some(0), 0, "stop"),
+            fault(4.0, Some(0), 1, "cont"),
+            ev(5.0, 0, EventKind::SteppedDown),
+            acquired(14.0, 1, "takeover"),
+            trial_end(30.0),
+        ]);
+        let m = run(events);
+        assert_eq!(m.gaps.len(), 2);
+        assert_eq!(m.gaps[0].cause, "stop");
+        assert_eq!(m.gaps[0].end_us, s(4.0));
+        // Resumed by its own cont: the lease had 7.5 s left, and nobody had
+        // to detect its expiry.
+        assert_eq!(m.gaps[0].ended_by, Some(0));
+        assert_eq!(m.gaps[0].lease_remainder_us, Some(s(7.5)));
+        assert_eq!(m.gaps[0].detection_lag_us, None);
+        assert_eq!(m.gaps[1].cause, "stepped_down");
+        assert_eq!(m.gaps[1].lease_remainder_us, None);
+    }
+
+    #[test]
+    fn undelivered_fault_is_ignored() {
+        let mut events = start(2);
+        let mut failed_stop = fault(5.0, Some(0), 0, "stop");
+        failed_stop.detail.error = Some("ESRCH".into());
+        let mut failed_kill = fault(6.0, Some(0), 1, "kill");
+        failed_kill.detail.error = Some("no leader to target".into());
+        events.extend([
+            acquired(0.5, 0, "start"),
+            failed_stop,
+            failed_kill,
+            ev(7.0, 0, EventKind::SteppedDown),
+            acquired(7.5, 1, "takeover"),
+            trial_end(30.0),
+        ]);
+        let m = run(events);
+        // Had the stop been applied, the gap would start at 5 s.
+        assert_eq!(m.gaps.len(), 1);
+        assert_eq!(m.gaps[0].start_us, s(7.0));
+        assert_eq!(m.gaps[0].cause, "stepped_down");
+    }
+
+    #[test]
+    fn events_after_trial_end_are_ignored() {
+        let mut events = blog_kill();
+        events.extend([
+            // Cleanup: SIGTERM to the leader, then everyone exits.
+            fault(30.0, Some(1), 9, "term"),
+            ev(30.001, 1, EventKind::Released),
+            exit(30.002, 1, None),
+            exit(30.003, 2, None),
+            // A late report that would otherwise make a double leader.
+            acquired(31.0, 2, "takeover"),
+        ]);
+        let m = run(events);
+        assert_eq!(m.end_us, s(30.0));
+        assert_eq!(m.gaps.len(), 1);
+        assert_eq!(m.max_leaders, 1);
+        assert_eq!(m, run(blog_kill()));
+    }
+
+    #[test]
+    fn simultaneous_handover_is_neither_double_leader_nor_gap() {
+        for handover in [
+            [ev(5.0, 0, EventKind::SteppedDown), acquired(5.0, 1, "takeover")],
+            // The same instant reported in the other order.
+            [acquired(5.0, 1, "takeover"), ev(5.0, 0, EventKind::SteppedDown)],
+        ] {
+            let mut events = start(2);
+            events.push(acquired(0.5, 0, "start"));
+            events.extend(handover);
+            events.push(trial_end(10.0));
+            let m = run(events);
+            assert_eq!(m.max_leaders, 1);
+            assert_eq!(m.double_leader_us, 0);
+            assert!(m.gaps.is_empty());
+        }
+    }
+
+    #[test]
+    fn naive_race_gives_two_leaders() {
+        let mut events = start(2);
+        events.extend([
+            Event::new(100, Some(0), EventKind::Acquired),
+            Event::new(150, Some(1), EventKind::Acquired),
+            trial_end(30.0),
+        ]);
+        let m = run(events);
+        assert_eq!(m.first_leader_us, Some(100));
+        assert_eq!(m.max_leaders, 2);
+        assert_eq!(m.double_leader_us, s(30.0) - 150);
+        assert_eq!(m.double_leader_active_us, s(30.0) - 150);
+        assert!(m.gaps.is_empty());
+        assert_eq!(m.outcome(), "double_leader");
+    }
+
+    #[test]
+    fn reacquiring_while_leader_is_one_interval() {
+        let mut events = start(2);
+        events.extend([
+            acquired(1.0, 0, "start"),
+            acquired(2.0, 0, "retry"),
+            acquired(3.0, 1, "takeover"),
+            ev(4.0, 0, EventKind::SteppedDown),
+            trial_end(10.0),
+        ]);
+        let m = run(events);
+        // Worker 0's interval is 1 → 4 s, not two overlapping ones.
+        assert_eq!(m.max_leaders, 2);
+        assert_eq!(m.double_leader_us, s(1.0));
+        assert_eq!(m.first_leader_us, Some(s(1.0)));
+    }
+
+    #[test]
+    fn zero_length_leadership_counts_nothing_but_opens_a_gap() {
+        let mut events = start(3);
+        events.extend([
+            acquired(1.0, 0, "start"),
+            acquired(2.0, 1, "takeover"),
+            exit(2.0, 1, Some("SIGKILL")),
+            acquired(2.0, 0, "retry"),
+            exit(3.0, 0, Some("SIGKILL")),
+            acquired(3.0, 2, "takeover"),
+            ev(3.0, 2, EventKind::SteppedDown),
+            trial_end(10.0),
+        ]);
+        let m = run(events);
+        // Worker 1 believed for 0 µs at 2 s: no double leader.
+        assert_eq!(m.max_leaders, 1);
+        assert_eq!(m.double_leader_us, 0);
+        // At 3 s worker 0 dies and worker 1 acquires and steps down: the
+        // last one to lose leadership (worker 2) is the holder.
+        assert_eq!(m.gaps.len(), 1);
+        assert_eq!(m.gaps[0].start_us, s(3.0));
+        assert_eq!(m.gaps[0].cause, "stepped_down");
+        assert!(!m.gaps[0].ended);
+    }
+
+    #[test]
+    fn leader_appearing_at_trial_end_has_no_length() {
+        let mut events = start(2);
+        events.extend([
+            acquired(1.0, 0, "start"),
+            ev(2.0, 0, EventKind::SteppedDown),
+            acquired(10.0, 1, "takeover"),
+            trial_end(10.0),
+        ]);
+        let m = run(events);
+        assert_eq!(m.max_leaders, 1);
+        assert_eq!(m.gaps.len(), 1);
+        assert!(m.gaps[0].ended);
+        assert_eq!(m.gaps[0].ended_by, Some(1));
+    }
+
+    #[test]
+    fn gap_opening_at_trial_end_is_no_gap() {
+        let mut events = start(2);
+        events.extend([
+            acquired(1.0, 0, "start"),
+            fault(10.0, Some(0), 0, "kill"),
+            exit(10.0, 0, Some("SIGKILL")),
+            trial_end(10.0),
+        ]);
+        let m = run(events);
+        assert!(m.gaps.is_empty());
+        assert_eq!(m.leaderless_us, 0);
+    }
+
+    #[test]
+    fn pause_of_a_watcher_changes_nothing() {
+        let mut events = blog_kill();
+        events.push(fault(5.0, Some(2), 5, "stop"));
+        events.push(fault(6.0, Some(2), 6, "cont"));
+        assert_eq!(run(events), run(blog_kill()));
+    }
+
+    #[test]
+    fn killed_while_paused_opens_no_second_gap() {
+        let mut events = paused_leader();
+        events.retain(|e| e.kind != EventKind::Fault || e.detail.action.as_deref() != Some("cont"));
+        events.push(fault(25.0, Some(0), 1, "kill"));
+        events.push(exit(25.001, 0, Some("SIGKILL")));
+        let m = run(events);
+        assert_eq!(m.gaps.len(), 1);
+        assert_eq!(m.gaps[0].cause, "stop");
+        // Believed (though paused) until its death.
+        assert_eq!(m.double_leader_us, s(25.001) - s(21.5));
+        assert_eq!(m.double_leader_active_us, 0);
+    }
+
+    #[test]
+    fn first_leader_paused_before_it_reports_has_an_unknown_cause() {
+        let mut events = start(2);
+        events.extend([
+            fault(1.0, Some(0), 0, "stop"),
+            acquired(1.0, 0, "start"),
+            fault(2.0, Some(0), 1, "cont"),
+            trial_end(10.0),
+        ]);
+        let m = run(events);
+        assert_eq!(m.first_leader_us, Some(s(1.0)));
+        assert_eq!(m.gaps.len(), 1);
+        assert_eq!(m.gaps[0].cause, "unknown");
+        assert_eq!(m.gaps[0].ended_by, Some(0));
+        assert_eq!(m.gaps[0].duration_us(), s(1.0));
+    }
+
+    #[test]
+    fn a_report_arriving_after_the_exit_does_not_revive_a_worker() {
+        let mut events = killed_without_takeover();
+        events.extend([
+            exit(16.0, 1, Some("SIGKILL")),
+            exit(16.0, 2, Some("SIGKILL")),
+            // A report stamped after the observed death (it cannot happen
+            // with one monotonic clock, but a history is data, not a proof).
+            ev(16.5, 2, EventKind::Exiting),
+        ]);
+        assert!(!run(events).wedged);
+        // A respawn does revive it.
+        let mut events = killed_without_takeover();
+        events.extend([exit(16.0, 2, Some("SIGKILL")), exit(16.0, 1, Some("SIGKILL")), ev(17.0, 2, EventKind::Spawn)]);
+        assert!(run(events).wedged);
+    }
+
+    #[test]
+    fn double_leaders_lost_at_one_instant_blame_the_last_processed() {
+        let mut events = start(3);
+        events.extend([
+            acquired(1.0, 0, "start"),
+            acquired(1.5, 1, "takeover"),
+            fault(5.0, Some(0), 0, "kill"),
+            exit(5.0, 0, Some("SIGKILL")),
+            ev(5.0, 1, EventKind::SteppedDown),
+            trial_end(10.0),
+        ]);
+        let m = run(events);
+        assert_eq!(m.max_leaders, 2);
+        assert_eq!(m.double_leader_us, s(3.5));
+        assert_eq!(m.gaps.len(), 1);
+        // Worker 1's step-down was processed last; the kill was not aimed at it.
+        assert_eq!(m.gaps[0].cause, "stepped_down");
+    }
+
+    #[test]
+    fn gap_is_ended_by_the_first_worker_that_stays_active() {
+        let mut events = start(3);
+        events.extend([
+            acquired(1.0, 0, "start"),
+            fault(2.0, Some(0), 0, "stop"),
+            // At 4 s: worker 1 acquires and dies at once, worker 0 resumes,
+            // worker 2 takes over.
+            acquired(4.0, 1, "takeover"),
+            exit(4.0, 1, Some("SIGKILL")),
+            fault(4.0, Some(0), 1, "cont"),
+            acquired(4.0, 2, "takeover"),
+            trial_end(10.0),
+        ]);
+        let m = run(events);
+        assert_eq!(m.gaps.len(), 1);
+        assert_eq!(m.gaps[0].end_us, s(4.0));
+        assert_eq!(m.gaps[0].ended_by, Some(0));
+        assert_eq!(m.double_leader_active_us, s(6.0));
+    }
+
+    #[test]
+    fn decomposition_needs_expires_in_ms() {
+        let mut events = start(2);
+        events.extend([
+            Event::new(s(0.5), Some(0), EventKind::Acquired),
+            fault(2.0, Some(0), 0, "kill"),
+            exit(2.0, 0, Some("SIGKILL")),
+            acquired(12.0, 1, "takeover"),
+            trial_end(30.0),
+        ]);
+        let gap = &run(events).gaps[0];
+        assert_eq!(gap.cause, "kill");
+        assert_eq!(gap.lease_remainder_us, None);
+        assert_eq!(gap.detection_lag_us, None);
+    }
+
+    #[test]
+    fn start_spread() {
+        assert_eq!(run(vec![trial_end(1.0)]).start_spread_us, None);
+        let one = vec![ev(0.001, 0, EventKind::Start), trial_end(1.0)];
+        assert_eq!(run(one).start_spread_us, Some(0));
+        let three = vec![
+            ev(0.000_3, 2, EventKind::Start),
+            ev(0.000_1, 0, EventKind::Start),
+            ev(0.000_9, 1, EventKind::Start),
+            trial_end(1.0),
+        ];
+        assert_eq!(run(three).start_spread_us, Some(800));
+    }
+
+    #[test]
+    fn trial_end_defaults_to_the_last_event() {
+        let mut events = blog_kill();
+        events.retain(|e| e.kind != EventKind::TrialEnd);
+        let m = run(events);
+        assert_eq!(m.end_us, s(27.53));
+        assert_eq!(run(Vec::new()).end_us, 0);
+        assert_eq!(run(Vec::new()).outcome(), "no_leader");
+    }
+}

@@ -1,0 +1,64 @@
+//! Errors in experiment files, always pointing at file:line:column with the
+//! offending line underneath, the way a compiler would.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ExperimentError {
+    #[error("{}: cannot read experiment file: {source}", path.display())]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("{0}")]
+    Invalid(Box<Diagnostic>),
+}
+
+/// One error at one place in one file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Diagnostic {
+    pub path: PathBuf,
+    /// 1-based; 0 when the location is unknown.
+    pub line: usize,
+    pub column: usize,
+    pub message: String,
+    /// The source line and a caret under the column (empty if unknown).
+    pub snippet: String,
+}
+
+impl Diagnostic {
+    pub fn new(path: &Path, source: &str, line: usize, column: usize, message: impl Into<String>) -> Diagnostic {
+        let message = message.into();
+        let snippet = render_snippet(source, line, column, &message);
+        Diagnostic { path: path.to_path_buf(), line, column, message, snippet }
+    }
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}:{}: {}", self.path.display(), self.line, self.column, self.message)?;
+        if !self.snippet.is_empty() {
+            write!(f, "\n{}", self.snippet)?;
+        }
+        Ok(())
+    }
+}
+
+fn render_snippet(source: &str, line: usize, column: usize, message: &str) -> String {
+    let Some(text) = line.checked_sub(1).and_then(|i| source.lines().nth(i)) else {
+        return String::new();
+    };
+    let width = line.to_string().len();
+    let pad = " ".repeat(width);
+    let caret_pad = " ".repeat(column.saturating_sub(1));
+    format!("{pad} |\n{line} | {text}\n{pad} | {caret_pad}^ {message}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn points_at_the_column() {
+        let d = Diagnostic::new(Path::new("x.yaml"), "a: 1\nrenew: 9s\n", 2, 8, "too long");
+        assert_eq!(d.to_string(), "x.yaml:2:8: too long\n  |\n2 | renew: 9s\n  |        ^ too long");
+    }
+}

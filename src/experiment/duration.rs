@@ -1,0 +1,135 @@
+//! Durations as written in experiment files: `9s`, `300ms`, `1.5s`, `250us`,
+//! `2m`. Stored as whole microseconds so that scaling and printing round-trip
+//! exactly (the resolved experiment.yaml must load back to the same values).
+
+use std::fmt;
+use std::time::Duration;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Dur {
+    us: u64,
+}
+
+impl Dur {
+    pub const ZERO: Dur = Dur { us: 0 };
+
+    pub const fn from_us(us: u64) -> Dur {
+        Dur { us }
+    }
+
+    pub const fn from_ms(ms: u64) -> Dur {
+        Dur { us: ms * 1000 }
+    }
+
+    pub const fn from_secs(s: u64) -> Dur {
+        Dur { us: s * 1_000_000 }
+    }
+
+    pub fn as_us(self) -> u64 {
+        self.us
+    }
+
+    pub fn as_ns(self) -> u64 {
+        self.us * 1000
+    }
+
+    pub fn as_ms_f64(self) -> f64 {
+        self.us as f64 / 1000.0
+    }
+
+    pub fn as_std(self) -> Duration {
+        Duration::from_micros(self.us)
+    }
+
+    /// Multiply by the time scale, rounding to the nearest µs.
+    pub fn scaled(self, scale: f64) -> Dur {
+        Dur { us: (self.us as f64 * scale).round() as u64 }
+    }
+
+    pub fn parse(text: &str) -> Result<Dur, String> {
+        let t = text.trim();
+        let split = t
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .ok_or_else(|| format!("duration {t:?} has no unit: write it like 9s, 300ms or 250us"))?;
+        let (num, unit) = t.split_at(split);
+        let value: f64 = num
+            .parse()
+            .map_err(|_| format!("duration {t:?} does not start with a number: write it like 9s or 300ms"))?;
+        let per_unit_us = match unit.trim() {
+            "us" | "µs" => 1.0,
+            "ms" => 1e3,
+            "s" => 1e6,
+            "m" | "min" => 60e6,
+            other => {
+                return Err(format!("duration {t:?} has unknown unit {other:?}: use us, ms, s or m"));
+            }
+        };
+        let us = value * per_unit_us;
+        if !us.is_finite() || us > 1e15 {
+            return Err(format!("duration {t:?} is out of range"));
+        }
+        Ok(Dur { us: us.round() as u64 })
+    }
+}
+
+impl fmt::Display for Dur {
+    /// The largest unit that represents the value exactly.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let us = self.us;
+        if us == 0 {
+            write!(f, "0s")
+        } else if us % 1_000_000 == 0 {
+            write!(f, "{}s", us / 1_000_000)
+        } else if us % 1000 == 0 {
+            write!(f, "{}ms", us / 1000)
+        } else {
+            write!(f, "{us}us")
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Dur {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Dur, D::Error> {
+        // A bare number is ambiguous (seconds? ms?): demand a unit.
+        let text = String::deserialize(d)?;
+        Dur::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+impl Serialize for Dur {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_usual_forms() {
+        assert_eq!(Dur::parse("9s").unwrap(), Dur::from_secs(9));
+        assert_eq!(Dur::parse("300ms").unwrap(), Dur::from_ms(300));
+        assert_eq!(Dur::parse("1.5s").unwrap(), Dur::from_ms(1500));
+        assert_eq!(Dur::parse("250us").unwrap(), Dur::from_us(250));
+        assert_eq!(Dur::parse("2m").unwrap(), Dur::from_secs(120));
+    }
+
+    #[test]
+    fn rejects_missing_or_unknown_units() {
+        assert!(Dur::parse("9").unwrap_err().contains("no unit"));
+        assert!(Dur::parse("9h").unwrap_err().contains("unknown unit"));
+        assert!(Dur::parse("s").is_err());
+    }
+
+    #[test]
+    fn display_round_trips_after_scaling() {
+        for d in ["9s", "300ms", "2.47s", "1s"] {
+            let scaled = Dur::parse(d).unwrap().scaled(0.05);
+            assert_eq!(Dur::parse(&scaled.to_string()).unwrap(), scaled);
+        }
+        assert_eq!(Dur::from_secs(9).scaled(0.1).to_string(), "900ms");
+    }
+}

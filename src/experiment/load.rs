@@ -1,0 +1,437 @@
+//! YAML → validated `Experiment`.
+//!
+//! The raw structs mirror the file and keep each value's location
+//! (`Spanned`), so that a semantic error such as `renew >= lease` can point
+//! at the exact line and column, just as a syntax error does.
+
+use std::path::Path;
+
+use serde::Deserialize;
+use serde_saphyr::Spanned;
+
+use super::{
+    Action, After, Diagnostic, Dur, Expect, Experiment, ExperimentError, Fault, InitialLock, LeaseSettings, StartMode,
+    Target, WorkerSettings,
+};
+use crate::history::EventKind;
+
+/// Command-line settings that take precedence over the file.
+#[derive(Clone, Debug, Default)]
+pub struct Overrides {
+    pub time_scale: Option<f64>,
+    pub trials: Option<u32>,
+    pub seed: Option<u64>,
+    pub jobs: Option<usize>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawExperiment {
+    name: Spanned<String>,
+    #[serde(default)]
+    description: String,
+    #[serde(default)]
+    trials: Option<Spanned<u32>>,
+    #[serde(default)]
+    seed: Option<u64>,
+    #[serde(default)]
+    duration: Option<Spanned<Dur>>,
+    workers: Spanned<i64>,
+    #[serde(default)]
+    lease: Option<Spanned<Dur>>,
+    #[serde(default)]
+    renew: Option<Spanned<Dur>>,
+    #[serde(default)]
+    watch: Option<Spanned<Dur>>,
+    #[serde(default)]
+    expiry_resolution: Option<Spanned<Dur>>,
+    #[serde(default)]
+    time_scale: Option<Spanned<f64>>,
+    #[serde(default)]
+    worker: WorkerSettings,
+    #[serde(default)]
+    start: Option<StartMode>,
+    #[serde(default)]
+    stagger: Option<Spanned<Dur>>,
+    #[serde(default)]
+    initial_lock: Option<InitialLock>,
+    #[serde(default)]
+    faults: Vec<RawFault>,
+    #[serde(default)]
+    expect: Option<RawExpect>,
+    #[serde(default)]
+    grace: Option<Dur>,
+    #[serde(default)]
+    jobs: Option<Spanned<usize>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFault {
+    at: Spanned<Dur>,
+    #[serde(default)]
+    after: Option<Spanned<String>>,
+    #[serde(default)]
+    delay: Option<Dur>,
+    #[serde(default)]
+    target: Option<Spanned<RawTarget>>,
+    action: Spanned<Action>,
+    #[serde(default)]
+    duration: Option<Spanned<Dur>>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RawTarget {
+    Index(i64),
+    Name(String),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawExpect {
+    #[serde(default)]
+    max_leaders: Option<usize>,
+    #[serde(default)]
+    gap_min: Option<Dur>,
+    #[serde(default)]
+    gap_max: Option<Dur>,
+    #[serde(default)]
+    wedged: Option<bool>,
+    #[serde(default)]
+    double_leader_trials: Option<usize>,
+}
+
+/// Read and validate an experiment file.
+pub fn load(path: &Path, overrides: &Overrides) -> Result<Experiment, ExperimentError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ExperimentError::Read { path: path.into(), source })?;
+    load_str(path, &text, overrides)
+}
+
+/// Validate experiment text; `path` is used for messages and as `source`.
+pub fn load_str(path: &Path, text: &str, overrides: &Overrides) -> Result<Experiment, ExperimentError> {
+    let at = |line: u64, column: u64, message: String| {
+        ExperimentError::Invalid(Box::new(Diagnostic::new(path, text, line as usize, column as usize, message)))
+    };
+    let err_at = |loc: &serde_saphyr::Location, message: String| at(loc.line(), loc.column(), message);
+
+    let raw: RawExperiment = serde_saphyr::from_str(text).map_err(|e| {
+        let (line, column) = e.location().map(|l| (l.line(), l.column())).unwrap_or((0, 0));
+        at(line, column, saphyr_message(&e))
+    })?;
+
+    let scale = match (overrides.time_scale, &raw.time_scale) {
+        (Some(s), _) => s,
+        (None, Some(s)) => {
+            if !(s.value > 0.0 && s.value.is_finite()) {
+                return Err(err_at(&s.referenced, format!("time_scale must be a positive number, not {}", s.value)));
+            }
+            s.value
+        }
+        (None, None) => 1.0,
+    };
+    let sc = |d: Dur| d.scaled(scale);
+    let get = |v: &Option<Spanned<Dur>>, default: Dur| v.as_ref().map_or(default, |s| s.value);
+
+    if raw.name.value.trim().is_empty() || raw.name.value.contains(['/', '\\']) || raw.name.value.starts_with('.') {
+        return Err(err_at(
+            &raw.name.referenced,
+            format!(
+                "name {:?} must be non-empty and usable as a directory name (no '/', no leading '.')",
+                raw.name.value
+            ),
+        ));
+    }
+
+    if raw.workers.value < 1 {
+        return Err(err_at(&raw.workers.referenced, format!("workers must be at least 1, not {}", raw.workers.value)));
+    }
+    if raw.workers.value > 1000 {
+        return Err(err_at(
+            &raw.workers.referenced,
+            format!("workers must be at most 1000, not {}", raw.workers.value),
+        ));
+    }
+    let workers = raw.workers.value as usize;
+
+    let trials = overrides.trials.unwrap_or_else(|| raw.trials.as_ref().map_or(1, |t| t.value));
+    if trials == 0 {
+        let msg = "trials must be at least 1".to_string();
+        return Err(match &raw.trials {
+            Some(t) if overrides.trials.is_none() => err_at(&t.referenced, msg),
+            _ => at(0, 0, format!("--trials: {msg}")),
+        });
+    }
+
+    let lease = get(&raw.lease, Dur::from_secs(9));
+    let renew = get(&raw.renew, Dur::from_secs(3));
+    let watch = get(&raw.watch, Dur::from_secs(3));
+    let resolution = get(&raw.expiry_resolution, Dur::from_secs(1));
+    let duration = get(&raw.duration, Dur::from_secs(30));
+    for (name, value, span) in [
+        ("lease", lease, &raw.lease),
+        ("renew", renew, &raw.renew),
+        ("watch", watch, &raw.watch),
+        ("expiry_resolution", resolution, &raw.expiry_resolution),
+        ("duration", duration, &raw.duration),
+    ] {
+        if value == Dur::ZERO {
+            let loc = span.as_ref().map(|s| s.referenced);
+            let msg = format!("{name} must be longer than zero");
+            return Err(loc.map_or_else(|| at(0, 0, msg.clone()), |l| err_at(&l, msg.clone())));
+        }
+    }
+    if renew >= lease {
+        // Point at renew if it was written, else at lease.
+        let loc = raw.renew.as_ref().or(raw.lease.as_ref()).map(|s| s.referenced);
+        let msg = format!("renew ({renew}) must be shorter than lease ({lease}): a leader could never renew in time");
+        return Err(loc.map_or_else(|| at(0, 0, msg.clone()), |l| err_at(&l, msg.clone())));
+    }
+
+    let start = raw.start.unwrap_or(StartMode::Barrier);
+    let stagger = get(&raw.stagger, Dur::ZERO);
+    if let (StartMode::Barrier, Some(s)) = (start, &raw.stagger)
+        && s.value != Dur::ZERO
+    {
+        return Err(err_at(&s.referenced, "stagger needs `start: staggered`".into()));
+    }
+
+    let mut faults = Vec::with_capacity(raw.faults.len());
+    for f in &raw.faults {
+        faults.push(validate_fault(f, workers, duration, &err_at)?);
+    }
+
+    let expect = raw.expect.map_or_else(Expect::default, |e| Expect {
+        max_leaders: e.max_leaders,
+        gap_min: e.gap_min.map(sc),
+        gap_max: e.gap_max.map(sc),
+        wedged: e.wedged,
+        double_leader_trials: e.double_leader_trials,
+    });
+
+    let jobs = overrides.jobs.unwrap_or_else(|| raw.jobs.as_ref().map_or(1, |j| j.value));
+    if jobs == 0 {
+        let msg = "jobs must be at least 1".to_string();
+        return Err(match &raw.jobs {
+            Some(j) if overrides.jobs.is_none() => err_at(&j.referenced, msg),
+            _ => at(0, 0, format!("--jobs: {msg}")),
+        });
+    }
+
+    let seed = overrides.seed.or(raw.seed).unwrap_or_else(rand::random);
+
+    Ok(Experiment {
+        name: raw.name.value,
+        description: raw.description.trim().to_string(),
+        source: path.to_path_buf(),
+        trials,
+        seed,
+        duration: sc(duration),
+        workers,
+        lease: LeaseSettings { lease: sc(lease), renew: sc(renew), watch: sc(watch), resolution: sc(resolution) },
+        worker: raw.worker,
+        start,
+        stagger: sc(stagger),
+        initial_lock: raw.initial_lock.unwrap_or(InitialLock::None),
+        faults: faults
+            .into_iter()
+            .map(|f| Fault {
+                at: sc(f.at),
+                after: f.after.map(|a| After { event: a.event, delay: sc(a.delay) }),
+                duration: f.duration.map(sc),
+                ..f
+            })
+            .collect(),
+        expect,
+        time_scale: scale,
+        grace: raw.grace.unwrap_or(Dur::from_secs(2)),
+        jobs,
+    })
+}
+
+/// Check one fault against the experiment (unscaled values).
+fn validate_fault(
+    f: &RawFault,
+    workers: usize,
+    duration: Dur,
+    err_at: &dyn Fn(&serde_saphyr::Location, String) -> ExperimentError,
+) -> Result<Fault, ExperimentError> {
+    let action = f.action.value;
+    if f.at.value >= duration {
+        return Err(err_at(
+            &f.at.referenced,
+            format!("fault at {} is not before the trial ends (duration: {duration})", f.at.value),
+        ));
+    }
+    let target = match &f.target {
+        None if action.is_lock() => Target::Lock,
+        None => {
+            return Err(err_at(
+                &f.action.referenced,
+                format!("action {} needs a target: leader, watcher, all or a worker index", action.name()),
+            ));
+        }
+        Some(t) => {
+            let target = match &t.value {
+                RawTarget::Index(i) if *i >= 0 && (*i as usize) < workers => Target::Worker(*i as usize),
+                RawTarget::Index(i) => {
+                    return Err(err_at(
+                        &t.referenced,
+                        format!("worker index {i} is out of range: this experiment has workers 0..{}", workers - 1),
+                    ));
+                }
+                RawTarget::Name(n) => match n.as_str() {
+                    "leader" => Target::Leader,
+                    "watcher" => Target::Watcher,
+                    "all" => Target::All,
+                    "lock" => Target::Lock,
+                    other => {
+                        return Err(err_at(
+                            &t.referenced,
+                            format!("unknown target {other:?}: expected leader, watcher, all, lock or a worker index"),
+                        ));
+                    }
+                },
+            };
+            if action.is_lock() != (target == Target::Lock) {
+                return Err(err_at(
+                    &t.referenced,
+                    format!(
+                        "action {} cannot target {target}: lock-* actions target the lock, signals target workers",
+                        action.name()
+                    ),
+                ));
+            }
+            target
+        }
+    };
+    let pause_len = match (&f.duration, action) {
+        (Some(d), Action::Pause) if d.value > Dur::ZERO => Some(d.value),
+        (Some(d), Action::Pause) => {
+            return Err(err_at(&d.referenced, "pause duration must be longer than zero".into()));
+        }
+        (None, Action::Pause) => {
+            return Err(err_at(&f.action.referenced, "pause needs a duration, e.g. `duration: 15s`".into()));
+        }
+        (Some(d), _) => {
+            return Err(err_at(&d.referenced, format!("duration applies to pause only, not to {}", action.name())));
+        }
+        (None, _) => None,
+    };
+    let after = match &f.after {
+        None => {
+            if f.delay.is_some() {
+                return Err(err_at(&f.at.referenced, "delay needs `after: <event>`".into()));
+            }
+            None
+        }
+        Some(a) => {
+            let event = EventKind::from_name(&a.value).filter(|k| is_worker_event(*k)).ok_or_else(|| {
+                err_at(
+                    &a.referenced,
+                    format!("unknown worker event {:?}: expected one of {}", a.value, worker_event_names()),
+                )
+            })?;
+            if target == Target::Lock {
+                return Err(err_at(&a.referenced, "after: needs a worker target, not the lock".into()));
+            }
+            Some(After { event, delay: f.delay.unwrap_or(Dur::ZERO) })
+        }
+    };
+    Ok(Fault { at: f.at.value, after, target, action, duration: pause_len })
+}
+
+fn is_worker_event(k: EventKind) -> bool {
+    !matches!(k, EventKind::Spawn | EventKind::Barrier | EventKind::Fault | EventKind::Exit | EventKind::TrialEnd)
+}
+
+fn worker_event_names() -> String {
+    EventKind::ALL.into_iter().filter(|k| is_worker_event(*k)).map(|k| k.name()).collect::<Vec<_>>().join(", ")
+}
+
+/// serde-saphyr's message without its own location prefix and snippet (we
+/// render both ourselves, with the real file name).
+fn saphyr_message(e: &serde_saphyr::Error) -> String {
+    let full = e.to_string();
+    let first = full.lines().next().unwrap_or_default();
+    let first = first.strip_prefix("error: ").unwrap_or(first);
+    // "line 3 column 1: unknown field ..." → "unknown field ..."
+    match first.split_once(": ") {
+        Some((loc, rest)) if loc.starts_with("line ") => rest.to_string(),
+        _ => first.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load_text(text: &str) -> Result<Experiment, String> {
+        load_str(Path::new("t.yaml"), text, &Overrides::default()).map_err(|e| e.to_string())
+    }
+
+    const MINIMAL: &str = "name: t\nworkers: 3\n";
+
+    #[test]
+    fn defaults_are_the_blogs() {
+        let e = load_text(MINIMAL).unwrap();
+        assert_eq!(e.lease.lease, Dur::from_secs(9));
+        assert_eq!(e.lease.renew, Dur::from_secs(3));
+        assert_eq!(e.lease.watch, Dur::from_secs(3));
+        assert_eq!(e.worker, WorkerSettings::default());
+    }
+
+    #[test]
+    fn time_scale_scales_every_duration() {
+        let text = "name: t\nworkers: 3\nduration: 30s\nfaults:\n  - at: 12s\n    target: leader\n    action: pause\n    duration: 15s\n";
+        let o = Overrides { time_scale: Some(0.1), ..Overrides::default() };
+        let e = load_str(Path::new("t.yaml"), text, &o).unwrap();
+        assert_eq!(e.duration, Dur::from_secs(3));
+        assert_eq!(e.lease.resolution, Dur::from_ms(100));
+        assert_eq!(e.faults[0].at, Dur::from_ms(1200));
+        assert_eq!(e.faults[0].duration, Some(Dur::from_ms(1500)));
+    }
+
+    #[test]
+    fn errors_name_line_and_column() {
+        let cases = [
+            ("name: t\nworkers: 3\nbogus: 1\n", "t.yaml:3:1: unknown field `bogus`"),
+            ("name: t\nworkers: 3\nrenew: 9s\n", "t.yaml:3:8: renew (9s) must be shorter than lease (9s)"),
+            ("name: t\nworkers: 0\n", "t.yaml:2:10: workers must be at least 1"),
+            ("name: t\nworkers: [3\n", "t.yaml:2:"),
+            (
+                "name: t\nworkers: 3\nfaults:\n  - at: 12s\n    target: leader\n    action: nuke\n",
+                "t.yaml:6:13: unknown variant `nuke`",
+            ),
+            (
+                "name: t\nworkers: 3\nduration: 10s\nfaults:\n  - at: 12s\n    target: leader\n    action: kill\n",
+                "t.yaml:5:9: fault at 12s is not before the trial ends",
+            ),
+            (
+                "name: t\nworkers: 3\nfaults:\n  - at: 1s\n    target: 3\n    action: kill\n",
+                "t.yaml:5:13: worker index 3 is out of range",
+            ),
+            (
+                "name: t\nworkers: 3\nfaults:\n  - at: 1s\n    target: leader\n    action: pause\n",
+                "t.yaml:6:13: pause needs a duration",
+            ),
+            (
+                "name: t\nworkers: 3\nfaults:\n  - at: 1s\n    after: renewd\n    target: leader\n    action: kill\n",
+                "t.yaml:5:12: unknown worker event \"renewd\"",
+            ),
+            ("name: t\nworkers: 3\nlease: 9\n", "t.yaml:3:8: duration \"9\" has no unit"),
+        ];
+        for (text, want) in cases {
+            let got = load_text(text).unwrap_err();
+            assert!(got.starts_with(want), "for {text:?}\n got: {got}\nwant: {want}");
+        }
+    }
+
+    #[test]
+    fn lock_actions_default_to_the_lock_and_signals_need_a_target() {
+        let e = load_text("name: t\nworkers: 3\nfaults:\n  - at: 1s\n    action: lock-empty\n").unwrap();
+        assert_eq!(e.faults[0].target, Target::Lock);
+        let err = load_text("name: t\nworkers: 3\nfaults:\n  - at: 1s\n    action: kill\n").unwrap_err();
+        assert!(err.contains("needs a target"), "{err}");
+    }
+}

@@ -1,0 +1,104 @@
+//! The resolved experiment, written as `experiment.yaml` next to the results:
+//! defaults filled in, time scale applied, seed fixed. Loading it back (with
+//! no overrides) gives the same `Experiment`, so `leasequake check` and a
+//! re-run see exactly what ran.
+
+use std::fmt::Write;
+
+use super::{Action, Experiment, StartMode};
+
+fn quote(s: &str) -> String {
+    // A JSON string is a valid YAML double-quoted scalar.
+    serde_json::to_string(s).expect("strings serialise")
+}
+
+fn enum_name<T: serde::Serialize>(v: &T) -> String {
+    match serde_json::to_value(v) {
+        Ok(serde_json::Value::String(s)) => s,
+        _ => unreachable!("unit enums serialise to strings"),
+    }
+}
+
+pub fn to_yaml(e: &Experiment) -> String {
+    let mut y = String::new();
+    let w = &mut y;
+    let _ =
+        writeln!(w, "# Resolved from {} (time scale {} applied to every duration).", e.source.display(), e.time_scale);
+    let _ = writeln!(w, "name: {}", quote(&e.name));
+    let _ = writeln!(w, "description: {}", quote(&e.description));
+    let _ = writeln!(w, "trials: {}", e.trials);
+    let _ = writeln!(w, "seed: {}", e.seed);
+    let _ = writeln!(w, "duration: {}", e.duration);
+    let _ = writeln!(w, "workers: {}", e.workers);
+    let _ = writeln!(w, "lease: {}", e.lease.lease);
+    let _ = writeln!(w, "renew: {}", e.lease.renew);
+    let _ = writeln!(w, "watch: {}", e.lease.watch);
+    let _ = writeln!(w, "expiry_resolution: {}", e.lease.resolution);
+    let _ = writeln!(w, "worker:");
+    let _ = writeln!(w, "  acquire: {}", enum_name(&e.worker.acquire));
+    let _ = writeln!(w, "  unreadable: {}", enum_name(&e.worker.unreadable));
+    let _ = writeln!(w, "  expiry: {}", enum_name(&e.worker.expiry));
+    let _ = writeln!(w, "  release_on_term: {}", e.worker.release_on_term);
+    let _ = writeln!(w, "  mode: {}", enum_name(&e.worker.mode));
+    let _ = writeln!(w, "start: {}", enum_name(&e.start));
+    if e.start == StartMode::Staggered {
+        let _ = writeln!(w, "stagger: {}", e.stagger);
+    }
+    let _ = writeln!(w, "initial_lock: {}", enum_name(&e.initial_lock));
+    let _ = writeln!(w, "grace: {}", e.grace);
+    let _ = writeln!(w, "jobs: {}", e.jobs);
+    if e.faults.is_empty() {
+        let _ = writeln!(w, "faults: []");
+    } else {
+        let _ = writeln!(w, "faults:");
+    }
+    for f in &e.faults {
+        let _ = writeln!(w, "  - at: {}", f.at);
+        if let Some(a) = f.after {
+            let _ = writeln!(w, "    after: {}", a.event.name());
+            let _ = writeln!(w, "    delay: {}", a.delay);
+        }
+        let _ = writeln!(w, "    target: {}", f.target);
+        let _ = writeln!(w, "    action: {}", f.action.name());
+        if let (Action::Pause, Some(d)) = (f.action, f.duration) {
+            let _ = writeln!(w, "    duration: {d}");
+        }
+    }
+    let x = &e.expect;
+    if !x.is_empty() {
+        let _ = writeln!(w, "expect:");
+        if let Some(v) = x.max_leaders {
+            let _ = writeln!(w, "  max_leaders: {v}");
+        }
+        if let Some(v) = x.gap_min {
+            let _ = writeln!(w, "  gap_min: {v}");
+        }
+        if let Some(v) = x.gap_max {
+            let _ = writeln!(w, "  gap_max: {v}");
+        }
+        if let Some(v) = x.wedged {
+            let _ = writeln!(w, "  wedged: {v}");
+        }
+        if let Some(v) = x.double_leader_trials {
+            let _ = writeln!(w, "  double_leader_trials: {v}");
+        }
+    }
+    y
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::super::{Overrides, load_str};
+    use super::*;
+
+    #[test]
+    fn resolved_yaml_loads_back_to_the_same_experiment() {
+        let text = "name: t\ndescription: \"a: b\"\nworkers: 3\nseed: 7\nworker:\n  acquire: link\nfaults:\n  - at: 8.5s\n    after: renewed\n    delay: 2.47s\n    target: leader\n    action: kill\n  - at: 20s\n    target: 1\n    action: pause\n    duration: 3s\n  - at: 21s\n    action: lock-corrupt\nexpect:\n  max_leaders: 1\n  gap_max: 13s\n";
+        let o = Overrides { time_scale: Some(0.1), ..Overrides::default() };
+        let first = load_str(Path::new("t.yaml"), text, &o).unwrap();
+        let again = load_str(Path::new("t.yaml"), &to_yaml(&first), &Overrides::default()).unwrap();
+        assert_eq!(again, Experiment { time_scale: 1.0, ..first });
+    }
+}

@@ -1,0 +1,237 @@
+//! The history of one trial: the contract between `trial/` (which records it)
+//! and `check/` (which judges it).
+//!
+//! Times are integer microseconds since the trial's barrier release. Workers
+//! and the harness stamp events with `CLOCK_MONOTONIC` (system-wide on Linux);
+//! the runner subtracts the barrier time and rounds to µs once, so that a
+//! history re-read from `events.csv` (which stores `t_ms` with three decimals)
+//! is bit-for-bit the history the checker saw during the run.
+
+use serde::{Deserialize, Serialize};
+
+/// Microseconds since the barrier release.
+pub type Micros = i64;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EventKind {
+    // --- recorded by the harness ---
+    /// A worker process was spawned.
+    Spawn,
+    /// The barrier was released: t = 0 by definition.
+    Barrier,
+    /// A fault was delivered (detail: `fault`, `action`; `error` if it could
+    /// not be, e.g. no leader to target). `stop`/`cont` open and close pauses.
+    Fault,
+    /// The harness observed a worker's death (detail: `code` or `signal`).
+    Exit,
+    /// The trial's duration elapsed; cleanup starts. The checker ignores
+    /// everything after it.
+    TrialEnd,
+
+    // --- reported by workers ---
+    /// Worker is initialised and waiting on the barrier.
+    Ready,
+    /// Worker passed the barrier (its spread is the start spread).
+    Start,
+    /// Worker became leader (detail: `how` = start | takeover | retry,
+    /// `lease_until`, `expires_in_ms`, `token`).
+    Acquired,
+    /// Worker tried to acquire and lost (initial attempt or one-shot race).
+    NotAcquired,
+    /// Leader rewrote its lease (detail: `lease_until`, `expires_in_ms`).
+    Renewed,
+    /// Leader could not read/parse/write its lease (detail: `count`, `error`).
+    RenewFailed,
+    /// Watcher saw a valid lease (detail: `holder`, `lease_until`).
+    HeldBy,
+    /// Watcher saw an expired lease and will try to take over.
+    ExpiredSeen,
+    /// Watcher's takeover create failed: another process won.
+    TakeoverLost,
+    /// Watcher could not read/parse the lock file (detail: `error`).
+    Unreadable,
+    /// Leader gave up leadership (detail: `reason`).
+    SteppedDown,
+    /// Leader removed its lock file on SIGTERM/SIGINT.
+    Released,
+    /// Worker is about to exit (detail: `code`).
+    Exiting,
+}
+
+impl EventKind {
+    pub const ALL: [EventKind; 18] = [
+        EventKind::Spawn,
+        EventKind::Barrier,
+        EventKind::Fault,
+        EventKind::Exit,
+        EventKind::TrialEnd,
+        EventKind::Ready,
+        EventKind::Start,
+        EventKind::Acquired,
+        EventKind::NotAcquired,
+        EventKind::Renewed,
+        EventKind::RenewFailed,
+        EventKind::HeldBy,
+        EventKind::ExpiredSeen,
+        EventKind::TakeoverLost,
+        EventKind::Unreadable,
+        EventKind::SteppedDown,
+        EventKind::Released,
+        EventKind::Exiting,
+    ];
+
+    /// The name used in events.csv, the worker protocol and `after:`.
+    pub fn name(self) -> &'static str {
+        match self {
+            EventKind::Spawn => "spawn",
+            EventKind::Barrier => "barrier",
+            EventKind::Fault => "fault",
+            EventKind::Exit => "exit",
+            EventKind::TrialEnd => "trial_end",
+            EventKind::Ready => "ready",
+            EventKind::Start => "start",
+            EventKind::Acquired => "acquired",
+            EventKind::NotAcquired => "not_acquired",
+            EventKind::Renewed => "renewed",
+            EventKind::RenewFailed => "renew_failed",
+            EventKind::HeldBy => "held_by",
+            EventKind::ExpiredSeen => "expired_seen",
+            EventKind::TakeoverLost => "takeover_lost",
+            EventKind::Unreadable => "unreadable",
+            EventKind::SteppedDown => "stepped_down",
+            EventKind::Released => "released",
+            EventKind::Exiting => "exiting",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<EventKind> {
+        EventKind::ALL.into_iter().find(|k| k.name() == name)
+    }
+}
+
+/// Kind-specific detail. Every field is optional; `events.csv` stores it as a
+/// compact JSON object without the absent fields.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Detail {
+    /// pid named in the lock file (watchers) or the holder itself (leaders).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub holder: Option<i64>,
+    /// `leaseUntil` exactly as written to / read from the lock file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lease_until: Option<f64>,
+    /// Nominal expiry of the lease just written, relative to this event
+    /// (write time + lease). `lease_remainder` is measured against it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expires_in_ms: Option<f64>,
+    /// Fencing token, where the substrate provides one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token: Option<u64>,
+    /// How leadership was obtained: start | takeover | retry.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub how: Option<String>,
+    /// Index of the fault in the experiment's schedule.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fault: Option<usize>,
+    /// Primitive fault action delivered: kill, term, stop, cont, lock-empty,
+    /// lock-delete, lock-corrupt, lock-stale.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub action: Option<String>,
+    /// Exit code (normal exit).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<i32>,
+    /// Terminating signal name, e.g. SIGKILL.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signal: Option<String>,
+    /// Consecutive failure count (renew_failed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub count: Option<u32>,
+    /// Why (stepped_down): failures | other-holder.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Error text, for failed operations or undeliverable faults.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl Detail {
+    pub fn to_json(&self) -> String {
+        let s = serde_json::to_string(self).expect("Detail serialises");
+        if s == "{}" { String::new() } else { s }
+    }
+
+    pub fn from_json(s: &str) -> Result<Detail, serde_json::Error> {
+        if s.trim().is_empty() { Ok(Detail::default()) } else { serde_json::from_str(s) }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Event {
+    pub t_us: Micros,
+    /// Worker index, for worker events and harness events about a worker.
+    pub worker: Option<usize>,
+    pub pid: Option<i32>,
+    pub kind: EventKind,
+    pub detail: Detail,
+}
+
+impl Event {
+    pub fn new(t_us: Micros, worker: Option<usize>, kind: EventKind) -> Event {
+        Event { t_us, worker, pid: None, kind, detail: Detail::default() }
+    }
+
+    pub fn with_detail(mut self, detail: Detail) -> Event {
+        self.detail = detail;
+        self
+    }
+
+    pub fn with_pid(mut self, pid: i32) -> Event {
+        self.pid = Some(pid);
+        self
+    }
+}
+
+/// All events of one trial, ordered by time (stable for equal times, so the
+/// order in which one process reported its events is kept).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct History {
+    pub events: Vec<Event>,
+}
+
+impl History {
+    pub fn new(mut events: Vec<Event>) -> History {
+        events.sort_by_key(|e| e.t_us);
+        History { events }
+    }
+}
+
+/// Convert a millisecond value as written in CSV back to microseconds.
+pub fn ms_to_us(ms: f64) -> Micros {
+    (ms * 1000.0).round() as Micros
+}
+
+pub fn us_to_ms(us: Micros) -> f64 {
+    us as f64 / 1000.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn detail_round_trips_through_json() {
+        let d = Detail { holder: Some(42), lease_until: Some(1715430000.0), ..Detail::default() };
+        assert_eq!(Detail::from_json(&d.to_json()).unwrap(), d);
+        assert_eq!(Detail::default().to_json(), "");
+    }
+
+    #[test]
+    fn event_kind_names_are_snake_case() {
+        assert_eq!(EventKind::ExpiredSeen.name(), "expired_seen");
+        for k in EventKind::ALL {
+            assert_eq!(serde_json::to_string(&k).unwrap(), format!("\"{}\"", k.name()));
+            assert_eq!(EventKind::from_name(k.name()), Some(k));
+        }
+    }
+}

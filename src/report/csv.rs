@@ -1,0 +1,280 @@
+//! The durable result: the CSV files of DESIGN.md, appended and flushed
+//! after every trial so that an interrupted run keeps every finished trial.
+
+use std::fs::File;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use crate::check::TrialMetrics;
+use crate::experiment::Experiment;
+use crate::history::{Event, History, us_to_ms};
+use crate::trial::FaultRow;
+
+use super::summary::Summary;
+
+pub const EVENTS_HEADER: [&str; 6] = ["trial", "t_ms", "worker", "pid", "event", "detail"];
+pub const FAULTS_HEADER: [&str; 10] =
+    ["trial", "fault", "action", "target", "worker", "pid", "scheduled_ms", "actual_ms", "error_us", "error"];
+pub const GAPS_HEADER: [&str; 11] = [
+    "trial",
+    "gap",
+    "start_ms",
+    "end_ms",
+    "duration_ms",
+    "ended",
+    "cause",
+    "ended_by",
+    "lease_remainder_ms",
+    "detection_lag_ms",
+    "cause_fault",
+];
+pub const TRIALS_HEADER: [&str; 20] = [
+    "trial",
+    "seed",
+    "workers",
+    "lease_ms",
+    "renew_ms",
+    "watch_ms",
+    "resolution_ms",
+    "acquire",
+    "expiry",
+    "unreadable",
+    "start_spread_us",
+    "first_leader_ms",
+    "max_leaders",
+    "double_leader_ms",
+    "double_leader_active_ms",
+    "leaderless_ms",
+    "gaps",
+    "wedged",
+    "outcome",
+    "end_ms",
+];
+pub const SUMMARY_HEADER: [&str; 19] = [
+    "setting",
+    "lease_ms",
+    "renew_ms",
+    "watch_ms",
+    "n",
+    "gaps",
+    "open_gaps",
+    "gap_min_ms",
+    "gap_p50_ms",
+    "gap_p90_ms",
+    "gap_p99_ms",
+    "gap_max_ms",
+    "double_leader_trials",
+    "double_leader",
+    "double_leader_ci_low",
+    "double_leader_ci_high",
+    "wedged_trials",
+    "wedged",
+    "no_leader_trials",
+];
+
+fn ms(us: i64) -> String {
+    format!("{:.3}", us_to_ms(us))
+}
+
+fn opt<T: ToString>(v: Option<T>) -> String {
+    v.map(|v| v.to_string()).unwrap_or_default()
+}
+
+fn opt_ms(v: Option<f64>) -> String {
+    v.map(|v| format!("{v:.3}")).unwrap_or_default()
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {source}", path.display())]
+pub struct WriteError {
+    pub path: PathBuf,
+    #[source]
+    pub source: io::Error,
+}
+
+fn io_err(path: &Path) -> impl Fn(io::Error) -> WriteError + '_ {
+    move |source| WriteError { path: path.to_path_buf(), source }
+}
+
+fn csv_err(path: &Path) -> impl Fn(csv::Error) -> WriteError + '_ {
+    move |e| WriteError { path: path.to_path_buf(), source: io::Error::other(e) }
+}
+
+struct Table {
+    path: PathBuf,
+    writer: csv::Writer<File>,
+}
+
+impl Table {
+    fn create(dir: &Path, name: &str, header: &[&str]) -> Result<Table, WriteError> {
+        let path = dir.join(name);
+        let file = File::create(&path).map_err(io_err(&path))?;
+        let mut writer = csv::Writer::from_writer(file);
+        writer.write_record(header).map_err(csv_err(&path))?;
+        writer.flush().map_err(io_err(&path))?;
+        Ok(Table { path, writer })
+    }
+
+    fn row(&mut self, fields: &[String]) -> Result<(), WriteError> {
+        self.writer.write_record(fields).map_err(csv_err(&self.path))
+    }
+
+    fn flush(&mut self) -> Result<(), WriteError> {
+        self.writer.flush().map_err(io_err(&self.path))
+    }
+}
+
+/// Which tables a writer produces: a run writes the history too; `check`
+/// only rewrites what is derived from it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Tables {
+    All,
+    Derived,
+}
+
+/// Appends trials to the results directory.
+pub struct ResultsWriter {
+    dir: PathBuf,
+    events: Option<Table>,
+    faults: Option<Table>,
+    gaps: Table,
+    trials: Table,
+}
+
+impl ResultsWriter {
+    pub fn create(dir: &Path, tables: Tables) -> Result<ResultsWriter, WriteError> {
+        let (events, faults) = if tables == Tables::All {
+            (
+                Some(Table::create(dir, "events.csv", &EVENTS_HEADER)?),
+                Some(Table::create(dir, "faults.csv", &FAULTS_HEADER)?),
+            )
+        } else {
+            (None, None)
+        };
+        Ok(ResultsWriter {
+            dir: dir.to_path_buf(),
+            events,
+            faults,
+            gaps: Table::create(dir, "gaps.csv", &GAPS_HEADER)?,
+            trials: Table::create(dir, "trials.csv", &TRIALS_HEADER)?,
+        })
+    }
+
+    /// Write one finished trial to every table and flush them all.
+    pub fn append(
+        &mut self,
+        exp: &Experiment,
+        trial: u32,
+        seed: u64,
+        history: &History,
+        faults: &[FaultRow],
+        m: &TrialMetrics,
+    ) -> Result<(), WriteError> {
+        if let Some(t) = &mut self.events {
+            for e in &history.events {
+                t.row(&event_row(trial, e))?;
+            }
+            t.flush()?;
+        }
+        if let Some(t) = &mut self.faults {
+            for f in faults {
+                t.row(&[
+                    trial.to_string(),
+                    f.fault.to_string(),
+                    f.action.clone(),
+                    f.target.clone(),
+                    opt(f.worker),
+                    opt(f.pid),
+                    ms(f.scheduled_us),
+                    ms(f.actual_us),
+                    (f.actual_us - f.scheduled_us).to_string(),
+                    f.error.clone().unwrap_or_default(),
+                ])?;
+            }
+            t.flush()?;
+        }
+        for (i, g) in m.gaps.iter().enumerate() {
+            self.gaps.row(&[
+                trial.to_string(),
+                (i + 1).to_string(),
+                ms(g.start_us),
+                ms(g.end_us),
+                ms(g.duration_us()),
+                g.ended.to_string(),
+                g.cause.clone(),
+                opt(g.ended_by),
+                g.lease_remainder_us.map(ms).unwrap_or_default(),
+                g.detection_lag_us.map(ms).unwrap_or_default(),
+                opt(g.cause_fault),
+            ])?;
+        }
+        self.gaps.flush()?;
+        let l = &exp.lease;
+        self.trials.row(&[
+            trial.to_string(),
+            seed.to_string(),
+            exp.workers.to_string(),
+            format!("{:.3}", l.lease.as_ms_f64()),
+            format!("{:.3}", l.renew.as_ms_f64()),
+            format!("{:.3}", l.watch.as_ms_f64()),
+            format!("{:.3}", l.resolution.as_ms_f64()),
+            value_name(&exp.worker.acquire),
+            value_name(&exp.worker.expiry),
+            value_name(&exp.worker.unreadable),
+            opt(m.start_spread_us),
+            m.first_leader_us.map(ms).unwrap_or_default(),
+            m.max_leaders.to_string(),
+            ms(m.double_leader_us),
+            ms(m.double_leader_active_us),
+            ms(m.leaderless_us),
+            m.gaps.len().to_string(),
+            m.wedged.to_string(),
+            m.outcome().to_string(),
+            ms(m.end_us),
+        ])?;
+        self.trials.flush()
+    }
+
+    /// Rewrite summary.csv (temp file + rename: never half-written).
+    pub fn write_summary(&self, exp: &Experiment, s: &Summary) -> Result<(), WriteError> {
+        let path = self.dir.join("summary.csv");
+        let tmp = self.dir.join(".summary.csv.tmp");
+        let mut w = csv::Writer::from_path(&tmp).map_err(csv_err(&tmp))?;
+        let l = &exp.lease;
+        let (lo, hi) = s.double_leader_ci;
+        w.write_record(SUMMARY_HEADER).map_err(csv_err(&tmp))?;
+        w.write_record([
+            exp.name.clone(),
+            format!("{:.3}", l.lease.as_ms_f64()),
+            format!("{:.3}", l.renew.as_ms_f64()),
+            format!("{:.3}", l.watch.as_ms_f64()),
+            s.n.to_string(),
+            s.gaps.to_string(),
+            s.open_gaps.to_string(),
+            opt_ms(s.gap_min_ms),
+            opt_ms(s.gap_p50_ms),
+            opt_ms(s.gap_p90_ms),
+            opt_ms(s.gap_p99_ms),
+            opt_ms(s.gap_max_ms),
+            s.double_leader_trials.to_string(),
+            format!("{}/{}", s.double_leader_trials, s.n),
+            format!("{lo:.4}"),
+            format!("{hi:.4}"),
+            s.wedged_trials.to_string(),
+            format!("{}/{}", s.wedged_trials, s.n),
+            s.no_leader_trials.to_string(),
+        ])
+        .map_err(csv_err(&tmp))?;
+        w.flush().map_err(io_err(&tmp))?;
+        drop(w);
+        std::fs::rename(&tmp, &path).map_err(io_err(&path))
+    }
+}
+
+fn value_name<T: clap::ValueEnum>(v: &T) -> String {
+    v.to_possible_value().map(|p| p.get_name().to_string()).unwrap_or_default()
+}
+
+fn event_row(trial: u32, e: &Event) -> Vec<String> {
+    vec![trial.to_string(), ms(e.t_us), opt(e.worker), opt(e.pid), e.kind.name().to_string(), e.detail.to_json()]
+}

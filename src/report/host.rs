@@ -1,0 +1,57 @@
+//! host.json: what machine a result came from, so numbers are never
+//! compared without their context.
+
+use serde::Serialize;
+
+use crate::clock::{utc_stamp, wall_ns};
+use crate::experiment::Experiment;
+
+#[derive(Serialize)]
+pub struct Host {
+    pub hostname: String,
+    pub kernel: String,
+    pub os: String,
+    pub cpu: String,
+    pub cores: usize,
+    pub memory_bytes: u64,
+    pub load_average: [f64; 3],
+    pub leasequake_version: &'static str,
+    pub started_utc: String,
+    pub command: Vec<String>,
+    pub seed: u64,
+    pub time_scale: f64,
+    pub jobs: usize,
+}
+
+pub fn describe(exp: &Experiment) -> Host {
+    // Every field is best effort: a missing fact must not stop a run.
+    let (cpu, cores, memory_bytes) = match sysinfo::System::new() {
+        Ok(mut sys) => {
+            sys.refresh_memory();
+            sys.refresh_cpu_list(sysinfo::CpuRefreshKind::nothing());
+            let cpu = sys.cpus().first().map(|c| c.brand().to_string()).unwrap_or_default();
+            (cpu, sys.cpus().len(), sys.total_memory())
+        }
+        Err(_) => (String::new(), 0, 0),
+    };
+    let load = sysinfo::System::load_average().map(|l| [l.one, l.five, l.fifteen]).unwrap_or_default();
+    Host {
+        hostname: sysinfo::System::host_name().unwrap_or_default(),
+        kernel: sysinfo::System::kernel_version().unwrap_or_default(),
+        os: sysinfo::System::long_os_version().unwrap_or_default(),
+        cpu,
+        cores,
+        memory_bytes,
+        load_average: load,
+        leasequake_version: env!("CARGO_PKG_VERSION"),
+        started_utc: utc_stamp(wall_ns() / 1_000_000_000),
+        command: std::env::args().collect(),
+        seed: exp.seed,
+        time_scale: exp.time_scale,
+        jobs: exp.jobs,
+    }
+}
+
+pub fn to_json(host: &Host) -> String {
+    serde_json::to_string_pretty(host).expect("host record serialises") + "\n"
+}

@@ -1,0 +1,8 @@
+//! Reports: CSV first (the durable result), then the terminal summary.
+
+pub mod csv;
+pub mod host;
+pub mod read;
+pub mod stats;
+pub mod summary;
+pub mod terminal;

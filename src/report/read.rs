@@ -1,0 +1,49 @@
+//! Reading a results directory back: events.csv → one History per trial.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::history::{Detail, Event, EventKind, History, ms_to_us};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("{}: {source}", path.display())]
+    Csv { path: std::path::PathBuf, source: csv::Error },
+    #[error("{}:{line}: {message}", path.display())]
+    Row { path: std::path::PathBuf, line: u64, message: String },
+}
+
+#[derive(serde::Deserialize)]
+struct Row {
+    trial: u32,
+    t_ms: f64,
+    worker: Option<usize>,
+    pid: Option<i32>,
+    event: String,
+    detail: String,
+}
+
+/// Every trial's history in `dir/events.csv`, by trial number.
+pub fn read_histories(dir: &Path) -> Result<BTreeMap<u32, History>, ReadError> {
+    let path = dir.join("events.csv");
+    let csv_err = |source| ReadError::Csv { path: path.clone(), source };
+    let mut reader = csv::Reader::from_path(&path).map_err(csv_err)?;
+    let mut by_trial: BTreeMap<u32, Vec<Event>> = BTreeMap::new();
+    let mut record = csv::StringRecord::new();
+    let headers = reader.headers().map_err(csv_err)?.clone();
+    while reader.read_record(&mut record).map_err(csv_err)? {
+        let line = record.position().map_or(0, |p| p.line());
+        let row: Row = record.deserialize(Some(&headers)).map_err(csv_err)?;
+        let bad = |message: String| ReadError::Row { path: path.clone(), line, message };
+        let kind = EventKind::from_name(&row.event).ok_or_else(|| bad(format!("unknown event {:?}", row.event)))?;
+        let detail = Detail::from_json(&row.detail).map_err(|e| bad(format!("bad detail: {e}")))?;
+        by_trial.entry(row.trial).or_default().push(Event {
+            t_us: ms_to_us(row.t_ms),
+            worker: row.worker,
+            pid: row.pid,
+            kind,
+            detail,
+        });
+    }
+    Ok(by_trial.into_iter().map(|(t, events)| (t, History::new(events))).collect())
+}

@@ -1,0 +1,87 @@
+//! One summary row per setting, computed from the trials' metrics.
+
+use crate::check::TrialMetrics;
+use crate::experiment::Experiment;
+use crate::history::us_to_ms;
+
+use super::stats::{percentile, wilson95};
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Summary {
+    pub n: usize,
+    /// Ended gaps, whose durations the statistics describe.
+    pub gaps: usize,
+    /// Gaps still open at trial end (not in the statistics).
+    pub open_gaps: usize,
+    pub gap_min_ms: Option<f64>,
+    pub gap_p50_ms: Option<f64>,
+    pub gap_p90_ms: Option<f64>,
+    pub gap_p99_ms: Option<f64>,
+    pub gap_max_ms: Option<f64>,
+    pub double_leader_trials: usize,
+    pub double_leader_ci: (f64, f64),
+    pub wedged_trials: usize,
+    pub no_leader_trials: usize,
+}
+
+pub fn summarize(trials: &[&TrialMetrics]) -> Summary {
+    let mut gaps: Vec<f64> =
+        trials.iter().flat_map(|t| t.gaps.iter()).filter(|g| g.ended).map(|g| us_to_ms(g.duration_us())).collect();
+    gaps.sort_by(f64::total_cmp);
+    let open_gaps = trials.iter().flat_map(|t| t.gaps.iter()).filter(|g| !g.ended).count();
+    let double = trials.iter().filter(|t| t.max_leaders >= 2).count();
+    Summary {
+        n: trials.len(),
+        gaps: gaps.len(),
+        open_gaps,
+        gap_min_ms: gaps.first().copied(),
+        gap_p50_ms: percentile(&gaps, 0.5),
+        gap_p90_ms: percentile(&gaps, 0.9),
+        gap_p99_ms: percentile(&gaps, 0.99),
+        gap_max_ms: gaps.last().copied(),
+        double_leader_trials: double,
+        double_leader_ci: wilson95(double, trials.len()),
+        wedged_trials: trials.iter().filter(|t| t.wedged).count(),
+        no_leader_trials: trials.iter().filter(|t| t.first_leader_us.is_none()).count(),
+    }
+}
+
+/// `expect:` failures, as sentences (empty: every expectation held).
+pub fn expectation_failures(exp: &Experiment, trials: &[(u32, &TrialMetrics)]) -> Vec<String> {
+    let x = &exp.expect;
+    let mut failures = Vec::new();
+    for (trial, m) in trials {
+        if let Some(max) = x.max_leaders
+            && m.max_leaders > max
+        {
+            failures.push(format!("trial {trial}: {} leaders at once (expected at most {max})", m.max_leaders));
+        }
+        for (i, g) in m.gaps.iter().enumerate() {
+            let d = g.duration_us();
+            if let Some(min) = x.gap_min
+                && g.ended
+                && d < min.as_us() as i64
+            {
+                failures.push(format!("trial {trial} gap {}: {:.3} ms (expected at least {min})", i + 1, us_to_ms(d)));
+            }
+            if let Some(max) = x.gap_max
+                && d > max.as_us() as i64
+            {
+                failures.push(format!("trial {trial} gap {}: {:.3} ms (expected at most {max})", i + 1, us_to_ms(d)));
+            }
+        }
+        if let Some(w) = x.wedged
+            && m.wedged != w
+        {
+            let what = if m.wedged { "wedged" } else { "did not wedge" };
+            failures.push(format!("trial {trial}: {what} (expected wedged: {w})"));
+        }
+    }
+    if let Some(k) = x.double_leader_trials {
+        let got = trials.iter().filter(|(_, m)| m.max_leaders >= 2).count();
+        if got > k {
+            failures.push(format!("{got} trials had two leaders (expected at most {k})"));
+        }
+    }
+    failures
+}

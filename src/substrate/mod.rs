@@ -1,0 +1,4 @@
+//! Where a lease lives. The lock file (the blog's) first; flock, Redis and
+//! PostgreSQL come later behind the same worker loop.
+
+pub mod lockfile;

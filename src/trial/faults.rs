@@ -1,0 +1,325 @@
+//! The nemesis: when each fault fires, whom it hits, and delivering it.
+//!
+//! Faults fire at absolute monotonic times (`at`), or protocol-relative:
+//! armed at `at`, they fire `delay` after the next matching event of the
+//! target (e.g. 10 ms after the leader's next `renewed`). Targets are
+//! resolved at the moment of firing from the live state the trial keeps.
+
+use std::path::Path;
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+use rand::Rng;
+use rand::rngs::StdRng;
+
+use crate::clock::{mono_ns, wall_ns};
+use crate::experiment::{Action, After, Experiment, InitialLock, Target};
+use crate::history::EventKind;
+use crate::substrate::lockfile::{self, LockFault};
+use crate::worker::expiry::ExpiryRule;
+
+use super::spawn::WorkerProc;
+
+/// The live view of the trial that targets are resolved against.
+#[derive(Debug, Default)]
+pub struct Live {
+    /// Workers that believe they lead, oldest acquisition first.
+    pub leaders: Vec<usize>,
+    pub alive: Vec<bool>,
+    pub paused: Vec<bool>,
+}
+
+impl Live {
+    pub fn new(workers: usize) -> Live {
+        Live { leaders: Vec::new(), alive: vec![true; workers], paused: vec![false; workers] }
+    }
+
+    /// Fold one worker event (or death) into the live view.
+    pub fn observe(&mut self, worker: usize, kind: EventKind) {
+        match kind {
+            EventKind::Acquired => {
+                self.leaders.retain(|&w| w != worker);
+                self.leaders.push(worker);
+            }
+            EventKind::SteppedDown | EventKind::Released | EventKind::Exit => {
+                self.leaders.retain(|&w| w != worker);
+                if kind == EventKind::Exit {
+                    self.alive[worker] = false;
+                    self.paused[worker] = false;
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+enum When {
+    /// Fire at this monotonic time.
+    At(i64),
+    /// Armed from this time; waiting for the trigger event.
+    Armed { from: i64, after: After },
+}
+
+#[derive(Clone, Debug)]
+pub struct Pending {
+    pub fault: usize,
+    pub action: Action,
+    target: Target,
+    /// Targets fixed in advance (the CONT of a pause, a triggered fault).
+    fixed: Option<Vec<usize>>,
+    when: When,
+    pause: Option<Duration>,
+}
+
+/// One delivered (or undeliverable) primitive fault: a row of faults.csv.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Delivery {
+    pub fault: usize,
+    /// kill, term, stop, cont, lock-empty, … (a pause is a stop and a cont).
+    pub action: &'static str,
+    /// The target as written (leader, watcher, all, lock, or an index).
+    pub target: String,
+    pub worker: Option<usize>,
+    pub pid: Option<i32>,
+    pub scheduled_ns: i64,
+    pub actual_ns: i64,
+    /// Why it was not delivered (no leader, worker already dead, …).
+    pub error: Option<String>,
+}
+
+pub struct Nemesis {
+    pending: Vec<Pending>,
+    rng: StdRng,
+    rule: ExpiryRule,
+    lock: std::path::PathBuf,
+}
+
+impl Nemesis {
+    pub fn new(exp: &Experiment, t0: i64, rng: StdRng, lock: &Path) -> Nemesis {
+        let pending = exp
+            .faults
+            .iter()
+            .enumerate()
+            .map(|(i, f)| {
+                let at = t0 + f.at.as_ns() as i64;
+                Pending {
+                    fault: i,
+                    action: f.action,
+                    target: f.target,
+                    fixed: None,
+                    when: match f.after {
+                        None => When::At(at),
+                        Some(after) => When::Armed { from: at, after },
+                    },
+                    pause: f.duration.map(|d| d.as_std()),
+                }
+            })
+            .collect();
+        Nemesis { pending, rng, rule: expiry_rule(exp), lock: lock.to_path_buf() }
+    }
+
+    /// The earliest time a timed fault is due (armed ones wait for events).
+    pub fn next_due(&self) -> Option<i64> {
+        self.pending
+            .iter()
+            .filter_map(|p| match p.when {
+                When::At(t) => Some(t),
+                When::Armed { .. } => None,
+            })
+            .min()
+    }
+
+    /// An event arrived: arm-triggered faults whose target matches fire
+    /// `delay` after the event's own timestamp.
+    pub fn on_event(&mut self, worker: usize, kind: EventKind, t_ns: i64, live: &Live) {
+        for p in &mut self.pending {
+            let When::Armed { from, after } = p.when else { continue };
+            if after.event != kind || t_ns < from {
+                continue;
+            }
+            let matches = match p.target {
+                Target::Leader => live.leaders.contains(&worker),
+                Target::Watcher => !live.leaders.contains(&worker),
+                Target::Worker(i) => i == worker,
+                Target::All => true,
+                Target::Lock => false,
+            };
+            if matches {
+                p.when = When::At(t_ns + after.delay.as_ns() as i64);
+                if p.target != Target::All {
+                    p.fixed = Some(vec![worker]);
+                }
+            }
+        }
+    }
+
+    /// Deliver every fault due at `now`. Returns the deliveries in order.
+    pub fn fire_due(&mut self, now: i64, procs: &[WorkerProc], live: &mut Live) -> Vec<Delivery> {
+        let mut out = Vec::new();
+        loop {
+            let due = self.pending.iter().enumerate().filter_map(|(i, p)| match p.when {
+                When::At(t) if t <= now => Some((t, i)),
+                _ => None,
+            });
+            let Some((_, idx)) = due.min() else { break };
+            let p = self.pending.remove(idx);
+            out.extend(self.deliver(p, procs, live));
+        }
+        out
+    }
+
+    fn deliver(&mut self, p: Pending, procs: &[WorkerProc], live: &mut Live) -> Vec<Delivery> {
+        let When::At(scheduled) = p.when else { unreachable!("only timed faults are delivered") };
+        let target_text = p.target.to_string();
+        let base = |action: &'static str| Delivery {
+            fault: p.fault,
+            action,
+            target: target_text.clone(),
+            worker: None,
+            pid: None,
+            scheduled_ns: scheduled,
+            actual_ns: 0,
+            error: None,
+        };
+        if p.action.is_lock() {
+            let fault = match p.action {
+                Action::LockEmpty => LockFault::Empty,
+                Action::LockDelete => LockFault::Delete,
+                Action::LockCorrupt => LockFault::Corrupt,
+                _ => LockFault::Stale { dead_pid: dead_pid(), lease_until: self.rule.stale(wall_ns()) },
+            };
+            let result = lockfile::inject(&self.lock, fault, self.rule.expiry);
+            return vec![Delivery {
+                actual_ns: mono_ns(),
+                error: result.err().map(|e| e.to_string()),
+                ..base(p.action.name())
+            }];
+        }
+        let targets = match &p.fixed {
+            Some(fixed) => Ok(fixed.clone()),
+            None => self.resolve(p.target, live),
+        };
+        let targets = match targets {
+            Ok(t) => t,
+            Err(error) => {
+                let action = if p.action == Action::Pause { "stop" } else { p.action.name() };
+                return vec![Delivery { actual_ns: mono_ns(), error: Some(error), ..base(action) }];
+            }
+        };
+        let (signal, action) = match p.action {
+            Action::Kill => (Signal::SIGKILL, "kill"),
+            Action::Term => (Signal::SIGTERM, "term"),
+            Action::Stop | Action::Pause => (Signal::SIGSTOP, "stop"),
+            Action::Cont => (Signal::SIGCONT, "cont"),
+            _ => unreachable!("lock actions handled above"),
+        };
+        let mut out = Vec::new();
+        for w in &targets {
+            let proc_ = &procs[*w];
+            let (actual_ns, error) = send(proc_, signal);
+            if error.is_none() {
+                match signal {
+                    Signal::SIGSTOP => live.paused[*w] = true,
+                    Signal::SIGCONT => live.paused[*w] = false,
+                    _ => {}
+                }
+            }
+            out.push(Delivery { worker: Some(*w), pid: Some(proc_.pid.as_raw()), actual_ns, error, ..base(action) });
+        }
+        if let (Action::Pause, Some(len)) = (p.action, p.pause) {
+            self.pending.push(Pending {
+                fault: p.fault,
+                action: Action::Cont,
+                target: p.target,
+                fixed: Some(targets),
+                when: When::At(scheduled + len.as_nanos() as i64),
+                pause: None,
+            });
+        }
+        out
+    }
+
+    fn resolve(&mut self, target: Target, live: &Live) -> Result<Vec<usize>, String> {
+        let alive = |w: &usize| live.alive[*w];
+        match target {
+            Target::Leader => live
+                .leaders
+                .iter()
+                .rev()
+                .find(|w| alive(w))
+                .map(|w| vec![*w])
+                .ok_or_else(|| "no leader at this moment".to_string()),
+            Target::Watcher => {
+                let watchers: Vec<usize> =
+                    (0..live.alive.len()).filter(|w| alive(w) && !live.leaders.contains(w)).collect();
+                if watchers.is_empty() {
+                    Err("no live watcher at this moment".to_string())
+                } else {
+                    Ok(vec![watchers[self.rng.random_range(0..watchers.len())]])
+                }
+            }
+            Target::All => {
+                let all: Vec<usize> = (0..live.alive.len()).filter(alive).collect();
+                if all.is_empty() { Err("no live worker".to_string()) } else { Ok(all) }
+            }
+            Target::Worker(i) if live.alive[i] => Ok(vec![i]),
+            Target::Worker(i) => Err(format!("worker {i} is not running")),
+            Target::Lock => unreachable!("lock targets are lock actions"),
+        }
+    }
+}
+
+/// Send a signal and return when it took effect. For KILL/TERM that is the
+/// moment of the syscall (taken just before it, so the death the waiter
+/// observes is never earlier than its cause); for STOP/CONT it is when /proc
+/// shows the process stopped or running again.
+fn send(proc_: &WorkerProc, signal: Signal) -> (i64, Option<String>) {
+    let before = mono_ns();
+    match proc_.signal(signal) {
+        Ok(true) => {}
+        Ok(false) => return (mono_ns(), Some("worker already exited".into())),
+        Err(e) => return (mono_ns(), Some(format!("kill failed: {e}"))),
+    }
+    let want_stopped = match signal {
+        Signal::SIGSTOP => true,
+        Signal::SIGCONT => false,
+        _ => return (before, None),
+    };
+    let deadline = mono_ns() + 100_000_000;
+    loop {
+        let state = procfs::process::Process::new(proc_.pid.as_raw()).and_then(|p| p.stat()).map(|s| s.state);
+        match state {
+            Ok(c) if (c == 'T') == want_stopped => return (mono_ns(), None),
+            Ok(_) if mono_ns() < deadline => std::thread::yield_now(),
+            Ok(c) => return (mono_ns(), Some(format!("state still {c:?} after 100 ms"))),
+            // Gone: it died, which the waiter reports as an exit.
+            Err(_) => return (mono_ns(), None),
+        }
+    }
+}
+
+/// A pid with no process behind it, for stale leases.
+fn dead_pid() -> i64 {
+    (1..4_000_000i64).rev().step_by(7919).find(|p| !Path::new(&format!("/proc/{p}")).exists()).unwrap_or(3_999_999)
+}
+
+pub fn expiry_rule(exp: &Experiment) -> ExpiryRule {
+    ExpiryRule {
+        expiry: exp.worker.expiry,
+        resolution_ns: exp.lease.resolution.as_ns() as i64,
+        lease_ns: exp.lease.lease.as_ns() as i64,
+    }
+}
+
+/// Put the lock file in its starting state, before any worker exists.
+pub fn prepare_lock(exp: &Experiment, lock: &Path) -> std::io::Result<()> {
+    let rule = expiry_rule(exp);
+    let fault = match exp.initial_lock {
+        InitialLock::None => return Ok(()),
+        InitialLock::Empty => LockFault::Empty,
+        InitialLock::Corrupt => LockFault::Corrupt,
+        InitialLock::Stale => LockFault::Stale { dead_pid: dead_pid(), lease_until: rule.stale(wall_ns()) },
+    };
+    lockfile::inject(lock, fault, exp.worker.expiry)
+}

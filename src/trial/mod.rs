@@ -1,0 +1,381 @@
+//! One trial: spawn N workers in a fresh directory, release them together,
+//! inject the scheduled faults, collect every event into one history, clean
+//! up, and check.
+//!
+//! The trial owns its children from spawn to reap. Whatever happens (an
+//! error, Ctrl-C, a panic) they are SIGCONTed, SIGTERMed, given a grace
+//! period, SIGKILLed and reaped before `run_trial` returns.
+
+pub mod faults;
+pub mod spawn;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+use rand::SeedableRng;
+use rand::rngs::StdRng;
+
+use crate::check::{self, TrialMetrics};
+use crate::clock::mono_ns;
+use crate::experiment::{Experiment, Mode, StartMode};
+use crate::history::{Detail, Event, EventKind, History};
+use faults::{Delivery, Live, Nemesis};
+use spawn::{ExitStatus, Msg, SpawnError, SpawnSpec, Workers};
+
+/// How long workers may take to start up and reach the barrier.
+const READY_TIMEOUT: Duration = Duration::from_secs(20);
+/// Before a fault is due, poll for this long instead of sleeping.
+const SPIN_NS: i64 = 1_000_000;
+/// How long SIGKILLed workers may take to be reaped before we give up.
+const KILL_TIMEOUT: Duration = Duration::from_secs(10);
+
+#[derive(Debug, thiserror::Error)]
+pub enum TrialError {
+    #[error("trial directory {}: {source}", path.display())]
+    Dir { path: PathBuf, source: std::io::Error },
+    #[error(transparent)]
+    Spawn(#[from] SpawnError),
+    #[error("worker {worker} exited before the barrier ({status:?}); see {}", log.display())]
+    DiedEarly { worker: usize, status: ExitStatus, log: PathBuf },
+    #[error("workers did not reach the barrier within {READY_TIMEOUT:?} ({ready} of {total} ready)")]
+    NotReady { ready: usize, total: usize },
+    #[error("interrupted")]
+    Interrupted,
+}
+
+/// Everything one trial produced.
+#[derive(Debug)]
+pub struct TrialRecord {
+    pub trial: u32,
+    pub seed: u64,
+    pub history: History,
+    pub deliveries: Vec<FaultRow>,
+    pub metrics: TrialMetrics,
+    /// Lines on a worker's stdout that were not protocol events.
+    pub garbage_lines: usize,
+}
+
+/// A fault delivery with times relative to the barrier (a faults.csv row).
+#[derive(Clone, Debug, PartialEq)]
+pub struct FaultRow {
+    pub fault: usize,
+    pub action: String,
+    pub target: String,
+    pub worker: Option<usize>,
+    pub pid: Option<i32>,
+    pub scheduled_us: i64,
+    pub actual_us: i64,
+    pub error: Option<String>,
+}
+
+/// Arguments for the built-in worker, from the experiment.
+fn worker_args(exp: &Experiment, lock: &Path) -> Vec<String> {
+    let mut args = vec![
+        "worker".to_string(),
+        "--lock".into(),
+        lock.display().to_string(),
+        "--lease".into(),
+        exp.lease.lease.to_string(),
+        "--renew".into(),
+        exp.lease.renew.to_string(),
+        "--watch".into(),
+        exp.lease.watch.to_string(),
+        "--resolution".into(),
+        exp.lease.resolution.to_string(),
+    ];
+    for (flag, value) in [
+        ("--acquire", enum_value(&exp.worker.acquire)),
+        ("--unreadable", enum_value(&exp.worker.unreadable)),
+        ("--expiry", enum_value(&exp.worker.expiry)),
+        ("--mode", enum_value(&exp.worker.mode)),
+    ] {
+        args.push(flag.into());
+        args.push(value);
+    }
+    if !exp.worker.release_on_term {
+        args.push("--no-release".into());
+    }
+    args
+}
+
+fn enum_value<T: clap::ValueEnum>(v: &T) -> String {
+    v.to_possible_value().expect("no skipped variants").get_name().to_string()
+}
+
+/// Run trial number `trial` (1-based) in `dir`.
+pub fn run_trial(
+    exp: &Experiment,
+    trial: u32,
+    dir: &Path,
+    exe: &Path,
+    stop: &AtomicBool,
+) -> Result<TrialRecord, TrialError> {
+    std::fs::create_dir_all(dir).map_err(|source| TrialError::Dir { path: dir.into(), source })?;
+    let lock = dir.join("leader.lock");
+    faults::prepare_lock(exp, &lock).map_err(|source| TrialError::Dir { path: lock.clone(), source })?;
+    // Fault times are our precision budget: ask the kernel not to coalesce
+    // this thread's timer wake-ups (default slack is 50 µs).
+    let _ = nix::sys::prctl::set_timerslack(1);
+
+    let (tx, rx) = mpsc::channel();
+    let stagger = exp.stagger;
+    let staggered = exp.start == StartMode::Staggered;
+    let per_worker = move |i: usize| {
+        if staggered { vec!["--start-delay".to_string(), stagger.scaled(i as f64).to_string()] } else { Vec::new() }
+    };
+    let spec = SpawnSpec { exe, args: worker_args(exp, &lock), dir, count: exp.workers, per_worker: &per_worker };
+    let mut raw: Vec<RawEvent> = Vec::new();
+    let (mut workers, barrier) = spawn::spawn(&spec, &tx)?;
+    drop(tx);
+    for p in &workers.procs {
+        raw.push(RawEvent::harness(
+            mono_ns(),
+            Some(p.index),
+            Some(p.pid.as_raw()),
+            EventKind::Spawn,
+            Detail::default(),
+        ));
+    }
+
+    let mut run =
+        Run { rx, raw, live: Live::new(exp.workers), exited: 0, ready: 0, garbage: 0, deliveries: Vec::new() };
+    let outcome = run.drive(exp, trial, &workers, barrier, stop, &lock);
+    run.clean_up(exp, &mut workers);
+    let t0 = match outcome {
+        Ok(t0) => t0,
+        Err(e) => return Err(e),
+    };
+
+    let events: Vec<Event> = run.raw.into_iter().map(|r| r.into_event(t0)).collect();
+    let history = History::new(events);
+    let metrics = check::check(&history, &exp.check_params());
+    let deliveries = run
+        .deliveries
+        .into_iter()
+        .map(|d| FaultRow {
+            fault: d.fault,
+            action: d.action.to_string(),
+            target: d.target,
+            worker: d.worker,
+            pid: d.pid,
+            scheduled_us: to_us(d.scheduled_ns - t0),
+            actual_us: to_us(d.actual_ns - t0),
+            error: d.error,
+        })
+        .collect();
+    Ok(TrialRecord { trial, seed: exp.trial_seed(trial), history, deliveries, metrics, garbage_lines: run.garbage })
+}
+
+fn to_us(ns: i64) -> i64 {
+    // Round half away from zero, so -0.5 µs and 0.5 µs are symmetric.
+    (ns as f64 / 1000.0).round() as i64
+}
+
+/// An event with its absolute monotonic time, before the barrier is known.
+struct RawEvent {
+    t_ns: i64,
+    worker: Option<usize>,
+    pid: Option<i32>,
+    kind: EventKind,
+    detail: Detail,
+}
+
+impl RawEvent {
+    fn harness(t_ns: i64, worker: Option<usize>, pid: Option<i32>, kind: EventKind, detail: Detail) -> RawEvent {
+        RawEvent { t_ns, worker, pid, kind, detail }
+    }
+
+    fn into_event(self, t0: i64) -> Event {
+        Event { t_us: to_us(self.t_ns - t0), worker: self.worker, pid: self.pid, kind: self.kind, detail: self.detail }
+    }
+}
+
+/// The state of the trial loop.
+struct Run {
+    rx: Receiver<Msg>,
+    raw: Vec<RawEvent>,
+    live: Live,
+    exited: usize,
+    ready: usize,
+    garbage: usize,
+    deliveries: Vec<Delivery>,
+}
+
+impl Run {
+    /// Fold one message into the history and the live view.
+    fn absorb(&mut self, msg: Msg, nemesis: Option<&mut Nemesis>) {
+        match msg {
+            Msg::Event { worker, pid, event } => {
+                if event.event == EventKind::Ready {
+                    self.ready += 1;
+                }
+                self.live.observe(worker, event.event);
+                if let Some(n) = nemesis {
+                    n.on_event(worker, event.event, event.t_ns, &self.live);
+                }
+                self.raw.push(RawEvent::harness(event.t_ns, Some(worker), Some(pid), event.event, event.detail));
+            }
+            Msg::Garbage { worker, line } => {
+                self.garbage += 1;
+                if self.garbage <= 3 {
+                    eprintln!("warning: worker {worker} wrote a line that is not an event: {line:?}");
+                }
+            }
+            Msg::Exit { worker, pid, t_ns, status } => {
+                self.exited += 1;
+                self.live.observe(worker, EventKind::Exit);
+                let detail = match status {
+                    ExitStatus::Code(c) => Detail { code: Some(c), ..Detail::default() },
+                    ExitStatus::Signal(s) => Detail { signal: Some(s), ..Detail::default() },
+                };
+                self.raw.push(RawEvent::harness(t_ns, Some(worker), Some(pid), EventKind::Exit, detail));
+            }
+        }
+    }
+
+    fn record(&mut self, deliveries: Vec<Delivery>) {
+        for d in &deliveries {
+            let detail = Detail {
+                fault: Some(d.fault),
+                action: Some(d.action.to_string()),
+                error: d.error.clone(),
+                ..Detail::default()
+            };
+            self.raw.push(RawEvent::harness(d.actual_ns, d.worker, d.pid, EventKind::Fault, detail));
+        }
+        self.deliveries.extend(deliveries);
+    }
+
+    /// Barrier, faults, until the trial's end. Returns the barrier time.
+    fn drive(
+        &mut self,
+        exp: &Experiment,
+        trial: u32,
+        workers: &Workers,
+        barrier: std::os::fd::OwnedFd,
+        stop: &AtomicBool,
+        lock: &Path,
+    ) -> Result<i64, TrialError> {
+        // 1. Everyone ready.
+        let ready_deadline = mono_ns() + READY_TIMEOUT.as_nanos() as i64;
+        while self.ready < exp.workers {
+            if stop.load(Ordering::SeqCst) {
+                return Err(TrialError::Interrupted);
+            }
+            let left = ready_deadline - mono_ns();
+            if left <= 0 {
+                return Err(TrialError::NotReady { ready: self.ready, total: exp.workers });
+            }
+            match self.rx.recv_timeout(Duration::from_nanos(left.min(50_000_000) as u64)) {
+                Ok(Msg::Exit { worker, status, .. }) => {
+                    return Err(TrialError::DiedEarly { worker, status, log: workers.procs[worker].log.clone() });
+                }
+                Ok(msg) => self.absorb(msg, None),
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Err(TrialError::NotReady { ready: self.ready, total: exp.workers });
+                }
+            }
+        }
+
+        // 2. Release: closing the only write end gives every worker EOF.
+        let t0 = mono_ns();
+        drop(barrier);
+        self.raw.push(RawEvent::harness(t0, None, None, EventKind::Barrier, Detail::default()));
+
+        // 3. Faults until the end.
+        let end = t0 + exp.duration.as_ns() as i64;
+        let rng = StdRng::seed_from_u64(exp.trial_seed(trial));
+        let mut nemesis = Nemesis::new(exp, t0, rng, lock);
+        loop {
+            if stop.load(Ordering::SeqCst) {
+                return Err(TrialError::Interrupted);
+            }
+            let now = mono_ns();
+            let fired = nemesis.fire_due(now, &workers.procs, &mut self.live);
+            self.record(fired);
+            let now = mono_ns();
+            if now >= end {
+                break;
+            }
+            // Wake for the next fault, the end, or at least every 50 ms to
+            // notice Ctrl-C.
+            let due = nemesis.next_due().unwrap_or(end).min(end);
+            if due - now < SPIN_NS {
+                // A timed wait can oversleep by 50–150 µs on a VM; for the
+                // last stretch before a fault, poll instead.
+                match self.rx.try_recv() {
+                    Ok(msg) => self.absorb(msg, Some(&mut nemesis)),
+                    Err(_) => std::hint::spin_loop(),
+                }
+                continue;
+            }
+            let wake = (due - SPIN_NS).min(now + 50_000_000);
+            match self.rx.recv_timeout(Duration::from_nanos((wake - now).max(0) as u64)) {
+                Ok(msg) => self.absorb(msg, Some(&mut nemesis)),
+                Err(RecvTimeoutError::Timeout) => {}
+                // All workers gone and all pipes closed: sleep out the trial.
+                Err(RecvTimeoutError::Disconnected) => {
+                    std::thread::sleep(Duration::from_nanos((wake - now).max(0) as u64));
+                }
+            }
+        }
+        self.raw.push(RawEvent::harness(mono_ns(), None, None, EventKind::TrialEnd, Detail::default()));
+        Ok(t0)
+    }
+
+    /// SIGCONT, SIGTERM, grace, SIGKILL, reap — and keep recording, so the
+    /// exits appear in the history (after `trial_end`, which the checker cuts).
+    fn clean_up(&mut self, exp: &Experiment, workers: &mut Workers) {
+        for p in &workers.procs {
+            let _ = p.signal(Signal::SIGCONT);
+            let _ = p.signal(Signal::SIGTERM);
+        }
+        let grace_end = mono_ns() + exp.grace.as_ns() as i64;
+        self.drain_until(grace_end, exp.workers);
+        if self.exited < exp.workers {
+            for p in &workers.procs {
+                let _ = p.signal(Signal::SIGKILL);
+            }
+            self.drain_until(mono_ns() + KILL_TIMEOUT.as_nanos() as i64, exp.workers);
+        }
+        workers.join();
+        // Threads are done: whatever is still queued is complete.
+        while let Ok(msg) = self.rx.try_recv() {
+            self.absorb(msg, None);
+        }
+    }
+
+    fn drain_until(&mut self, deadline: i64, total: usize) {
+        while self.exited < total {
+            let left = deadline - mono_ns();
+            if left <= 0 {
+                return;
+            }
+            match self.rx.recv_timeout(Duration::from_nanos(left as u64)) {
+                Ok(msg) => self.absorb(msg, None),
+                Err(RecvTimeoutError::Timeout) | Err(RecvTimeoutError::Disconnected) => return,
+            }
+        }
+    }
+}
+
+/// The exact mode a worker runs in, for reports.
+pub fn describe(exp: &Experiment) -> String {
+    let mode = match exp.worker.mode {
+        Mode::Loop => "loop",
+        Mode::OneShot => "one-shot",
+    };
+    format!(
+        "{} workers, {} mode, acquire {}, lease {} / renew {} / watch {}",
+        exp.workers,
+        mode,
+        enum_value(&exp.worker.acquire),
+        exp.lease.lease,
+        exp.lease.renew,
+        exp.lease.watch
+    )
+}

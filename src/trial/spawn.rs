@@ -1,0 +1,232 @@
+//! Spawning workers and owning them until they are reaped.
+//!
+//! Each worker runs in its own process group with `PR_SET_PDEATHSIG=SIGKILL`
+//! (so it dies with the harness, even after `kill -9` of the harness), reads
+//! the barrier from stdin and reports on stdout. Two threads per worker turn
+//! its life into messages: one reads its event lines, one observes its death.
+//!
+//! Signals must only reach processes we spawned and have not reaped: a pid
+//! can be reused once reaped. The waiter therefore waits with `WNOWAIT`
+//! (the zombie keeps the pid reserved), then reaps under the same lock that
+//! `signal` holds while it sends.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::os::fd::OwnedFd;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc::Sender;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use nix::errno::Errno;
+use nix::sys::signal::{Signal, killpg};
+use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid, waitpid};
+use nix::unistd::Pid;
+
+use crate::clock::mono_ns;
+use crate::worker::protocol::WireEvent;
+
+/// What the per-worker threads tell the trial loop.
+#[derive(Debug)]
+pub enum Msg {
+    Event {
+        worker: usize,
+        pid: i32,
+        event: WireEvent,
+    },
+    /// A line that is not a protocol event (kept for the warning count).
+    Garbage {
+        worker: usize,
+        line: String,
+    },
+    Exit {
+        worker: usize,
+        pid: i32,
+        t_ns: i64,
+        status: ExitStatus,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum ExitStatus {
+    Code(i32),
+    Signal(String),
+}
+
+#[derive(Default)]
+struct ProcState {
+    reaped: bool,
+}
+
+pub struct WorkerProc {
+    pub index: usize,
+    pub pid: Pid,
+    pub log: PathBuf,
+    state: Arc<Mutex<ProcState>>,
+}
+
+impl WorkerProc {
+    /// Signal the worker's process group. Ok(false) if it is already reaped.
+    pub fn signal(&self, sig: Signal) -> Result<bool, Errno> {
+        let state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if state.reaped {
+            return Ok(false);
+        }
+        // The group id is the worker's pid (process_group(0)); the zombie
+        // of an unreaped leader keeps it from being reused.
+        match killpg(self.pid, sig) {
+            Ok(()) => Ok(true),
+            // A group whose members all exited but whose leader is not yet
+            // reaped: nothing left to signal.
+            Err(Errno::ESRCH) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    pub fn reaped(&self) -> bool {
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).reaped
+    }
+}
+
+/// The workers of one trial. Dropping it SIGKILLs whatever is still
+/// running: a panic in the harness must not leave workers behind.
+pub struct Workers {
+    pub procs: Vec<WorkerProc>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl Workers {
+    /// Wait for the reader and waiter threads (after every worker exited).
+    pub fn join(&mut self) {
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Workers {
+    fn drop(&mut self) {
+        for p in &self.procs {
+            let _ = p.signal(Signal::SIGCONT);
+            let _ = p.signal(Signal::SIGKILL);
+        }
+    }
+}
+
+pub struct SpawnSpec<'a> {
+    pub exe: &'a Path,
+    /// Arguments after the executable, for every worker (the worker index
+    /// and log path are appended by `spawn`).
+    pub args: Vec<String>,
+    pub dir: &'a Path,
+    pub count: usize,
+    /// Extra per-worker arguments (e.g. a start delay).
+    pub per_worker: &'a dyn Fn(usize) -> Vec<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SpawnError {
+    #[error("cannot create the barrier pipe: {0}")]
+    Pipe(Errno),
+    #[error("cannot create worker log {}: {source}", path.display())]
+    Log { path: PathBuf, source: std::io::Error },
+    #[error("cannot spawn worker {index} ({}): {source}", exe.display())]
+    Spawn { index: usize, exe: PathBuf, source: std::io::Error },
+}
+
+/// Spawn `count` workers blocked on a fresh barrier. Returns them with the
+/// barrier's write end: dropping it releases every worker at once.
+pub fn spawn(spec: &SpawnSpec<'_>, tx: &Sender<Msg>) -> Result<(Workers, OwnedFd), SpawnError> {
+    let (barrier_read, barrier_write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(SpawnError::Pipe)?;
+    let parent = std::process::id();
+    let mut workers = Workers { procs: Vec::with_capacity(spec.count), threads: Vec::new() };
+    for index in 0..spec.count {
+        let log = spec.dir.join(format!("worker-{index:02}.log"));
+        let stderr = File::options()
+            .create(true)
+            .append(true)
+            .open(&log)
+            .map_err(|source| SpawnError::Log { path: log.clone(), source })?;
+        let stdin =
+            barrier_read.try_clone().map_err(|source| SpawnError::Spawn { index, exe: spec.exe.into(), source })?;
+        let mut cmd = Command::new(spec.exe);
+        cmd.args(&spec.args)
+            .arg("--index")
+            .arg(index.to_string())
+            .arg("--log")
+            .arg(&log)
+            .args((spec.per_worker)(index))
+            .stdin(Stdio::from(stdin))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(stderr))
+            .process_group(0);
+        // SAFETY: only async-signal-safe calls (prctl, getppid) between fork
+        // and exec.
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                // The harness died between fork and prctl: nobody to kill us.
+                if libc::getppid() as u32 != parent {
+                    libc::_exit(1);
+                }
+                Ok(())
+            });
+        }
+        let mut child = cmd.spawn().map_err(|source| SpawnError::Spawn { index, exe: spec.exe.into(), source })?;
+        let pid = Pid::from_raw(child.id() as i32);
+        let stdout = child.stdout.take().expect("stdout was piped");
+        // `child` is dropped without waiting: the waiter thread reaps it.
+        drop(child);
+
+        let state = Arc::new(Mutex::new(ProcState::default()));
+        workers.threads.push(spawn_reader(index, pid, stdout, tx.clone()));
+        workers.threads.push(spawn_waiter(index, pid, Arc::clone(&state), tx.clone()));
+        workers.procs.push(WorkerProc { index, pid, log, state });
+    }
+    Ok((workers, barrier_write))
+}
+
+fn spawn_reader(worker: usize, pid: Pid, stdout: std::process::ChildStdout, tx: Sender<Msg>) -> JoinHandle<()> {
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            let msg = match WireEvent::parse(&line) {
+                Ok(event) => Msg::Event { worker, pid: pid.as_raw(), event },
+                Err(_) => Msg::Garbage { worker, line },
+            };
+            if tx.send(msg).is_err() {
+                break;
+            }
+        }
+    })
+}
+
+fn spawn_waiter(worker: usize, pid: Pid, state: Arc<Mutex<ProcState>>, tx: Sender<Msg>) -> JoinHandle<()> {
+    std::thread::spawn(move || {
+        // Wait for death without reaping, so the pid stays ours meanwhile.
+        loop {
+            match waitid(Id::Pid(pid), WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT) {
+                Ok(_) => break,
+                Err(Errno::EINTR) => continue,
+                Err(_) => break,
+            }
+        }
+        let t_ns = mono_ns();
+        let status = {
+            let mut st = state.lock().unwrap_or_else(|p| p.into_inner());
+            let status = waitpid(pid, None);
+            st.reaped = true;
+            status
+        };
+        let status = match status {
+            Ok(WaitStatus::Exited(_, code)) => ExitStatus::Code(code),
+            Ok(WaitStatus::Signaled(_, sig, _)) => ExitStatus::Signal(sig.as_str().to_string()),
+            other => ExitStatus::Signal(format!("unknown ({other:?})")),
+        };
+        let _ = tx.send(Msg::Exit { worker, pid: pid.as_raw(), t_ns, status });
+    })
+}

@@ -1,0 +1,412 @@
+//! The built-in system under test: the blog's lease program, step by step.
+//!
+//! It runs inside each child (`leasequake worker`, hidden from --help),
+//! reports every step as a JSON line on stdout (see `protocol`) and writes
+//! the blog's human log lines to its own log file.
+//!
+//! One thread, no async: the process sleeps in `sigtimedwait` until its next
+//! tick or a SIGTERM/SIGINT, so a shutdown is handled the instant it arrives
+//! and a SIGSTOP freezes everything, exactly like the Go program's process.
+
+pub mod expiry;
+pub mod protocol;
+
+use std::fs::File;
+use std::io::{self, BufWriter, Read, Write};
+use std::path::PathBuf;
+
+use nix::sys::signal::{SigSet, Signal};
+
+use crate::clock::{mono_ns, utc, wall_ns};
+use crate::experiment::{Acquire, Dur, Expiry, Mode, Unreadable};
+use crate::history::{Detail, EventKind};
+use crate::substrate::lockfile::{Lease, LockFile, ReadError};
+use expiry::ExpiryRule;
+use protocol::WireEvent;
+
+/// Consecutive failed renewals after which a leader steps down (the blog's 3).
+const MAX_RENEW_FAILURES: u32 = 3;
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct WorkerArgs {
+    /// Path of the lock file.
+    #[arg(long)]
+    pub lock: PathBuf,
+    /// Index of this worker in the trial (for logs only).
+    #[arg(long, default_value_t = 0)]
+    pub index: usize,
+    /// Human-readable log in the blog's format (default: stderr).
+    #[arg(long)]
+    pub log: Option<PathBuf>,
+    #[arg(long, default_value = "9s", value_parser = Dur::parse)]
+    pub lease: Dur,
+    #[arg(long, default_value = "3s", value_parser = Dur::parse)]
+    pub renew: Dur,
+    #[arg(long, default_value = "3s", value_parser = Dur::parse)]
+    pub watch: Dur,
+    /// One (scaled) second: the granularity of leaseUntil under unix-seconds.
+    #[arg(long, default_value = "1s", value_parser = Dur::parse)]
+    pub resolution: Dur,
+    #[arg(long, value_enum, default_value_t = Acquire::Excl)]
+    pub acquire: Acquire,
+    #[arg(long, value_enum, default_value_t = Unreadable::Retry)]
+    pub unreadable: Unreadable,
+    #[arg(long, value_enum, default_value_t = Expiry::UnixSeconds)]
+    pub expiry: Expiry,
+    #[arg(long, value_enum, default_value_t = Mode::Loop)]
+    pub mode: Mode,
+    /// Do not remove the lock file on SIGTERM/SIGINT.
+    #[arg(long)]
+    pub no_release: bool,
+    /// Extra wait after the barrier (staggered starts).
+    #[arg(long, default_value = "0s", value_parser = Dur::parse)]
+    pub start_delay: Dur,
+    /// Start at once instead of waiting for EOF on stdin (manual runs).
+    #[arg(long)]
+    pub no_barrier: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Role {
+    Leader { failures: u32 },
+    Watcher,
+}
+
+struct Worker {
+    args: WorkerArgs,
+    pid: i64,
+    lock: LockFile,
+    rule: ExpiryRule,
+    log: Box<dyn Write>,
+    started_ns: i64,
+}
+
+/// Entry point of `leasequake worker`; returns the exit code.
+pub fn run(args: WorkerArgs) -> i32 {
+    // Block the shutdown signals first: from here on they are only ever
+    // received by `sigtimedwait`, never by a handler racing with file I/O.
+    let mut shutdown = SigSet::empty();
+    shutdown.add(Signal::SIGTERM);
+    shutdown.add(Signal::SIGINT);
+    if let Err(e) = shutdown.thread_block() {
+        eprintln!("leasequake worker: cannot block signals: {e}");
+        return 3;
+    }
+    let log: Box<dyn Write> = match &args.log {
+        Some(path) => match File::options().create(true).append(true).open(path) {
+            Ok(f) => Box::new(BufWriter::new(f)),
+            Err(e) => {
+                eprintln!("leasequake worker: cannot open log {}: {e}", path.display());
+                return 3;
+            }
+        },
+        None => Box::new(io::stderr()),
+    };
+    let mut w = Worker {
+        pid: i64::from(std::process::id()),
+        lock: LockFile::new(&args.lock, args.acquire, args.expiry),
+        rule: ExpiryRule {
+            expiry: args.expiry,
+            resolution_ns: args.resolution.as_ns() as i64,
+            lease_ns: args.lease.as_ns() as i64,
+        },
+        log,
+        started_ns: mono_ns(),
+        args,
+    };
+    w.emit(EventKind::Ready, Detail::default());
+    if !w.args.no_barrier {
+        wait_for_barrier();
+    }
+    if w.args.start_delay > Dur::ZERO {
+        let until = mono_ns() + w.args.start_delay.as_ns() as i64;
+        if wait_until(&shutdown, until).is_some() {
+            return w.shut_down(Role::Watcher);
+        }
+    }
+    w.started_ns = mono_ns();
+    w.emit(EventKind::Start, Detail::default());
+    match w.args.mode {
+        Mode::Loop => w.lease_loop(&shutdown),
+        Mode::OneShot => w.one_shot(&shutdown),
+    }
+}
+
+/// The barrier is the read end of a pipe shared by all workers; the harness
+/// closes the write end and every worker sees EOF at once.
+fn wait_for_barrier() {
+    let mut buf = [0u8; 1];
+    loop {
+        match io::stdin().read(&mut buf) {
+            Ok(_) => return,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(_) => return,
+        }
+    }
+}
+
+/// Sleep until the monotonic `deadline` or a blocked shutdown signal,
+/// whichever comes first.
+fn wait_until(set: &SigSet, deadline_ns: i64) -> Option<Signal> {
+    loop {
+        let left = deadline_ns - mono_ns();
+        if left <= 0 {
+            return None;
+        }
+        let ts = libc::timespec { tv_sec: left / 1_000_000_000, tv_nsec: left % 1_000_000_000 };
+        // SAFETY: `set` is a valid sigset_t; a null info pointer is allowed.
+        let sig = unsafe { libc::sigtimedwait(set.as_ref(), std::ptr::null_mut(), &ts) };
+        if sig > 0 {
+            return Signal::try_from(sig).ok();
+        }
+        // EAGAIN: timed out (loop re-checks the clock); EINTR: SIGSTOP/SIGCONT.
+    }
+}
+
+impl Worker {
+    fn emit(&mut self, event: EventKind, detail: Detail) {
+        let line = WireEvent { t_ns: mono_ns(), event, detail }.to_line();
+        let mut out = io::stdout().lock();
+        if writeln!(out, "{line}").and_then(|()| out.flush()).is_err() {
+            // The harness is gone: nobody can observe us any more.
+            std::process::exit(1);
+        }
+    }
+
+    /// A line in the blog's format: `12.53s [Process: 60222] [WATCHER] …`.
+    fn log(&mut self, text: &str) {
+        let elapsed = (mono_ns() - self.started_ns) as f64 / 1e9;
+        let _ = writeln!(self.log, "{elapsed:.2}s [Process: {}] {text}", self.pid);
+        let _ = self.log.flush();
+    }
+
+    /// Wall-clock time of a `leaseUntil`, as HH:MM:SS (with ms when scaled).
+    fn clock_text(&self, wall_ns: i64) -> String {
+        let (_, _, _, h, m, s) = utc(wall_ns.div_euclid(1_000_000_000));
+        if self.rule.resolution_ns >= 1_000_000_000 {
+            format!("{h:02}:{m:02}:{s:02}")
+        } else {
+            format!("{h:02}:{m:02}:{s:02}.{:03}", wall_ns.rem_euclid(1_000_000_000) / 1_000_000)
+        }
+    }
+
+    fn until_text(&self, lease_until: f64) -> String {
+        self.clock_text(self.rule.to_wall_ns(lease_until))
+    }
+
+    fn fresh_lease(&self) -> Lease {
+        Lease { process_id: self.pid, lease_until: self.rule.lease_until(wall_ns()) }
+    }
+
+    fn lease_detail(&self, lease: Lease) -> Detail {
+        Detail {
+            holder: Some(lease.process_id),
+            lease_until: Some(lease.lease_until),
+            expires_in_ms: Some(self.args.lease.as_ms_f64()),
+            ..Detail::default()
+        }
+    }
+
+    /// Try the configured acquire; report and log the outcome.
+    fn try_acquire(&mut self, how: &str) -> bool {
+        let lease = self.fresh_lease();
+        match self.lock.acquire(lease) {
+            Ok(true) => {
+                let detail = Detail { how: Some(how.into()), ..self.lease_detail(lease) };
+                self.emit(EventKind::Acquired, detail);
+                let text = if how == "takeover" {
+                    format!("[WATCHER] Takeover successful, now leader until {}", self.until_text(lease.lease_until))
+                } else {
+                    format!(
+                        "[LEADER] Acquired lease at {}, valid until {}",
+                        self.clock_text(wall_ns()),
+                        self.until_text(lease.lease_until)
+                    )
+                };
+                self.log(&text);
+                true
+            }
+            Ok(false) => {
+                let kind = if how == "takeover" { EventKind::TakeoverLost } else { EventKind::NotAcquired };
+                self.emit(kind, Detail::default());
+                if how == "takeover" {
+                    self.log("[WATCHER] Lost the takeover race, still watching");
+                }
+                false
+            }
+            Err(e) => {
+                let kind = if how == "takeover" { EventKind::TakeoverLost } else { EventKind::NotAcquired };
+                self.emit(kind, Detail { error: Some(e.to_string()), ..Detail::default() });
+                self.log(&format!("Could not acquire lease: {e}"));
+                false
+            }
+        }
+    }
+
+    fn interval(&self, role: Role) -> i64 {
+        match role {
+            Role::Leader { .. } => self.args.renew.as_ns() as i64,
+            Role::Watcher => self.args.watch.as_ns() as i64,
+        }
+    }
+
+    fn lease_loop(&mut self, shutdown: &SigSet) -> i32 {
+        let mut role = if self.try_acquire("start") { Role::Leader { failures: 0 } } else { Role::Watcher };
+        let mut next = mono_ns() + self.interval(role);
+        loop {
+            if wait_until(shutdown, next).is_some() {
+                return self.shut_down(role);
+            }
+            let was_leader = matches!(role, Role::Leader { .. });
+            role = match role {
+                Role::Leader { failures } => self.renew(failures),
+                Role::Watcher => self.watch(),
+            };
+            let now = mono_ns();
+            if was_leader != matches!(role, Role::Leader { .. }) {
+                // First tick of a new role is one interval after the change.
+                next = now + self.interval(role);
+            } else {
+                // Keep the grid, like Go's time.Ticker: ticks missed while
+                // stopped or slow are dropped, not replayed.
+                let step = self.interval(role);
+                next += step;
+                if next <= now {
+                    next += ((now - next) / step + 1) * step;
+                }
+            }
+        }
+    }
+
+    fn renew(&mut self, failures: u32) -> Role {
+        match self.lock.read() {
+            Err(e) => self.renew_failed(failures, e.to_string()),
+            Ok(current) if current.process_id != self.pid => {
+                self.emit(
+                    EventKind::SteppedDown,
+                    Detail {
+                        reason: Some("other-holder".into()),
+                        holder: Some(current.process_id),
+                        ..Detail::default()
+                    },
+                );
+                self.log(&format!("[LEADER] Lease now held by {}, stepping down", current.process_id));
+                Role::Watcher
+            }
+            Ok(_) => {
+                let lease = self.fresh_lease();
+                match self.lock.write(lease) {
+                    Ok(()) => {
+                        self.emit(EventKind::Renewed, self.lease_detail(lease));
+                        self.log(&format!(
+                            "[LEADER] Lease renewed, valid until {}",
+                            self.until_text(lease.lease_until)
+                        ));
+                        Role::Leader { failures: 0 }
+                    }
+                    Err(e) => self.renew_failed(failures, e.to_string()),
+                }
+            }
+        }
+    }
+
+    fn renew_failed(&mut self, failures: u32, error: String) -> Role {
+        let count = failures + 1;
+        self.log(&format!("[LEADER] Could not renew lease ({error}), failure {count}/{MAX_RENEW_FAILURES}"));
+        self.emit(EventKind::RenewFailed, Detail { count: Some(count), error: Some(error), ..Detail::default() });
+        if count >= MAX_RENEW_FAILURES {
+            // The blog steps down without deleting the file.
+            self.emit(EventKind::SteppedDown, Detail { reason: Some("failures".into()), ..Detail::default() });
+            self.log("[LEADER] Too many failed renewals, stepping down");
+            Role::Watcher
+        } else {
+            Role::Leader { failures: count }
+        }
+    }
+
+    fn watch(&mut self) -> Role {
+        match self.lock.read() {
+            Ok(current) if self.rule.expired(current.lease_until, wall_ns()) => {
+                let detail = Detail {
+                    holder: Some(current.process_id),
+                    lease_until: Some(current.lease_until),
+                    ..Detail::default()
+                };
+                self.emit(EventKind::ExpiredSeen, detail);
+                self.log(&format!(
+                    "[WATCHER] Lease held by {} expired at {}, attempting takeover",
+                    current.process_id,
+                    self.until_text(current.lease_until)
+                ));
+                self.take_over()
+            }
+            Ok(current) => {
+                let detail = Detail {
+                    holder: Some(current.process_id),
+                    lease_until: Some(current.lease_until),
+                    ..Detail::default()
+                };
+                self.emit(EventKind::HeldBy, detail);
+                self.log(&format!(
+                    "[WATCHER] Lease held by {}, valid until {}",
+                    current.process_id,
+                    self.until_text(current.lease_until)
+                ));
+                Role::Watcher
+            }
+            Err(e) => self.unreadable(e),
+        }
+    }
+
+    fn take_over(&mut self) -> Role {
+        // The remove is only cleanup; the create decides the winner.
+        let _ = self.lock.remove();
+        if self.try_acquire("takeover") { Role::Leader { failures: 0 } } else { Role::Watcher }
+    }
+
+    fn unreadable(&mut self, error: ReadError) -> Role {
+        let missing = matches!(error, ReadError::Missing);
+        self.emit(EventKind::Unreadable, Detail { error: Some(error.to_string()), ..Detail::default() });
+        if !missing && self.args.unreadable == Unreadable::ExpireAge {
+            let lease = self.args.lease.as_std();
+            if self.lock.age().is_ok_and(|age| age > lease) {
+                self.emit(EventKind::ExpiredSeen, Detail { error: Some(error.to_string()), ..Detail::default() });
+                self.log("[WATCHER] Unreadable lease file is older than the lease, attempting takeover");
+                return self.take_over();
+            }
+        }
+        if !missing {
+            self.log("[WATCHER] Could not read lease file, will retry");
+        }
+        // The blog treats any read error as a chance to acquire; with an
+        // empty file O_EXCL fails here forever.
+        if self.try_acquire("retry") { Role::Leader { failures: 0 } } else { Role::Watcher }
+    }
+
+    fn one_shot(&mut self, shutdown: &SigSet) -> i32 {
+        let role = if self.try_acquire("start") { Role::Leader { failures: 0 } } else { Role::Watcher };
+        if role == Role::Watcher {
+            self.log("Did not become leader");
+        }
+        // Hold (or not) until the harness ends the trial.
+        let _ = wait_until(shutdown, i64::MAX);
+        self.shut_down(role)
+    }
+
+    fn shut_down(&mut self, role: Role) -> i32 {
+        if matches!(role, Role::Leader { .. }) && !self.args.no_release {
+            self.log("Received shutdown signal, releasing lease");
+            // Like the blog: remove without checking whose lease it is.
+            let detail = match self.lock.remove() {
+                Ok(()) => Detail::default(),
+                Err(e) => Detail { error: Some(e.to_string()), ..Detail::default() },
+            };
+            self.emit(EventKind::Released, detail);
+            self.log("Lease released");
+        } else {
+            self.log("Received shutdown signal, exiting");
+        }
+        self.emit(EventKind::Exiting, Detail { code: Some(0), ..Detail::default() });
+        0
+    }
+}
