@@ -80,9 +80,9 @@ impl fmt::Display for Dur {
         let us = self.us;
         if us == 0 {
             write!(f, "0s")
-        } else if us % 1_000_000 == 0 {
+        } else if us.is_multiple_of(1_000_000) {
             write!(f, "{}s", us / 1_000_000)
-        } else if us % 1000 == 0 {
+        } else if us.is_multiple_of(1000) {
             write!(f, "{}ms", us / 1000)
         } else {
             write!(f, "{us}us")

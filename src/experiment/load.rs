@@ -70,6 +70,8 @@ struct RawExperiment {
 struct RawFault {
     at: Spanned<Dur>,
     #[serde(default)]
+    jitter: Option<Dur>,
+    #[serde(default)]
     after: Option<Spanned<String>>,
     #[serde(default)]
     delay: Option<Dur>,
@@ -237,6 +239,7 @@ pub fn load_str(path: &Path, text: &str, overrides: &Overrides) -> Result<Experi
             .into_iter()
             .map(|f| Fault {
                 at: sc(f.at),
+                jitter: sc(f.jitter),
                 after: f.after.map(|a| After { event: a.event, delay: sc(a.delay) }),
                 duration: f.duration.map(sc),
                 ..f
@@ -257,10 +260,15 @@ fn validate_fault(
     err_at: &dyn Fn(&serde_saphyr::Location, String) -> ExperimentError,
 ) -> Result<Fault, ExperimentError> {
     let action = f.action.value;
-    if f.at.value >= duration {
+    let jitter = f.jitter.unwrap_or(Dur::ZERO);
+    if f.at.value >= duration || Dur::from_us(f.at.value.as_us() + jitter.as_us()) > duration {
         return Err(err_at(
             &f.at.referenced,
-            format!("fault at {} is not before the trial ends (duration: {duration})", f.at.value),
+            if jitter == Dur::ZERO {
+                format!("fault at {} is not before the trial ends (duration: {duration})", f.at.value)
+            } else {
+                format!("fault at {} + jitter {jitter} is past the trial's end (duration: {duration})", f.at.value)
+            },
         ));
     }
     let target = match &f.target {
@@ -338,7 +346,7 @@ fn validate_fault(
             Some(After { event, delay: f.delay.unwrap_or(Dur::ZERO) })
         }
     };
-    Ok(Fault { at: f.at.value, after, target, action, duration: pause_len })
+    Ok(Fault { at: f.at.value, jitter, after, target, action, duration: pause_len })
 }
 
 fn is_worker_event(k: EventKind) -> bool {

@@ -198,6 +198,9 @@ pub struct After {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Fault {
     pub at: Dur,
+    /// Fire at a seeded uniform moment in `[at, at + jitter)` instead (the
+    /// "kill at a uniform moment" of the theoretical bounds).
+    pub jitter: Dur,
     pub after: Option<After>,
     pub target: Target,
     pub action: Action,

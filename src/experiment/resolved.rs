@@ -5,7 +5,7 @@
 
 use std::fmt::Write;
 
-use super::{Action, Experiment, StartMode};
+use super::{Action, Dur, Experiment, StartMode};
 
 fn quote(s: &str) -> String {
     // A JSON string is a valid YAML double-quoted scalar.
@@ -54,6 +54,9 @@ pub fn to_yaml(e: &Experiment) -> String {
     }
     for f in &e.faults {
         let _ = writeln!(w, "  - at: {}", f.at);
+        if f.jitter > Dur::ZERO {
+            let _ = writeln!(w, "    jitter: {}", f.jitter);
+        }
         if let Some(a) = f.after {
             let _ = writeln!(w, "    after: {}", a.event.name());
             let _ = writeln!(w, "    delay: {}", a.delay);
@@ -95,7 +98,7 @@ mod tests {
 
     #[test]
     fn resolved_yaml_loads_back_to_the_same_experiment() {
-        let text = "name: t\ndescription: \"a: b\"\nworkers: 3\nseed: 7\nworker:\n  acquire: link\nfaults:\n  - at: 8.5s\n    after: renewed\n    delay: 2.47s\n    target: leader\n    action: kill\n  - at: 20s\n    target: 1\n    action: pause\n    duration: 3s\n  - at: 21s\n    action: lock-corrupt\nexpect:\n  max_leaders: 1\n  gap_max: 13s\n";
+        let text = "name: t\ndescription: \"a: b\"\nworkers: 3\nseed: 7\nworker:\n  acquire: link\nfaults:\n  - at: 8.5s\n    jitter: 1s\n    after: renewed\n    delay: 2.47s\n    target: leader\n    action: kill\n  - at: 20s\n    target: 1\n    action: pause\n    duration: 3s\n  - at: 21s\n    action: lock-corrupt\nexpect:\n  max_leaders: 1\n  gap_max: 13s\n";
         let o = Overrides { time_scale: Some(0.1), ..Overrides::default() };
         let first = load_str(Path::new("t.yaml"), text, &o).unwrap();
         let again = load_str(Path::new("t.yaml"), &to_yaml(&first), &Overrides::default()).unwrap();

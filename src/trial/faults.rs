@@ -96,13 +96,15 @@ pub struct Nemesis {
 }
 
 impl Nemesis {
-    pub fn new(exp: &Experiment, t0: i64, rng: StdRng, lock: &Path) -> Nemesis {
+    pub fn new(exp: &Experiment, t0: i64, mut rng: StdRng, lock: &Path) -> Nemesis {
         let pending = exp
             .faults
             .iter()
             .enumerate()
             .map(|(i, f)| {
-                let at = t0 + f.at.as_ns() as i64;
+                let jitter = f.jitter.as_ns() as i64;
+                let offset = if jitter > 0 { rng.random_range(0..jitter) } else { 0 };
+                let at = t0 + f.at.as_ns() as i64 + offset;
                 Pending {
                     fault: i,
                     action: f.action,
@@ -270,10 +272,10 @@ impl Nemesis {
     }
 }
 
-/// Send a signal and return when it took effect. For KILL/TERM that is the
-/// moment of the syscall (taken just before it, so the death the waiter
-/// observes is never earlier than its cause); for STOP/CONT it is when /proc
-/// shows the process stopped or running again.
+/// Send a signal and return when it took effect, chosen so the history stays
+/// causal. KILL/TERM/CONT: just before the syscall (a death, or the first
+/// event after a resume, is never earlier than its cause). STOP: once /proc
+/// shows the process stopped (its last event is never after its pause).
 fn send(proc_: &WorkerProc, signal: Signal) -> (i64, Option<String>) {
     let before = mono_ns();
     match proc_.signal(signal) {
@@ -290,7 +292,7 @@ fn send(proc_: &WorkerProc, signal: Signal) -> (i64, Option<String>) {
     loop {
         let state = procfs::process::Process::new(proc_.pid.as_raw()).and_then(|p| p.stat()).map(|s| s.state);
         match state {
-            Ok(c) if (c == 'T') == want_stopped => return (mono_ns(), None),
+            Ok(c) if (c == 'T') == want_stopped => return (if want_stopped { mono_ns() } else { before }, None),
             Ok(_) if mono_ns() < deadline => std::thread::yield_now(),
             Ok(c) => return (mono_ns(), Some(format!("state still {c:?} after 100 ms"))),
             // Gone: it died, which the waiter reports as an exit.

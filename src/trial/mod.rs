@@ -144,10 +144,7 @@ pub fn run_trial(
         Run { rx, raw, live: Live::new(exp.workers), exited: 0, ready: 0, garbage: 0, deliveries: Vec::new() };
     let outcome = run.drive(exp, trial, &workers, barrier, stop, &lock);
     run.clean_up(exp, &mut workers);
-    let t0 = match outcome {
-        Ok(t0) => t0,
-        Err(e) => return Err(e),
-    };
+    let t0 = outcome?;
 
     let events: Vec<Event> = run.raw.into_iter().map(|r| r.into_event(t0)).collect();
     let history = History::new(events);

@@ -1,0 +1,85 @@
+//! Bad input: a clear message naming file:line:column (or the flag),
+//! exit code 2, and nothing spawned or written.
+
+use crate::helper::{Lab, bin, repo};
+
+fn rejects(yaml: &str, want: &str) {
+    let lab = Lab::new();
+    let file = lab.file("bad.yaml", yaml);
+    let run = lab.run(&file).output();
+    assert_eq!(run.code(), Some(2), "stderr: {}", run.stderr());
+    let stderr = run.stderr();
+    let want = format!("{}:{want}", file.display());
+    assert!(stderr.contains(&want), "expected {want:?} in:\n{stderr}");
+    assert!(!run.out.exists(), "nothing may be written for a bad experiment");
+}
+
+#[test]
+fn a_yaml_syntax_error_names_its_line_and_column() {
+    rejects("name: x\nworkers: [3\n", "2:");
+}
+
+#[test]
+fn an_unknown_key_is_an_error() {
+    rejects("name: x\nworkers: 3\nleese: 9s\n", "3:1: unknown field `leese`");
+}
+
+#[test]
+fn an_unknown_action_is_an_error() {
+    rejects(
+        "name: x\nworkers: 3\nfaults:\n  - at: 1s\n    target: leader\n    action: explode\n",
+        "6:13: unknown variant `explode`",
+    );
+}
+
+#[test]
+fn renew_not_shorter_than_lease_is_an_error() {
+    rejects("name: x\nworkers: 3\nlease: 3s\nrenew: 3s\n", "4:8: renew (3s) must be shorter than lease (3s)");
+}
+
+#[test]
+fn a_fault_after_the_end_is_an_error() {
+    rejects(
+        "name: x\nworkers: 3\nduration: 10s\nfaults:\n  - at: 12s\n    target: leader\n    action: kill\n",
+        "5:9: fault at 12s is not before the trial ends",
+    );
+}
+
+#[test]
+fn zero_workers_and_bad_targets_are_errors() {
+    rejects("name: x\nworkers: 0\n", "2:10: workers must be at least 1");
+    rejects("name: x\nworkers: 2\nfaults:\n  - at: 1s\n    target: 2\n    action: kill\n", "5:13: worker index 2");
+}
+
+#[test]
+fn bad_flags_exit_2() {
+    let lab = Lab::new();
+    let file = repo().join("experiments/blog/steady-state.yaml");
+    for flag in [["--time-scale", "-1"], ["--trials", "0"], ["--jobs", "zero"]] {
+        let run = lab.run(&file).arg(format!("{}={}", flag[0], flag[1])).output();
+        assert_eq!(run.code(), Some(2), "{flag:?}: {}", run.stderr());
+        assert!(run.stderr().contains(flag[0]), "{flag:?} not named in: {}", run.stderr());
+        assert!(!run.out.exists());
+    }
+}
+
+#[test]
+fn every_blog_experiment_validates() {
+    let files: Vec<_> = std::fs::read_dir(repo().join("experiments/blog"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .collect();
+    assert!(files.len() >= 6);
+    let out = std::process::Command::new(bin()).arg("validate").args(&files).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn validate_reports_a_bad_file_with_exit_2() {
+    let lab = Lab::new();
+    let bad = lab.file("bad.yaml", "name: x\nworkers: 3\nrenew: 10s\n");
+    let out = std::process::Command::new(bin()).arg("validate").arg(&bad).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("bad.yaml:3:8: renew (10s) must be shorter than lease (9s)"));
+}

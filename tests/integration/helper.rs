@@ -1,0 +1,184 @@
+//! A fluent helper around the leasequake binary and its results directory.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::time::{Duration, Instant};
+
+pub fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_leasequake"))
+}
+
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A scratch directory for one test: experiment files and results.
+pub struct Lab {
+    dir: tempfile::TempDir,
+}
+
+impl Lab {
+    pub fn new() -> Lab {
+        Lab { dir: tempfile::Builder::new().prefix("leasequake-test-").tempdir().expect("tempdir") }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Write an experiment file and return its path.
+    pub fn file(&self, name: &str, yaml: &str) -> PathBuf {
+        let path = self.path().join(name);
+        std::fs::write(&path, yaml).expect("write experiment");
+        path
+    }
+
+    pub fn run(&self, experiment: impl AsRef<Path>) -> RunBuilder {
+        RunBuilder {
+            args: vec!["run".into(), experiment.as_ref().display().to_string(), "--quiet".into()],
+            out: self.path().join(format!("out-{}", next_id())),
+        }
+    }
+}
+
+fn next_id() -> usize {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static N: AtomicUsize = AtomicUsize::new(0);
+    N.fetch_add(1, Ordering::SeqCst)
+}
+
+pub struct RunBuilder {
+    args: Vec<String>,
+    pub out: PathBuf,
+}
+
+impl RunBuilder {
+    pub fn arg(mut self, a: impl Into<String>) -> Self {
+        self.args.push(a.into());
+        self
+    }
+
+    pub fn scale(self, s: f64) -> Self {
+        self.arg("--time-scale").arg(s.to_string())
+    }
+
+    pub fn trials(self, n: u32) -> Self {
+        self.arg("--trials").arg(n.to_string())
+    }
+
+    pub fn jobs(self, n: u32) -> Self {
+        self.arg("--jobs").arg(n.to_string())
+    }
+
+    fn command(&self) -> std::process::Command {
+        let mut cmd = std::process::Command::new(bin());
+        cmd.args(&self.args).arg("--out").arg(&self.out);
+        cmd
+    }
+
+    /// Run to completion.
+    pub fn output(self) -> Finished {
+        let output = self.command().output().expect("run leasequake");
+        Finished { output, out: self.out }
+    }
+
+    /// Start without waiting (for signal tests).
+    pub fn spawn(self) -> (std::process::Child, PathBuf) {
+        let child = self
+            .command()
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn leasequake");
+        (child, self.out)
+    }
+}
+
+pub struct Finished {
+    pub output: Output,
+    pub out: PathBuf,
+}
+
+impl Finished {
+    pub fn code(&self) -> Option<i32> {
+        self.output.status.code()
+    }
+
+    pub fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.output.stderr).into_owned()
+    }
+
+    pub fn stdout(&self) -> String {
+        String::from_utf8_lossy(&self.output.stdout).into_owned()
+    }
+
+    /// Assert the run exited with `code`, showing its output otherwise.
+    pub fn expect_code(self, code: i32) -> Self {
+        assert_eq!(self.code(), Some(code), "stdout:\n{}\nstderr:\n{}", self.stdout(), self.stderr());
+        self
+    }
+
+    pub fn table(&self, name: &str) -> Vec<Row> {
+        read_table(&self.out.join(name))
+    }
+}
+
+/// One CSV row by column name.
+#[derive(Debug, Clone)]
+pub struct Row(pub HashMap<String, String>);
+
+impl Row {
+    pub fn get(&self, col: &str) -> &str {
+        self.0.get(col).unwrap_or_else(|| panic!("no column {col} in {:?}", self.0))
+    }
+
+    pub fn f64(&self, col: &str) -> f64 {
+        self.get(col).parse().unwrap_or_else(|_| panic!("{col}={:?} is not a number", self.get(col)))
+    }
+}
+
+pub fn read_table(path: &Path) -> Vec<Row> {
+    let mut reader = csv::Reader::from_path(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let headers = reader.headers().expect("headers").clone();
+    reader
+        .records()
+        .map(|r| {
+            let r = r.expect("record");
+            Row(headers.iter().zip(r.iter()).map(|(h, v)| (h.to_string(), v.to_string())).collect())
+        })
+        .collect()
+}
+
+/// Pids of live processes whose command line mentions `needle` (our
+/// workers carry their lock path, inside the test's directory).
+pub fn processes_mentioning(needle: &Path) -> Vec<i32> {
+    let needle = needle.display().to_string();
+    let me = std::process::id() as i32;
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else { continue };
+        if pid == me {
+            continue;
+        }
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else { continue };
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        // Zombies have an empty cmdline and are not running.
+        if cmdline.contains(&needle) && cmdline.contains(" worker ") {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// Poll `f` until it returns Some, or panic after `limit`.
+pub fn wait_for<T>(limit: Duration, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let start = Instant::now();
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(start.elapsed() < limit, "timed out after {limit:?} waiting for {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}

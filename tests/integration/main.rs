@@ -1,0 +1,13 @@
+//! Integration tests: the real binary, real worker processes, real signals.
+//!
+//! Every test works in its own temporary directory, so tests run in
+//! parallel. Time-dependent tests use a small time scale and compare with
+//! the theoretical bounds of DESIGN.md (see `bounds.rs` for the tolerance).
+
+mod bounds;
+mod errors;
+mod faults;
+mod helper;
+mod races;
+mod recheck;
+mod signals;

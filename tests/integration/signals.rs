@@ -1,0 +1,64 @@
+//! The harness itself under signals: nothing leaks, nothing finished is lost.
+
+use std::time::Duration;
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+
+use crate::helper::{Lab, processes_mentioning, read_table, wait_for};
+
+/// Long trials (1.5 s each at this scale) so the signal lands mid-trial.
+const SLOW: &str =
+    "name: slow\nworkers: 5\nduration: 30s\nfaults:\n  - at: 12s\n    target: leader\n    action: stop\n";
+
+fn completed_trials(out: &std::path::Path) -> usize {
+    let path = out.join("trials.csv");
+    if path.exists() { read_table(&path).len() } else { 0 }
+}
+
+#[test]
+fn kill_9_of_the_harness_leaves_no_worker_and_keeps_finished_trials() {
+    let lab = Lab::new();
+    let file = lab.file("slow.yaml", SLOW);
+    let (mut child, out) = lab.run(&file).scale(0.05).trials(20).spawn();
+    // Wait for one finished trial, then for the next trial's workers.
+    wait_for(Duration::from_secs(30), "a finished trial", || (completed_trials(&out) >= 1).then_some(()));
+    wait_for(Duration::from_secs(10), "workers of the next trial", || {
+        (processes_mentioning(&out).len() == 5).then_some(())
+    });
+    let pid = Pid::from_raw(child.id() as i32);
+    kill(pid, Signal::SIGKILL).expect("kill -9 the harness");
+    let _ = child.wait();
+    // PR_SET_PDEATHSIG kills the workers (even the SIGSTOPped leader) as
+    // soon as the harness is gone; give the kernel a moment to reap them.
+    wait_for(Duration::from_secs(5), "workers to die with the harness", || {
+        processes_mentioning(&out).is_empty().then_some(())
+    });
+    let trials = read_table(&out.join("trials.csv"));
+    assert!(!trials.is_empty());
+    for t in &trials {
+        // Every row is complete: all columns present and the outcome set.
+        assert!(!t.get("outcome").is_empty(), "{t:?}");
+        assert_eq!(t.get("workers"), "5");
+    }
+}
+
+#[test]
+fn ctrl_c_stops_cleanly_keeps_results_and_exits_130() {
+    let lab = Lab::new();
+    let file = lab.file("slow.yaml", SLOW);
+    let (child, out) = lab.run(&file).scale(0.05).trials(20).spawn();
+    wait_for(Duration::from_secs(30), "a finished trial", || (completed_trials(&out) >= 1).then_some(()));
+    wait_for(Duration::from_secs(10), "workers of the next trial", || {
+        (processes_mentioning(&out).len() == 5).then_some(())
+    });
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).expect("SIGINT the harness");
+    let output = child.wait_with_output().expect("wait");
+    assert_eq!(output.status.code(), Some(130), "stderr: {}", String::from_utf8_lossy(&output.stderr));
+    // Cleanup happened before exit: no waiting needed.
+    assert_eq!(processes_mentioning(&out), Vec::<i32>::new());
+    let kept = read_table(&out.join("trials.csv")).len();
+    assert!((1..20).contains(&kept), "kept {kept} trials");
+    assert_eq!(read_table(&out.join("summary.csv"))[0].get("n"), kept.to_string());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("interrupted"));
+}
