@@ -42,6 +42,9 @@ pub fn run(args: &RunArgs) -> u8 {
             return exit::HARNESS;
         }
     };
+    if !args.quiet {
+        eprintln!("leasequake: {} trials of {} → {}", exp.trials, exp.name, dir.display());
+    }
     let exe = match std::env::current_exe() {
         Ok(p) => p,
         Err(e) => {

@@ -209,15 +209,15 @@ impl ResultsWriter {
             ])?;
         }
         self.gaps.flush()?;
-        let l = &exp.lease;
+        let [lease, renew, watch] = lease_columns(exp);
         self.trials.row(&[
             trial.to_string(),
             seed.to_string(),
             exp.workers.to_string(),
-            format!("{:.3}", l.lease.as_ms_f64()),
-            format!("{:.3}", l.renew.as_ms_f64()),
-            format!("{:.3}", l.watch.as_ms_f64()),
-            format!("{:.3}", l.resolution.as_ms_f64()),
+            lease,
+            renew,
+            watch,
+            format!("{:.3}", exp.lease.resolution.as_ms_f64()),
             value_name(&exp.worker.acquire),
             value_name(&exp.worker.expiry),
             value_name(&exp.worker.unreadable),
@@ -240,14 +240,14 @@ impl ResultsWriter {
         let path = self.dir.join("summary.csv");
         let tmp = self.dir.join(".summary.csv.tmp");
         let mut w = csv::Writer::from_path(&tmp).map_err(csv_err(&tmp))?;
-        let l = &exp.lease;
         let (lo, hi) = s.double_leader_ci;
+        let [lease, renew, watch] = lease_columns(exp);
         w.write_record(SUMMARY_HEADER).map_err(csv_err(&tmp))?;
         w.write_record([
             exp.name.clone(),
-            format!("{:.3}", l.lease.as_ms_f64()),
-            format!("{:.3}", l.renew.as_ms_f64()),
-            format!("{:.3}", l.watch.as_ms_f64()),
+            lease,
+            renew,
+            watch,
             s.n.to_string(),
             s.gaps.to_string(),
             s.open_gaps.to_string(),
@@ -269,6 +269,12 @@ impl ResultsWriter {
         drop(w);
         std::fs::rename(&tmp, &path).map_err(io_err(&path))
     }
+}
+
+/// lease_ms, renew_ms, watch_ms: the setting a row belongs to.
+fn lease_columns(exp: &Experiment) -> [String; 3] {
+    let l = &exp.lease;
+    [l.lease, l.renew, l.watch].map(|d| format!("{:.3}", d.as_ms_f64()))
 }
 
 fn value_name<T: clap::ValueEnum>(v: &T) -> String {

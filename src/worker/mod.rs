@@ -325,36 +325,21 @@ impl Worker {
     }
 
     fn watch(&mut self) -> Role {
-        match self.lock.read() {
-            Ok(current) if self.rule.expired(current.lease_until, wall_ns()) => {
-                let detail = Detail {
-                    holder: Some(current.process_id),
-                    lease_until: Some(current.lease_until),
-                    ..Detail::default()
-                };
-                self.emit(EventKind::ExpiredSeen, detail);
-                self.log(&format!(
-                    "[WATCHER] Lease held by {} expired at {}, attempting takeover",
-                    current.process_id,
-                    self.until_text(current.lease_until)
-                ));
-                self.take_over()
-            }
-            Ok(current) => {
-                let detail = Detail {
-                    holder: Some(current.process_id),
-                    lease_until: Some(current.lease_until),
-                    ..Detail::default()
-                };
-                self.emit(EventKind::HeldBy, detail);
-                self.log(&format!(
-                    "[WATCHER] Lease held by {}, valid until {}",
-                    current.process_id,
-                    self.until_text(current.lease_until)
-                ));
-                Role::Watcher
-            }
-            Err(e) => self.unreadable(e),
+        let current = match self.lock.read() {
+            Ok(current) => current,
+            Err(e) => return self.unreadable(e),
+        };
+        let seen =
+            Detail { holder: Some(current.process_id), lease_until: Some(current.lease_until), ..Detail::default() };
+        let (holder, until) = (current.process_id, self.until_text(current.lease_until));
+        if self.rule.expired(current.lease_until, wall_ns()) {
+            self.emit(EventKind::ExpiredSeen, seen);
+            self.log(&format!("[WATCHER] Lease held by {holder} expired at {until}, attempting takeover"));
+            self.take_over()
+        } else {
+            self.emit(EventKind::HeldBy, seen);
+            self.log(&format!("[WATCHER] Lease held by {holder}, valid until {until}"));
+            Role::Watcher
         }
     }
 
