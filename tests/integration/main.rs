@@ -11,3 +11,4 @@ mod helper;
 mod races;
 mod recheck;
 mod signals;
+mod worker;
