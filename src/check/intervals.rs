@@ -18,7 +18,7 @@
 //! process's own order), so "acquired then exit at the same µs" still opens
 //! and closes an interval, and "the last one processed" is well defined.
 
-use super::{CheckParams, Gap, History, Micros, TrialMetrics};
+use super::{CheckParams, Gap, History, Micros, Span, Spans, TrialMetrics};
 use crate::history::{Event, EventKind, ms_to_us};
 
 /// Fault actions that open a pause and close it.
@@ -79,6 +79,8 @@ struct WorkerState {
     leader_since: Option<Micros>,
     /// Between a delivered `stop` and the matching `cont` (or its exit).
     paused: bool,
+    /// When the current pause began (meaningful while `paused`).
+    paused_since: Micros,
     /// Spawned, or heard from.
     seen: bool,
     /// The harness observed its death (and no respawn followed).
@@ -131,6 +133,7 @@ struct Sweep {
     gaps: Vec<Gap>,
     /// Set while the last gap in `gaps` is still open.
     open_gap: Option<OpenGap>,
+    spans: Spans,
 }
 
 /// What closing the open gap needs to know about how it opened.
@@ -187,6 +190,10 @@ impl Sweep {
             self.max_leaders = self.max_leaders.max(believers);
             if believers >= 2 {
                 self.double_leader_us += span;
+                match self.spans.double_leader.last_mut() {
+                    Some(last) if last.1 == t => last.1 = next_us,
+                    _ => self.spans.double_leader.push((t, next_us)),
+                }
             }
             if active >= 2 {
                 self.double_leader_active_us += span;
@@ -201,6 +208,7 @@ impl Sweep {
         let state = self.worker(w);
         let was_active = state.active();
         let leader_since = state.leader_since;
+        let (was_paused, paused_since) = (state.paused, state.paused_since);
         let mut ended_by = EndedBy::Event(event.kind);
 
         match event.kind {
@@ -224,6 +232,9 @@ impl Sweep {
             }
             EventKind::Fault => match delivered_action(event) {
                 Some(STOP) => {
+                    if !state.paused {
+                        state.paused_since = event.t_us;
+                    }
                     state.paused = true;
                     ended_by = EndedBy::Paused;
                 }
@@ -236,6 +247,14 @@ impl Sweep {
             _ => state.seen = true,
         }
 
+        let (now_leader, now_paused) = (state.leader_since.is_some(), state.paused);
+        if let (Some(start_us), false) = (leader_since, now_leader) {
+            self.spans.tenures.push(Span { worker: w, start_us, end_us: event.t_us });
+        }
+        if was_paused && !now_paused {
+            self.spans.pauses.push(Span { worker: w, start_us: paused_since, end_us: event.t_us });
+        }
+        let state = &self.workers[w];
         match (was_active, state.active()) {
             (false, true) => Some(Transition::Activated(w)),
             (true, false) => Some(Transition::Deactivated(Deactivation {
@@ -309,6 +328,16 @@ impl Sweep {
                 Some(_) => self.gaps.last().is_some_and(|g| !g.ended && g.duration_us() > threshold),
             };
 
+        // Tenures and pauses still open at the end last until then.
+        for (worker, w) in self.workers.iter().enumerate() {
+            if let Some(start_us) = w.leader_since {
+                self.spans.tenures.push(Span { worker, start_us, end_us });
+            }
+            if w.paused {
+                self.spans.pauses.push(Span { worker, start_us: w.paused_since, end_us });
+            }
+        }
+
         let start_times = || events.iter().filter(|e| e.kind == EventKind::Start).map(|e| e.t_us);
         let start_spread_us = start_times().max().zip(start_times().min()).map(|(max, min)| max - min);
 
@@ -322,6 +351,7 @@ impl Sweep {
             gaps: self.gaps,
             wedged,
             end_us,
+            spans: self.spans,
         }
     }
 }
@@ -556,6 +586,14 @@ mod tests {
         assert_eq!(m.double_leader_us, s(25.5) - s(21.5));
         assert_eq!(m.double_leader_active_us, s(0.5));
         assert_eq!(m.gaps.len(), 1);
+        // The spans behind those numbers, for the timeline.
+        let spans = &m.spans;
+        assert_eq!(spans.double_leader, vec![(s(21.5), s(25.5))]);
+        assert_eq!(spans.pauses, vec![Span { worker: 0, start_us: s(12.0), end_us: s(25.0) }]);
+        let tenures: Vec<(usize, Micros, Micros)> =
+            spans.tenures.iter().map(|t| (t.worker, t.start_us, t.end_us)).collect();
+        assert!(tenures.iter().any(|t| t.0 == 0 && t.2 == s(25.5)), "{tenures:?}");
+        assert!(tenures.iter().any(|t| t.0 == 1 && t.1 == s(21.5) && t.2 == s(30.0)), "{tenures:?}");
     }
 
     #[test]
@@ -931,7 +969,11 @@ mod tests {
         let mut events = blog_kill();
         events.push(fault(5.0, Some(2), 5, "stop"));
         events.push(fault(6.0, Some(2), 6, "cont"));
-        assert_eq!(run(events), run(blog_kill()));
+        let mut paused = run(events);
+        // Only the timeline sees it.
+        assert_eq!(paused.spans.pauses, vec![Span { worker: 2, start_us: s(5.0), end_us: s(6.0) }]);
+        paused.spans.pauses.clear();
+        assert_eq!(paused, run(blog_kill()));
     }
 
     #[test]

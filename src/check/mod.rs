@@ -63,6 +63,26 @@ pub struct TrialMetrics {
     pub wedged: bool,
     /// Trial end (the `trial_end` event, else the last event).
     pub end_us: Micros,
+    /// The intervals behind the numbers, for timelines.
+    pub spans: Spans,
+}
+
+/// A time span of one worker.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Span {
+    pub worker: usize,
+    pub start_us: Micros,
+    pub end_us: Micros,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Spans {
+    /// Believes-leader intervals.
+    pub tenures: Vec<Span>,
+    /// Paused intervals (delivered SIGSTOP to SIGCONT or death).
+    pub pauses: Vec<Span>,
+    /// Maximal intervals with two or more believers.
+    pub double_leader: Vec<(Micros, Micros)>,
 }
 
 impl TrialMetrics {

@@ -14,7 +14,7 @@ use crate::clock::{utc_stamp, wall_ns};
 use crate::experiment::{Experiment, Overrides, load, to_yaml};
 use crate::report::csv::{ResultsWriter, Tables};
 use crate::report::summary::{expectation_failures, summarize};
-use crate::report::{host, terminal};
+use crate::report::{host, terminal, timeline};
 use crate::trial::{TrialError, TrialRecord, run_trial};
 
 pub fn run(args: &RunArgs) -> u8 {
@@ -76,7 +76,7 @@ pub fn run(args: &RunArgs) -> u8 {
     );
     progress.set_prefix(exp.name.clone());
 
-    let sink = Mutex::new(Sink { writer, metrics: Vec::new(), error: None });
+    let sink = Mutex::new(Sink { writer, dir: dir.clone(), metrics: Vec::new(), error: None });
     let next = AtomicU32::new(1);
     let trials_dir = dir.join("trials");
     let worker_loop = || {
@@ -152,6 +152,7 @@ pub fn run(args: &RunArgs) -> u8 {
 
 struct Sink {
     writer: ResultsWriter,
+    dir: PathBuf,
     metrics: Vec<(u32, TrialMetrics)>,
     error: Option<String>,
 }
@@ -160,6 +161,13 @@ impl Sink {
     /// Write the trial and a fresh summary before anything else happens.
     fn record(&mut self, exp: &Experiment, r: TrialRecord) -> Result<(), String> {
         self.writer.append(exp, r.trial, r.seed, &r.history, &r.deliveries, &r.metrics).map_err(|e| e.to_string())?;
+        if r.trial == 1 {
+            // The first trial's timeline, to set beside the blog's diagram.
+            let title = format!("{}: trial 1 ({})", exp.name, crate::trial::describe(exp));
+            let path = self.dir.join("timeline.svg");
+            timeline::render(&path, &title, &r.history, &r.metrics, exp.workers)
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+        }
         self.metrics.push((r.trial, r.metrics));
         let all: Vec<&TrialMetrics> = self.metrics.iter().map(|(_, m)| m).collect();
         self.writer.write_summary(exp, &summarize(&all)).map_err(|e| e.to_string())

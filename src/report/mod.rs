@@ -6,3 +6,4 @@ pub mod read;
 pub mod stats;
 pub mod summary;
 pub mod terminal;
+pub mod timeline;
