@@ -24,12 +24,13 @@ pub struct Cli {
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
-    /// Run an experiment file: spawn workers, inject faults, record, check.
+    /// Run experiment files (or every *.yaml in a directory): spawn workers,
+    /// inject faults, record, check.
     Run(RunArgs),
     /// Check experiment files without running anything.
     Validate {
-        /// Experiment YAML files.
-        #[arg(required = true)]
+        /// Experiment YAML files, or directories of them.
+        #[arg(required = true, value_name = "FILE|DIR")]
         files: Vec<PathBuf>,
     },
     /// Recompute trials.csv, gaps.csv and summary.csv from a results
@@ -55,8 +56,9 @@ fn positive_scale(s: &str) -> Result<f64, String> {
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
-    /// Experiment YAML file.
-    pub file: PathBuf,
+    /// Experiment YAML files, or directories of them (run in name order).
+    #[arg(required = true, value_name = "FILE|DIR")]
+    pub paths: Vec<PathBuf>,
     /// Multiply every duration (lease, intervals, fault times, expiry
     /// resolution) by this factor; 0.1 runs ten times faster, same shape.
     #[arg(long, value_parser = positive_scale)]
@@ -70,7 +72,8 @@ pub struct RunArgs {
     /// Trials to run at once (each in its own directory).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=64))]
     pub jobs: Option<u64>,
-    /// Results directory (default: results/<name>/<UTC timestamp>).
+    /// Results directory (default: results/<name>/<UTC timestamp>). With
+    /// several experiments: one subdirectory each, and a README.md table.
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Root for the default results directory.

@@ -57,10 +57,12 @@ pub enum EventKind {
     Released,
     /// Worker is about to exit (detail: `code`).
     Exiting,
+    /// Worker reached a failpoint and stalls there (detail: `reason`).
+    Failpoint,
 }
 
 impl EventKind {
-    pub const ALL: [EventKind; 18] = [
+    pub const ALL: [EventKind; 19] = [
         EventKind::Spawn,
         EventKind::Barrier,
         EventKind::Fault,
@@ -79,6 +81,7 @@ impl EventKind {
         EventKind::SteppedDown,
         EventKind::Released,
         EventKind::Exiting,
+        EventKind::Failpoint,
     ];
 
     /// The name used in events.csv, the worker protocol and `after:`.
@@ -102,6 +105,7 @@ impl EventKind {
             EventKind::SteppedDown => "stepped_down",
             EventKind::Released => "released",
             EventKind::Exiting => "exiting",
+            EventKind::Failpoint => "failpoint",
         }
     }
 

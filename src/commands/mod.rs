@@ -5,6 +5,8 @@ mod check;
 mod run;
 mod validate;
 
+use std::path::PathBuf;
+
 use crate::cli::{Cli, Command};
 
 /// Exit codes (DESIGN.md): the contract scripts rely on.
@@ -14,6 +16,28 @@ pub mod exit {
     pub const BAD_INPUT: u8 = 2;
     pub const HARNESS: u8 = 3;
     pub const INTERRUPTED: u8 = 130;
+}
+
+/// Files as given; directories become their *.yaml files, sorted.
+pub(crate) fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+    let mut files = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            let entries = std::fs::read_dir(p).map_err(|e| format!("{}: {e}", p.display()))?;
+            let mut found: Vec<PathBuf> = entries
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|f| f.extension().is_some_and(|x| x == "yaml" || x == "yml"))
+                .collect();
+            if found.is_empty() {
+                return Err(format!("{}: directory holds no .yaml experiment", p.display()));
+            }
+            found.sort();
+            files.extend(found);
+        } else {
+            files.push(p.clone());
+        }
+    }
+    Ok(files)
 }
 
 pub fn dispatch(cli: Cli) -> u8 {

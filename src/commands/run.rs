@@ -1,5 +1,7 @@
-//! `leasequake run`: load → prepare the results directory → trials (each
-//! written and flushed as it finishes) → summary → expectations.
+//! `leasequake run`: load every experiment (all errors before anything runs)
+//! → for each: prepare its results directory → trials (each written and
+//! flushed as it finishes) → summary → expectations. A directory of
+//! experiments run into `--out` also gets a side-by-side README.md.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -7,13 +9,14 @@ use std::sync::{Arc, Mutex};
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::exit;
+use super::{exit, expand};
 use crate::check::TrialMetrics;
 use crate::cli::RunArgs;
 use crate::clock::{utc_stamp, wall_ns};
 use crate::experiment::{Experiment, Overrides, load, to_yaml};
+use crate::report::compare::{Measured, markdown};
 use crate::report::csv::{ResultsWriter, Tables};
-use crate::report::summary::{expectation_failures, summarize};
+use crate::report::summary::{Summary, expectation_failures, summarize};
 use crate::report::{host, terminal, timeline};
 use crate::trial::{TrialError, TrialRecord, run_trial};
 
@@ -24,26 +27,38 @@ pub fn run(args: &RunArgs) -> u8 {
         seed: args.seed,
         jobs: args.jobs.map(|j| j as usize),
     };
-    let exp = match load(&args.file, &overrides) {
-        Ok(e) => e,
+    let files = match expand(&args.paths) {
+        Ok(f) => f,
         Err(e) => {
             eprintln!("error: {e}");
             return exit::BAD_INPUT;
         }
     };
-    let dir = match prepare_dir(&exp, args) {
-        Ok(d) => d,
-        Err(DirError::Exists(d)) => {
-            eprintln!("error: --out {}: directory exists and is not empty; refusing to mix two runs", d.display());
-            return exit::BAD_INPUT;
+    // Every file is checked before anything is spawned or written.
+    let mut exps = Vec::new();
+    let mut bad = false;
+    for f in &files {
+        match load(f, &overrides) {
+            Ok(e) => exps.push(e),
+            Err(e) => {
+                eprintln!("error: {e}");
+                bad = true;
+            }
         }
-        Err(DirError::Io(d, e)) => {
-            eprintln!("error: {}: {e}", d.display());
-            return exit::HARNESS;
-        }
-    };
-    if !args.quiet {
-        eprintln!("leasequake: {} trials of {} → {}", exp.trials, exp.name, dir.display());
+    }
+    if bad {
+        return exit::BAD_INPUT;
+    }
+    let suite = files.len() > 1 || args.paths.iter().any(|p| p.is_dir());
+    if suite && let Some(dup) = duplicate_name(&exps) {
+        eprintln!("error: two experiments are named {dup:?}; names must be unique to share an output directory");
+        return exit::BAD_INPUT;
+    }
+    if let Some(out) = &args.out
+        && out.read_dir().is_ok_and(|mut d| d.next().is_some())
+    {
+        eprintln!("error: --out {}: directory exists and is not empty; refusing to mix two runs", out.display());
+        return exit::BAD_INPUT;
     }
     let exe = match std::env::current_exe() {
         Ok(p) => p,
@@ -61,14 +76,94 @@ pub fn run(args: &RunArgs) -> u8 {
         let _ = signal_hook::flag::register(sig, Arc::clone(&stop));
     }
 
-    let writer = match ResultsWriter::create(&dir, Tables::All) {
-        Ok(w) => w,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return exit::HARNESS;
+    let mut done = Vec::new();
+    let mut code = exit::OK;
+    for exp in &exps {
+        let dir = match (&args.out, suite) {
+            (Some(out), true) => out.join(&exp.name),
+            (Some(out), false) => out.clone(),
+            (None, _) => default_dir(&args.results_root, &exp.name),
+        };
+        let outcome = run_experiment(exp, &dir, args.out.is_none(), &exe, &stop, args.quiet);
+        code = worse(code, outcome.code);
+        let stopped = matches!(outcome.code, exit::INTERRUPTED | exit::HARNESS);
+        done.push((exp, outcome));
+        if stopped {
+            break;
         }
+        if suite {
+            println!();
+        }
+    }
+    if let (Some(out), true) = (&args.out, suite)
+        && let Err(e) = write_suite_readme(out, &args.paths, &done)
+    {
+        eprintln!("error: {}: {e}", out.display());
+        code = worse(code, exit::HARNESS);
+    }
+    code
+}
+
+/// Severity order of exit codes: interrupted > harness > expect > ok.
+fn worse(a: u8, b: u8) -> u8 {
+    let rank = |c: u8| match c {
+        exit::OK => 0,
+        exit::EXPECT_FAILED => 1,
+        exit::BAD_INPUT => 2,
+        exit::HARNESS => 3,
+        _ => 4,
     };
-    let progress = if args.quiet { ProgressBar::hidden() } else { ProgressBar::new(u64::from(exp.trials)) };
+    if rank(b) > rank(a) { b } else { a }
+}
+
+fn duplicate_name(exps: &[Experiment]) -> Option<String> {
+    let mut seen = std::collections::HashSet::new();
+    exps.iter().find(|e| !seen.insert(e.name.as_str())).map(|e| e.name.clone())
+}
+
+/// `results/<name>/<UTC timestamp>`, never reusing a directory.
+fn default_dir(root: &Path, name: &str) -> PathBuf {
+    let parent = root.join(name);
+    let stamp = utc_stamp(wall_ns() / 1_000_000_000);
+    let mut dir = parent.join(&stamp);
+    let mut n = 2;
+    while dir.exists() {
+        dir = parent.join(format!("{stamp}-{n}"));
+        n += 1;
+    }
+    dir
+}
+
+struct Outcome {
+    code: u8,
+    summary: Summary,
+    metrics: Vec<(u32, TrialMetrics)>,
+    dir: PathBuf,
+}
+
+fn run_experiment(
+    exp: &Experiment,
+    dir: &Path,
+    link_latest: bool,
+    exe: &Path,
+    stop: &AtomicBool,
+    quiet: bool,
+) -> Outcome {
+    let failed = |code: u8, message: String| {
+        eprintln!("error: {message}");
+        Outcome { code, summary: summarize(&[]), metrics: Vec::new(), dir: dir.to_path_buf() }
+    };
+    if let Err(e) = prepare_dir(exp, dir, link_latest) {
+        return failed(exit::HARNESS, e);
+    }
+    if !quiet {
+        eprintln!("leasequake: {} trials of {} → {}", exp.trials, exp.name, dir.display());
+    }
+    let writer = match ResultsWriter::create(dir, Tables::All) {
+        Ok(w) => w,
+        Err(e) => return failed(exit::HARNESS, e.to_string()),
+    };
+    let progress = if quiet { ProgressBar::hidden() } else { ProgressBar::new(u64::from(exp.trials)) };
     progress.set_style(
         ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} trials, {elapsed} {msg}")
             .expect("static template")
@@ -76,7 +171,7 @@ pub fn run(args: &RunArgs) -> u8 {
     );
     progress.set_prefix(exp.name.clone());
 
-    let sink = Mutex::new(Sink { writer, dir: dir.clone(), metrics: Vec::new(), error: None });
+    let sink = Mutex::new(Sink { writer, dir: dir.to_path_buf(), metrics: Vec::new(), error: None });
     let next = AtomicU32::new(1);
     let trials_dir = dir.join("trials");
     let worker_loop = || {
@@ -89,12 +184,12 @@ pub fn run(args: &RunArgs) -> u8 {
                 return;
             }
             let trial_dir = trials_dir.join(format!("{trial:04}"));
-            let result = run_trial(&exp, trial, &trial_dir, &exe, &stop);
+            let result = run_trial(exp, trial, &trial_dir, exe, stop);
             let mut sink = sink.lock().unwrap_or_else(|p| p.into_inner());
             match result {
                 Ok(record) => {
                     progress.set_message(record.metrics.outcome());
-                    if let Err(e) = sink.record(&exp, record) {
+                    if let Err(e) = sink.record(exp, record) {
                         sink.error.get_or_insert(e);
                         stop.store(true, Ordering::SeqCst);
                     }
@@ -123,31 +218,32 @@ pub fn run(args: &RunArgs) -> u8 {
     progress.finish_and_clear();
 
     let sink = sink.into_inner().unwrap_or_else(|p| p.into_inner());
-    let metrics: Vec<&TrialMetrics> = sink.metrics.iter().map(|(_, m)| m).collect();
-    let summary = summarize(&metrics);
-    print!("{}", terminal::render(&exp, &summary, &dir));
-    if let Some(e) = sink.error {
+    let all: Vec<&TrialMetrics> = sink.metrics.iter().map(|(_, m)| m).collect();
+    let summary = summarize(&all);
+    print!("{}", terminal::render(exp, &summary, dir));
+    let code = if let Some(e) = &sink.error {
         eprintln!("error: {e}");
-        return exit::HARNESS;
-    }
-    if stop.load(Ordering::SeqCst) {
-        eprintln!("interrupted: {} of {} trials completed and kept in {}", metrics.len(), exp.trials, dir.display());
-        return exit::INTERRUPTED;
-    }
-    let by_trial: Vec<(u32, &TrialMetrics)> = sink.metrics.iter().map(|(t, m)| (*t, m)).collect();
-    let failures = expectation_failures(&exp, &by_trial);
-    if failures.is_empty() {
-        if !exp.expect.is_empty() {
-            println!("  expectations:   all held");
-        }
-        exit::OK
+        exit::HARNESS
+    } else if stop.load(Ordering::SeqCst) {
+        eprintln!("interrupted: {} of {} trials completed and kept in {}", all.len(), exp.trials, dir.display());
+        exit::INTERRUPTED
     } else {
-        println!("  expectations:   {} failed", failures.len());
-        for f in failures.iter().take(20) {
-            println!("    - {f}");
+        let by_trial: Vec<(u32, &TrialMetrics)> = sink.metrics.iter().map(|(t, m)| (*t, m)).collect();
+        let failures = expectation_failures(exp, &by_trial);
+        if failures.is_empty() {
+            if !exp.expect.is_empty() {
+                println!("  expectations:   all held");
+            }
+            exit::OK
+        } else {
+            println!("  expectations:   {} failed", failures.len());
+            for f in failures.iter().take(20) {
+                println!("    - {f}");
+            }
+            exit::EXPECT_FAILED
         }
-        exit::EXPECT_FAILED
-    }
+    };
+    Outcome { code, summary, metrics: sink.metrics, dir: dir.to_path_buf() }
 }
 
 struct Sink {
@@ -174,48 +270,55 @@ impl Sink {
     }
 }
 
-enum DirError {
-    Exists(PathBuf),
-    Io(PathBuf, std::io::Error),
-}
-
 /// Create the results directory, write experiment.yaml and host.json, and
-/// point `<root>/<name>/latest` at it.
-fn prepare_dir(exp: &Experiment, args: &RunArgs) -> Result<PathBuf, DirError> {
+/// (for default locations) point `<root>/<name>/latest` at it.
+fn prepare_dir(exp: &Experiment, dir: &Path, link_latest: bool) -> Result<(), String> {
     let io = |p: &Path| {
         let p = p.to_path_buf();
-        move |e| DirError::Io(p, e)
+        move |e: std::io::Error| format!("{}: {e}", p.display())
     };
-    let dir = match &args.out {
-        Some(out) => {
-            if out.read_dir().is_ok_and(|mut d| d.next().is_some()) {
-                return Err(DirError::Exists(out.clone()));
-            }
-            out.clone()
-        }
-        None => {
-            let parent = args.results_root.join(&exp.name);
-            let stamp = utc_stamp(wall_ns() / 1_000_000_000);
-            let mut dir = parent.join(&stamp);
-            let mut n = 2;
-            while dir.exists() {
-                dir = parent.join(format!("{stamp}-{n}"));
-                n += 1;
-            }
-            dir
-        }
-    };
-    std::fs::create_dir_all(&dir).map_err(io(&dir))?;
-    std::fs::write(dir.join("experiment.yaml"), to_yaml(exp)).map_err(io(&dir))?;
-    std::fs::write(dir.join("host.json"), host::to_json(&host::describe(exp))).map_err(io(&dir))?;
-    if args.out.is_none()
-        && let (Some(parent), Some(name)) = (dir.parent(), dir.file_name())
-    {
+    std::fs::create_dir_all(dir).map_err(io(dir))?;
+    std::fs::write(dir.join("experiment.yaml"), to_yaml(exp)).map_err(io(dir))?;
+    std::fs::write(dir.join("host.json"), host::to_json(&host::describe(exp))).map_err(io(dir))?;
+    if link_latest && let (Some(parent), Some(name)) = (dir.parent(), dir.file_name()) {
         // Replace the link atomically: a new link under a temp name, renamed.
         let tmp = parent.join(".latest.tmp");
         let _ = std::fs::remove_file(&tmp);
         std::os::unix::fs::symlink(name, &tmp).map_err(io(&tmp))?;
         std::fs::rename(&tmp, parent.join("latest")).map_err(io(parent))?;
     }
-    Ok(dir)
+    Ok(())
+}
+
+/// README.md (the side-by-side table) and host.json for a suite run.
+fn write_suite_readme(out: &Path, paths: &[PathBuf], done: &[(&Experiment, Outcome)]) -> std::io::Result<()> {
+    let Some((first, _)) = done.first() else { return Ok(()) };
+    let h = host::describe(first);
+    std::fs::write(out.join("host.json"), host::to_json(&h))?;
+    let runs: Vec<Measured<'_>> = done
+        .iter()
+        .map(|(exp, o)| Measured {
+            exp,
+            summary: &o.summary,
+            metrics: o.metrics.iter().map(|(_, m)| m).collect(),
+            link: o.dir.strip_prefix(out).unwrap_or(&o.dir).display().to_string(),
+        })
+        .collect();
+    let sources: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+    let scales: std::collections::BTreeSet<String> = done.iter().map(|(e, _)| e.time_scale.to_string()).collect();
+    let preamble = format!(
+        "Produced by `{}` on {} ({}, {} cores, kernel {}) at {} UTC, leasequake {}.\n\
+         Time scale {}: measured durations are shown divided by it, in the blog's time. \
+         Each experiment's directory holds its CSVs, `timeline.svg` (trial 1) and `experiment.yaml`.",
+        h.command.join(" "),
+        h.hostname,
+        h.cpu,
+        h.cores,
+        h.kernel,
+        h.started_utc,
+        h.leasequake_version,
+        scales.into_iter().collect::<Vec<_>>().join(", "),
+    );
+    let title = format!("leasequake: {}", sources.join(" "));
+    std::fs::write(out.join("README.md"), markdown(&title, &preamble, &runs))
 }

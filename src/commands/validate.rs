@@ -1,12 +1,19 @@
 use std::path::PathBuf;
 
-use super::exit;
+use super::{exit, expand};
 use crate::experiment::{Overrides, load};
 
 /// Load every file; report each; exit 2 if any is invalid.
 pub fn validate(files: &[PathBuf]) -> u8 {
+    let files = match expand(files) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return exit::BAD_INPUT;
+        }
+    };
     let mut bad = 0;
-    for f in files {
+    for f in &files {
         match load(f, &Overrides { seed: Some(0), ..Overrides::default() }) {
             Ok(e) => println!(
                 "ok: {} ({}: {} trials × {}, {} workers, {} faults)",

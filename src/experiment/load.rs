@@ -54,6 +54,8 @@ struct RawExperiment {
     #[serde(default)]
     stagger: Option<Spanned<Dur>>,
     #[serde(default)]
+    align: Option<Spanned<Dur>>,
+    #[serde(default)]
     initial_lock: Option<InitialLock>,
     #[serde(default)]
     faults: Vec<RawFault>,
@@ -63,6 +65,8 @@ struct RawExperiment {
     grace: Option<Dur>,
     #[serde(default)]
     jobs: Option<Spanned<usize>>,
+    #[serde(default)]
+    reference: Option<super::Reference>,
 }
 
 #[derive(Deserialize)]
@@ -198,6 +202,23 @@ pub fn load_str(path: &Path, text: &str, overrides: &Overrides) -> Result<Experi
         return Err(err_at(&s.referenced, "stagger needs `start: staggered`".into()));
     }
 
+    if let Some(a) = &raw.align
+        && a.value >= resolution
+    {
+        return Err(err_at(
+            &a.referenced,
+            format!("align ({}) must be shorter than the expiry resolution ({resolution})", a.value),
+        ));
+    }
+    if let Some(bad) = raw.worker.failpoint_workers.iter().flatten().find(|&&w| w >= workers) {
+        // WorkerSettings carries no spans: find the key in the text.
+        let (line, column) = locate(text, "failpoint_workers");
+        return Err(at(
+            line,
+            column,
+            format!("failpoint_workers: worker {bad} is out of range (this experiment has workers 0..{})", workers - 1),
+        ));
+    }
     let mut faults = Vec::with_capacity(raw.faults.len());
     for f in &raw.faults {
         faults.push(validate_fault(f, workers, duration, &err_at)?);
@@ -231,9 +252,10 @@ pub fn load_str(path: &Path, text: &str, overrides: &Overrides) -> Result<Experi
         duration: sc(duration),
         workers,
         lease: LeaseSettings { lease: sc(lease), renew: sc(renew), watch: sc(watch), resolution: sc(resolution) },
-        worker: raw.worker,
+        worker: WorkerSettings { failpoint_delay: sc(raw.worker.failpoint_delay), ..raw.worker.clone() },
         start,
         stagger: sc(stagger),
+        align: raw.align.map(|a| sc(a.value)),
         initial_lock: raw.initial_lock.unwrap_or(InitialLock::None),
         faults: faults
             .into_iter()
@@ -249,6 +271,7 @@ pub fn load_str(path: &Path, text: &str, overrides: &Overrides) -> Result<Experi
         time_scale: scale,
         grace: raw.grace.unwrap_or(Dur::from_secs(2)),
         jobs,
+        reference: raw.reference,
     })
 }
 
@@ -276,7 +299,7 @@ fn validate_fault(
         None => {
             return Err(err_at(
                 &f.action.referenced,
-                format!("action {} needs a target: leader, watcher, all or a worker index", action.name()),
+                format!("action {} needs a target: leader, watcher, all, any or a worker index", action.name()),
             ));
         }
         Some(t) => {
@@ -292,11 +315,14 @@ fn validate_fault(
                     "leader" => Target::Leader,
                     "watcher" => Target::Watcher,
                     "all" => Target::All,
+                    "any" => Target::Any,
                     "lock" => Target::Lock,
                     other => {
                         return Err(err_at(
                             &t.referenced,
-                            format!("unknown target {other:?}: expected leader, watcher, all, lock or a worker index"),
+                            format!(
+                                "unknown target {other:?}: expected leader, watcher, all, any, lock or a worker index"
+                            ),
                         ));
                     }
                 },
@@ -347,6 +373,12 @@ fn validate_fault(
         }
     };
     Ok(Fault { at: f.at.value, jitter, after, target, action, duration: pause_len })
+}
+
+/// 1-based line and column of the first occurrence of `key:` (0, 0 if absent).
+fn locate(text: &str, key: &str) -> (u64, u64) {
+    let needle = format!("{key}:");
+    text.lines().enumerate().find_map(|(i, l)| l.find(&needle).map(|c| (i as u64 + 1, c as u64 + 1))).unwrap_or((0, 0))
 }
 
 fn is_worker_event(k: EventKind) -> bool {
@@ -428,6 +460,10 @@ mod tests {
                 "t.yaml:5:12: unknown worker event \"renewd\"",
             ),
             ("name: t\nworkers: 3\nlease: 9\n", "t.yaml:3:8: duration \"9\" has no unit"),
+            (
+                "name: t\nworkers: 3\nworker:\n  failpoint: before-remove\n  failpoint_workers: [3]\n",
+                "t.yaml:5:3: failpoint_workers: worker 3 is out of range",
+            ),
         ];
         for (text, want) in cases {
             let got = load_text(text).unwrap_err();

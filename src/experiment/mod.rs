@@ -87,8 +87,23 @@ pub enum InitialLock {
     Stale,
 }
 
+/// A place in the worker where it can be told to stall (emitting a
+/// `failpoint` event first), so a fault triggered `after: failpoint` lands
+/// exactly inside a window that is otherwise microseconds wide.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Failpoint {
+    None,
+    /// Acquire (naive/excl): the file exists but is still empty.
+    AfterCreate,
+    /// Renewal (naive/excl): the file is truncated, the lease not yet written.
+    AfterTruncate,
+    /// Takeover: the lease was seen expired, the stale file not yet removed.
+    BeforeRemove,
+}
+
 /// Settings of the built-in worker.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct WorkerSettings {
     pub acquire: Acquire,
@@ -96,6 +111,11 @@ pub struct WorkerSettings {
     pub expiry: Expiry,
     pub release_on_term: bool,
     pub mode: Mode,
+    pub failpoint: Failpoint,
+    /// How long the worker stalls at the failpoint (scaled).
+    pub failpoint_delay: Dur,
+    /// Only these workers get the failpoint (default: all).
+    pub failpoint_workers: Option<Vec<usize>>,
 }
 
 impl Default for WorkerSettings {
@@ -107,6 +127,9 @@ impl Default for WorkerSettings {
             expiry: Expiry::UnixSeconds,
             release_on_term: true,
             mode: Mode::Loop,
+            failpoint: Failpoint::None,
+            failpoint_delay: Dur::from_ms(100),
+            failpoint_workers: None,
         }
     }
 }
@@ -130,6 +153,9 @@ pub enum Target {
     Watcher,
     /// Every live worker.
     All,
+    /// With `after:`, the worker whose event triggered the fault; otherwise
+    /// a seeded random live worker.
+    Any,
     /// The lock file itself (lock-* actions).
     Lock,
     /// Worker by index.
@@ -142,6 +168,7 @@ impl std::fmt::Display for Target {
             Target::Leader => write!(f, "leader"),
             Target::Watcher => write!(f, "watcher"),
             Target::All => write!(f, "all"),
+            Target::Any => write!(f, "any"),
             Target::Lock => write!(f, "lock"),
             Target::Worker(i) => write!(f, "{i}"),
         }
@@ -229,6 +256,37 @@ impl Expect {
     }
 }
 
+/// What a published source reported for this experiment, so a run can be
+/// set beside it (`leasequake run DIR --out OUT` writes OUT/README.md).
+/// Durations here are in the source's time, never scaled.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Reference {
+    /// The number as the source states it, e.g. "9.53 s leaderless".
+    pub claim: String,
+    /// A leaderless gap the source measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gap: Option<Dur>,
+    /// The source's worst case for the gap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worst_gap: Option<Dur>,
+    /// Trials with two or more leaders, as [k, n].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub double_leader_trials: Option<[usize; 2]>,
+    /// The most leaders at once the source claims possible.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_leaders: Option<usize>,
+    /// Whether the source saw the system wedge.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wedged: Option<bool>,
+    /// The theoretical bound on gaps, [min, max].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bound: Option<[Dur; 2]>,
+    /// Why our number may differ (written before the run, from the design).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub note: String,
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct Experiment {
     pub name: String,
@@ -244,6 +302,10 @@ pub struct Experiment {
     pub worker: WorkerSettings,
     pub start: StartMode,
     pub stagger: Dur,
+    /// Release the barrier when the wall clock is this far past a whole
+    /// (scaled) second, to put ticks at a chosen phase of the expiry
+    /// resolution (worst and best cases of the whole-second truncation).
+    pub align: Option<Dur>,
     pub initial_lock: InitialLock,
     pub faults: Vec<Fault>,
     pub expect: Expect,
@@ -254,6 +316,7 @@ pub struct Experiment {
     pub grace: Dur,
     /// Trials run at once.
     pub jobs: usize,
+    pub reference: Option<Reference>,
 }
 
 impl Experiment {

@@ -40,9 +40,17 @@ pub fn to_yaml(e: &Experiment) -> String {
     let _ = writeln!(w, "  expiry: {}", enum_name(&e.worker.expiry));
     let _ = writeln!(w, "  release_on_term: {}", e.worker.release_on_term);
     let _ = writeln!(w, "  mode: {}", enum_name(&e.worker.mode));
+    let _ = writeln!(w, "  failpoint: {}", enum_name(&e.worker.failpoint));
+    let _ = writeln!(w, "  failpoint_delay: {}", e.worker.failpoint_delay);
+    if let Some(ws) = &e.worker.failpoint_workers {
+        let _ = writeln!(w, "  failpoint_workers: {ws:?}");
+    }
     let _ = writeln!(w, "start: {}", enum_name(&e.start));
     if e.start == StartMode::Staggered {
         let _ = writeln!(w, "stagger: {}", e.stagger);
+    }
+    if let Some(a) = e.align {
+        let _ = writeln!(w, "align: {a}");
     }
     let _ = writeln!(w, "initial_lock: {}", enum_name(&e.initial_lock));
     let _ = writeln!(w, "grace: {}", e.grace);
@@ -66,6 +74,10 @@ pub fn to_yaml(e: &Experiment) -> String {
         if let (Action::Pause, Some(d)) = (f.action, f.duration) {
             let _ = writeln!(w, "    duration: {d}");
         }
+    }
+    if let Some(r) = &e.reference {
+        // Unscaled, as the source wrote it: serialise through JSON (valid YAML).
+        let _ = writeln!(w, "reference: {}", serde_json::to_string(r).expect("reference serialises"));
     }
     let x = &e.expect;
     if !x.is_empty() {
@@ -98,7 +110,7 @@ mod tests {
 
     #[test]
     fn resolved_yaml_loads_back_to_the_same_experiment() {
-        let text = "name: t\ndescription: \"a: b\"\nworkers: 3\nseed: 7\nworker:\n  acquire: link\nfaults:\n  - at: 8.5s\n    jitter: 1s\n    after: renewed\n    delay: 2.47s\n    target: leader\n    action: kill\n  - at: 20s\n    target: 1\n    action: pause\n    duration: 3s\n  - at: 21s\n    action: lock-corrupt\nexpect:\n  max_leaders: 1\n  gap_max: 13s\n";
+        let text = "name: t\ndescription: \"a: b\"\nworkers: 3\nseed: 7\nalign: 990ms\nworker:\n  acquire: link\n  failpoint: after-create\n  failpoint_delay: 50ms\nfaults:\n  - at: 8.5s\n    jitter: 1s\n    after: renewed\n    delay: 2.47s\n    target: leader\n    action: kill\n  - at: 20s\n    target: 1\n    action: pause\n    duration: 3s\n  - at: 21s\n    action: lock-corrupt\nexpect:\n  max_leaders: 1\n  gap_max: 13s\nreference:\n  claim: \"9.53 s\"\n  gap: 9.53s\n  bound: [6s, 13s]\n  double_leader_trials: [3, 30]\n";
         let o = Overrides { time_scale: Some(0.1), ..Overrides::default() };
         let first = load_str(Path::new("t.yaml"), text, &o).unwrap();
         let again = load_str(Path::new("t.yaml"), &to_yaml(&first), &Overrides::default()).unwrap();

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::experiment::{Acquire, Expiry};
+use crate::experiment::{Acquire, Expiry, Failpoint};
 
 /// The content of the lock file, as the blog's Go program writes it.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -55,13 +55,32 @@ pub struct LockFile {
     tmp: PathBuf,
     acquire: Acquire,
     expiry: Expiry,
+    /// Called when a failpoint is reached (the worker reports and stalls).
+    failpoint: Option<(Failpoint, Box<dyn Fn(Failpoint)>)>,
 }
 
 impl LockFile {
     pub fn new(path: &Path, acquire: Acquire, expiry: Expiry) -> LockFile {
         let mut tmp = path.as_os_str().to_owned();
         tmp.push(format!(".{}.tmp", std::process::id()));
-        LockFile { path: path.to_path_buf(), tmp: tmp.into(), acquire, expiry }
+        LockFile { path: path.to_path_buf(), tmp: tmp.into(), acquire, expiry, failpoint: None }
+    }
+
+    /// Stall at `at` by calling `hook` there (see `Failpoint`).
+    pub fn with_failpoint(mut self, at: Failpoint, hook: Box<dyn Fn(Failpoint)>) -> LockFile {
+        if at != Failpoint::None {
+            self.failpoint = Some((at, hook));
+        }
+        self
+    }
+
+    /// Call the failpoint hook if `here` is the configured failpoint.
+    pub fn reached(&self, here: Failpoint) {
+        if let Some((at, hook)) = &self.failpoint
+            && *at == here
+        {
+            hook(here);
+        }
     }
 
     pub fn path(&self) -> &Path {
@@ -78,6 +97,7 @@ impl LockFile {
                     return Ok(false);
                 }
                 OpenOptions::new().write(true).create(true).truncate(true).mode(0o644).open(&self.path)?;
+                self.reached(Failpoint::AfterCreate);
                 self.write_or_remove(lease)
             }
             Acquire::Excl => {
@@ -87,6 +107,7 @@ impl LockFile {
                     Err(e) => return Err(e),
                 }
                 // The empty-file window of the blog lies exactly here.
+                self.reached(Failpoint::AfterCreate);
                 self.write_or_remove(lease)
             }
             Acquire::Link => {
@@ -112,7 +133,7 @@ impl LockFile {
     }
 
     fn write_or_remove(&self, lease: Lease) -> io::Result<bool> {
-        match self.write(lease) {
+        match self.write_in_place(lease, false) {
             Ok(()) => Ok(true),
             Err(e) => {
                 let _ = fs::remove_file(&self.path);
@@ -129,9 +150,17 @@ impl LockFile {
     /// and write in place, like the blog's `os.WriteFile`: a reader can see
     /// an empty file for an instant. link/rename replace the file atomically.
     pub fn write(&self, lease: Lease) -> io::Result<()> {
+        self.write_in_place(lease, true)
+    }
+
+    /// The write of an acquire: no renewal failpoint.
+    fn write_in_place(&self, lease: Lease, renewal: bool) -> io::Result<()> {
         match self.acquire {
             Acquire::Naive | Acquire::Excl => {
                 let mut f = OpenOptions::new().write(true).create(true).truncate(true).mode(0o644).open(&self.path)?;
+                if renewal {
+                    self.reached(Failpoint::AfterTruncate);
+                }
                 f.write_all(&lease.to_bytes(self.expiry))
             }
             Acquire::Link | Acquire::Rename => {
@@ -212,6 +241,36 @@ mod tests {
             assert!(!l.acquire(LEASE).unwrap(), "{variant:?}");
             assert_eq!(l.read().unwrap(), LEASE);
             assert_eq!(fs::read_to_string(l.path()).unwrap(), r#"{"processId":42,"leaseUntil":1715430000}"#);
+        }
+    }
+
+    #[test]
+    fn failpoints_fire_inside_their_windows_only() {
+        use std::cell::RefCell;
+        use std::rc::Rc;
+        for (variant, at, acquire_hits, renew_hits) in [
+            (Acquire::Excl, Failpoint::AfterCreate, 1, 0),
+            (Acquire::Excl, Failpoint::AfterTruncate, 0, 1),
+            // Atomic variants have no such window: the failpoint never fires.
+            (Acquire::Link, Failpoint::AfterCreate, 0, 0),
+            (Acquire::Rename, Failpoint::AfterTruncate, 0, 0),
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("leader.lock");
+            let seen = Rc::new(RefCell::new(Vec::new()));
+            let log = Rc::clone(&seen);
+            let lock = LockFile::new(&path, variant, Expiry::UnixSeconds).with_failpoint(
+                at,
+                Box::new(move |fp| {
+                    // Inside the window the file exists and is empty.
+                    log.borrow_mut().push((fp, fs::read(&path).map(|b| b.len()).ok()));
+                }),
+            );
+            lock.acquire(LEASE).unwrap();
+            assert_eq!(seen.borrow().len(), acquire_hits, "{variant:?} {at:?}");
+            lock.write(LEASE).unwrap();
+            assert_eq!(seen.borrow().len(), acquire_hits + renew_hits, "{variant:?} {at:?}");
+            assert!(seen.borrow().iter().all(|(fp, len)| *fp == at && *len == Some(0)), "{:?}", seen.borrow());
         }
     }
 

@@ -144,7 +144,7 @@ impl Nemesis {
                 Target::Leader => live.leaders.contains(&worker),
                 Target::Watcher => !live.leaders.contains(&worker),
                 Target::Worker(i) => i == worker,
-                Target::All => true,
+                Target::All | Target::Any => true,
                 Target::Lock => false,
             };
             if matches {
@@ -264,6 +264,14 @@ impl Nemesis {
             Target::All => {
                 let all: Vec<usize> = (0..live.alive.len()).filter(alive).collect();
                 if all.is_empty() { Err("no live worker".to_string()) } else { Ok(all) }
+            }
+            Target::Any => {
+                let all: Vec<usize> = (0..live.alive.len()).filter(alive).collect();
+                if all.is_empty() {
+                    Err("no live worker".to_string())
+                } else {
+                    Ok(vec![all[self.rng.random_range(0..all.len())]])
+                }
             }
             Target::Worker(i) if live.alive[i] => Ok(vec![i]),
             Target::Worker(i) => Err(format!("worker {i} is not running")),

@@ -20,7 +20,7 @@ use rand::rngs::StdRng;
 
 use crate::check::{self, TrialMetrics};
 use crate::clock::mono_ns;
-use crate::experiment::{Experiment, Mode, StartMode};
+use crate::experiment::{Experiment, Failpoint, Mode, StartMode};
 use crate::history::{Detail, Event, EventKind, History};
 use faults::{Delivery, Live, Nemesis};
 use spawn::{ExitStatus, Msg, SpawnError, SpawnSpec, Workers};
@@ -101,6 +101,24 @@ fn worker_args(exp: &Experiment, lock: &Path) -> Vec<String> {
     args
 }
 
+/// Per-worker arguments: a staggered start delay, and the failpoint for the
+/// workers that have it.
+fn per_worker_args(exp: &Experiment, i: usize) -> Vec<String> {
+    let mut args = Vec::new();
+    if exp.start == StartMode::Staggered {
+        args.push("--start-delay".to_string());
+        args.push(exp.stagger.scaled(i as f64).to_string());
+    }
+    let w = &exp.worker;
+    if w.failpoint != Failpoint::None && w.failpoint_workers.as_ref().is_none_or(|ws| ws.contains(&i)) {
+        args.push("--failpoint".into());
+        args.push(enum_value(&w.failpoint));
+        args.push("--failpoint-delay".into());
+        args.push(w.failpoint_delay.to_string());
+    }
+    args
+}
+
 fn enum_value<T: clap::ValueEnum>(v: &T) -> String {
     v.to_possible_value().expect("no skipped variants").get_name().to_string()
 }
@@ -121,11 +139,7 @@ pub fn run_trial(
     let _ = nix::sys::prctl::set_timerslack(1);
 
     let (tx, rx) = mpsc::channel();
-    let stagger = exp.stagger;
-    let staggered = exp.start == StartMode::Staggered;
-    let per_worker = move |i: usize| {
-        if staggered { vec!["--start-delay".to_string(), stagger.scaled(i as f64).to_string()] } else { Vec::new() }
-    };
+    let per_worker = |i: usize| per_worker_args(exp, i);
     let spec = SpawnSpec { exe, args: worker_args(exp, &lock), dir, count: exp.workers, per_worker: &per_worker };
     let mut raw: Vec<RawEvent> = Vec::new();
     let (mut workers, barrier) = spawn::spawn(&spec, &tx)?;
@@ -169,6 +183,25 @@ pub fn run_trial(
 fn to_us(ns: i64) -> i64 {
     // Round half away from zero, so -0.5 µs and 0.5 µs are symmetric.
     (ns as f64 / 1000.0).round() as i64
+}
+
+/// Sleep until the wall clock is `offset` past a multiple of `resolution`
+/// (at least 1 ms from now), spinning for the last stretch.
+fn wait_for_wall_phase(resolution: i64, offset: i64) {
+    let now = crate::clock::wall_ns();
+    let mut target = now - now.rem_euclid(resolution) + offset;
+    while target < now + 1_000_000 {
+        target += resolution;
+    }
+    let deadline = mono_ns() + (target - now);
+    let coarse = deadline - SPIN_NS;
+    let left = coarse - mono_ns();
+    if left > 0 {
+        std::thread::sleep(Duration::from_nanos(left as u64));
+    }
+    while mono_ns() < deadline {
+        std::hint::spin_loop();
+    }
 }
 
 /// An event with its absolute monotonic time, before the barrier is known.
@@ -279,6 +312,9 @@ impl Run {
         }
 
         // 2. Release: closing the only write end gives every worker EOF.
+        if let Some(offset) = exp.align {
+            wait_for_wall_phase(exp.lease.resolution.as_ns() as i64, offset.as_ns() as i64);
+        }
         let t0 = mono_ns();
         drop(barrier);
         self.raw.push(RawEvent::harness(t0, None, None, EventKind::Barrier, Detail::default()));

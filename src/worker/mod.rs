@@ -18,7 +18,7 @@ use std::path::PathBuf;
 use nix::sys::signal::{SigSet, Signal};
 
 use crate::clock::{mono_ns, utc, wall_ns};
-use crate::experiment::{Acquire, Dur, Expiry, Mode, Unreadable};
+use crate::experiment::{Acquire, Dur, Expiry, Failpoint, Mode, Unreadable};
 use crate::history::{Detail, EventKind};
 use crate::substrate::lockfile::{Lease, LockFile, ReadError};
 use expiry::ExpiryRule;
@@ -64,6 +64,11 @@ pub struct WorkerArgs {
     /// Start at once instead of waiting for EOF on stdin (manual runs).
     #[arg(long)]
     pub no_barrier: bool,
+    /// Stall here, after reporting a `failpoint` event.
+    #[arg(long, value_enum, default_value_t = Failpoint::None)]
+    pub failpoint: Failpoint,
+    #[arg(long, default_value = "100ms", value_parser = Dur::parse)]
+    pub failpoint_delay: Dur,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -104,7 +109,20 @@ pub fn run(args: WorkerArgs) -> i32 {
     };
     let mut w = Worker {
         pid: i64::from(std::process::id()),
-        lock: LockFile::new(&args.lock, args.acquire, args.expiry),
+        lock: LockFile::new(&args.lock, args.acquire, args.expiry).with_failpoint(args.failpoint, {
+            let delay = args.failpoint_delay.as_std();
+            Box::new(move |at| {
+                let name = match at {
+                    Failpoint::AfterCreate => "after-create",
+                    Failpoint::AfterTruncate => "after-truncate",
+                    Failpoint::BeforeRemove => "before-remove",
+                    Failpoint::None => "none",
+                };
+                emit(EventKind::Failpoint, Detail { reason: Some(name.into()), ..Detail::default() });
+                // A plain sleep: the fault this window is for is a SIGKILL.
+                std::thread::sleep(delay);
+            })
+        }),
         rule: ExpiryRule {
             expiry: args.expiry,
             resolution_ns: args.resolution.as_ns() as i64,
@@ -163,14 +181,19 @@ fn wait_until(set: &SigSet, deadline_ns: i64) -> Option<Signal> {
     }
 }
 
+/// Report one event on stdout, stamped now.
+fn emit(event: EventKind, detail: Detail) {
+    let line = WireEvent { t_ns: mono_ns(), event, detail }.to_line();
+    let mut out = io::stdout().lock();
+    if writeln!(out, "{line}").and_then(|()| out.flush()).is_err() {
+        // The harness is gone: nobody can observe us any more.
+        std::process::exit(1);
+    }
+}
+
 impl Worker {
     fn emit(&mut self, event: EventKind, detail: Detail) {
-        let line = WireEvent { t_ns: mono_ns(), event, detail }.to_line();
-        let mut out = io::stdout().lock();
-        if writeln!(out, "{line}").and_then(|()| out.flush()).is_err() {
-            // The harness is gone: nobody can observe us any more.
-            std::process::exit(1);
-        }
+        emit(event, detail);
     }
 
     /// A line in the blog's format: `12.53s [Process: 60222] [WATCHER] …`.
@@ -344,7 +367,9 @@ impl Worker {
     }
 
     fn take_over(&mut self) -> Role {
-        // The remove is only cleanup; the create decides the winner.
+        self.lock.reached(Failpoint::BeforeRemove);
+        // The blog: "the remove is just cleanup", the create decides the
+        // winner. (It is not only cleanup: see experiments/blog/takeover-race.)
         let _ = self.lock.remove();
         if self.try_acquire("takeover") { Role::Leader { failures: 0 } } else { Role::Watcher }
     }

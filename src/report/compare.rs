@@ -1,0 +1,175 @@
+//! The side-by-side table: what a source (the blog) reported, what we
+//! measured, the theoretical bound, and a verdict for each difference.
+//! Written as README.md when a directory of experiments runs into `--out`.
+
+use std::fmt::Write;
+
+use crate::check::TrialMetrics;
+use crate::experiment::{Dur, Experiment};
+use crate::history::us_to_ms;
+
+use super::stats::{percentile, wilson95};
+use super::summary::Summary;
+
+/// One experiment's run, for the table.
+pub struct Measured<'a> {
+    pub exp: &'a Experiment,
+    pub summary: &'a Summary,
+    pub metrics: Vec<&'a TrialMetrics>,
+    /// Where its files are, relative to the table.
+    pub link: String,
+}
+
+/// Seconds in the source's time: measured ms divided by the time scale.
+fn unscaled_s(ms: f64, scale: f64) -> f64 {
+    ms / 1000.0 / scale
+}
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    v.sort_by(f64::total_cmp);
+    percentile(&v, 0.5)
+}
+
+fn ended_gaps<'a>(m: &'a Measured<'_>) -> impl Iterator<Item = &'a crate::check::Gap> + 'a {
+    m.metrics.iter().flat_map(|t| t.gaps.iter()).filter(|g| g.ended)
+}
+
+/// "median 9.530 s (9.528–9.531 s, 10 gaps) = 6.530 s paid-for lease + 3.000 s detection"
+fn gap_text(m: &Measured<'_>) -> String {
+    let s = m.summary;
+    let scale = m.exp.time_scale;
+    let (Some(p50), Some(min), Some(max)) = (s.gap_p50_ms, s.gap_min_ms, s.gap_max_ms) else {
+        return "no gap ended".into();
+    };
+    let mut text = format!(
+        "median {:.3} s ({:.3}–{:.3} s, {} gaps)",
+        unscaled_s(p50, scale),
+        unscaled_s(min, scale),
+        unscaled_s(max, scale),
+        s.gaps
+    );
+    let remainder = median(ended_gaps(m).filter_map(|g| g.lease_remainder_us).map(us_to_ms).collect());
+    let lag = median(ended_gaps(m).filter_map(|g| g.detection_lag_us).map(us_to_ms).collect());
+    if let (Some(r), Some(l)) = (remainder, lag) {
+        let _ = write!(
+            text,
+            " = {:.3} s paid-for lease + {:.3} s detection (medians)",
+            unscaled_s(r, scale),
+            unscaled_s(l, scale)
+        );
+    }
+    text
+}
+
+fn percent(x: f64) -> String {
+    format!("{:.1} %", x * 100.0)
+}
+
+fn row(m: &Measured<'_>) -> [String; 5] {
+    let exp = m.exp;
+    let s = m.summary;
+    let r = exp.reference.clone().unwrap_or_default();
+    let scale = exp.time_scale;
+    let mut measured = Vec::new();
+    let mut verdicts = Vec::new();
+
+    let about_gaps = r.gap.is_some() || r.worst_gap.is_some() || r.bound.is_some();
+    if about_gaps {
+        measured.push(gap_text(m));
+        if let (Some(claim), Some(p50)) = (r.gap, s.gap_p50_ms) {
+            let delta = unscaled_s(p50, scale) - claim.as_ms_f64() / 1000.0;
+            verdicts.push(format!("median − blog = {delta:+.3} s"));
+        }
+        if let (Some(worst), Some(max)) = (r.worst_gap, s.gap_max_ms) {
+            let max = unscaled_s(max, scale);
+            let claim = worst.as_ms_f64() / 1000.0;
+            verdicts.push(format!("largest gap {max:.3} s vs claimed worst case {claim:.3} s"));
+        }
+        if let Some([lo, hi]) = r.bound {
+            verdicts.push(bound_verdict(s, scale, lo, hi));
+        }
+    }
+    let (k, n) = (s.double_leader_trials, s.n);
+    let (lo, hi) = s.double_leader_ci;
+    if let Some([bk, bn]) = r.double_leader_trials {
+        measured.push(format!("{k}/{n} trials with two leaders (95 % CI {}–{})", percent(lo), percent(hi)));
+        let blog = bk as f64 / bn.max(1) as f64;
+        let (blo, bhi) = wilson95(bk, bn);
+        let inside = blog >= lo && blog <= hi;
+        let overlap = blo <= hi && lo <= bhi;
+        verdicts.push(format!(
+            "blog's {bk}/{bn} ({}) is {} our interval; the two intervals {}",
+            percent(blog),
+            if inside { "inside" } else { "outside" },
+            if overlap { "overlap" } else { "do not overlap: a real difference" }
+        ));
+    } else if k > 0 || r.max_leaders.is_some() {
+        measured.push(format!("{k}/{n} trials with two leaders (95 % CI {}–{})", percent(lo), percent(hi)));
+    }
+    if let Some(claimed) = r.max_leaders {
+        let seen = m.metrics.iter().map(|t| t.max_leaders).max().unwrap_or(0);
+        verdicts.push(if seen <= claimed {
+            format!("never more than {claimed} leader(s), as claimed")
+        } else {
+            format!("CONTRADICTS the claim: up to {seen} leaders at once in {k}/{n} trials")
+        });
+    }
+    if let Some(w) = r.wedged {
+        measured.push(format!("{}/{n} trials wedged", s.wedged_trials));
+        let all = s.wedged_trials == n;
+        let none = s.wedged_trials == 0;
+        verdicts.push(
+            match (w, all, none) {
+                (true, true, _) => "wedged in every trial, as claimed",
+                (false, _, true) => "never wedged, as claimed",
+                _ => "DIFFERS from the claim",
+            }
+            .to_string(),
+        );
+    }
+    if measured.is_empty() {
+        let max = m.metrics.iter().map(|t| t.max_leaders).max().unwrap_or(0);
+        measured.push(format!(
+            "max {max} leader(s) at once, {} gaps, {}/{n} wedged over {n} trials",
+            s.gaps + s.open_gaps,
+            s.wedged_trials
+        ));
+    }
+    if !r.note.is_empty() {
+        verdicts.push(r.note.trim().to_string());
+    }
+    let bound = match r.bound {
+        Some([lo, hi]) => format!("gap ∈ [{lo}, {hi}]"),
+        None => String::new(),
+    };
+    let name = format!("[{}]({})", exp.name, m.link);
+    [name, r.claim, measured.join("; "), bound, verdicts.join(". ")]
+}
+
+fn bound_verdict(s: &Summary, scale: f64, lo: Dur, hi: Dur) -> String {
+    let (Some(min), Some(max)) = (s.gap_min_ms, s.gap_max_ms) else {
+        return "no gap to compare with the bound".into();
+    };
+    let (min, max) = (unscaled_s(min, scale), unscaled_s(max, scale));
+    let (lo, hi) = (lo.as_ms_f64() / 1000.0, hi.as_ms_f64() / 1000.0);
+    if min >= lo && max <= hi {
+        format!("all gaps inside the bound [{lo}, {hi}] s")
+    } else {
+        format!("OUTSIDE the bound [{lo}, {hi}] s: {min:.3}–{max:.3} s")
+    }
+}
+
+fn cell(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
+
+/// The whole table as Markdown.
+pub fn markdown(title: &str, preamble: &str, runs: &[Measured<'_>]) -> String {
+    let mut out = format!("# {title}\n\n{preamble}\n\n");
+    out += "| experiment | the blog | measured here | theoretical bound | verdict |\n|---|---|---|---|---|\n";
+    for m in runs {
+        let cells = row(m).map(|c| cell(&c));
+        let _ = writeln!(out, "| {} |", cells.join(" | "));
+    }
+    out
+}
