@@ -5,7 +5,7 @@ use crate::check::check as check_history;
 use crate::experiment::{Overrides, load};
 use crate::report::csv::{ResultsWriter, Tables};
 use crate::report::read::read_histories;
-use crate::report::summary::summarize;
+use crate::report::summary::{expectation_failures, summarize};
 use crate::report::terminal;
 
 /// Recompute the derived tables of a results directory from its history.
@@ -44,7 +44,18 @@ pub fn check(dir: &Path, out: Option<&Path>) -> u8 {
     match result {
         Ok(summary) => {
             print!("{}", terminal::render(&exp, &summary, out));
-            exit::OK
+            // The same verdict as the run that produced the history.
+            let by_trial: Vec<_> = metrics.iter().map(|(t, m)| (*t, m)).collect();
+            let failures = expectation_failures(&exp, &by_trial);
+            if failures.is_empty() {
+                exit::OK
+            } else {
+                println!("  expectations:   {} failed", failures.len());
+                for f in failures.iter().take(20) {
+                    println!("    - {f}");
+                }
+                exit::EXPECT_FAILED
+            }
         }
         Err(e) => {
             eprintln!("error: {e}");

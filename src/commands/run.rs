@@ -54,11 +54,15 @@ pub fn run(args: &RunArgs) -> u8 {
         eprintln!("error: two experiments are named {dup:?}; names must be unique to share an output directory");
         return exit::BAD_INPUT;
     }
-    if let Some(out) = &args.out
-        && out.read_dir().is_ok_and(|mut d| d.next().is_some())
-    {
-        eprintln!("error: --out {}: directory exists and is not empty; refusing to mix two runs", out.display());
-        return exit::BAD_INPUT;
+    if let Some(out) = &args.out {
+        if out.exists() && !out.is_dir() {
+            eprintln!("error: --out {}: exists and is not a directory", out.display());
+            return exit::BAD_INPUT;
+        }
+        if out.read_dir().is_ok_and(|mut d| d.next().is_some()) {
+            eprintln!("error: --out {}: directory exists and is not empty; refusing to mix two runs", out.display());
+            return exit::BAD_INPUT;
+        }
     }
     let exe = match std::env::current_exe() {
         Ok(p) => p,
@@ -70,11 +74,17 @@ pub fn run(args: &RunArgs) -> u8 {
 
     // Ctrl-C, SIGTERM, SIGHUP: stop after cleaning up the current trial(s).
     // A second one exits at once; PR_SET_PDEATHSIG still kills the workers.
+    // `signalled` is set by signals only (it arms the second-signal exit and
+    // means exit 130); `stop` is also set by internal errors.
+    let signalled = Arc::new(AtomicBool::new(false));
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
-        let _ = signal_hook::flag::register_conditional_shutdown(sig, i32::from(exit::INTERRUPTED), Arc::clone(&stop));
+        let _ =
+            signal_hook::flag::register_conditional_shutdown(sig, i32::from(exit::INTERRUPTED), Arc::clone(&signalled));
+        let _ = signal_hook::flag::register(sig, Arc::clone(&signalled));
         let _ = signal_hook::flag::register(sig, Arc::clone(&stop));
     }
+    let flags = StopFlags { signalled, stop };
 
     let mut done = Vec::new();
     let mut code = exit::OK;
@@ -84,7 +94,7 @@ pub fn run(args: &RunArgs) -> u8 {
             (Some(out), false) => out.clone(),
             (None, _) => default_dir(&args.results_root, &exp.name),
         };
-        let outcome = run_experiment(exp, &dir, args.out.is_none(), &exe, &stop, args.quiet);
+        let outcome = run_experiment(exp, &dir, args.out.is_none(), &exe, &flags, args.quiet);
         code = worse(code, outcome.code);
         let stopped = matches!(outcome.code, exit::INTERRUPTED | exit::HARNESS);
         done.push((exp, outcome));
@@ -121,17 +131,29 @@ fn duplicate_name(exps: &[Experiment]) -> Option<String> {
     exps.iter().find(|e| !seen.insert(e.name.as_str())).map(|e| e.name.clone())
 }
 
-/// `results/<name>/<UTC timestamp>`, never reusing a directory.
+/// `results/<name>/<UTC timestamp>`, never reusing a directory: it is
+/// created here, and a name another run took first is skipped.
 fn default_dir(root: &Path, name: &str) -> PathBuf {
     let parent = root.join(name);
     let stamp = utc_stamp(wall_ns() / 1_000_000_000);
+    let _ = std::fs::create_dir_all(&parent);
     let mut dir = parent.join(&stamp);
     let mut n = 2;
-    while dir.exists() {
+    while let Err(e) = std::fs::create_dir(&dir) {
+        if e.kind() != std::io::ErrorKind::AlreadyExists || n > 1000 {
+            break; // prepare_dir reports the real error
+        }
         dir = parent.join(format!("{stamp}-{n}"));
         n += 1;
     }
     dir
+}
+
+/// Why trials stop early: `stop` for any reason, `signalled` only for a
+/// signal (exit 130 rather than 3).
+struct StopFlags {
+    signalled: Arc<AtomicBool>,
+    stop: Arc<AtomicBool>,
 }
 
 struct Outcome {
@@ -146,7 +168,7 @@ fn run_experiment(
     dir: &Path,
     link_latest: bool,
     exe: &Path,
-    stop: &AtomicBool,
+    flags: &StopFlags,
     quiet: bool,
 ) -> Outcome {
     let failed = |code: u8, message: String| {
@@ -171,6 +193,7 @@ fn run_experiment(
     );
     progress.set_prefix(exp.name.clone());
 
+    let stop: &AtomicBool = &flags.stop;
     let sink = Mutex::new(Sink { writer, dir: dir.to_path_buf(), metrics: Vec::new(), error: None });
     let next = AtomicU32::new(1);
     let trials_dir = dir.join("trials");
@@ -224,7 +247,7 @@ fn run_experiment(
     let code = if let Some(e) = &sink.error {
         eprintln!("error: {e}");
         exit::HARNESS
-    } else if stop.load(Ordering::SeqCst) {
+    } else if flags.signalled.load(Ordering::SeqCst) {
         eprintln!("interrupted: {} of {} trials completed and kept in {}", all.len(), exp.trials, dir.display());
         exit::INTERRUPTED
     } else {

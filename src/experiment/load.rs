@@ -233,8 +233,8 @@ pub fn load_str(path: &Path, text: &str, overrides: &Overrides) -> Result<Experi
     });
 
     let jobs = overrides.jobs.unwrap_or_else(|| raw.jobs.as_ref().map_or(1, |j| j.value));
-    if jobs == 0 {
-        let msg = "jobs must be at least 1".to_string();
+    if jobs == 0 || jobs > 64 {
+        let msg = format!("jobs must be between 1 and 64, not {jobs}");
         return Err(match &raw.jobs {
             Some(j) if overrides.jobs.is_none() => err_at(&j.referenced, msg),
             _ => at(0, 0, format!("--jobs: {msg}")),
@@ -242,6 +242,28 @@ pub fn load_str(path: &Path, text: &str, overrides: &Overrides) -> Result<Experi
     }
 
     let seed = overrides.seed.or(raw.seed).unwrap_or_else(rand::random);
+
+    // The checks above are on the written values; scaling can still make a
+    // setting vanish (0 after rounding to µs), collide, or overflow.
+    if scale != 1.0 {
+        let flag = if overrides.time_scale.is_some() { "--time-scale" } else { "time_scale" };
+        let problem = if [lease, renew, watch, resolution, duration].iter().any(|d| sc(*d) == Dur::ZERO) {
+            Some("makes a duration round to zero".to_string())
+        } else if sc(renew) >= sc(lease) {
+            Some("makes renew no longer shorter than lease".to_string())
+        } else if sc(duration) > Dur::from_secs(7 * 86_400) {
+            Some(format!("makes a trial last {}", sc(duration)))
+        } else {
+            None
+        };
+        if let Some(p) = problem {
+            let msg = format!("{flag} {scale} {p}: choose a scale between about 0.001 and 100");
+            return Err(match &raw.time_scale {
+                Some(s) if overrides.time_scale.is_none() => err_at(&s.referenced, msg),
+                _ => at(0, 0, msg),
+            });
+        }
+    }
 
     Ok(Experiment {
         name: raw.name.value,
@@ -352,6 +374,13 @@ fn validate_fault(
         }
         (None, _) => None,
     };
+    let delay = f.delay.unwrap_or(Dur::ZERO);
+    if f.after.is_some() && Dur::from_us(f.at.value.as_us() + delay.as_us()) >= duration {
+        return Err(err_at(
+            &f.at.referenced,
+            format!("fault at {} + delay {delay} is not before the trial ends (duration: {duration})", f.at.value),
+        ));
+    }
     let after = match &f.after {
         None => {
             if f.delay.is_some() {
@@ -360,7 +389,9 @@ fn validate_fault(
             None
         }
         Some(a) => {
-            let event = EventKind::from_name(&a.value).filter(|k| is_worker_event(*k)).ok_or_else(|| {
+            // `ready` is reported before the barrier: it can never trigger.
+            let after_barrier = |k: &EventKind| is_worker_event(*k) && *k != EventKind::Ready;
+            let event = EventKind::from_name(&a.value).filter(after_barrier).ok_or_else(|| {
                 err_at(
                     &a.referenced,
                     format!("unknown worker event {:?}: expected one of {}", a.value, worker_event_names()),
@@ -386,7 +417,8 @@ fn is_worker_event(k: EventKind) -> bool {
 }
 
 fn worker_event_names() -> String {
-    EventKind::ALL.into_iter().filter(|k| is_worker_event(*k)).map(|k| k.name()).collect::<Vec<_>>().join(", ")
+    let after_barrier = |k: &EventKind| is_worker_event(*k) && *k != EventKind::Ready;
+    EventKind::ALL.into_iter().filter(after_barrier).map(|k| k.name()).collect::<Vec<_>>().join(", ")
 }
 
 /// serde-saphyr's message without its own location prefix and snippet (we
@@ -469,6 +501,16 @@ mod tests {
             let got = load_text(text).unwrap_err();
             assert!(got.starts_with(want), "for {text:?}\n got: {got}\nwant: {want}");
         }
+    }
+
+    #[test]
+    fn scaling_that_breaks_a_setting_names_the_flag() {
+        let o = Overrides { time_scale: Some(1e-7), ..Overrides::default() };
+        let err = load_str(Path::new("t.yaml"), MINIMAL, &o).unwrap_err().to_string();
+        assert!(err.contains("--time-scale 0.0000001 makes a duration round to zero"), "{err}");
+        let o = Overrides { time_scale: Some(1e6), ..Overrides::default() };
+        let err = load_str(Path::new("t.yaml"), MINIMAL, &o).unwrap_err().to_string();
+        assert!(err.contains("makes a trial last"), "{err}");
     }
 
     #[test]

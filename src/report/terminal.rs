@@ -10,9 +10,17 @@ fn secs(ms: Option<f64>) -> String {
     ms.map(|v| format!("{:.3} s", v / 1000.0)).unwrap_or_else(|| "-".into())
 }
 
+/// Measured seconds, and under a time scale the unscaled equivalent.
+fn secs_both(ms: Option<f64>, scale: f64) -> String {
+    match ms {
+        Some(v) if scale != 1.0 => format!("{} (= {:.3} s unscaled)", secs(Some(v)), v / 1000.0 / scale),
+        other => secs(other),
+    }
+}
+
 pub fn render(exp: &Experiment, s: &Summary, dir: &Path) -> String {
     let (lo, hi) = s.double_leader_ci;
-    let mut out = format!("{}: {} trials ({})\n", exp.name, s.n, crate::trial::describe(exp));
+    let mut out = format!("{}: {} trials ({}), seed {}\n", exp.name, s.n, crate::trial::describe(exp), exp.seed);
     if exp.time_scale != 1.0 {
         out += &format!("  time scale:     {} (every duration above and below is scaled)\n", exp.time_scale);
     }
@@ -21,9 +29,10 @@ pub fn render(exp: &Experiment, s: &Summary, dir: &Path) -> String {
             "  leaderless gaps: {}  min {}  median {}  max {}\n",
             s.gaps,
             secs(s.gap_min_ms),
-            secs(s.gap_p50_ms),
+            secs_both(s.gap_p50_ms, exp.time_scale),
             secs(s.gap_max_ms)
         );
+        out += &format!("                   p90 {}  p99 {}\n", secs(s.gap_p90_ms), secs(s.gap_p99_ms));
     } else {
         out += "  leaderless gaps: none ended\n";
     }

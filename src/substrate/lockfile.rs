@@ -56,8 +56,11 @@ pub struct LockFile {
     acquire: Acquire,
     expiry: Expiry,
     /// Called when a failpoint is reached (the worker reports and stalls).
-    failpoint: Option<(Failpoint, Box<dyn Fn(Failpoint)>)>,
+    failpoint: Option<(Failpoint, FailpointHook)>,
 }
+
+/// What a worker does at its failpoint.
+pub type FailpointHook = Box<dyn Fn(Failpoint)>;
 
 impl LockFile {
     pub fn new(path: &Path, acquire: Acquire, expiry: Expiry) -> LockFile {
@@ -67,7 +70,7 @@ impl LockFile {
     }
 
     /// Stall at `at` by calling `hook` there (see `Failpoint`).
-    pub fn with_failpoint(mut self, at: Failpoint, hook: Box<dyn Fn(Failpoint)>) -> LockFile {
+    pub fn with_failpoint(mut self, at: Failpoint, hook: FailpointHook) -> LockFile {
         if at != Failpoint::None {
             self.failpoint = Some((at, hook));
         }

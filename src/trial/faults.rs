@@ -200,7 +200,7 @@ impl Nemesis {
         }
         let targets = match &p.fixed {
             Some(fixed) => Ok(fixed.clone()),
-            None => self.resolve(p.target, live),
+            None => self.resolve(p.target, p.action, live),
         };
         let targets = match targets {
             Ok(t) => t,
@@ -242,8 +242,34 @@ impl Nemesis {
         out
     }
 
-    fn resolve(&mut self, target: Target, live: &Live) -> Result<Vec<usize>, String> {
-        let alive = |w: &usize| live.alive[*w];
+    /// A row for every fault that never fired (its trigger never came, or
+    /// its time fell after the end), so a schedule cannot vanish silently.
+    pub fn never_fired(&mut self, end_ns: i64) -> Vec<Delivery> {
+        self.pending
+            .drain(..)
+            .map(|p| {
+                let (scheduled_ns, error) = match p.when {
+                    When::At(t) => (t, "the trial ended first"),
+                    When::Armed { from, .. } => (from, "its after: event never came"),
+                };
+                Delivery {
+                    fault: p.fault,
+                    action: p.action.name(),
+                    target: p.target.to_string(),
+                    worker: None,
+                    pid: None,
+                    scheduled_ns,
+                    actual_ns: end_ns,
+                    error: Some(format!("never fired: {error}")),
+                }
+            })
+            .collect()
+    }
+
+    fn resolve(&mut self, target: Target, action: Action, live: &Live) -> Result<Vec<usize>, String> {
+        // A CONT is for a paused worker: `leader` means the paused worker
+        // that believes it leads, not whoever leads now.
+        let alive = |w: &usize| live.alive[*w] && (action != Action::Cont || live.paused[*w]);
         match target {
             Target::Leader => live
                 .leaders

@@ -44,6 +44,10 @@ pub enum TrialError {
     NotReady { ready: usize, total: usize },
     #[error("interrupted")]
     Interrupted,
+    #[error("{0} worker(s) survived SIGKILL for {KILL_TIMEOUT:?} (uninterruptible sleep?); giving up on them")]
+    Unkillable(usize),
+    #[error("worker {worker} crashed ({status:?}), not by a fault of this experiment; see {}", log.display())]
+    Crashed { worker: usize, status: ExitStatus, log: PathBuf },
 }
 
 /// Everything one trial produced.
@@ -146,7 +150,7 @@ pub fn run_trial(
     drop(tx);
     for p in &workers.procs {
         raw.push(RawEvent::harness(
-            mono_ns(),
+            p.spawned_ns,
             Some(p.index),
             Some(p.pid.as_raw()),
             EventKind::Spawn,
@@ -154,11 +158,20 @@ pub fn run_trial(
         ));
     }
 
-    let mut run =
-        Run { rx, raw, live: Live::new(exp.workers), exited: 0, ready: 0, garbage: 0, deliveries: Vec::new() };
+    let mut run = Run {
+        rx,
+        raw,
+        live: Live::new(exp.workers),
+        exited: 0,
+        ready: 0,
+        garbage: 0,
+        deliveries: Vec::new(),
+        end_ns: i64::MAX,
+    };
     let outcome = run.drive(exp, trial, &workers, barrier, stop, &lock);
-    run.clean_up(exp, &mut workers);
+    run.clean_up(exp, &mut workers)?;
     let t0 = outcome?;
+    run.check_exits(&workers)?;
 
     let events: Vec<Event> = run.raw.into_iter().map(|r| r.into_event(t0)).collect();
     let history = History::new(events);
@@ -232,6 +245,8 @@ struct Run {
     ready: usize,
     garbage: usize,
     deliveries: Vec<Delivery>,
+    /// Trial end (monotonic ns), once known.
+    end_ns: i64,
 }
 
 impl Run {
@@ -356,13 +371,17 @@ impl Run {
                 }
             }
         }
-        self.raw.push(RawEvent::harness(mono_ns(), None, None, EventKind::TrialEnd, Detail::default()));
+        self.end_ns = mono_ns();
+        self.raw.push(RawEvent::harness(self.end_ns, None, None, EventKind::TrialEnd, Detail::default()));
+        // Faults still waiting for their moment never happened: say so.
+        let never = nemesis.never_fired(self.end_ns);
+        self.record(never);
         Ok(t0)
     }
 
     /// SIGCONT, SIGTERM, grace, SIGKILL, reap — and keep recording, so the
     /// exits appear in the history (after `trial_end`, which the checker cuts).
-    fn clean_up(&mut self, exp: &Experiment, workers: &mut Workers) {
+    fn clean_up(&mut self, exp: &Experiment, workers: &mut Workers) -> Result<(), TrialError> {
         for p in &workers.procs {
             let _ = p.signal(Signal::SIGCONT);
             let _ = p.signal(Signal::SIGTERM);
@@ -375,11 +394,41 @@ impl Run {
             }
             self.drain_until(mono_ns() + KILL_TIMEOUT.as_nanos() as i64, exp.workers);
         }
+        if self.exited < exp.workers {
+            workers.detach();
+            return Err(TrialError::Unkillable(exp.workers - self.exited));
+        }
         workers.join();
         // Threads are done: whatever is still queued is complete.
         while let Ok(msg) = self.rx.try_recv() {
             self.absorb(msg, None);
         }
+        Ok(())
+    }
+
+    /// A worker that died by itself (non-zero exit, or a signal we did not
+    /// send) is a broken system under test or harness, not a measurement.
+    fn check_exits(&self, workers: &Workers) -> Result<(), TrialError> {
+        let killed: Vec<usize> =
+            self.deliveries.iter().filter(|d| d.action == "kill").filter_map(|d| d.worker).collect();
+        for e in self.raw.iter().filter(|e| e.kind == EventKind::Exit) {
+            let Some(worker) = e.worker else { continue };
+            let expected = match (&e.detail.code, &e.detail.signal) {
+                (Some(0), _) => true,
+                // SIGKILL: a kill fault, or cleanup after the grace period.
+                (_, Some(s)) if s == "SIGKILL" => killed.contains(&worker) || e.t_ns >= self.end_ns,
+                _ => false,
+            };
+            if !expected {
+                let status = match (&e.detail.code, &e.detail.signal) {
+                    (Some(c), _) => ExitStatus::Code(*c),
+                    (_, Some(s)) => ExitStatus::Signal(s.clone()),
+                    _ => ExitStatus::Code(-1),
+                };
+                return Err(TrialError::Crashed { worker, status, log: workers.procs[worker].log.clone() });
+            }
+        }
+        Ok(())
     }
 
     fn drain_until(&mut self, deadline: i64, total: usize) {

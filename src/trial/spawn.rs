@@ -63,6 +63,8 @@ struct ProcState {
 pub struct WorkerProc {
     pub index: usize,
     pub pid: Pid,
+    /// When `spawn` returned (CLOCK_MONOTONIC ns).
+    pub spawned_ns: i64,
     pub log: PathBuf,
     state: Arc<Mutex<ProcState>>,
 }
@@ -103,6 +105,12 @@ impl Workers {
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
+    }
+
+    /// Give up on threads still blocked on a process that survived SIGKILL
+    /// (uninterruptible sleep): waiting for them could take forever.
+    pub fn detach(&mut self) {
+        self.threads.clear();
     }
 }
 
@@ -177,6 +185,7 @@ pub fn spawn(spec: &SpawnSpec<'_>, tx: &Sender<Msg>) -> Result<(Workers, OwnedFd
             });
         }
         let mut child = cmd.spawn().map_err(|source| SpawnError::Spawn { index, exe: spec.exe.into(), source })?;
+        let spawned_ns = mono_ns();
         let pid = Pid::from_raw(child.id() as i32);
         let stdout = child.stdout.take().expect("stdout was piped");
         // `child` is dropped without waiting: the waiter thread reaps it.
@@ -185,7 +194,7 @@ pub fn spawn(spec: &SpawnSpec<'_>, tx: &Sender<Msg>) -> Result<(Workers, OwnedFd
         let state = Arc::new(Mutex::new(ProcState::default()));
         workers.threads.push(spawn_reader(index, pid, stdout, tx.clone()));
         workers.threads.push(spawn_waiter(index, pid, Arc::clone(&state), tx.clone()));
-        workers.procs.push(WorkerProc { index, pid, log, state });
+        workers.procs.push(WorkerProc { index, pid, spawned_ns, log, state });
     }
     Ok((workers, barrier_write))
 }
