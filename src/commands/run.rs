@@ -244,6 +244,11 @@ fn run_experiment(
     let all: Vec<&TrialMetrics> = sink.metrics.iter().map(|(_, m)| m).collect();
     let summary = summarize(&all);
     print!("{}", terminal::render(exp, &summary, dir));
+    let by_trial: Vec<(u32, &TrialMetrics)> = sink.metrics.iter().map(|(t, m)| (*t, m)).collect();
+    let parts = terminal::decomposition(&by_trial);
+    if !parts.is_empty() {
+        print!("  decomposition:\n{parts}");
+    }
     let code = if let Some(e) = &sink.error {
         eprintln!("error: {e}");
         exit::HARNESS
@@ -251,7 +256,6 @@ fn run_experiment(
         eprintln!("interrupted: {} of {} trials completed and kept in {}", all.len(), exp.trials, dir.display());
         exit::INTERRUPTED
     } else {
-        let by_trial: Vec<(u32, &TrialMetrics)> = sink.metrics.iter().map(|(t, m)| (*t, m)).collect();
         let failures = expectation_failures(exp, &by_trial);
         if failures.is_empty() {
             if !exp.expect.is_empty() {

@@ -173,3 +173,71 @@ pub fn markdown(title: &str, preamble: &str, runs: &[Measured<'_>]) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::check::{Gap, Spans};
+    use crate::experiment::{Overrides, load_str};
+    use crate::report::summary::summarize;
+
+    fn trial(gap_ms: Option<i64>, max_leaders: usize) -> TrialMetrics {
+        TrialMetrics {
+            start_spread_us: Some(0),
+            first_leader_us: Some(0),
+            max_leaders,
+            double_leader_us: 0,
+            double_leader_active_us: 0,
+            leaderless_us: 0,
+            gaps: gap_ms
+                .map(|ms| Gap {
+                    start_us: 0,
+                    end_us: ms * 1000,
+                    ended: true,
+                    cause: "kill".into(),
+                    cause_fault: Some(0),
+                    ended_by: Some(1),
+                    lease_remainder_us: Some(ms * 1000 - 300_000),
+                    detection_lag_us: Some(300_000),
+                })
+                .into_iter()
+                .collect(),
+            wedged: false,
+            end_us: 3_000_000,
+            spans: Spans::default(),
+        }
+    }
+
+    fn table(yaml: &str, scale: f64, trials: &[TrialMetrics]) -> String {
+        let o = Overrides { time_scale: Some(scale), ..Overrides::default() };
+        let exp = load_str(Path::new("x.yaml"), yaml, &o).unwrap();
+        let metrics: Vec<&TrialMetrics> = trials.iter().collect();
+        let summary = summarize(&metrics);
+        markdown("t", "p", &[Measured { exp: &exp, summary: &summary, metrics, link: "x".into() }])
+    }
+
+    #[test]
+    fn gaps_are_shown_in_the_sources_time_and_checked_against_the_bound() {
+        let yaml = "name: k\nworkers: 3\nreference:\n  claim: c\n  gap: 9.53s\n  bound: [6s, 13s]\n";
+        let t = table(yaml, 0.1, &[trial(Some(953), 1), trial(Some(955), 1)]);
+        assert!(t.contains("median 9.540 s (9.530–9.550 s, 2 gaps)"), "{t}");
+        assert!(t.contains("median − blog = +0.010 s"), "{t}");
+        assert!(t.contains("all gaps inside the bound [6, 13] s"), "{t}");
+        let t = table(yaml, 0.1, &[trial(Some(1400), 1)]);
+        assert!(t.contains("OUTSIDE the bound"), "{t}");
+    }
+
+    #[test]
+    fn double_leader_counts_are_compared_by_interval() {
+        let yaml = "name: r\nworkers: 3\nreference:\n  claim: c\n  double_leader_trials: [3, 30]\n";
+        let mut trials: Vec<TrialMetrics> = (0..30).map(|_| trial(None, 1)).collect();
+        trials[0].max_leaders = 2;
+        let t = table(yaml, 1.0, &trials);
+        assert!(t.contains("1/30 trials with two leaders"), "{t}");
+        assert!(t.contains("blog's 3/30 (10.0 %) is inside our interval"), "{t}");
+        let claim = "name: s\nworkers: 3\nreference:\n  claim: safe\n  max_leaders: 1\n";
+        assert!(table(claim, 1.0, &trials).contains("CONTRADICTS the claim: up to 2 leaders at once in 1/30 trials"));
+    }
+}

@@ -2,7 +2,9 @@
 
 use std::path::Path;
 
+use crate::check::{Gap, TrialMetrics};
 use crate::experiment::Experiment;
+use crate::history::us_to_ms;
 
 use super::summary::Summary;
 
@@ -16,6 +18,32 @@ fn secs_both(ms: Option<f64>, scale: f64) -> String {
         Some(v) if scale != 1.0 => format!("{} (= {:.3} s unscaled)", secs(Some(v)), v / 1000.0 / scale),
         other => secs(other),
     }
+}
+
+/// Per-trial decomposition of gaps opened by a holder's death or pause:
+/// `gap = paid-for lease remainder + detection lag` (at most 20 lines).
+pub fn decomposition(metrics: &[(u32, &TrialMetrics)]) -> String {
+    let mut rows: Vec<(u32, &Gap)> = metrics
+        .iter()
+        .flat_map(|(t, m)| m.gaps.iter().map(move |g| (*t, g)))
+        .filter(|(_, g)| g.lease_remainder_us.is_some() && g.detection_lag_us.is_some())
+        .collect();
+    rows.sort_by_key(|(t, g)| (*t, g.start_us));
+    let mut out = String::new();
+    for (t, g) in rows.iter().take(20) {
+        let ms = |us: Option<i64>| us.map_or(0.0, us_to_ms) / 1000.0;
+        out += &format!(
+            "    trial {t}: {:.3} s = {:.3} s paid-for lease + {:.3} s detection ({})\n",
+            us_to_ms(g.duration_us()) / 1000.0,
+            ms(g.lease_remainder_us),
+            ms(g.detection_lag_us),
+            g.cause
+        );
+    }
+    if rows.len() > 20 {
+        out += &format!("    … {} more in gaps.csv\n", rows.len() - 20);
+    }
+    out
 }
 
 pub fn render(exp: &Experiment, s: &Summary, dir: &Path) -> String {

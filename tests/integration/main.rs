@@ -4,6 +4,7 @@
 //! parallel. Time-dependent tests use a small time scale and compare with
 //! the theoretical bounds of DESIGN.md (see `bounds.rs` for the tolerance).
 
+mod blog;
 mod bounds;
 mod errors;
 mod faults;

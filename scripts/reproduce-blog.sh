@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Reproduce every measurement of "Coordination Part 2: Processes on One
+# Machine" (and what it missed): runs every experiment in experiments/blog/
+# and writes one directory per experiment plus README.md (the side-by-side
+# table: the blog's number, ours, the theoretical bound, a verdict) and
+# host.json (the machine it ran on).
+#
+#   scripts/reproduce-blog.sh           real time  -> results/blog/        (~15 min)
+#   scripts/reproduce-blog.sh --quick   scale 0.1  -> results/blog-quick/  (~2 min)
+#
+# Extra arguments go to `leasequake run` (e.g. --jobs 2). Exit code: that of
+# `leasequake run` (1 if an experiment's expect: failed).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+out=results/blog
+args=()
+if [ "${1:-}" = "--quick" ]; then
+    shift
+    out=results/blog-quick
+    args+=(--time-scale 0.1)
+fi
+
+cargo build --release --quiet
+# The directory is this script's output: start it afresh.
+rm -rf "$out"
+exec ./target/release/leasequake run experiments/blog/ --out "$out" "${args[@]}" "$@"
