@@ -78,6 +78,8 @@ fn row(m: &Measured<'_>) -> [String; 5] {
         measured.push(gap_text(m));
         if let (Some(claim), Some(p50)) = (r.gap, s.gap_p50_ms) {
             let delta = unscaled_s(p50, scale) - claim.as_ms_f64() / 1000.0;
+            // Round first so that a tiny negative difference is not "-0.000".
+            let delta = (delta * 1000.0).round() / 1000.0 + 0.0;
             verdicts.push(format!("median − blog = {delta:+.3} s"));
         }
         if let (Some(worst), Some(max)) = (r.worst_gap, s.gap_max_ms) {
