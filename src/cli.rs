@@ -27,6 +27,9 @@ pub enum Command {
     /// Run experiment files (or every *.yaml in a directory): spawn workers,
     /// inject faults, record, check.
     Run(RunArgs),
+    /// Run a file with a `sweep:` block (the same as `run`; every point for
+    /// its trials, one summary row per point).
+    Sweep(RunArgs),
     /// Check experiment files without running anything.
     Validate {
         /// Experiment YAML files, or directories of them.

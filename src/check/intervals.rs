@@ -46,7 +46,9 @@ pub fn check(history: &History, params: &CheckParams) -> TrialMetrics {
         sweep.instant(instant, &events[..past], next_us);
     }
 
-    sweep.finish(events, end_us, params)
+    let mut metrics = sweep.finish(events, end_us, params);
+    metrics.evictions = super::evictions::evictions(history, &metrics.spans, end_us);
+    metrics
 }
 
 /// The events the checker looks at: everything up to and including the first
@@ -351,6 +353,7 @@ impl Sweep {
             gaps: self.gaps,
             wedged,
             end_us,
+            evictions: Default::default(),
             spans: self.spans,
         }
     }

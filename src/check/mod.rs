@@ -65,6 +65,8 @@ pub struct TrialMetrics {
     pub end_us: Micros,
     /// The intervals behind the numbers, for timelines.
     pub spans: Spans,
+    /// Leader pauses and the false evictions among them.
+    pub evictions: Evictions,
 }
 
 /// A time span of one worker.
@@ -100,5 +102,7 @@ impl TrialMetrics {
     }
 }
 
+mod evictions;
 mod intervals;
+pub use evictions::Evictions;
 pub use intervals::check;

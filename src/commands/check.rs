@@ -5,7 +5,7 @@ use crate::check::check as check_history;
 use crate::experiment::{Overrides, load};
 use crate::report::csv::{ResultsWriter, Tables};
 use crate::report::read::read_histories;
-use crate::report::summary::{expectation_failures, summarize};
+use crate::report::summary::{expectation_failures, per_unit, summarize, units};
 use crate::report::terminal;
 
 /// Recompute the derived tables of a results directory from its history.
@@ -29,23 +29,33 @@ pub fn check(dir: &Path, out: Option<&Path>) -> u8 {
         eprintln!("error: {}: {e}", out.display());
         return exit::HARNESS;
     }
-    let params = exp.check_params();
-    let metrics: Vec<_> = histories.iter().map(|(t, h)| (*t, check_history(h, &params))).collect();
+    // Trial t of a sweep belongs to point (t - 1) / trials, as `run` numbers them.
+    let units = units(&exp);
+    let trials_per_unit = exp.trials.max(1);
+    let unit_of = |trial: u32| (((trial.max(1) - 1) / trials_per_unit) as usize).min(units.len() - 1);
+    let metrics: Vec<(u32, usize, _)> = histories
+        .iter()
+        .map(|(t, h)| {
+            let unit = unit_of(*t);
+            (*t, unit, check_history(h, &units[unit].0.check_params()))
+        })
+        .collect();
     let result = (|| {
         let mut w = ResultsWriter::create(out, Tables::Derived)?;
-        for ((trial, history), (_, m)) in histories.iter().zip(&metrics) {
-            w.append(&exp, *trial, exp.trial_seed(*trial), history, &[], m)?;
+        for ((trial, history), (_, unit, m)) in histories.iter().zip(&metrics) {
+            let (unit_exp, label) = &units[*unit];
+            let local = (trial.max(&1) - 1) % trials_per_unit + 1;
+            w.append(unit_exp, label, *trial, exp.trial_seed(local), history, &[], m)?;
         }
-        let all: Vec<_> = metrics.iter().map(|(_, m)| m).collect();
-        let summary = summarize(&all);
-        w.write_summary(&exp, &summary)?;
-        Ok::<_, crate::report::csv::WriteError>(summary)
+        w.write_summary(&per_unit(&units, &metrics))?;
+        let all: Vec<_> = metrics.iter().map(|(_, _, m)| m).collect();
+        Ok::<_, crate::report::csv::WriteError>(summarize(&all))
     })();
     match result {
         Ok(summary) => {
             print!("{}", terminal::render(&exp, &summary, out));
             // The same verdict as the run that produced the history.
-            let by_trial: Vec<_> = metrics.iter().map(|(t, m)| (*t, m)).collect();
+            let by_trial: Vec<_> = metrics.iter().map(|(t, _, m)| (*t, m)).collect();
             let failures = expectation_failures(&exp, &by_trial);
             if failures.is_empty() {
                 exit::OK

@@ -42,7 +42,7 @@ pub(crate) fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
 
 pub fn dispatch(cli: Cli) -> u8 {
     match cli.command {
-        Command::Run(args) => run::run(&args),
+        Command::Run(args) | Command::Sweep(args) => run::run(&args),
         Command::Validate { files } => validate::validate(&files),
         Command::Check { dir, out } => check::check(&dir, out.as_deref()),
         Command::Worker(args) => crate::worker::run(args).clamp(0, 255) as u8,

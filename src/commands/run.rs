@@ -16,7 +16,7 @@ use crate::clock::{utc_stamp, wall_ns};
 use crate::experiment::{Experiment, Overrides, load, to_yaml};
 use crate::report::compare::{Measured, markdown};
 use crate::report::csv::{ResultsWriter, Tables};
-use crate::report::summary::{Summary, expectation_failures, summarize};
+use crate::report::summary::{Summary, expectation_failures, per_unit, summarize, units};
 use crate::report::{host, terminal, timeline};
 use crate::trial::{TrialError, TrialRecord, run_trial};
 
@@ -185,9 +185,15 @@ fn run_experiment(
         Ok(w) => w,
         Err(e) => return failed(exit::HARNESS, e.to_string()),
     };
-    let progress = if quiet { ProgressBar::hidden() } else { ProgressBar::new(u64::from(exp.trials)) };
+    // A plain experiment is one unit; a sweep has one unit per point. Trial
+    // numbers are unique across the run; point p's trials share seeds with
+    // every other point's (common random numbers: only the settings differ).
+    let units = units(exp);
+    let trials_per_unit = exp.trials;
+    let total = units.len() as u32 * trials_per_unit;
+    let progress = if quiet { ProgressBar::hidden() } else { ProgressBar::new(u64::from(total)) };
     progress.set_style(
-        ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} trials, {elapsed} {msg}")
+        ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} trials, {elapsed} (ETA {eta}) {msg}")
             .expect("static template")
             .progress_chars("=> "),
     );
@@ -195,24 +201,28 @@ fn run_experiment(
 
     let stop: &AtomicBool = &flags.stop;
     let sink = Mutex::new(Sink { writer, dir: dir.to_path_buf(), metrics: Vec::new(), error: None });
-    let next = AtomicU32::new(1);
+    let next = AtomicU32::new(0);
     let trials_dir = dir.join("trials");
     let worker_loop = || {
         loop {
             if stop.load(Ordering::SeqCst) {
                 return;
             }
-            let trial = next.fetch_add(1, Ordering::SeqCst);
-            if trial > exp.trials {
+            let index = next.fetch_add(1, Ordering::SeqCst);
+            if index >= total {
                 return;
             }
+            let (unit, local) = ((index / trials_per_unit) as usize, index % trials_per_unit + 1);
+            let trial = index + 1;
+            let (unit_exp, label) = &units[unit];
             let trial_dir = trials_dir.join(format!("{trial:04}"));
-            let result = run_trial(exp, trial, &trial_dir, exe, stop);
+            let result = run_trial(unit_exp, trial, exp.trial_seed(local), &trial_dir, exe, stop);
             let mut sink = sink.lock().unwrap_or_else(|p| p.into_inner());
             match result {
                 Ok(record) => {
-                    progress.set_message(record.metrics.outcome());
-                    if let Err(e) = sink.record(exp, record) {
+                    let point = if label.is_empty() { String::new() } else { format!("{label}: ") };
+                    progress.set_message(format!("{point}{}", record.metrics.outcome()));
+                    if let Err(e) = sink.record(&units, unit, record) {
                         sink.error.get_or_insert(e);
                         stop.store(true, Ordering::SeqCst);
                     }
@@ -241,10 +251,13 @@ fn run_experiment(
     progress.finish_and_clear();
 
     let sink = sink.into_inner().unwrap_or_else(|p| p.into_inner());
-    let all: Vec<&TrialMetrics> = sink.metrics.iter().map(|(_, m)| m).collect();
+    let all: Vec<&TrialMetrics> = sink.metrics.iter().map(|(_, _, m)| m).collect();
     let summary = summarize(&all);
     print!("{}", terminal::render(exp, &summary, dir));
-    let by_trial: Vec<(u32, &TrialMetrics)> = sink.metrics.iter().map(|(t, m)| (*t, m)).collect();
+    if !exp.points.is_empty() {
+        print!("{}", terminal::points(&per_unit(&units, &sink.metrics)));
+    }
+    let by_trial: Vec<(u32, &TrialMetrics)> = sink.metrics.iter().map(|(t, _, m)| (*t, m)).collect();
     let parts = terminal::decomposition(&by_trial);
     if !parts.is_empty() {
         print!("  decomposition:\n{parts}");
@@ -253,7 +266,7 @@ fn run_experiment(
         eprintln!("error: {e}");
         exit::HARNESS
     } else if flags.signalled.load(Ordering::SeqCst) {
-        eprintln!("interrupted: {} of {} trials completed and kept in {}", all.len(), exp.trials, dir.display());
+        eprintln!("interrupted: {} of {total} trials completed and kept in {}", all.len(), dir.display());
         exit::INTERRUPTED
     } else {
         let failures = expectation_failures(exp, &by_trial);
@@ -270,30 +283,37 @@ fn run_experiment(
             exit::EXPECT_FAILED
         }
     };
-    Outcome { code, summary, metrics: sink.metrics, dir: dir.to_path_buf() }
+    let metrics = sink.metrics.into_iter().map(|(t, _, m)| (t, m)).collect();
+    Outcome { code, summary, metrics, dir: dir.to_path_buf() }
 }
 
 struct Sink {
     writer: ResultsWriter,
     dir: PathBuf,
-    metrics: Vec<(u32, TrialMetrics)>,
+    /// (trial, unit, metrics) of every finished trial.
+    metrics: Vec<(u32, usize, TrialMetrics)>,
     error: Option<String>,
 }
 
 impl Sink {
     /// Write the trial and a fresh summary before anything else happens.
-    fn record(&mut self, exp: &Experiment, r: TrialRecord) -> Result<(), String> {
-        self.writer.append(exp, r.trial, r.seed, &r.history, &r.deliveries, &r.metrics).map_err(|e| e.to_string())?;
+    fn record(&mut self, units: &[(&Experiment, String)], unit: usize, r: TrialRecord) -> Result<(), String> {
+        let (exp, label) = &units[unit];
+        self.writer
+            .append(exp, label, r.trial, r.seed, &r.history, &r.deliveries, &r.metrics)
+            .map_err(|e| e.to_string())?;
         if r.trial == 1 {
-            // The first trial's timeline, to set beside the blog's diagram.
+            // The first trial's timeline, to set beside the blog's diagram. A
+            // plot is derived output: failing to draw it loses no result.
             let title = format!("{}: trial 1 ({})", exp.name, crate::trial::describe(exp));
             let path = self.dir.join("timeline.svg");
-            timeline::render(&path, &title, &r.history, &r.metrics, exp.workers)
-                .map_err(|e| format!("{}: {e}", path.display()))?;
+            if let Err(e) = timeline::render(&path, &title, &r.history, &r.metrics, exp.workers) {
+                eprintln!("warning: {}: {e}", path.display());
+            }
         }
-        self.metrics.push((r.trial, r.metrics));
-        let all: Vec<&TrialMetrics> = self.metrics.iter().map(|(_, m)| m).collect();
-        self.writer.write_summary(exp, &summarize(&all)).map_err(|e| e.to_string())
+        self.metrics.push((r.trial, unit, r.metrics));
+        let rows = per_unit(units, &self.metrics);
+        self.writer.write_summary(&rows).map_err(|e| e.to_string())
     }
 }
 

@@ -10,8 +10,8 @@ use serde::Deserialize;
 use serde_saphyr::Spanned;
 
 use super::{
-    Action, After, Diagnostic, Dur, Expect, Experiment, ExperimentError, Fault, InitialLock, LeaseSettings, StartMode,
-    Target, WorkerSettings,
+    Action, After, Diagnostic, Dur, Expect, Experiment, ExperimentError, Fault, InitialLock, LeaseSettings, PauseLen,
+    StartMode, Target, WorkerSettings,
 };
 use crate::history::EventKind;
 
@@ -24,7 +24,7 @@ pub struct Overrides {
     pub jobs: Option<usize>,
 }
 
-#[derive(Deserialize)]
+#[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawExperiment {
     name: Spanned<String>,
@@ -67,9 +67,12 @@ struct RawExperiment {
     jobs: Option<Spanned<usize>>,
     #[serde(default)]
     reference: Option<super::Reference>,
+    /// setting → values (cross product), or `points:` → list of mappings.
+    #[serde(default)]
+    sweep: Option<std::collections::BTreeMap<String, Spanned<Vec<serde_json::Value>>>>,
 }
 
-#[derive(Deserialize)]
+#[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawFault {
     at: Spanned<Dur>,
@@ -83,17 +86,37 @@ struct RawFault {
     target: Option<Spanned<RawTarget>>,
     action: Spanned<Action>,
     #[serde(default)]
-    duration: Option<Spanned<Dur>>,
+    duration: Option<Spanned<RawLen>>,
+    #[serde(default)]
+    every: Option<Spanned<Dur>>,
 }
 
-#[derive(Deserialize)]
+/// A pause length: `15s`, or `{uniform: [1s, 5s]}`, `{exponential: 2s}`,
+/// `{choice: [1s, 3s]}`.
+#[derive(Clone, Deserialize)]
+#[serde(untagged)]
+enum RawLen {
+    Fixed(Dur),
+    Drawn(super::PauseLen),
+}
+
+impl RawLen {
+    fn into_len(self) -> PauseLen {
+        match self {
+            RawLen::Fixed(d) => PauseLen::Fixed(d),
+            RawLen::Drawn(l) => l,
+        }
+    }
+}
+
+#[derive(Clone, Deserialize)]
 #[serde(untagged)]
 enum RawTarget {
     Index(i64),
     Name(String),
 }
 
-#[derive(Deserialize)]
+#[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawExpect {
     #[serde(default)]
@@ -121,10 +144,105 @@ pub fn load_str(path: &Path, text: &str, overrides: &Overrides) -> Result<Experi
     };
     let err_at = |loc: &serde_saphyr::Location, message: String| at(loc.line(), loc.column(), message);
 
-    let raw: RawExperiment = serde_saphyr::from_str(text).map_err(|e| {
+    let mut raw: RawExperiment = serde_saphyr::from_str(text).map_err(|e| {
         let (line, column) = e.location().map(|l| (l.line(), l.column())).unwrap_or((0, 0));
         at(line, column, saphyr_message(&e))
     })?;
+    let Some(sweep) = raw.sweep.take() else { return build(path, text, raw, overrides) };
+
+    // A sweep: the base must be valid on its own, then every point is the
+    // base with some settings replaced, validated the same way (errors point
+    // at the sweep's values).
+    let mut base = build(path, text, raw.clone(), overrides)?;
+    for settings in super::sweep::points(&sweep).map_err(|(loc, msg)| err_at(&loc, msg))? {
+        let mut point_raw = raw.clone();
+        let mut shown = Vec::new();
+        for (key, value, loc) in &settings {
+            let text_value = apply(&mut point_raw, key, value, *loc).map_err(|msg| err_at(loc, msg))?;
+            shown.push((key.clone(), text_value));
+        }
+        let exp = build(path, text, point_raw, overrides)?;
+        // Durations as they run (scaled), so the resolved file reloads as is.
+        let settings = shown
+            .into_iter()
+            .map(|(k, v)| match Dur::parse(&v) {
+                Ok(d) if super::sweep::is_duration(&k) => (k, d.scaled(exp.time_scale).to_string()),
+                _ => (k, v),
+            })
+            .collect();
+        base.points.push(super::Point { settings, exp });
+    }
+    Ok(base)
+}
+
+/// Set one swept setting on the raw experiment; returns the value as text.
+fn apply(
+    raw: &mut RawExperiment,
+    key: &str,
+    value: &serde_json::Value,
+    loc: serde_saphyr::Location,
+) -> Result<String, String> {
+    let text = match value {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let dur = || Dur::parse(&text).map(|d| Spanned::new(d, loc, loc));
+    let len = || Dur::parse(&text).map(|d| Spanned::new(RawLen::Fixed(d), loc, loc));
+    let variant = |what: &str| -> Result<serde_json::Value, String> {
+        if value.is_string() { Ok(value.clone()) } else { Err(format!("{what} must be a name, not {text}")) }
+    };
+    match key {
+        "lease" => raw.lease = Some(dur()?),
+        "renew" => raw.renew = Some(dur()?),
+        "watch" => raw.watch = Some(dur()?),
+        "duration" => raw.duration = Some(dur()?),
+        "expiry_resolution" => raw.expiry_resolution = Some(dur()?),
+        "workers" => {
+            let n = value.as_i64().ok_or_else(|| format!("workers must be a whole number, not {text}"))?;
+            raw.workers = Spanned::new(n, loc, loc);
+        }
+        "acquire" => raw.worker.acquire = serde_json::from_value(variant(key)?).map_err(|e| e.to_string())?,
+        "unreadable" => raw.worker.unreadable = serde_json::from_value(variant(key)?).map_err(|e| e.to_string())?,
+        "expiry" => raw.worker.expiry = serde_json::from_value(variant(key)?).map_err(|e| e.to_string())?,
+        "pause" => {
+            // Every pause fault of the schedule.
+            let d = len()?;
+            let mut any = false;
+            for f in raw.faults.iter_mut().filter(|f| f.action.value == Action::Pause) {
+                f.duration = Some(d.clone());
+                any = true;
+            }
+            if !any {
+                return Err("sweep key `pause` needs a fault with `action: pause`".into());
+            }
+        }
+        _ => {
+            let Some((index, field)) = super::sweep::fault_key(key) else {
+                return Err(format!(
+                    "unknown sweep setting {key:?}: expected one of {}",
+                    super::sweep::KEYS.join(", ")
+                ));
+            };
+            let n = raw.faults.len();
+            let f = raw.faults.get_mut(index).ok_or_else(|| format!("{key}: the schedule has {n} faults"))?;
+            match field {
+                "at" => f.at = dur()?,
+                "duration" => f.duration = Some(len()?),
+                "jitter" => f.jitter = Some(dur()?.value),
+                "delay" => f.delay = Some(dur()?.value),
+                _ => unreachable!("fault_key accepts these fields only"),
+            }
+        }
+    }
+    Ok(text)
+}
+
+/// Everything after parsing: defaults, scaling, validation.
+fn build(path: &Path, text: &str, raw: RawExperiment, overrides: &Overrides) -> Result<Experiment, ExperimentError> {
+    let at = |line: u64, column: u64, message: String| {
+        ExperimentError::Invalid(Box::new(Diagnostic::new(path, text, line as usize, column as usize, message)))
+    };
+    let err_at = |loc: &serde_saphyr::Location, message: String| at(loc.line(), loc.column(), message);
 
     let scale = match (overrides.time_scale, &raw.time_scale) {
         (Some(s), _) => s,
@@ -285,7 +403,8 @@ pub fn load_str(path: &Path, text: &str, overrides: &Overrides) -> Result<Experi
                 at: sc(f.at),
                 jitter: sc(f.jitter),
                 after: f.after.map(|a| After { event: a.event, delay: sc(a.delay) }),
-                duration: f.duration.map(sc),
+                duration: f.duration.map(|d| d.scaled(scale)),
+                every: f.every.map(sc),
                 ..f
             })
             .collect(),
@@ -294,6 +413,7 @@ pub fn load_str(path: &Path, text: &str, overrides: &Overrides) -> Result<Experi
         grace: raw.grace.unwrap_or(Dur::from_secs(2)),
         jobs,
         reference: raw.reference,
+        points: Vec::new(),
     })
 }
 
@@ -362,7 +482,7 @@ fn validate_fault(
         }
     };
     let pause_len = match (&f.duration, action) {
-        (Some(d), Action::Pause) if d.value > Dur::ZERO => Some(d.value),
+        (Some(d), Action::Pause) if d.value.clone().into_len().is_positive() => Some(d.value.clone().into_len()),
         (Some(d), Action::Pause) => {
             return Err(err_at(&d.referenced, "pause duration must be longer than zero".into()));
         }
@@ -403,7 +523,23 @@ fn validate_fault(
             Some(After { event, delay: f.delay.unwrap_or(Dur::ZERO) })
         }
     };
-    Ok(Fault { at: f.at.value, jitter, after, target, action, duration: pause_len })
+    if let Some(e) = &f.every {
+        if e.value == Dur::ZERO {
+            return Err(err_at(&e.referenced, "every must be longer than zero".into()));
+        }
+        if f.after.is_some() {
+            return Err(err_at(&e.referenced, "every repeats timed faults; it cannot be combined with after:".into()));
+        }
+    }
+    Ok(Fault {
+        at: f.at.value,
+        jitter,
+        after,
+        target,
+        action,
+        duration: pause_len,
+        every: f.every.as_ref().map(|e| e.value),
+    })
 }
 
 /// 1-based line and column of the first occurrence of `key:` (0, 0 if absent).
@@ -461,7 +597,7 @@ mod tests {
         assert_eq!(e.duration, Dur::from_secs(3));
         assert_eq!(e.lease.resolution, Dur::from_ms(100));
         assert_eq!(e.faults[0].at, Dur::from_ms(1200));
-        assert_eq!(e.faults[0].duration, Some(Dur::from_ms(1500)));
+        assert_eq!(e.faults[0].duration, Some(super::PauseLen::Fixed(Dur::from_ms(1500))));
     }
 
     #[test]

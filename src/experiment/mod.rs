@@ -9,6 +9,7 @@ mod diagnostic;
 mod duration;
 mod load;
 mod resolved;
+mod sweep;
 
 use std::path::PathBuf;
 
@@ -232,7 +233,68 @@ pub struct Fault {
     pub target: Target,
     pub action: Action,
     /// Pause length (pause only).
-    pub duration: Option<Dur>,
+    pub duration: Option<PauseLen>,
+    /// Fire again every `every` (each time with its own jitter and pause
+    /// length) until the trial ends: the busy-leader workload.
+    pub every: Option<Dur>,
+}
+
+/// How long a pause lasts: fixed, or drawn (seeded) per pause.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PauseLen {
+    Fixed(Dur),
+    /// Uniform in [min, max).
+    Uniform([Dur; 2]),
+    /// Exponential with this mean (memoryless stalls: GC, swapping).
+    Exponential(Dur),
+    /// One of these, equally likely.
+    Choice(Vec<Dur>),
+}
+
+impl PauseLen {
+    pub fn scaled(&self, s: f64) -> PauseLen {
+        match self {
+            PauseLen::Fixed(d) => PauseLen::Fixed(d.scaled(s)),
+            PauseLen::Uniform([a, b]) => PauseLen::Uniform([a.scaled(s), b.scaled(s)]),
+            PauseLen::Exponential(m) => PauseLen::Exponential(m.scaled(s)),
+            PauseLen::Choice(v) => PauseLen::Choice(v.iter().map(|d| d.scaled(s)).collect()),
+        }
+    }
+
+    /// Draw one length.
+    pub fn sample(&self, rng: &mut impl rand::Rng) -> Dur {
+        match self {
+            PauseLen::Fixed(d) => *d,
+            PauseLen::Uniform([a, b]) if b > a => Dur::from_us(rng.random_range(a.as_us()..b.as_us())),
+            PauseLen::Uniform([a, _]) => *a,
+            PauseLen::Exponential(mean) => {
+                let u: f64 = rng.random_range(f64::EPSILON..1.0);
+                Dur::from_us((-u.ln() * mean.as_us() as f64).round() as u64)
+            }
+            PauseLen::Choice(v) => v[rng.random_range(0..v.len())],
+        }
+    }
+
+    /// As written in YAML: `15s`, or a one-key mapping in flow style.
+    pub fn to_yaml(&self) -> String {
+        match self {
+            PauseLen::Fixed(d) => d.to_string(),
+            PauseLen::Uniform([a, b]) => format!("{{uniform: [{a}, {b}]}}"),
+            PauseLen::Exponential(m) => format!("{{exponential: {m}}}"),
+            PauseLen::Choice(v) => {
+                format!("{{choice: [{}]}}", v.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", "))
+            }
+        }
+    }
+
+    pub(crate) fn is_positive(&self) -> bool {
+        match self {
+            PauseLen::Fixed(d) | PauseLen::Exponential(d) => *d > Dur::ZERO,
+            PauseLen::Uniform([a, b]) => b >= a && *b > Dur::ZERO,
+            PauseLen::Choice(v) => !v.is_empty() && v.iter().all(|d| *d > Dur::ZERO),
+        }
+    }
 }
 
 /// Conditions on the whole run; a failure makes the run exit 1.
@@ -317,6 +379,24 @@ pub struct Experiment {
     /// Trials run at once.
     pub jobs: usize,
     pub reference: Option<Reference>,
+    /// A sweep's points (empty for a plain experiment): each a complete
+    /// experiment with some settings replaced.
+    pub points: Vec<Point>,
+}
+
+/// One point of a sweep.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Point {
+    /// The swept settings as they run (durations scaled), e.g. lease=450ms.
+    pub settings: Vec<(String, String)>,
+    pub exp: Experiment,
+}
+
+impl Point {
+    /// `lease=450ms renew=150ms`.
+    pub fn label(&self) -> String {
+        self.settings.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")
+    }
 }
 
 impl Experiment {
@@ -336,5 +416,32 @@ impl Experiment {
             watch_us: self.lease.watch.as_us() as i64,
             resolution_us,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::SeedableRng;
+
+    use super::*;
+
+    #[test]
+    fn pause_lengths_are_drawn_from_their_distribution() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(1);
+        let n = 20_000;
+        let mean = |len: &PauseLen, rng: &mut rand::rngs::StdRng| {
+            (0..n).map(|_| len.sample(rng).as_ms_f64()).sum::<f64>() / n as f64
+        };
+        let exp = PauseLen::Exponential(Dur::from_secs(2));
+        assert!((mean(&exp, &mut rng) - 2000.0).abs() < 60.0, "exponential mean");
+        let uni = PauseLen::Uniform([Dur::from_secs(1), Dur::from_secs(3)]);
+        assert!((mean(&uni, &mut rng) - 2000.0).abs() < 30.0, "uniform mean");
+        assert!((0..1000).all(|_| {
+            let d = uni.sample(&mut rng);
+            d >= Dur::from_secs(1) && d < Dur::from_secs(3)
+        }));
+        let choice = PauseLen::Choice(vec![Dur::from_secs(1), Dur::from_secs(4)]);
+        assert!((0..1000).all(|_| [Dur::from_secs(1), Dur::from_secs(4)].contains(&choice.sample(&mut rng))));
+        assert_eq!(PauseLen::Fixed(Dur::from_ms(5)).sample(&mut rng), Dur::from_ms(5));
     }
 }

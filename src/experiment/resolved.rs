@@ -71,8 +71,29 @@ pub fn to_yaml(e: &Experiment) -> String {
         }
         let _ = writeln!(w, "    target: {}", f.target);
         let _ = writeln!(w, "    action: {}", f.action.name());
-        if let (Action::Pause, Some(d)) = (f.action, f.duration) {
-            let _ = writeln!(w, "    duration: {d}");
+        if let (Action::Pause, Some(d)) = (f.action, &f.duration) {
+            let _ = writeln!(w, "    duration: {}", d.to_yaml());
+        }
+        if let Some(e) = f.every {
+            let _ = writeln!(w, "    every: {e}");
+        }
+    }
+    if !e.points.is_empty() {
+        // Every point written out, already scaled: reloads to the same points.
+        let _ = writeln!(w, "sweep:\n  points:");
+        for p in &e.points {
+            let map: serde_json::Map<String, serde_json::Value> = p
+                .settings
+                .iter()
+                .map(|(k, v)| {
+                    let value = match v.parse::<i64>() {
+                        Ok(n) if k == "workers" => serde_json::Value::from(n),
+                        _ => serde_json::Value::from(v.clone()),
+                    };
+                    (k.clone(), value)
+                })
+                .collect();
+            let _ = writeln!(w, "    - {}", serde_json::Value::Object(map));
         }
     }
     if let Some(r) = &e.reference {
@@ -105,15 +126,21 @@ pub fn to_yaml(e: &Experiment) -> String {
 mod tests {
     use std::path::Path;
 
-    use super::super::{Overrides, load_str};
+    use super::super::{Overrides, Point, load_str};
     use super::*;
 
     #[test]
     fn resolved_yaml_loads_back_to_the_same_experiment() {
-        let text = "name: t\ndescription: \"a: b\"\nworkers: 3\nseed: 7\nalign: 990ms\nworker:\n  acquire: link\n  failpoint: after-create\n  failpoint_delay: 50ms\nfaults:\n  - at: 8.5s\n    jitter: 1s\n    after: renewed\n    delay: 2.47s\n    target: leader\n    action: kill\n  - at: 20s\n    target: 1\n    action: pause\n    duration: 3s\n  - at: 21s\n    action: lock-corrupt\nexpect:\n  max_leaders: 1\n  gap_max: 13s\nreference:\n  claim: \"9.53 s\"\n  gap: 9.53s\n  bound: [6s, 13s]\n  double_leader_trials: [3, 30]\n";
+        let text = "name: t\ndescription: \"a: b\"\nworkers: 3\nseed: 7\nalign: 990ms\nworker:\n  acquire: link\n  failpoint: after-create\n  failpoint_delay: 50ms\nfaults:\n  - at: 8.5s\n    jitter: 1s\n    after: renewed\n    delay: 2.47s\n    target: leader\n    action: kill\n  - at: 20s\n    target: 1\n    action: pause\n    duration: 3s\n  - at: 10s\n    every: 5s\n    target: leader\n    action: pause\n    duration: {uniform: [1s, 2s]}\n  - at: 11s\n    target: leader\n    action: pause\n    duration: {exponential: 2s}\n  - at: 12s\n    target: leader\n    action: pause\n    duration: {choice: [1s, 4s]}\n  - at: 21s\n    action: lock-corrupt\nexpect:\n  max_leaders: 1\n  gap_max: 13s\nsweep:\n  workers: [2, 3]\n  points:\n    - {lease: 6s, renew: 2s}\n    - {lease: 9s}\nreference:\n  claim: \"9.53 s\"\n  gap: 9.53s\n  bound: [6s, 13s]\n  double_leader_trials: [3, 30]\n";
         let o = Overrides { time_scale: Some(0.1), ..Overrides::default() };
         let first = load_str(Path::new("t.yaml"), text, &o).unwrap();
         let again = load_str(Path::new("t.yaml"), &to_yaml(&first), &Overrides::default()).unwrap();
-        assert_eq!(again, Experiment { time_scale: 1.0, ..first });
+        assert_eq!(again.points.len(), 4);
+        let unscaled = |e: Experiment| Experiment {
+            time_scale: 1.0,
+            points: e.points.into_iter().map(|p| Point { exp: Experiment { time_scale: 1.0, ..p.exp }, ..p }).collect(),
+            ..e
+        };
+        assert_eq!(unscaled(again), unscaled(first));
     }
 }

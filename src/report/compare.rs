@@ -209,6 +209,7 @@ mod tests {
             wedged: false,
             end_us: 3_000_000,
             spans: Spans::default(),
+            evictions: Default::default(),
         }
     }
 

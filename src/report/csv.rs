@@ -10,7 +10,7 @@ use crate::experiment::Experiment;
 use crate::history::{Event, History, us_to_ms};
 use crate::trial::FaultRow;
 
-use super::summary::Summary;
+use super::summary::SummaryRow;
 
 pub const EVENTS_HEADER: [&str; 6] = ["trial", "t_ms", "worker", "pid", "event", "detail"];
 pub const FAULTS_HEADER: [&str; 10] =
@@ -28,7 +28,7 @@ pub const GAPS_HEADER: [&str; 11] = [
     "detection_lag_ms",
     "cause_fault",
 ];
-pub const TRIALS_HEADER: [&str; 20] = [
+pub const TRIALS_HEADER: [&str; 24] = [
     "trial",
     "seed",
     "workers",
@@ -49,8 +49,12 @@ pub const TRIALS_HEADER: [&str; 20] = [
     "wedged",
     "outcome",
     "end_ms",
+    "point",
+    "leader_pauses",
+    "false_evictions",
+    "predicted_evictions",
 ];
-pub const SUMMARY_HEADER: [&str; 19] = [
+pub const SUMMARY_HEADER: [&str; 27] = [
     "setting",
     "lease_ms",
     "renew_ms",
@@ -70,6 +74,14 @@ pub const SUMMARY_HEADER: [&str; 19] = [
     "wedged_trials",
     "wedged",
     "no_leader_trials",
+    "leader_pauses",
+    "false_evictions",
+    "false_eviction_rate",
+    "false_eviction_ci_low",
+    "false_eviction_ci_high",
+    "predicted_evictions",
+    "crash_gap_bound_min_ms",
+    "crash_gap_bound_max_ms",
 ];
 
 fn ms(us: i64) -> String {
@@ -161,9 +173,11 @@ impl ResultsWriter {
     }
 
     /// Write one finished trial to every table and flush them all.
+    #[allow(clippy::too_many_arguments)]
     pub fn append(
         &mut self,
         exp: &Experiment,
+        point: &str,
         trial: u32,
         seed: u64,
         history: &History,
@@ -231,44 +245,72 @@ impl ResultsWriter {
             m.wedged.to_string(),
             m.outcome().to_string(),
             ms(m.end_us),
+            point.to_string(),
+            m.evictions.leader_pauses.to_string(),
+            m.evictions.false_evictions.to_string(),
+            m.evictions.predicted.to_string(),
         ])?;
         self.trials.flush()
     }
 
-    /// Rewrite summary.csv (temp file + rename: never half-written).
-    pub fn write_summary(&self, exp: &Experiment, s: &Summary) -> Result<(), WriteError> {
+    /// Rewrite summary.csv, one row per setting (temp file + rename: never
+    /// half-written).
+    pub fn write_summary(&self, rows: &[SummaryRow<'_>]) -> Result<(), WriteError> {
         let path = self.dir.join("summary.csv");
         let tmp = self.dir.join(".summary.csv.tmp");
         let mut w = csv::Writer::from_path(&tmp).map_err(csv_err(&tmp))?;
-        let (lo, hi) = s.double_leader_ci;
-        let [lease, renew, watch] = lease_columns(exp);
         w.write_record(SUMMARY_HEADER).map_err(csv_err(&tmp))?;
-        w.write_record([
-            exp.name.clone(),
-            lease,
-            renew,
-            watch,
-            s.n.to_string(),
-            s.gaps.to_string(),
-            s.open_gaps.to_string(),
-            opt_ms(s.gap_min_ms),
-            opt_ms(s.gap_p50_ms),
-            opt_ms(s.gap_p90_ms),
-            opt_ms(s.gap_p99_ms),
-            opt_ms(s.gap_max_ms),
-            s.double_leader_trials.to_string(),
-            format!("{}/{}", s.double_leader_trials, s.n),
-            format!("{lo:.4}"),
-            format!("{hi:.4}"),
-            s.wedged_trials.to_string(),
-            format!("{}/{}", s.wedged_trials, s.n),
-            s.no_leader_trials.to_string(),
-        ])
-        .map_err(csv_err(&tmp))?;
+        for row in rows {
+            let s = &row.summary;
+            let (lo, hi) = s.double_leader_ci;
+            let [lease, renew, watch] = lease_columns(row.exp);
+            w.write_record([
+                row.setting.clone(),
+                lease,
+                renew,
+                watch,
+                s.n.to_string(),
+                s.gaps.to_string(),
+                s.open_gaps.to_string(),
+                opt_ms(s.gap_min_ms),
+                opt_ms(s.gap_p50_ms),
+                opt_ms(s.gap_p90_ms),
+                opt_ms(s.gap_p99_ms),
+                opt_ms(s.gap_max_ms),
+                s.double_leader_trials.to_string(),
+                format!("{}/{}", s.double_leader_trials, s.n),
+                format!("{lo:.4}"),
+                format!("{hi:.4}"),
+                s.wedged_trials.to_string(),
+                format!("{}/{}", s.wedged_trials, s.n),
+                s.no_leader_trials.to_string(),
+                s.leader_pauses.to_string(),
+                s.false_evictions.to_string(),
+                if s.leader_pauses > 0 {
+                    format!("{:.4}", s.false_evictions as f64 / s.leader_pauses as f64)
+                } else {
+                    String::new()
+                },
+                format!("{:.4}", s.false_eviction_ci.0),
+                format!("{:.4}", s.false_eviction_ci.1),
+                s.predicted_evictions.to_string(),
+                format!("{:.3}", crash_bound_ms(row.exp).0),
+                format!("{:.3}", crash_bound_ms(row.exp).1),
+            ])
+            .map_err(csv_err(&tmp))?;
+        }
         w.flush().map_err(io_err(&tmp))?;
         drop(w);
         std::fs::rename(&tmp, &path).map_err(io_err(&path))
     }
+}
+
+/// The theory's bound on the gap after a SIGKILL at a uniform moment:
+/// `[lease - renew, lease + watch + resolution]` (DESIGN.md).
+pub fn crash_bound_ms(exp: &Experiment) -> (f64, f64) {
+    let p = exp.check_params();
+    let ms = |us: i64| us as f64 / 1000.0;
+    (ms(p.lease_us - p.renew_us), ms(p.wedge_threshold_us()))
 }
 
 /// lease_ms, renew_ms, watch_ms: the setting a row belongs to.

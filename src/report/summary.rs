@@ -22,6 +22,46 @@ pub struct Summary {
     pub double_leader_ci: (f64, f64),
     pub wedged_trials: usize,
     pub no_leader_trials: usize,
+    /// Pauses of a believing leader, and the false evictions among them.
+    pub leader_pauses: usize,
+    pub false_evictions: usize,
+    pub false_eviction_ci: (f64, f64),
+    /// Leader pauses longer than the lease remainder at the pause.
+    pub predicted_evictions: usize,
+}
+
+/// One summary.csv row: a setting (the experiment, or a sweep point).
+pub struct SummaryRow<'a> {
+    pub setting: String,
+    pub exp: &'a Experiment,
+    pub summary: Summary,
+}
+
+/// The units of a run: the experiment itself, or each point of its sweep,
+/// with the label that names it in trials.csv and summary.csv.
+pub fn units(exp: &Experiment) -> Vec<(&Experiment, String)> {
+    if exp.points.is_empty() {
+        vec![(exp, String::new())]
+    } else {
+        exp.points.iter().map(|p| (&p.exp, p.label())).collect()
+    }
+}
+
+/// One summary per unit that has finished trials; `metrics` holds
+/// (trial, unit index, metrics).
+pub fn per_unit<'a>(units: &[(&'a Experiment, String)], metrics: &[(u32, usize, TrialMetrics)]) -> Vec<SummaryRow<'a>> {
+    units
+        .iter()
+        .enumerate()
+        .filter_map(|(i, (exp, label))| {
+            let mine: Vec<&TrialMetrics> = metrics.iter().filter(|(_, u, _)| *u == i).map(|(_, _, m)| m).collect();
+            (!mine.is_empty()).then(|| SummaryRow {
+                setting: if label.is_empty() { exp.name.clone() } else { label.clone() },
+                exp,
+                summary: summarize(&mine),
+            })
+        })
+        .collect()
 }
 
 pub fn summarize(trials: &[&TrialMetrics]) -> Summary {
@@ -30,6 +70,8 @@ pub fn summarize(trials: &[&TrialMetrics]) -> Summary {
     gaps.sort_by(f64::total_cmp);
     let open_gaps = trials.iter().flat_map(|t| t.gaps.iter()).filter(|g| !g.ended).count();
     let double = trials.iter().filter(|t| t.max_leaders >= 2).count();
+    let pauses = trials.iter().map(|t| t.evictions.leader_pauses).sum();
+    let evicted = trials.iter().map(|t| t.evictions.false_evictions).sum();
     Summary {
         n: trials.len(),
         gaps: gaps.len(),
@@ -43,6 +85,10 @@ pub fn summarize(trials: &[&TrialMetrics]) -> Summary {
         double_leader_ci: wilson95(double, trials.len()),
         wedged_trials: trials.iter().filter(|t| t.wedged).count(),
         no_leader_trials: trials.iter().filter(|t| t.first_leader_us.is_none()).count(),
+        leader_pauses: pauses,
+        false_evictions: evicted,
+        false_eviction_ci: wilson95(evicted, pauses),
+        predicted_evictions: trials.iter().map(|t| t.evictions.predicted).sum(),
     }
 }
 

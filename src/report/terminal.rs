@@ -6,7 +6,7 @@ use crate::check::{Gap, TrialMetrics};
 use crate::experiment::Experiment;
 use crate::history::us_to_ms;
 
-use super::summary::Summary;
+use super::summary::{Summary, SummaryRow};
 
 fn secs(ms: Option<f64>) -> String {
     ms.map(|v| format!("{:.3} s", v / 1000.0)).unwrap_or_else(|| "-".into())
@@ -79,5 +79,26 @@ pub fn render(exp: &Experiment, s: &Summary, dir: &Path) -> String {
         out += &format!("  never led:      {}/{} trials\n", s.no_leader_trials, s.n);
     }
     out += &format!("  results:        {}\n", dir.display());
+    out
+}
+
+/// One line per sweep point.
+pub fn points(rows: &[SummaryRow<'_>]) -> String {
+    let width = rows.iter().map(|r| r.setting.len()).max().unwrap_or(0);
+    let mut out = String::from("  per point:\n");
+    for r in rows {
+        let s = &r.summary;
+        out += &format!(
+            "    {:width$}  n {:>3}  gap p50 {:>9}  max {:>9}  two leaders {:>3}/{:<3} wedged {}/{}\n",
+            r.setting,
+            s.n,
+            secs(s.gap_p50_ms),
+            secs(s.gap_max_ms),
+            s.double_leader_trials,
+            s.n,
+            s.wedged_trials,
+            s.n,
+        );
+    }
     out
 }

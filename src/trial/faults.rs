@@ -6,14 +6,13 @@
 //! resolved at the moment of firing from the live state the trial keeps.
 
 use std::path::Path;
-use std::time::Duration;
 
 use nix::sys::signal::Signal;
 use rand::Rng;
 use rand::rngs::StdRng;
 
 use crate::clock::{mono_ns, wall_ns};
-use crate::experiment::{Action, After, Experiment, InitialLock, Target};
+use crate::experiment::{Action, After, Experiment, InitialLock, PauseLen, Target};
 use crate::history::EventKind;
 use crate::substrate::lockfile::{self, LockFault};
 use crate::worker::expiry::ExpiryRule;
@@ -69,7 +68,18 @@ pub struct Pending {
     /// Targets fixed in advance (the CONT of a pause, a triggered fault).
     fixed: Option<Vec<usize>>,
     when: When,
-    pause: Option<Duration>,
+    /// Pause length, drawn when the pause fires.
+    pause: Option<PauseLen>,
+    /// Repetition: the unjittered time of this occurrence, the period and
+    /// the jitter of each occurrence (ns).
+    repeat: Option<Repeat>,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Repeat {
+    base: i64,
+    every: i64,
+    jitter: i64,
 }
 
 /// One delivered (or undeliverable) primitive fault: a row of faults.csv.
@@ -103,8 +113,8 @@ impl Nemesis {
             .enumerate()
             .map(|(i, f)| {
                 let jitter = f.jitter.as_ns() as i64;
-                let offset = if jitter > 0 { rng.random_range(0..jitter) } else { 0 };
-                let at = t0 + f.at.as_ns() as i64 + offset;
+                let base = t0 + f.at.as_ns() as i64;
+                let at = base + if jitter > 0 { rng.random_range(0..jitter) } else { 0 };
                 Pending {
                     fault: i,
                     action: f.action,
@@ -114,7 +124,8 @@ impl Nemesis {
                         None => When::At(at),
                         Some(after) => When::Armed { from: at, after },
                     },
-                    pause: f.duration.map(|d| d.as_std()),
+                    pause: f.duration.clone(),
+                    repeat: f.every.map(|e| Repeat { base, every: e.as_ns() as i64, jitter }),
                 }
             })
             .collect();
@@ -173,6 +184,18 @@ impl Nemesis {
 
     fn deliver(&mut self, p: Pending, procs: &[WorkerProc], live: &mut Live) -> Vec<Delivery> {
         let When::At(scheduled) = p.when else { unreachable!("only timed faults are delivered") };
+        if let Some(r) = p.repeat {
+            // The next occurrence, with fresh jitter (and, for a pause, a
+            // fresh length when it fires).
+            let base = r.base + r.every;
+            let at = base + if r.jitter > 0 { self.rng.random_range(0..r.jitter) } else { 0 };
+            self.pending.push(Pending {
+                when: When::At(at),
+                fixed: None,
+                repeat: Some(Repeat { base, ..r }),
+                ..p.clone()
+            });
+        }
         let target_text = p.target.to_string();
         let base = |action: &'static str| Delivery {
             fault: p.fault,
@@ -229,14 +252,16 @@ impl Nemesis {
             }
             out.push(Delivery { worker: Some(*w), pid: Some(proc_.pid.as_raw()), actual_ns, error, ..base(action) });
         }
-        if let (Action::Pause, Some(len)) = (p.action, p.pause) {
+        if let (Action::Pause, Some(len)) = (p.action, &p.pause) {
+            let len = len.sample(&mut self.rng);
             self.pending.push(Pending {
                 fault: p.fault,
                 action: Action::Cont,
                 target: p.target,
                 fixed: Some(targets),
-                when: When::At(scheduled + len.as_nanos() as i64),
+                when: When::At(scheduled + len.as_ns() as i64),
                 pause: None,
+                repeat: None,
             });
         }
         out

@@ -127,10 +127,13 @@ fn enum_value<T: clap::ValueEnum>(v: &T) -> String {
     v.to_possible_value().expect("no skipped variants").get_name().to_string()
 }
 
-/// Run trial number `trial` (1-based) in `dir`.
+/// Run trial number `trial` (1-based, unique in the run) in `dir` with the
+/// randomness of `seed` (the points of a sweep share seeds trial by trial,
+/// so that they differ only in their settings).
 pub fn run_trial(
     exp: &Experiment,
     trial: u32,
+    seed: u64,
     dir: &Path,
     exe: &Path,
     stop: &AtomicBool,
@@ -168,7 +171,7 @@ pub fn run_trial(
         deliveries: Vec::new(),
         end_ns: i64::MAX,
     };
-    let outcome = run.drive(exp, trial, &workers, barrier, stop, &lock);
+    let outcome = run.drive(exp, seed, &workers, barrier, stop, &lock);
     run.clean_up(exp, &mut workers)?;
     let t0 = outcome?;
     run.check_exits(&workers)?;
@@ -190,7 +193,7 @@ pub fn run_trial(
             error: d.error,
         })
         .collect();
-    Ok(TrialRecord { trial, seed: exp.trial_seed(trial), history, deliveries, metrics, garbage_lines: run.garbage })
+    Ok(TrialRecord { trial, seed, history, deliveries, metrics, garbage_lines: run.garbage })
 }
 
 fn to_us(ns: i64) -> i64 {
@@ -298,7 +301,7 @@ impl Run {
     fn drive(
         &mut self,
         exp: &Experiment,
-        trial: u32,
+        seed: u64,
         workers: &Workers,
         barrier: std::os::fd::OwnedFd,
         stop: &AtomicBool,
@@ -336,7 +339,7 @@ impl Run {
 
         // 3. Faults until the end.
         let end = t0 + exp.duration.as_ns() as i64;
-        let rng = StdRng::seed_from_u64(exp.trial_seed(trial));
+        let rng = StdRng::seed_from_u64(seed);
         let mut nemesis = Nemesis::new(exp, t0, rng, lock);
         loop {
             if stop.load(Ordering::SeqCst) {
