@@ -45,6 +45,12 @@ pub enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// Redraw a results directory's plots (dial.svg, histograms.svg) from
+    /// its CSVs alone.
+    Plot {
+        /// A results directory (with summary.csv, trials.csv, gaps.csv).
+        dir: PathBuf,
+    },
     /// Run one built-in lease worker (used by the harness).
     #[command(hide = true)]
     Worker(WorkerArgs),

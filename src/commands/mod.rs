@@ -45,6 +45,19 @@ pub fn dispatch(cli: Cli) -> u8 {
         Command::Run(args) | Command::Sweep(args) => run::run(&args),
         Command::Validate { files } => validate::validate(&files),
         Command::Check { dir, out } => check::check(&dir, out.as_deref()),
+        Command::Plot { dir } => {
+            let title = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            match crate::report::plots::draw(&dir, &title) {
+                Ok(()) => {
+                    println!("{}\n{}", dir.join("dial.svg").display(), dir.join("histograms.svg").display());
+                    exit::OK
+                }
+                Err(e) => {
+                    eprintln!("error: {}: {e}", dir.display());
+                    exit::BAD_INPUT
+                }
+            }
+        }
         Command::Worker(args) => crate::worker::run(args).clamp(0, 255) as u8,
     }
 }

@@ -255,6 +255,10 @@ fn run_experiment(
     let summary = summarize(&all);
     print!("{}", terminal::render(exp, &summary, dir));
     if !exp.points.is_empty() {
+        // Drawn from the CSVs just written, exactly as `leasequake plot` would.
+        if let Err(e) = crate::report::plots::draw(dir, &exp.name) {
+            eprintln!("warning: plots in {}: {e}", dir.display());
+        }
         print!("{}", terminal::points(&per_unit(&units, &sink.metrics)));
     }
     let by_trial: Vec<(u32, &TrialMetrics)> = sink.metrics.iter().map(|(t, _, m)| (*t, m)).collect();

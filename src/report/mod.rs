@@ -3,6 +3,7 @@
 pub mod compare;
 pub mod csv;
 pub mod host;
+pub mod plots;
 pub mod read;
 pub mod stats;
 pub mod summary;
