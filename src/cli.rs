@@ -66,8 +66,12 @@ fn positive_scale(s: &str) -> Result<f64, String> {
 #[derive(Args, Debug)]
 pub struct RunArgs {
     /// Experiment YAML files, or directories of them (run in name order).
-    #[arg(required = true, value_name = "FILE|DIR")]
+    #[arg(required_unless_present = "resume", value_name = "FILE|DIR")]
     pub paths: Vec<PathBuf>,
+    /// Continue an interrupted run in this results directory: run only the
+    /// trials missing from its trials.csv, with its experiment.yaml.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["out", "time_scale", "trials", "seed"])]
+    pub resume: Option<PathBuf>,
     /// Multiply every duration (lease, intervals, fault times, expiry
     /// resolution) by this factor; 0.1 runs ten times faster, same shape.
     #[arg(long, value_parser = positive_scale)]

@@ -14,7 +14,7 @@ use crate::check::TrialMetrics;
 use crate::cli::RunArgs;
 use crate::clock::{utc_stamp, wall_ns};
 use crate::experiment::{Experiment, Overrides, load, to_yaml};
-use crate::report::compare::{Measured, markdown};
+use crate::report::compare::{Measured, markdown, points_markdown};
 use crate::report::csv::{ResultsWriter, Tables};
 use crate::report::summary::{Summary, expectation_failures, per_unit, summarize, units};
 use crate::report::{host, terminal, timeline};
@@ -27,6 +27,9 @@ pub fn run(args: &RunArgs) -> u8 {
         seed: args.seed,
         jobs: args.jobs.map(|j| j as usize),
     };
+    if let Some(dir) = &args.resume {
+        return resume(dir, args);
+    }
     let files = match expand(&args.paths) {
         Ok(f) => f,
         Err(e) => {
@@ -72,19 +75,7 @@ pub fn run(args: &RunArgs) -> u8 {
         }
     };
 
-    // Ctrl-C, SIGTERM, SIGHUP: stop after cleaning up the current trial(s).
-    // A second one exits at once; PR_SET_PDEATHSIG still kills the workers.
-    // `signalled` is set by signals only (it arms the second-signal exit and
-    // means exit 130); `stop` is also set by internal errors.
-    let signalled = Arc::new(AtomicBool::new(false));
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
-        let _ =
-            signal_hook::flag::register_conditional_shutdown(sig, i32::from(exit::INTERRUPTED), Arc::clone(&signalled));
-        let _ = signal_hook::flag::register(sig, Arc::clone(&signalled));
-        let _ = signal_hook::flag::register(sig, Arc::clone(&stop));
-    }
-    let flags = StopFlags { signalled, stop };
+    let flags = install_signal_flags();
 
     let mut done = Vec::new();
     let mut code = exit::OK;
@@ -94,7 +85,7 @@ pub fn run(args: &RunArgs) -> u8 {
             (Some(out), false) => out.clone(),
             (None, _) => default_dir(&args.results_root, &exp.name),
         };
-        let outcome = run_experiment(exp, &dir, args.out.is_none(), &exe, &flags, args.quiet);
+        let outcome = run_experiment(exp, &dir, args.out.is_none(), &exe, &flags, args.quiet, None);
         code = worse(code, outcome.code);
         let stopped = matches!(outcome.code, exit::INTERRUPTED | exit::HARNESS);
         done.push((exp, outcome));
@@ -149,6 +140,22 @@ fn default_dir(root: &Path, name: &str) -> PathBuf {
     dir
 }
 
+/// Ctrl-C, SIGTERM, SIGHUP: stop after cleaning up the current trial(s).
+/// A second one exits at once; PR_SET_PDEATHSIG still kills the workers.
+/// `signalled` is set by signals only (it arms the second-signal exit and
+/// means exit 130); `stop` is also set by internal errors.
+fn install_signal_flags() -> StopFlags {
+    let signalled = Arc::new(AtomicBool::new(false));
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
+        let _ =
+            signal_hook::flag::register_conditional_shutdown(sig, i32::from(exit::INTERRUPTED), Arc::clone(&signalled));
+        let _ = signal_hook::flag::register(sig, Arc::clone(&signalled));
+        let _ = signal_hook::flag::register(sig, Arc::clone(&stop));
+    }
+    StopFlags { signalled, stop }
+}
+
 /// Why trials stop early: `stop` for any reason, `signalled` only for a
 /// signal (exit 130 rather than 3).
 struct StopFlags {
@@ -170,18 +177,24 @@ fn run_experiment(
     exe: &Path,
     flags: &StopFlags,
     quiet: bool,
+    done: Option<Done>,
 ) -> Outcome {
     let failed = |code: u8, message: String| {
         eprintln!("error: {message}");
         Outcome { code, summary: summarize(&[]), metrics: Vec::new(), dir: dir.to_path_buf() }
     };
-    if let Err(e) = prepare_dir(exp, dir, link_latest) {
+    let resuming = done.is_some();
+    let done = done.unwrap_or_default();
+    if !resuming && let Err(e) = prepare_dir(exp, dir, link_latest) {
         return failed(exit::HARNESS, e);
     }
-    if !quiet {
-        eprintln!("leasequake: {} trials of {} → {}", exp.trials, exp.name, dir.display());
-    }
-    let writer = match ResultsWriter::create(dir, Tables::All) {
+    let writer = if resuming {
+        let completed = done.iter().map(|(t, _, _)| *t).collect();
+        ResultsWriter::resume(dir, &completed)
+    } else {
+        ResultsWriter::create(dir, Tables::All)
+    };
+    let writer = match writer {
         Ok(w) => w,
         Err(e) => return failed(exit::HARNESS, e.to_string()),
     };
@@ -191,7 +204,14 @@ fn run_experiment(
     let units = units(exp);
     let trials_per_unit = exp.trials;
     let total = units.len() as u32 * trials_per_unit;
+    // Trial indices (0-based) still to run: all, or those a resume lacks.
+    let todo: Vec<u32> = (0..total).filter(|i| !done.iter().any(|(t, _, _)| *t == i + 1)).collect();
+    if !quiet {
+        let what = if resuming { format!("{} missing of {total}", todo.len()) } else { total.to_string() };
+        eprintln!("leasequake: {what} trials of {} → {}", exp.name, dir.display());
+    }
     let progress = if quiet { ProgressBar::hidden() } else { ProgressBar::new(u64::from(total)) };
+    progress.set_position(u64::from(total) - todo.len() as u64);
     progress.set_style(
         ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} trials, {elapsed} (ETA {eta}) {msg}")
             .expect("static template")
@@ -200,7 +220,7 @@ fn run_experiment(
     progress.set_prefix(exp.name.clone());
 
     let stop: &AtomicBool = &flags.stop;
-    let sink = Mutex::new(Sink { writer, dir: dir.to_path_buf(), metrics: Vec::new(), error: None });
+    let sink = Mutex::new(Sink { writer, dir: dir.to_path_buf(), metrics: done, error: None });
     let next = AtomicU32::new(0);
     let trials_dir = dir.join("trials");
     let worker_loop = || {
@@ -208,10 +228,7 @@ fn run_experiment(
             if stop.load(Ordering::SeqCst) {
                 return;
             }
-            let index = next.fetch_add(1, Ordering::SeqCst);
-            if index >= total {
-                return;
-            }
+            let Some(&index) = todo.get(next.fetch_add(1, Ordering::SeqCst) as usize) else { return };
             let (unit, local) = ((index / trials_per_unit) as usize, index % trials_per_unit + 1);
             let trial = index + 1;
             let (unit_exp, label) = &units[unit];
@@ -289,6 +306,56 @@ fn run_experiment(
     };
     let metrics = sink.metrics.into_iter().map(|(t, _, m)| (t, m)).collect();
     Outcome { code, summary, metrics, dir: dir.to_path_buf() }
+}
+
+/// The trials a resumed run already has: (trial, unit, metrics).
+type Done = Vec<(u32, usize, TrialMetrics)>;
+
+/// `run --resume DIR`: the experiment as it ran (DIR/experiment.yaml), the
+/// finished trials re-checked from DIR/events.csv, then the missing ones.
+fn resume(dir: &Path, args: &RunArgs) -> u8 {
+    let overrides = Overrides { jobs: args.jobs.map(|j| j as usize), ..Overrides::default() };
+    let exp = match load(&dir.join("experiment.yaml"), &overrides) {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("error: --resume {}: {e}", dir.display());
+            return exit::BAD_INPUT;
+        }
+    };
+    let trials_csv = dir.join("trials.csv");
+    let completed: std::collections::BTreeSet<u32> = match csv::Reader::from_path(&trials_csv) {
+        Ok(mut r) => r.records().filter_map(|rec| rec.ok()?.get(0)?.parse().ok()).collect(),
+        Err(e) => {
+            eprintln!("error: --resume {}: {e}", trials_csv.display());
+            return exit::BAD_INPUT;
+        }
+    };
+    let histories = match crate::report::read::read_histories(dir) {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("error: --resume: {e}");
+            return exit::BAD_INPUT;
+        }
+    };
+    let units = units(&exp);
+    let per = exp.trials.max(1);
+    let done: Done = histories
+        .iter()
+        .filter(|(t, _)| completed.contains(t))
+        .map(|(t, h)| {
+            let unit = (((t - 1) / per) as usize).min(units.len() - 1);
+            (*t, unit, crate::check::check(h, &units[unit].0.check_params()))
+        })
+        .collect();
+    let exe = match std::env::current_exe() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: cannot find the leasequake executable to spawn workers: {e}");
+            return exit::HARNESS;
+        }
+    };
+    let flags = install_signal_flags();
+    run_experiment(&exp, dir, false, &exe, &flags, args.quiet, Some(done)).code
 }
 
 struct Sink {
@@ -371,5 +438,14 @@ fn write_suite_readme(out: &Path, paths: &[PathBuf], done: &[(&Experiment, Outco
         scales.into_iter().collect::<Vec<_>>().join(", "),
     );
     let title = format!("leasequake: {}", sources.join(" "));
-    std::fs::write(out.join("README.md"), markdown(&title, &preamble, &runs))
+    let mut text = markdown(&title, &preamble, &runs);
+    for (exp, o) in done.iter().filter(|(e, _)| !e.points.is_empty()) {
+        // Trial t belongs to point (t - 1) / trials, as run_experiment numbers them.
+        let units = units(exp);
+        let per = exp.trials.max(1);
+        let tagged: Vec<(u32, usize, TrialMetrics)> =
+            o.metrics.iter().map(|(t, m)| (*t, (((t - 1) / per) as usize).min(units.len() - 1), m.clone())).collect();
+        text += &points_markdown(&exp.name, exp.time_scale, &per_unit(&units, &tagged));
+    }
+    std::fs::write(out.join("README.md"), text)
 }

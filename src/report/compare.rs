@@ -176,6 +176,40 @@ pub fn markdown(title: &str, preamble: &str, runs: &[Measured<'_>]) -> String {
     out
 }
 
+/// A sweep's points as a Markdown table: measured beside the theory.
+pub fn points_markdown(name: &str, scale: f64, rows: &[super::summary::SummaryRow<'_>]) -> String {
+    let s_ = |ms: f64| ms / 1000.0 / scale;
+    let mut out = format!(
+        "\n## {name}\n\nDurations in unscaled seconds (measured at time scale {scale}).\n\n\
+         | point | crash gap median [p10–p90] | theory bound | false evictions / leader pauses (95 % CI) | predicted by pause > lease remainder |\n\
+         |---|---|---|---|---|\n"
+    );
+    for r in rows {
+        let s = &r.summary;
+        let (lo, hi) = super::csv::crash_bound_ms(r.exp);
+        let gap = match (s.crash_gap(0.5), s.crash_gap(0.1), s.crash_gap(0.9)) {
+            (Some(m), Some(a), Some(b)) => {
+                format!("{:.2} s [{:.2}–{:.2}] (n {})", s_(m), s_(a), s_(b), s.crash_gaps_ms.len())
+            }
+            _ => "-".into(),
+        };
+        let (elo, ehi) = s.false_eviction_ci;
+        let _ = writeln!(
+            out,
+            "| {} | {gap} | [{:.2}, {:.2}] s | {}/{} ({:.0}–{:.0} %) | {} |",
+            cell(&r.setting),
+            s_(lo),
+            s_(hi),
+            s.false_evictions,
+            s.leader_pauses,
+            elo * 100.0,
+            ehi * 100.0,
+            s.predicted_evictions
+        );
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use std::path::Path;

@@ -1,6 +1,7 @@
 //! The durable result: the CSV files of DESIGN.md, appended and flushed
 //! after every trial so that an interrupted run keeps every finished trial.
 
+use std::collections::BTreeSet;
 use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -54,7 +55,7 @@ pub const TRIALS_HEADER: [&str; 24] = [
     "false_evictions",
     "predicted_evictions",
 ];
-pub const SUMMARY_HEADER: [&str; 27] = [
+pub const SUMMARY_HEADER: [&str; 32] = [
     "setting",
     "lease_ms",
     "renew_ms",
@@ -82,6 +83,11 @@ pub const SUMMARY_HEADER: [&str; 27] = [
     "predicted_evictions",
     "crash_gap_bound_min_ms",
     "crash_gap_bound_max_ms",
+    "crash_gaps",
+    "crash_gap_p10_ms",
+    "crash_gap_p50_ms",
+    "crash_gap_p90_ms",
+    "crash_gap_max_ms",
 ];
 
 fn ms(us: i64) -> String {
@@ -127,6 +133,36 @@ impl Table {
         Ok(Table { path, writer })
     }
 
+    /// Reopen a table for appending, keeping only the rows whose `trial`
+    /// (first column) is in `keep`: a trial interrupted half-written leaves
+    /// no rows behind to be duplicated by its rerun.
+    fn reopen(dir: &Path, name: &str, header: &[&str], keep: &BTreeSet<u32>) -> Result<Table, WriteError> {
+        let path = dir.join(name);
+        let mut kept = Vec::new();
+        if path.exists() {
+            let mut reader = csv::Reader::from_path(&path).map_err(csv_err(&path))?;
+            for record in reader.records() {
+                // A torn last line (killed mid-write) is dropped like any
+                // other row of an unfinished trial.
+                let Ok(record) = record else { continue };
+                if record.get(0).and_then(|t| t.parse().ok()).is_some_and(|t| keep.contains(&t)) {
+                    kept.push(record);
+                }
+            }
+        }
+        // Written beside the original and renamed over it: a crash now
+        // loses nothing. The open handle follows the file through the rename.
+        let tmp_name = format!(".{name}.tmp");
+        let mut table = Table::create(dir, &tmp_name, header)?;
+        for r in kept {
+            table.writer.write_record(&r).map_err(csv_err(&table.path))?;
+        }
+        table.flush()?;
+        std::fs::rename(&table.path, &path).map_err(io_err(&path))?;
+        table.path = path;
+        Ok(table)
+    }
+
     fn row(&mut self, fields: &[String]) -> Result<(), WriteError> {
         self.writer.write_record(fields).map_err(csv_err(&self.path))
     }
@@ -169,6 +205,18 @@ impl ResultsWriter {
             faults,
             gaps: Table::create(dir, "gaps.csv", &GAPS_HEADER)?,
             trials: Table::create(dir, "trials.csv", &TRIALS_HEADER)?,
+        })
+    }
+
+    /// Continue a run in `dir`: keep the rows of the `completed` trials,
+    /// drop everything else, append from there.
+    pub fn resume(dir: &Path, completed: &BTreeSet<u32>) -> Result<ResultsWriter, WriteError> {
+        Ok(ResultsWriter {
+            dir: dir.to_path_buf(),
+            events: Some(Table::reopen(dir, "events.csv", &EVENTS_HEADER, completed)?),
+            faults: Some(Table::reopen(dir, "faults.csv", &FAULTS_HEADER, completed)?),
+            gaps: Table::reopen(dir, "gaps.csv", &GAPS_HEADER, completed)?,
+            trials: Table::reopen(dir, "trials.csv", &TRIALS_HEADER, completed)?,
         })
     }
 
@@ -296,6 +344,11 @@ impl ResultsWriter {
                 s.predicted_evictions.to_string(),
                 format!("{:.3}", crash_bound_ms(row.exp).0),
                 format!("{:.3}", crash_bound_ms(row.exp).1),
+                s.crash_gaps_ms.len().to_string(),
+                opt_ms(s.crash_gap(0.1)),
+                opt_ms(s.crash_gap(0.5)),
+                opt_ms(s.crash_gap(0.9)),
+                opt_ms(s.crash_gap(1.0)),
             ])
             .map_err(csv_err(&tmp))?;
         }

@@ -28,6 +28,15 @@ pub struct Summary {
     pub false_eviction_ci: (f64, f64),
     /// Leader pauses longer than the lease remainder at the pause.
     pub predicted_evictions: usize,
+    /// Ended gaps opened by a SIGKILL (the failover side of the dial), ms,
+    /// sorted.
+    pub crash_gaps_ms: Vec<f64>,
+}
+
+impl Summary {
+    pub fn crash_gap(&self, q: f64) -> Option<f64> {
+        percentile(&self.crash_gaps_ms, q)
+    }
 }
 
 /// One summary.csv row: a setting (the experiment, or a sweep point).
@@ -89,6 +98,16 @@ pub fn summarize(trials: &[&TrialMetrics]) -> Summary {
         false_evictions: evicted,
         false_eviction_ci: wilson95(evicted, pauses),
         predicted_evictions: trials.iter().map(|t| t.evictions.predicted).sum(),
+        crash_gaps_ms: {
+            let mut v: Vec<f64> = trials
+                .iter()
+                .flat_map(|t| t.gaps.iter())
+                .filter(|g| g.ended && g.cause == "kill")
+                .map(|g| us_to_ms(g.duration_us()))
+                .collect();
+            v.sort_by(f64::total_cmp);
+            v
+        },
     }
 }
 

@@ -82,22 +82,32 @@ pub fn render(exp: &Experiment, s: &Summary, dir: &Path) -> String {
     out
 }
 
-/// One line per sweep point.
+/// One line per sweep point: measured figures beside the theory's.
 pub fn points(rows: &[SummaryRow<'_>]) -> String {
     let width = rows.iter().map(|r| r.setting.len()).max().unwrap_or(0);
-    let mut out = String::from("  per point:\n");
+    let mut out = format!(
+        "  per point:{:w$}  crash gap p50 [p10–p90]     theory bound       false evictions   predicted\n",
+        "",
+        w = width.saturating_sub(8)
+    );
     for r in rows {
         let s = &r.summary;
+        let (lo, hi) = crate::report::csv::crash_bound_ms(r.exp);
+        let gap = match (s.crash_gap(0.5), s.crash_gap(0.1), s.crash_gap(0.9)) {
+            (Some(m), Some(a), Some(b)) => format!("{:.3} s [{:.3}–{:.3}]", m / 1e3, a / 1e3, b / 1e3),
+            _ => "-".to_string(),
+        };
+        let (elo, ehi) = s.false_eviction_ci;
         out += &format!(
-            "    {:width$}  n {:>3}  gap p50 {:>9}  max {:>9}  two leaders {:>3}/{:<3} wedged {}/{}\n",
+            "    {:width$}  {gap:<27} [{:.3}, {:.3}] s  {:>3}/{:<3} ({:.0}–{:.0} %)  {}\n",
             r.setting,
-            s.n,
-            secs(s.gap_p50_ms),
-            secs(s.gap_max_ms),
-            s.double_leader_trials,
-            s.n,
-            s.wedged_trials,
-            s.n,
+            lo / 1e3,
+            hi / 1e3,
+            s.false_evictions,
+            s.leader_pauses,
+            elo * 100.0,
+            ehi * 100.0,
+            s.predicted_evictions,
         );
     }
     out

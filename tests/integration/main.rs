@@ -12,4 +12,5 @@ mod helper;
 mod races;
 mod recheck;
 mod signals;
+mod sweeps;
 mod worker;
