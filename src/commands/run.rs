@@ -237,11 +237,21 @@ fn run_experiment(
             let mut sink = sink.lock().unwrap_or_else(|p| p.into_inner());
             match result {
                 Ok(record) => {
-                    let point = if label.is_empty() { String::new() } else { format!("{label}: ") };
-                    progress.set_message(format!("{point}{}", record.metrics.outcome()));
+                    let outcome = record.metrics.outcome();
                     if let Err(e) = sink.record(&units, unit, record) {
                         sink.error.get_or_insert(e);
                         stop.store(true, Ordering::SeqCst);
+                    }
+                    if units.len() > 1 {
+                        // Points done: every trial of the point is in.
+                        let full = (0..units.len())
+                            .filter(|u| {
+                                sink.metrics.iter().filter(|(_, m, _)| m == u).count() as u32 >= trials_per_unit
+                            })
+                            .count();
+                        progress.set_message(format!("{full}/{} points; {label}: {outcome}", units.len()));
+                    } else {
+                        progress.set_message(outcome);
                     }
                     progress.inc(1);
                 }
