@@ -19,6 +19,7 @@ pub use diagnostic::{Diagnostic, ExperimentError};
 pub use duration::Dur;
 pub use load::{Overrides, load, load_str};
 pub use resolved::to_yaml;
+pub use sweep::is_duration as is_duration_setting;
 
 use crate::history::EventKind;
 

@@ -176,6 +176,22 @@ pub fn markdown(title: &str, preamble: &str, runs: &[Measured<'_>]) -> String {
     out
 }
 
+/// `lease=300ms pause=1s` at scale 0.1 → `lease=3s pause=10s`: labels
+/// carry the values as they ran; the table speaks the source's time.
+fn unscaled_label(label: &str, scale: f64) -> String {
+    label
+        .split(' ')
+        .map(|kv| match kv.split_once('=') {
+            Some((k, v)) if crate::experiment::is_duration_setting(k) => match Dur::parse(v) {
+                Ok(d) => format!("{k}={}", d.scaled(1.0 / scale)),
+                Err(_) => kv.to_string(),
+            },
+            _ => kv.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// A sweep's points as a Markdown table: measured beside the theory.
 pub fn points_markdown(name: &str, scale: f64, rows: &[super::summary::SummaryRow<'_>]) -> String {
     let s_ = |ms: f64| ms / 1000.0 / scale;
@@ -197,7 +213,7 @@ pub fn points_markdown(name: &str, scale: f64, rows: &[super::summary::SummaryRo
         let _ = writeln!(
             out,
             "| {} | {gap} | [{:.2}, {:.2}] s | {}/{} ({:.0}–{:.0} %) | {} |",
-            cell(&r.setting),
+            cell(&unscaled_label(&r.setting, scale)),
             s_(lo),
             s_(hi),
             s.false_evictions,
@@ -264,6 +280,12 @@ mod tests {
         assert!(t.contains("all gaps inside the bound [6, 13] s"), "{t}");
         let t = table(yaml, 0.1, &[trial(Some(1400), 1)]);
         assert!(t.contains("OUTSIDE the bound"), "{t}");
+    }
+
+    #[test]
+    fn point_labels_are_shown_unscaled() {
+        assert_eq!(unscaled_label("pause=50ms lease=150ms workers=3", 0.1), "pause=500ms lease=1500ms workers=3");
+        assert_eq!(unscaled_label("fault.1.at=1200ms", 0.1), "fault.1.at=12s");
     }
 
     #[test]
