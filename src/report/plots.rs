@@ -78,16 +78,29 @@ type PlotResult = Result<(), Box<dyn std::error::Error>>;
 /// rate with its Wilson 95 % interval (bottom), one x position per point.
 pub fn dial(path: &Path, title: &str, points: &[PointData]) -> PlotResult {
     let n = points.len().max(1);
-    let root = SVGBackend::new(path, (900, 640)).into_drawing_area();
+    // Many or long labels do not fit under the axis: number the points and
+    // print a key below the charts instead.
+    let numbered = n > 6 || points.iter().any(|p| p.label.len() * n > 120);
+    let key_rows = if numbered { n.div_ceil(2) } else { 0 };
+    let height = 640 + 16 * key_rows as u32;
+    let root = SVGBackend::new(path, (900, height)).into_drawing_area();
     root.fill(&WHITE)?;
-    let (top, bottom) = root.split_vertically(330);
+    let (charts, key) = root.split_vertically(640);
+    let (top, bottom) = charts.split_vertically(330);
+    for (i, p) in points.iter().enumerate().filter(|_| numbered) {
+        let (col, row) = (i / key_rows, i % key_rows);
+        let at = (20 + 440 * col as i32, 4 + 16 * row as i32);
+        key.draw(&Text::new(format!("{}: {}", i + 1, p.label), at, ("sans-serif", 12)))?;
+    }
     let x_range = -0.5..(n as f64 - 0.5);
     let label = |x: &f64| {
         let i = x.round();
-        if (x - i).abs() < 1e-6 && i >= 0.0 {
-            points.get(i as usize).map(|p| p.label.clone()).unwrap_or_default()
-        } else {
+        if (x - i).abs() > 1e-6 || i < 0.0 || i as usize >= points.len() {
             String::new()
+        } else if numbered {
+            format!("{}", i as usize + 1)
+        } else {
+            points[i as usize].label.clone()
         }
     };
 
