@@ -5,7 +5,7 @@ use crate::check::check as check_history;
 use crate::experiment::{Overrides, load};
 use crate::report::csv::{ResultsWriter, Tables};
 use crate::report::read::read_histories;
-use crate::report::summary::{expectation_failures, per_unit, summarize, units};
+use crate::report::summary::{per_unit, summarize, unit_of, units};
 use crate::report::terminal;
 
 /// Recompute the derived tables of a results directory from its history.
@@ -29,14 +29,13 @@ pub fn check(dir: &Path, out: Option<&Path>) -> u8 {
         eprintln!("error: {}: {e}", out.display());
         return exit::HARNESS;
     }
-    // Trial t of a sweep belongs to point (t - 1) / trials, as `run` numbers them.
+    // Each trial is checked with the settings of its sweep point.
     let units = units(&exp);
     let trials_per_unit = exp.trials.max(1);
-    let unit_of = |trial: u32| (((trial.max(1) - 1) / trials_per_unit) as usize).min(units.len() - 1);
     let metrics: Vec<(u32, usize, _)> = histories
         .iter()
         .map(|(t, h)| {
-            let unit = unit_of(*t);
+            let unit = unit_of(&exp, units.len(), *t);
             (*t, unit, check_history(h, &units[unit].0.check_params()))
         })
         .collect();
@@ -56,16 +55,7 @@ pub fn check(dir: &Path, out: Option<&Path>) -> u8 {
             print!("{}", terminal::render(&exp, &summary, out));
             // The same verdict as the run that produced the history.
             let by_trial: Vec<_> = metrics.iter().map(|(t, _, m)| (*t, m)).collect();
-            let failures = expectation_failures(&exp, &by_trial);
-            if failures.is_empty() {
-                exit::OK
-            } else {
-                println!("  expectations:   {} failed", failures.len());
-                for f in failures.iter().take(20) {
-                    println!("    - {f}");
-                }
-                exit::EXPECT_FAILED
-            }
+            super::verdict(&exp, &by_trial)
         }
         Err(e) => {
             eprintln!("error: {e}");

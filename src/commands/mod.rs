@@ -40,6 +40,24 @@ pub(crate) fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
     Ok(files)
 }
 
+/// Print whether the experiment's `expect:` held over these trials; the
+/// exit code that says so.
+fn verdict(exp: &crate::experiment::Experiment, trials: &[(u32, &crate::check::TrialMetrics)]) -> u8 {
+    let failures = crate::report::summary::expectation_failures(exp, trials);
+    if failures.is_empty() {
+        if !exp.expect.is_empty() {
+            println!("  expectations:   all held");
+        }
+        exit::OK
+    } else {
+        println!("  expectations:   {} failed", failures.len());
+        for f in failures.iter().take(20) {
+            println!("    - {f}");
+        }
+        exit::EXPECT_FAILED
+    }
+}
+
 pub fn dispatch(cli: Cli) -> u8 {
     match cli.command {
         Command::Run(args) | Command::Sweep(args) => run::run(&args),

@@ -16,7 +16,7 @@ use crate::clock::{utc_stamp, wall_ns};
 use crate::experiment::{Experiment, Overrides, load, to_yaml};
 use crate::report::compare::{Measured, markdown, points_markdown};
 use crate::report::csv::{ResultsWriter, Tables};
-use crate::report::summary::{Summary, expectation_failures, per_unit, summarize, units};
+use crate::report::summary::{Summary, per_unit, summarize, unit_of, units};
 use crate::report::{host, terminal, timeline};
 use crate::trial::{TrialError, TrialRecord, run_trial};
 
@@ -67,13 +67,7 @@ pub fn run(args: &RunArgs) -> u8 {
             return exit::BAD_INPUT;
         }
     }
-    let exe = match std::env::current_exe() {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("error: cannot find the leasequake executable to spawn workers: {e}");
-            return exit::HARNESS;
-        }
-    };
+    let Some(exe) = worker_exe() else { return exit::HARNESS };
 
     let flags = install_signal_flags();
 
@@ -103,6 +97,13 @@ pub fn run(args: &RunArgs) -> u8 {
         code = worse(code, exit::HARNESS);
     }
     code
+}
+
+/// The executable that runs `leasequake worker`: this one.
+fn worker_exe() -> Option<PathBuf> {
+    std::env::current_exe()
+        .map_err(|e| eprintln!("error: cannot find the leasequake executable to spawn workers: {e}"))
+        .ok()
 }
 
 /// Severity order of exit codes: interrupted > harness > expect > ok.
@@ -300,19 +301,7 @@ fn run_experiment(
         eprintln!("interrupted: {} of {total} trials completed and kept in {}", all.len(), dir.display());
         exit::INTERRUPTED
     } else {
-        let failures = expectation_failures(exp, &by_trial);
-        if failures.is_empty() {
-            if !exp.expect.is_empty() {
-                println!("  expectations:   all held");
-            }
-            exit::OK
-        } else {
-            println!("  expectations:   {} failed", failures.len());
-            for f in failures.iter().take(20) {
-                println!("    - {f}");
-            }
-            exit::EXPECT_FAILED
-        }
+        super::verdict(exp, &by_trial)
     };
     let metrics = sink.metrics.into_iter().map(|(t, _, m)| (t, m)).collect();
     Outcome { code, summary, metrics, dir: dir.to_path_buf() }
@@ -348,22 +337,15 @@ fn resume(dir: &Path, args: &RunArgs) -> u8 {
         }
     };
     let units = units(&exp);
-    let per = exp.trials.max(1);
     let done: Done = histories
         .iter()
         .filter(|(t, _)| completed.contains(t))
         .map(|(t, h)| {
-            let unit = (((t - 1) / per) as usize).min(units.len() - 1);
+            let unit = unit_of(&exp, units.len(), *t);
             (*t, unit, crate::check::check(h, &units[unit].0.check_params()))
         })
         .collect();
-    let exe = match std::env::current_exe() {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("error: cannot find the leasequake executable to spawn workers: {e}");
-            return exit::HARNESS;
-        }
-    };
+    let Some(exe) = worker_exe() else { return exit::HARNESS };
     let flags = install_signal_flags();
     run_experiment(&exp, dir, false, &exe, &flags, args.quiet, Some(done)).code
 }
@@ -450,11 +432,9 @@ fn write_suite_readme(out: &Path, paths: &[PathBuf], done: &[(&Experiment, Outco
     let title = format!("leasequake: {}", sources.join(" "));
     let mut text = markdown(&title, &preamble, &runs);
     for (exp, o) in done.iter().filter(|(e, _)| !e.points.is_empty()) {
-        // Trial t belongs to point (t - 1) / trials, as run_experiment numbers them.
         let units = units(exp);
-        let per = exp.trials.max(1);
         let tagged: Vec<(u32, usize, TrialMetrics)> =
-            o.metrics.iter().map(|(t, m)| (*t, (((t - 1) / per) as usize).min(units.len() - 1), m.clone())).collect();
+            o.metrics.iter().map(|(t, m)| (*t, unit_of(exp, units.len(), *t), m.clone())).collect();
         text += &points_markdown(&exp.name, exp.time_scale, &per_unit(&units, &tagged));
     }
     std::fs::write(out.join("README.md"), text)

@@ -56,6 +56,12 @@ pub fn units(exp: &Experiment) -> Vec<(&Experiment, String)> {
     }
 }
 
+/// The unit (sweep point) of a trial: `run` numbers point p's trials
+/// p·trials + 1 ..= (p + 1)·trials.
+pub fn unit_of(exp: &Experiment, units: usize, trial: u32) -> usize {
+    (((trial.max(1) - 1) / exp.trials.max(1)) as usize).min(units.saturating_sub(1))
+}
+
 /// One summary per unit that has finished trials; `metrics` holds
 /// (trial, unit index, metrics).
 pub fn per_unit<'a>(units: &[(&'a Experiment, String)], metrics: &[(u32, usize, TrialMetrics)]) -> Vec<SummaryRow<'a>> {

@@ -21,14 +21,16 @@ fn medians(run: &crate::helper::Finished) -> BTreeMap<String, f64> {
 fn a_sweep_has_one_summary_row_per_point_whatever_the_jobs() {
     let lab = Lab::new();
     let file = lab.file("sw.yaml", SWEEP);
-    let parallel = lab.run(&file).arg("--time-scale=0.05").trials(3).jobs(8).output().expect_code(0);
+    // Scale 0.1: the align margin (50 ms) stays wider than a start delayed by
+    // eight trials sharing two cores.
+    let parallel = lab.run(&file).arg("--time-scale=0.1").trials(3).jobs(8).output().expect_code(0);
     let trials = parallel.table("trials.csv");
     assert_eq!(trials.len(), 9);
     for t in &trials {
         let expected_lease = match t.get("point") {
-            "lease=150ms renew=50ms watch=50ms" => "150.000",
             "lease=300ms renew=100ms watch=100ms" => "300.000",
-            "lease=450ms renew=150ms watch=150ms" => "450.000",
+            "lease=600ms renew=200ms watch=200ms" => "600.000",
+            "lease=900ms renew=300ms watch=300ms" => "900.000",
             other => panic!("unexpected point {other:?}"),
         };
         assert_eq!(t.get("lease_ms"), expected_lease, "each row carries its point's settings: {t:?}");
@@ -44,7 +46,7 @@ fn a_sweep_has_one_summary_row_per_point_whatever_the_jobs() {
         roxmltree::Document::parse(&svg).unwrap_or_else(|e| panic!("{f}: {e}"));
     }
     // The same sweep one trial at a time: the same medians.
-    let serial = lab.run(&file).arg("--time-scale=0.05").trials(3).jobs(1).output().expect_code(0);
+    let serial = lab.run(&file).arg("--time-scale=0.1").trials(3).jobs(1).output().expect_code(0);
     let (a, b) = (medians(&parallel), medians(&serial));
     assert_eq!(a.len(), 3);
     for (point, m) in &a {
