@@ -118,6 +118,8 @@ pub struct WorkerSettings {
     pub failpoint_delay: Dur,
     /// Only these workers get the failpoint (default: all).
     pub failpoint_workers: Option<Vec<usize>>,
+    /// Give every grant a fencing token (in the lease and in events).
+    pub fencing_tokens: bool,
 }
 
 impl Default for WorkerSettings {
@@ -132,6 +134,7 @@ impl Default for WorkerSettings {
             failpoint: Failpoint::None,
             failpoint_delay: Dur::from_ms(100),
             failpoint_workers: None,
+            fencing_tokens: false,
         }
     }
 }

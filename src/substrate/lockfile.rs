@@ -23,6 +23,10 @@ pub struct Lease {
     pub process_id: i64,
     #[serde(rename = "leaseUntil")]
     pub lease_until: f64,
+    /// Fencing token of this grant (only with fencing tokens enabled; the
+    /// blog's file has none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<u64>,
 }
 
 impl Lease {
@@ -30,7 +34,9 @@ impl Lease {
     pub fn to_bytes(self, expiry: Expiry) -> Vec<u8> {
         match expiry {
             Expiry::UnixSeconds => {
-                format!("{{\"processId\":{},\"leaseUntil\":{}}}", self.process_id, self.lease_until as i64).into_bytes()
+                let token = self.token.map(|t| format!(",\"token\":{t}")).unwrap_or_default();
+                format!("{{\"processId\":{},\"leaseUntil\":{}{token}}}", self.process_id, self.lease_until as i64)
+                    .into_bytes()
             }
             Expiry::Exact => serde_json::to_vec(&self).expect("lease serialises"),
         }
@@ -220,7 +226,7 @@ pub fn inject(path: &Path, fault: LockFault, expiry: Expiry) -> io::Result<()> {
         },
         LockFault::Corrupt => fs::write(path, b"\x00\x17{\"processId\": garbage"),
         LockFault::Stale { dead_pid, lease_until } => {
-            fs::write(path, Lease { process_id: dead_pid, lease_until }.to_bytes(expiry))
+            fs::write(path, Lease { process_id: dead_pid, lease_until, token: None }.to_bytes(expiry))
         }
     }
 }
@@ -233,7 +239,7 @@ mod tests {
         LockFile::new(&dir.join("leader.lock"), acquire, Expiry::UnixSeconds)
     }
 
-    const LEASE: Lease = Lease { process_id: 42, lease_until: 1_715_430_000.0 };
+    const LEASE: Lease = Lease { process_id: 42, lease_until: 1_715_430_000.0, token: None };
 
     #[test]
     fn every_variant_acquires_once_then_loses() {
@@ -294,7 +300,7 @@ mod tests {
         inject(l.path(), LockFault::Corrupt, Expiry::UnixSeconds).unwrap();
         assert!(matches!(l.read(), Err(ReadError::Parse(_))));
         inject(l.path(), LockFault::Stale { dead_pid: 7, lease_until: 3.0 }, Expiry::UnixSeconds).unwrap();
-        assert_eq!(l.read().unwrap(), Lease { process_id: 7, lease_until: 3.0 });
+        assert_eq!(l.read().unwrap(), Lease { process_id: 7, lease_until: 3.0, token: None });
         inject(l.path(), LockFault::Delete, Expiry::UnixSeconds).unwrap();
         inject(l.path(), LockFault::Delete, Expiry::UnixSeconds).unwrap();
         assert!(matches!(l.read(), Err(ReadError::Missing)));

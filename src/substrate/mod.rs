@@ -2,3 +2,4 @@
 //! PostgreSQL come later behind the same worker loop.
 
 pub mod lockfile;
+pub mod tokens;

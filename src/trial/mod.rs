@@ -102,6 +102,9 @@ fn worker_args(exp: &Experiment, lock: &Path) -> Vec<String> {
     if !exp.worker.release_on_term {
         args.push("--no-release".into());
     }
+    if exp.worker.fencing_tokens {
+        args.push("--fencing-tokens".into());
+    }
     args
 }
 

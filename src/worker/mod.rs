@@ -64,6 +64,9 @@ pub struct WorkerArgs {
     /// Start at once instead of waiting for EOF on stdin (manual runs).
     #[arg(long)]
     pub no_barrier: bool,
+    /// Give every grant a fencing token (stored in the lease, in events).
+    #[arg(long)]
+    pub fencing_tokens: bool,
     /// Stall here, after reporting a `failpoint` event.
     #[arg(long, value_enum, default_value_t = Failpoint::None)]
     pub failpoint: Failpoint,
@@ -84,6 +87,10 @@ struct Worker {
     rule: ExpiryRule,
     log: Box<dyn Write>,
     started_ns: i64,
+    /// This worker's current fencing token (while it leads, with tokens on).
+    token: Option<u64>,
+    /// The highest token seen in the lock file.
+    seen_token: u64,
 }
 
 /// Entry point of `leasequake worker`; returns the exit code.
@@ -130,6 +137,8 @@ pub fn run(args: WorkerArgs) -> i32 {
         },
         log,
         started_ns: mono_ns(),
+        token: None,
+        seen_token: 0,
         args,
     };
     w.emit(EventKind::Ready, Detail::default());
@@ -218,7 +227,7 @@ impl Worker {
     }
 
     fn fresh_lease(&self) -> Lease {
-        Lease { process_id: self.pid, lease_until: self.rule.lease_until(wall_ns()) }
+        Lease { process_id: self.pid, lease_until: self.rule.lease_until(wall_ns()), token: self.token }
     }
 
     fn lease_detail(&self, lease: Lease) -> Detail {
@@ -226,15 +235,38 @@ impl Worker {
             holder: Some(lease.process_id),
             lease_until: Some(lease.lease_until),
             expires_in_ms: Some(self.args.lease.as_ms_f64()),
+            token: lease.token,
             ..Detail::default()
         }
     }
 
+    /// Remember the highest fencing token seen in the lock file.
+    fn saw(&mut self, lease: &Lease) {
+        self.seen_token = self.seen_token.max(lease.token.unwrap_or(0));
+    }
+
+    /// With fencing tokens: claim this grant's token (after winning the
+    /// create, so the claim order is the grant order) and write it into the
+    /// lease. The grant is the claim.
+    fn claim_token(&mut self, lease: Lease) -> std::io::Result<Lease> {
+        if !self.args.fencing_tokens {
+            return Ok(lease);
+        }
+        let dir = crate::substrate::tokens::dir_for(self.lock.path());
+        let token = crate::substrate::tokens::claim(&dir, self.seen_token)?;
+        self.token = Some(token);
+        self.seen_token = token;
+        let lease = Lease { token: Some(token), ..lease };
+        self.lock.write(lease)?;
+        Ok(lease)
+    }
+
     /// Try the configured acquire; report and log the outcome.
     fn try_acquire(&mut self, how: &str) -> bool {
+        self.token = None;
         let lease = self.fresh_lease();
-        match self.lock.acquire(lease) {
-            Ok(true) => {
+        match self.lock.acquire(lease).and_then(|won| if won { self.claim_token(lease).map(Some) } else { Ok(None) }) {
+            Ok(Some(lease)) => {
                 let detail = Detail { how: Some(how.into()), ..self.lease_detail(lease) };
                 self.emit(EventKind::Acquired, detail);
                 let text = if how == "takeover" {
@@ -249,7 +281,7 @@ impl Worker {
                 self.log(&text);
                 true
             }
-            Ok(false) => {
+            Ok(None) => {
                 let kind = if how == "takeover" { EventKind::TakeoverLost } else { EventKind::NotAcquired };
                 self.emit(kind, Detail::default());
                 if how == "takeover" {
@@ -302,7 +334,11 @@ impl Worker {
     }
 
     fn renew(&mut self, failures: u32) -> Role {
-        match self.lock.read() {
+        let read = self.lock.read();
+        if let Ok(current) = &read {
+            self.saw(current);
+        }
+        match read {
             Err(e) => self.renew_failed(failures, e.to_string()),
             Ok(current) if current.process_id != self.pid => {
                 self.emit(
@@ -352,8 +388,13 @@ impl Worker {
             Ok(current) => current,
             Err(e) => return self.unreadable(e),
         };
-        let seen =
-            Detail { holder: Some(current.process_id), lease_until: Some(current.lease_until), ..Detail::default() };
+        self.saw(&current);
+        let seen = Detail {
+            holder: Some(current.process_id),
+            lease_until: Some(current.lease_until),
+            token: current.token,
+            ..Detail::default()
+        };
         let (holder, until) = (current.process_id, self.until_text(current.lease_until));
         if self.rule.expired(current.lease_until, wall_ns()) {
             self.emit(EventKind::ExpiredSeen, seen);

@@ -127,3 +127,26 @@ fn running_trials_in_parallel_does_not_change_the_gaps() {
         assert!((a - b).abs() < 25.0, "trial {t}: {a} vs {b} ms");
     }
 }
+
+#[test]
+fn fencing_tokens_tell_the_two_takers_of_the_race_apart() {
+    // The widened takeover race with fencing tokens: both takers believe
+    // they lead, but their grants carry different tokens, the later grant
+    // the higher one, each above the first leader's.
+    let lab = Lab::new();
+    let text = std::fs::read_to_string(blog("takeover-race-widened"))
+        .unwrap()
+        .replace("worker:\n", "worker:\n  fencing_tokens: true\n");
+    let file = lab.file("fenced-race.yaml", &text);
+    let run = lab.run(&file).scale(0.2).trials(2).jobs(2).output().expect_code(0);
+    let events = run.table("events.csv");
+    for trial in ["1", "2"] {
+        let token = |e: &Row| -> u64 {
+            let detail: serde_json::Value = serde_json::from_str(e.get("detail")).unwrap();
+            detail["token"].as_u64().unwrap_or_else(|| panic!("no token in {e:?}"))
+        };
+        let grants: Vec<u64> = of_trial(&events, trial, "acquired").into_iter().map(token).collect();
+        assert_eq!(grants.len(), 3, "start + two takeovers in trial {trial}: {grants:?}");
+        assert!(grants.windows(2).all(|w| w[0] < w[1]), "tokens rise with each grant: {grants:?}");
+    }
+}
