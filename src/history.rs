@@ -59,10 +59,14 @@ pub enum EventKind {
     Exiting,
     /// Worker reached a failpoint and stalls there (detail: `reason`).
     Failpoint,
+    /// The protected resource took the leader's write (detail: `token`).
+    WriteAccepted,
+    /// The protected resource refused it: a higher token was seen.
+    WriteRejected,
 }
 
 impl EventKind {
-    pub const ALL: [EventKind; 19] = [
+    pub const ALL: [EventKind; 21] = [
         EventKind::Spawn,
         EventKind::Barrier,
         EventKind::Fault,
@@ -82,6 +86,8 @@ impl EventKind {
         EventKind::Released,
         EventKind::Exiting,
         EventKind::Failpoint,
+        EventKind::WriteAccepted,
+        EventKind::WriteRejected,
     ];
 
     /// The name used in events.csv, the worker protocol and `after:`.
@@ -106,6 +112,8 @@ impl EventKind {
             EventKind::Released => "released",
             EventKind::Exiting => "exiting",
             EventKind::Failpoint => "failpoint",
+            EventKind::WriteAccepted => "write_accepted",
+            EventKind::WriteRejected => "write_rejected",
         }
     }
 

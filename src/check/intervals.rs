@@ -48,6 +48,7 @@ pub fn check(history: &History, params: &CheckParams) -> TrialMetrics {
 
     let mut metrics = sweep.finish(events, end_us, params);
     metrics.evictions = super::evictions::evictions(history, &metrics.spans, end_us);
+    metrics.writes = super::writes::writes(events);
     metrics
 }
 
@@ -354,6 +355,7 @@ impl Sweep {
             wedged,
             end_us,
             evictions: Default::default(),
+            writes: Default::default(),
             spans: self.spans,
         }
     }

@@ -67,6 +67,8 @@ pub struct TrialMetrics {
     pub spans: Spans,
     /// Leader pauses and the false evictions among them.
     pub evictions: Evictions,
+    /// Writes to the protected resource, stale ones counted.
+    pub writes: Writes,
 }
 
 /// A time span of one worker.
@@ -104,5 +106,7 @@ impl TrialMetrics {
 
 mod evictions;
 mod intervals;
+mod writes;
 pub use evictions::Evictions;
 pub use intervals::check;
+pub use writes::Writes;

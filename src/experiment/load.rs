@@ -337,6 +337,14 @@ fn build(path: &Path, text: &str, raw: RawExperiment, overrides: &Overrides) -> 
             format!("failpoint_workers: worker {bad} is out of range (this experiment has workers 0..{})", workers - 1),
         ));
     }
+    if raw.worker.resource != crate::substrate::resource::Resource::None && !raw.worker.fencing_tokens {
+        let (line, column) = locate(text, "resource");
+        return Err(at(
+            line,
+            column,
+            "resource: the leader's writes carry fencing tokens: set fencing_tokens: true".into(),
+        ));
+    }
     let mut faults = Vec::with_capacity(raw.faults.len());
     for f in &raw.faults {
         faults.push(validate_fault(f, workers, duration, &err_at)?);

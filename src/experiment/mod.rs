@@ -120,6 +120,8 @@ pub struct WorkerSettings {
     pub failpoint_workers: Option<Vec<usize>>,
     /// Give every grant a fencing token (in the lease and in events).
     pub fencing_tokens: bool,
+    /// Leader work against a protected resource (needs fencing tokens).
+    pub resource: crate::substrate::resource::Resource,
 }
 
 impl Default for WorkerSettings {
@@ -135,6 +137,7 @@ impl Default for WorkerSettings {
             failpoint_delay: Dur::from_ms(100),
             failpoint_workers: None,
             fencing_tokens: false,
+            resource: crate::substrate::resource::Resource::None,
         }
     }
 }

@@ -260,6 +260,7 @@ mod tests {
             end_us: 3_000_000,
             spans: Spans::default(),
             evictions: Default::default(),
+            writes: Default::default(),
         }
     }
 

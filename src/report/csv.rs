@@ -29,7 +29,7 @@ pub const GAPS_HEADER: [&str; 11] = [
     "detection_lag_ms",
     "cause_fault",
 ];
-pub const TRIALS_HEADER: [&str; 24] = [
+pub const TRIALS_HEADER: [&str; 28] = [
     "trial",
     "seed",
     "workers",
@@ -54,6 +54,10 @@ pub const TRIALS_HEADER: [&str; 24] = [
     "leader_pauses",
     "false_evictions",
     "predicted_evictions",
+    "writes",
+    "stale_writes",
+    "stale_writes_accepted",
+    "stale_writes_rejected",
 ];
 pub const SUMMARY_HEADER: [&str; 32] = [
     "setting",
@@ -297,6 +301,10 @@ impl ResultsWriter {
             m.evictions.leader_pauses.to_string(),
             m.evictions.false_evictions.to_string(),
             m.evictions.predicted.to_string(),
+            m.writes.attempted.to_string(),
+            m.writes.stale.to_string(),
+            m.writes.stale_accepted.to_string(),
+            m.writes.stale_rejected.to_string(),
         ])?;
         self.trials.flush()
     }

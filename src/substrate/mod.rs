@@ -2,4 +2,5 @@
 //! PostgreSQL come later behind the same worker loop.
 
 pub mod lockfile;
+pub mod resource;
 pub mod tokens;

@@ -105,6 +105,12 @@ fn worker_args(exp: &Experiment, lock: &Path) -> Vec<String> {
     if exp.worker.fencing_tokens {
         args.push("--fencing-tokens".into());
     }
+    if exp.worker.resource != crate::substrate::resource::Resource::None {
+        args.push("--resource".into());
+        args.push(enum_value(&exp.worker.resource));
+        args.push("--resource-dir".into());
+        args.push(lock.with_file_name("resource").display().to_string());
+    }
     args
 }
 

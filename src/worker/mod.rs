@@ -21,6 +21,7 @@ use crate::clock::{mono_ns, utc, wall_ns};
 use crate::experiment::{Acquire, Dur, Expiry, Failpoint, Mode, Unreadable};
 use crate::history::{Detail, EventKind};
 use crate::substrate::lockfile::{Lease, LockFile, ReadError};
+use crate::substrate::resource::{self, Resource};
 use expiry::ExpiryRule;
 use protocol::WireEvent;
 
@@ -67,6 +68,12 @@ pub struct WorkerArgs {
     /// Give every grant a fencing token (stored in the lease, in events).
     #[arg(long)]
     pub fencing_tokens: bool,
+    /// Leader work: write a report to this protected resource while leading.
+    #[arg(long, value_enum, default_value_t = Resource::None)]
+    pub resource: Resource,
+    /// Directory of the protected resource.
+    #[arg(long)]
+    pub resource_dir: Option<PathBuf>,
     /// Stall here, after reporting a `failpoint` event.
     #[arg(long, value_enum, default_value_t = Failpoint::None)]
     pub failpoint: Failpoint,
@@ -261,6 +268,25 @@ impl Worker {
         Ok(lease)
     }
 
+    /// Leader work: write the report with this grant's token. A leader that
+    /// was paused does this on its first tick after resuming, before it
+    /// learns (at the renewal) that it lost the lease: the stale write.
+    fn work(&mut self) {
+        let Some(dir) = self.args.resource_dir.clone() else { return };
+        if self.args.resource == Resource::None {
+            return;
+        }
+        let token = self.token.unwrap_or(0);
+        let (kind, error) = match resource::write(&dir, self.args.resource, token, self.pid) {
+            Ok(true) => (EventKind::WriteAccepted, None),
+            Ok(false) => (EventKind::WriteRejected, None),
+            Err(e) => (EventKind::WriteRejected, Some(e.to_string())),
+        };
+        self.emit(kind, Detail { token: Some(token), error, ..Detail::default() });
+        let verdict = if kind == EventKind::WriteAccepted { "accepted" } else { "rejected" };
+        self.log(&format!("[LEADER] Wrote report with token {token}: {verdict}"));
+    }
+
     /// Try the configured acquire; report and log the outcome.
     fn try_acquire(&mut self, how: &str) -> bool {
         self.token = None;
@@ -279,6 +305,7 @@ impl Worker {
                     )
                 };
                 self.log(&text);
+                self.work();
                 true
             }
             Ok(None) => {
@@ -314,7 +341,10 @@ impl Worker {
             }
             let was_leader = matches!(role, Role::Leader { .. });
             role = match role {
-                Role::Leader { failures } => self.renew(failures),
+                Role::Leader { failures } => {
+                    self.work();
+                    self.renew(failures)
+                }
                 Role::Watcher => self.watch(),
             };
             let now = mono_ns();

@@ -8,6 +8,7 @@ mod blog;
 mod bounds;
 mod errors;
 mod faults;
+mod fencing;
 mod helper;
 mod races;
 mod recheck;
