@@ -116,6 +116,13 @@ fn row(m: &Measured<'_>) -> [String; 5] {
             format!("CONTRADICTS the claim: up to {seen} leaders at once in {k}/{n} trials")
         });
     }
+    if s.writes.attempted > 0 {
+        let w = &s.writes;
+        measured.push(format!(
+            "{} stale writes of {} (accepted {}, rejected {})",
+            w.stale, w.attempted, w.stale_accepted, w.stale_rejected
+        ));
+    }
     if let Some(w) = r.wedged {
         measured.push(format!("{}/{n} trials wedged", s.wedged_trials));
         let all = s.wedged_trials == n;

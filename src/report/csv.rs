@@ -59,7 +59,7 @@ pub const TRIALS_HEADER: [&str; 28] = [
     "stale_writes_accepted",
     "stale_writes_rejected",
 ];
-pub const SUMMARY_HEADER: [&str; 32] = [
+pub const SUMMARY_HEADER: [&str; 36] = [
     "setting",
     "lease_ms",
     "renew_ms",
@@ -92,6 +92,10 @@ pub const SUMMARY_HEADER: [&str; 32] = [
     "crash_gap_p50_ms",
     "crash_gap_p90_ms",
     "crash_gap_max_ms",
+    "writes",
+    "stale_writes",
+    "stale_writes_accepted",
+    "stale_writes_rejected",
 ];
 
 fn ms(us: i64) -> String {
@@ -357,6 +361,10 @@ impl ResultsWriter {
                 opt_ms(s.crash_gap(0.5)),
                 opt_ms(s.crash_gap(0.9)),
                 opt_ms(s.crash_gap(1.0)),
+                s.writes.attempted.to_string(),
+                s.writes.stale.to_string(),
+                s.writes.stale_accepted.to_string(),
+                s.writes.stale_rejected.to_string(),
             ])
             .map_err(csv_err(&tmp))?;
         }

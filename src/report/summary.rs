@@ -31,6 +31,8 @@ pub struct Summary {
     /// Ended gaps opened by a SIGKILL (the failover side of the dial), ms,
     /// sorted.
     pub crash_gaps_ms: Vec<f64>,
+    /// Writes to the protected resource, summed over trials.
+    pub writes: crate::check::Writes,
 }
 
 impl Summary {
@@ -104,6 +106,12 @@ pub fn summarize(trials: &[&TrialMetrics]) -> Summary {
         false_evictions: evicted,
         false_eviction_ci: wilson95(evicted, pauses),
         predicted_evictions: trials.iter().map(|t| t.evictions.predicted).sum(),
+        writes: trials.iter().fold(crate::check::Writes::default(), |acc, t| crate::check::Writes {
+            attempted: acc.attempted + t.writes.attempted,
+            stale: acc.stale + t.writes.stale,
+            stale_accepted: acc.stale_accepted + t.writes.stale_accepted,
+            stale_rejected: acc.stale_rejected + t.writes.stale_rejected,
+        }),
         crash_gaps_ms: {
             let mut v: Vec<f64> = trials
                 .iter()

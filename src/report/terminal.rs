@@ -75,6 +75,13 @@ pub fn render(exp: &Experiment, s: &Summary, dir: &Path) -> String {
         hi * 100.0
     );
     out += &format!("  wedged:         {}/{} trials\n", s.wedged_trials, s.n);
+    if s.writes.attempted > 0 {
+        let w = &s.writes;
+        out += &format!(
+            "  stale writes:   {} of {} writes (accepted {}, rejected {})\n",
+            w.stale, w.attempted, w.stale_accepted, w.stale_rejected
+        );
+    }
     if s.no_leader_trials > 0 {
         out += &format!("  never led:      {}/{} trials\n", s.no_leader_trials, s.n);
     }

@@ -47,3 +47,19 @@ fn an_unfenced_store_lets_the_stale_write_overwrite_the_newer_report() {
     assert_eq!(stale.get("event"), "write_accepted");
     assert_eq!(token(stale), token(&grants[0]));
 }
+
+#[test]
+fn under_random_long_pauses_only_the_fenced_store_accepts_no_stale_write() {
+    let lab = Lab::new();
+    let stale = |mode: &str| {
+        let file = repo().join(format!("experiments/fencing/random-pauses-{mode}.yaml"));
+        let run = lab.run(file).scale(0.05).trials(8).jobs(8).output().expect_code(0);
+        let s = &run.table("summary.csv")[0];
+        (s.f64("stale_writes") as u64, s.f64("stale_writes_accepted") as u64)
+    };
+    let (attempted, accepted) = stale("fenced");
+    assert!(attempted > 0, "the pauses must produce stale writes for the test to mean anything");
+    assert_eq!(accepted, 0, "fenced storage accepted a stale write");
+    let (attempted, accepted) = stale("unfenced");
+    assert!(attempted > 0 && accepted == attempted, "lease only: every stale write lands ({accepted}/{attempted})");
+}

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Run experiments/fencing/ (the seed's table, and 100 trials of random
+# pauses longer than the lease per storage mode) and write results/fencing/
+# with README.md (the comparison) and host.json.
+#
+#   scripts/fencing.sh                 time scale 0.1 (~5 min here)
+#   SCALE=1 scripts/fencing.sh         real time (~45 min)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scale=${SCALE:-0.1}
+out=${OUT:-results/fencing}
+cargo build --release --quiet
+rm -rf "$out"
+./target/release/leasequake run experiments/fencing/ --out "$out" --time-scale "$scale" "$@"
