@@ -1,7 +1,10 @@
 //! Writes to the protected resource: which were stale (made under a token
-//! lower than one already granted), and whether the resource took them.
-//! A stale write accepted is lost work: an older holder overwrote a newer
-//! result.
+//! lower than one already granted), and what became of them:
+//! * rejected by the resource (fencing worked);
+//! * accepted over a newer holder's write: lost work, an older holder
+//!   overwrote a newer result;
+//! * accepted before the newer holder wrote anything: no store can refuse
+//!   a token it has not seen yet, and the newer write supersedes it.
 
 use crate::history::{Event, EventKind};
 
@@ -10,27 +13,34 @@ pub struct Writes {
     pub attempted: usize,
     /// Made while a higher token had already been granted.
     pub stale: usize,
+    /// Accepted over a newer token's accepted write (lost work).
     pub stale_accepted: usize,
     pub stale_rejected: usize,
+    /// Accepted before any newer token had written.
+    pub stale_superseded: usize,
 }
 
 /// Count over the trial's events (in time order, up to the trial's end).
 pub fn writes(events: &[Event]) -> Writes {
     let mut out = Writes::default();
-    let mut highest = 0;
+    let (mut granted, mut written) = (0, 0);
     for e in events {
         let token = e.detail.token.unwrap_or(0);
         match e.kind {
-            EventKind::Acquired => highest = highest.max(token),
+            EventKind::Acquired => granted = granted.max(token),
             EventKind::WriteAccepted | EventKind::WriteRejected => {
                 out.attempted += 1;
-                if token < highest {
+                let accepted = e.kind == EventKind::WriteAccepted;
+                if token < granted {
                     out.stale += 1;
-                    if e.kind == EventKind::WriteAccepted {
-                        out.stale_accepted += 1;
-                    } else {
-                        out.stale_rejected += 1;
+                    match (accepted, token < written) {
+                        (false, _) => out.stale_rejected += 1,
+                        (true, true) => out.stale_accepted += 1,
+                        (true, false) => out.stale_superseded += 1,
                     }
+                }
+                if accepted {
+                    written = written.max(token);
                 }
             }
             _ => {}
@@ -64,9 +74,21 @@ mod tests {
             ]
         };
         let fenced = writes(&history(EventKind::WriteRejected));
-        assert_eq!(fenced, Writes { attempted: 4, stale: 1, stale_accepted: 0, stale_rejected: 1 });
+        assert_eq!(fenced, Writes { attempted: 4, stale: 1, stale_rejected: 1, ..Writes::default() });
         let unfenced = writes(&history(EventKind::WriteAccepted));
-        assert_eq!(unfenced, Writes { attempted: 4, stale: 1, stale_accepted: 1, stale_rejected: 0 });
+        assert_eq!(unfenced, Writes { attempted: 4, stale: 1, stale_accepted: 1, ..Writes::default() });
+    }
+
+    #[test]
+    fn a_stale_write_before_the_newer_holder_wrote_is_superseded_not_lost() {
+        let w = writes(&[
+            ev(1, 0, EventKind::Acquired, 17),
+            ev(50, 1, EventKind::Acquired, 18),
+            // A writes between B's grant and B's first write.
+            ev(51, 0, EventKind::WriteAccepted, 17),
+            ev(52, 1, EventKind::WriteAccepted, 18),
+        ]);
+        assert_eq!(w, Writes { attempted: 2, stale: 1, stale_superseded: 1, ..Writes::default() });
     }
 
     #[test]

@@ -119,8 +119,8 @@ fn row(m: &Measured<'_>) -> [String; 5] {
     if s.writes.attempted > 0 {
         let w = &s.writes;
         measured.push(format!(
-            "{} stale writes of {} (accepted {}, rejected {})",
-            w.stale, w.attempted, w.stale_accepted, w.stale_rejected
+            "{} stale writes of {}: {} overwrote a newer result (lost work), {} rejected, {} accepted before the newer holder wrote",
+            w.stale, w.attempted, w.stale_accepted, w.stale_rejected, w.stale_superseded
         ));
     }
     if let Some(w) = r.wedged {

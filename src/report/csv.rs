@@ -29,7 +29,7 @@ pub const GAPS_HEADER: [&str; 11] = [
     "detection_lag_ms",
     "cause_fault",
 ];
-pub const TRIALS_HEADER: [&str; 28] = [
+pub const TRIALS_HEADER: [&str; 29] = [
     "trial",
     "seed",
     "workers",
@@ -58,8 +58,9 @@ pub const TRIALS_HEADER: [&str; 28] = [
     "stale_writes",
     "stale_writes_accepted",
     "stale_writes_rejected",
+    "stale_writes_superseded",
 ];
-pub const SUMMARY_HEADER: [&str; 36] = [
+pub const SUMMARY_HEADER: [&str; 37] = [
     "setting",
     "lease_ms",
     "renew_ms",
@@ -96,6 +97,7 @@ pub const SUMMARY_HEADER: [&str; 36] = [
     "stale_writes",
     "stale_writes_accepted",
     "stale_writes_rejected",
+    "stale_writes_superseded",
 ];
 
 fn ms(us: i64) -> String {
@@ -309,6 +311,7 @@ impl ResultsWriter {
             m.writes.stale.to_string(),
             m.writes.stale_accepted.to_string(),
             m.writes.stale_rejected.to_string(),
+            m.writes.stale_superseded.to_string(),
         ])?;
         self.trials.flush()
     }
@@ -365,6 +368,7 @@ impl ResultsWriter {
                 s.writes.stale.to_string(),
                 s.writes.stale_accepted.to_string(),
                 s.writes.stale_rejected.to_string(),
+                s.writes.stale_superseded.to_string(),
             ])
             .map_err(csv_err(&tmp))?;
         }

@@ -111,6 +111,7 @@ pub fn summarize(trials: &[&TrialMetrics]) -> Summary {
             stale: acc.stale + t.writes.stale,
             stale_accepted: acc.stale_accepted + t.writes.stale_accepted,
             stale_rejected: acc.stale_rejected + t.writes.stale_rejected,
+            stale_superseded: acc.stale_superseded + t.writes.stale_superseded,
         }),
         crash_gaps_ms: {
             let mut v: Vec<f64> = trials

@@ -78,8 +78,8 @@ pub fn render(exp: &Experiment, s: &Summary, dir: &Path) -> String {
     if s.writes.attempted > 0 {
         let w = &s.writes;
         out += &format!(
-            "  stale writes:   {} of {} writes (accepted {}, rejected {})\n",
-            w.stale, w.attempted, w.stale_accepted, w.stale_rejected
+            "  stale writes:   {} of {} writes: {} overwrote a newer result, {} rejected, {} superseded\n",
+            w.stale, w.attempted, w.stale_accepted, w.stale_rejected, w.stale_superseded
         );
     }
     if s.no_leader_trials > 0 {
