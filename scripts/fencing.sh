@@ -9,6 +9,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scale=${SCALE:-0.1}
 out=${OUT:-results/fencing}
-cargo build --release --quiet
-rm -rf "$out"
-./target/release/leasequake run experiments/fencing/ --out "$out" --time-scale "$scale" "$@"
+exec scripts/run-suite.sh experiments/fencing/ "$out" --time-scale "$scale" "$@"

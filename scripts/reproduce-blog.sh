@@ -21,7 +21,4 @@ if [ "${1:-}" = "--quick" ]; then
     args+=(--time-scale 0.1)
 fi
 
-cargo build --release --quiet
-# The directory is this script's output: start it afresh.
-rm -rf "$out"
-exec ./target/release/leasequake run experiments/blog/ --out "$out" "${args[@]}" "$@"
+exec scripts/run-suite.sh experiments/blog/ "$out" "${args[@]}" "$@"

@@ -12,6 +12,4 @@ cd "$(dirname "$0")/.."
 
 scale=${SCALE:-0.1}
 out=${OUT:-results/sweeps}
-cargo build --release --quiet
-rm -rf "$out"
-./target/release/leasequake run experiments/sweeps/ --out "$out" --time-scale "$scale" --jobs 8 "$@"
+exec scripts/run-suite.sh experiments/sweeps/ "$out" --time-scale "$scale" --jobs 8 "$@"

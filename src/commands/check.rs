@@ -1,11 +1,10 @@
 use std::path::Path;
 
 use super::exit;
-use crate::check::check as check_history;
 use crate::experiment::{Overrides, load};
 use crate::report::csv::{ResultsWriter, Tables};
 use crate::report::read::read_histories;
-use crate::report::summary::{per_unit, summarize, unit_of, units};
+use crate::report::summary::{per_unit, summarize, units};
 use crate::report::terminal;
 
 /// Recompute the derived tables of a results directory from its history.
@@ -29,16 +28,9 @@ pub fn check(dir: &Path, out: Option<&Path>) -> u8 {
         eprintln!("error: {}: {e}", out.display());
         return exit::HARNESS;
     }
-    // Each trial is checked with the settings of its sweep point.
     let units = units(&exp);
     let trials_per_unit = exp.trials.max(1);
-    let metrics: Vec<(u32, usize, _)> = histories
-        .iter()
-        .map(|(t, h)| {
-            let unit = unit_of(&exp, units.len(), *t);
-            (*t, unit, check_history(h, &units[unit].0.check_params()))
-        })
-        .collect();
+    let metrics = super::recheck(&exp, &histories);
     let result = (|| {
         let mut w = ResultsWriter::create(out, Tables::Derived)?;
         for ((trial, history), (_, unit, m)) in histories.iter().zip(&metrics) {

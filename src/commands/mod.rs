@@ -40,6 +40,22 @@ pub(crate) fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
     Ok(files)
 }
 
+/// Check every history of a results directory with the settings of its
+/// trial's sweep point: (trial, point index, metrics).
+fn recheck(
+    exp: &crate::experiment::Experiment,
+    histories: &std::collections::BTreeMap<u32, crate::history::History>,
+) -> Vec<(u32, usize, crate::check::TrialMetrics)> {
+    let units = crate::report::summary::units(exp);
+    histories
+        .iter()
+        .map(|(t, h)| {
+            let unit = crate::report::summary::unit_of(exp, units.len(), *t);
+            (*t, unit, crate::check::check(h, &units[unit].0.check_params()))
+        })
+        .collect()
+}
+
 /// Print whether the experiment's `expect:` held over these trials; the
 /// exit code that says so.
 fn verdict(exp: &crate::experiment::Experiment, trials: &[(u32, &crate::check::TrialMetrics)]) -> u8 {

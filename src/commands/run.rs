@@ -206,7 +206,8 @@ fn run_experiment(
     let trials_per_unit = exp.trials;
     let total = units.len() as u32 * trials_per_unit;
     // Trial indices (0-based) still to run: all, or those a resume lacks.
-    let todo: Vec<u32> = (0..total).filter(|i| !done.iter().any(|(t, _, _)| *t == i + 1)).collect();
+    let finished: std::collections::HashSet<u32> = done.iter().map(|(t, _, _)| *t).collect();
+    let todo: Vec<u32> = (0..total).filter(|i| !finished.contains(&(i + 1))).collect();
     if !quiet {
         let what = if resuming { format!("{} missing of {total}", todo.len()) } else { total.to_string() };
         eprintln!("leasequake: {what} trials of {} → {}", exp.name, dir.display());
@@ -329,22 +330,16 @@ fn resume(dir: &Path, args: &RunArgs) -> u8 {
             return exit::BAD_INPUT;
         }
     };
-    let histories = match crate::report::read::read_histories(dir) {
+    let mut histories = match crate::report::read::read_histories(dir) {
         Ok(h) => h,
         Err(e) => {
             eprintln!("error: --resume: {e}");
             return exit::BAD_INPUT;
         }
     };
-    let units = units(&exp);
-    let done: Done = histories
-        .iter()
-        .filter(|(t, _)| completed.contains(t))
-        .map(|(t, h)| {
-            let unit = unit_of(&exp, units.len(), *t);
-            (*t, unit, crate::check::check(h, &units[unit].0.check_params()))
-        })
-        .collect();
+    // A trial interrupted half-written has events but no trials.csv row.
+    histories.retain(|t, _| completed.contains(t));
+    let done: Done = super::recheck(&exp, &histories);
     let Some(exe) = worker_exe() else { return exit::HARNESS };
     let flags = install_signal_flags();
     run_experiment(&exp, dir, false, &exe, &flags, args.quiet, Some(done)).code

@@ -23,6 +23,15 @@ pub use sweep::is_duration as is_duration_setting;
 
 use crate::history::EventKind;
 
+/// The name of a setting's value as written in experiment files, on the
+/// worker's command line and in CSVs (kebab-case: serde and clap agree).
+pub fn setting_name<T: Serialize>(v: &T) -> String {
+    match serde_json::to_value(v) {
+        Ok(serde_json::Value::String(s)) => s,
+        _ => unreachable!("unit enums serialise to strings"),
+    }
+}
+
 /// How the lock file is created (DESIGN.md "Variants").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]

@@ -5,18 +5,11 @@
 
 use std::fmt::Write;
 
-use super::{Action, Dur, Experiment, StartMode};
+use super::{Action, Dur, Experiment, StartMode, setting_name};
 
 fn quote(s: &str) -> String {
     // A JSON string is a valid YAML double-quoted scalar.
     serde_json::to_string(s).expect("strings serialise")
-}
-
-fn enum_name<T: serde::Serialize>(v: &T) -> String {
-    match serde_json::to_value(v) {
-        Ok(serde_json::Value::String(s)) => s,
-        _ => unreachable!("unit enums serialise to strings"),
-    }
 }
 
 pub fn to_yaml(e: &Experiment) -> String {
@@ -35,30 +28,30 @@ pub fn to_yaml(e: &Experiment) -> String {
     let _ = writeln!(w, "watch: {}", e.lease.watch);
     let _ = writeln!(w, "expiry_resolution: {}", e.lease.resolution);
     let _ = writeln!(w, "worker:");
-    let _ = writeln!(w, "  acquire: {}", enum_name(&e.worker.acquire));
-    let _ = writeln!(w, "  unreadable: {}", enum_name(&e.worker.unreadable));
-    let _ = writeln!(w, "  expiry: {}", enum_name(&e.worker.expiry));
+    let _ = writeln!(w, "  acquire: {}", setting_name(&e.worker.acquire));
+    let _ = writeln!(w, "  unreadable: {}", setting_name(&e.worker.unreadable));
+    let _ = writeln!(w, "  expiry: {}", setting_name(&e.worker.expiry));
     let _ = writeln!(w, "  release_on_term: {}", e.worker.release_on_term);
-    let _ = writeln!(w, "  mode: {}", enum_name(&e.worker.mode));
-    let _ = writeln!(w, "  failpoint: {}", enum_name(&e.worker.failpoint));
+    let _ = writeln!(w, "  mode: {}", setting_name(&e.worker.mode));
+    let _ = writeln!(w, "  failpoint: {}", setting_name(&e.worker.failpoint));
     let _ = writeln!(w, "  failpoint_delay: {}", e.worker.failpoint_delay);
     if e.worker.fencing_tokens {
         let _ = writeln!(w, "  fencing_tokens: true");
     }
     if e.worker.resource != crate::substrate::resource::Resource::None {
-        let _ = writeln!(w, "  resource: {}", enum_name(&e.worker.resource));
+        let _ = writeln!(w, "  resource: {}", setting_name(&e.worker.resource));
     }
     if let Some(ws) = &e.worker.failpoint_workers {
         let _ = writeln!(w, "  failpoint_workers: {ws:?}");
     }
-    let _ = writeln!(w, "start: {}", enum_name(&e.start));
+    let _ = writeln!(w, "start: {}", setting_name(&e.start));
     if e.start == StartMode::Staggered {
         let _ = writeln!(w, "stagger: {}", e.stagger);
     }
     if let Some(a) = e.align {
         let _ = writeln!(w, "align: {a}");
     }
-    let _ = writeln!(w, "initial_lock: {}", enum_name(&e.initial_lock));
+    let _ = writeln!(w, "initial_lock: {}", setting_name(&e.initial_lock));
     let _ = writeln!(w, "grace: {}", e.grace);
     let _ = writeln!(w, "jobs: {}", e.jobs);
     if e.faults.is_empty() {

@@ -7,7 +7,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::check::TrialMetrics;
-use crate::experiment::Experiment;
+use crate::experiment::{Experiment, setting_name};
 use crate::history::{Event, History, us_to_ms};
 use crate::trial::FaultRow;
 
@@ -290,9 +290,9 @@ impl ResultsWriter {
             renew,
             watch,
             format!("{:.3}", exp.lease.resolution.as_ms_f64()),
-            value_name(&exp.worker.acquire),
-            value_name(&exp.worker.expiry),
-            value_name(&exp.worker.unreadable),
+            setting_name(&exp.worker.acquire),
+            setting_name(&exp.worker.expiry),
+            setting_name(&exp.worker.unreadable),
             opt(m.start_spread_us),
             m.first_leader_us.map(ms).unwrap_or_default(),
             m.max_leaders.to_string(),
@@ -390,10 +390,6 @@ pub fn crash_bound_ms(exp: &Experiment) -> (f64, f64) {
 fn lease_columns(exp: &Experiment) -> [String; 3] {
     let l = &exp.lease;
     [l.lease, l.renew, l.watch].map(|d| format!("{:.3}", d.as_ms_f64()))
-}
-
-fn value_name<T: clap::ValueEnum>(v: &T) -> String {
-    v.to_possible_value().map(|p| p.get_name().to_string()).unwrap_or_default()
 }
 
 fn event_row(trial: u32, e: &Event) -> Vec<String> {

@@ -20,7 +20,7 @@ use rand::rngs::StdRng;
 
 use crate::check::{self, TrialMetrics};
 use crate::clock::mono_ns;
-use crate::experiment::{Experiment, Failpoint, Mode, StartMode};
+use crate::experiment::{Experiment, Failpoint, StartMode, setting_name};
 use crate::history::{Detail, Event, EventKind, History};
 use faults::{Delivery, Live, Nemesis};
 use spawn::{ExitStatus, Msg, SpawnError, SpawnSpec, Workers};
@@ -91,10 +91,10 @@ fn worker_args(exp: &Experiment, lock: &Path) -> Vec<String> {
         exp.lease.resolution.to_string(),
     ];
     for (flag, value) in [
-        ("--acquire", enum_value(&exp.worker.acquire)),
-        ("--unreadable", enum_value(&exp.worker.unreadable)),
-        ("--expiry", enum_value(&exp.worker.expiry)),
-        ("--mode", enum_value(&exp.worker.mode)),
+        ("--acquire", setting_name(&exp.worker.acquire)),
+        ("--unreadable", setting_name(&exp.worker.unreadable)),
+        ("--expiry", setting_name(&exp.worker.expiry)),
+        ("--mode", setting_name(&exp.worker.mode)),
     ] {
         args.push(flag.into());
         args.push(value);
@@ -107,7 +107,7 @@ fn worker_args(exp: &Experiment, lock: &Path) -> Vec<String> {
     }
     if exp.worker.resource != crate::substrate::resource::Resource::None {
         args.push("--resource".into());
-        args.push(enum_value(&exp.worker.resource));
+        args.push(setting_name(&exp.worker.resource));
         args.push("--resource-dir".into());
         args.push(lock.with_file_name("resource").display().to_string());
     }
@@ -125,15 +125,11 @@ fn per_worker_args(exp: &Experiment, i: usize) -> Vec<String> {
     let w = &exp.worker;
     if w.failpoint != Failpoint::None && w.failpoint_workers.as_ref().is_none_or(|ws| ws.contains(&i)) {
         args.push("--failpoint".into());
-        args.push(enum_value(&w.failpoint));
+        args.push(setting_name(&w.failpoint));
         args.push("--failpoint-delay".into());
         args.push(w.failpoint_delay.to_string());
     }
     args
-}
-
-fn enum_value<T: clap::ValueEnum>(v: &T) -> String {
-    v.to_possible_value().expect("no skipped variants").get_name().to_string()
 }
 
 /// Run trial number `trial` (1-based, unique in the run) in `dir` with the
@@ -459,15 +455,11 @@ impl Run {
 
 /// The exact mode a worker runs in, for reports.
 pub fn describe(exp: &Experiment) -> String {
-    let mode = match exp.worker.mode {
-        Mode::Loop => "loop",
-        Mode::OneShot => "one-shot",
-    };
     format!(
         "{} workers, {} mode, acquire {}, lease {} / renew {} / watch {}",
         exp.workers,
-        mode,
-        enum_value(&exp.worker.acquire),
+        setting_name(&exp.worker.mode),
+        setting_name(&exp.worker.acquire),
         exp.lease.lease,
         exp.lease.renew,
         exp.lease.watch
