@@ -63,10 +63,21 @@ pub enum EventKind {
     WriteAccepted,
     /// The protected resource refused it: a higher token was seen.
     WriteRejected,
+    /// Worker began the epoch's job (detail: `epoch`, `token`).
+    JobStarted,
+    /// The store took the job's result: one execution of the epoch's job
+    /// took effect (two for one epoch is a duplicate).
+    JobApplied,
+    /// The store already held this epoch's result and the put changed
+    /// nothing (idempotent job): the job ran again, harmlessly.
+    JobRepeated,
+    /// The store refused the result (a lower fencing token, or a result for
+    /// the epoch already created).
+    JobRejected,
 }
 
 impl EventKind {
-    pub const ALL: [EventKind; 21] = [
+    pub const ALL: [EventKind; 25] = [
         EventKind::Spawn,
         EventKind::Barrier,
         EventKind::Fault,
@@ -88,6 +99,10 @@ impl EventKind {
         EventKind::Failpoint,
         EventKind::WriteAccepted,
         EventKind::WriteRejected,
+        EventKind::JobStarted,
+        EventKind::JobApplied,
+        EventKind::JobRepeated,
+        EventKind::JobRejected,
     ];
 
     /// The name used in events.csv, the worker protocol and `after:`.
@@ -114,6 +129,10 @@ impl EventKind {
             EventKind::Failpoint => "failpoint",
             EventKind::WriteAccepted => "write_accepted",
             EventKind::WriteRejected => "write_rejected",
+            EventKind::JobStarted => "job_started",
+            EventKind::JobApplied => "job_applied",
+            EventKind::JobRepeated => "job_repeated",
+            EventKind::JobRejected => "job_rejected",
         }
     }
 
@@ -140,6 +159,9 @@ pub struct Detail {
     /// Fencing token, where the substrate provides one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub token: Option<u64>,
+    /// Epoch of the exactly-once job (job_* events).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub epoch: Option<u64>,
     /// How leadership was obtained: start | takeover | retry.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub how: Option<String>,

@@ -17,6 +17,13 @@ pub struct Evictions {
     /// pause lasting longer than the lease remainder at the pause (time
     /// from the pause to the nominal expiry of the leader's last write).
     pub predicted: usize,
+    /// Tenures that went on after another worker was granted the lease: the
+    /// stale holder still believed it led (paused, or slow to notice).
+    pub stale_believers: usize,
+    /// Total and longest time from the newer grant to the stale holder's
+    /// step-down (or death, or the trial's end).
+    pub stale_belief_us: Micros,
+    pub stale_belief_max_us: Micros,
 }
 
 /// Count from the history and the spans the checker derived from it.
@@ -59,6 +66,20 @@ pub fn evictions(history: &History, spans: &Spans, end_us: Micros) -> Evictions 
             out.predicted += 1;
         }
     }
+    for tenure in &spans.tenures {
+        let taken = spans
+            .tenures
+            .iter()
+            .filter(|t| t.worker != tenure.worker && t.start_us > tenure.start_us && t.start_us < tenure.end_us)
+            .map(|t| t.start_us)
+            .min();
+        if let Some(taken) = taken {
+            let belief = tenure.end_us - taken;
+            out.stale_believers += 1;
+            out.stale_belief_us += belief;
+            out.stale_belief_max_us = out.stale_belief_max_us.max(belief);
+        }
+    }
     out
 }
 
@@ -88,6 +109,12 @@ mod tests {
     }
 
     fn run(pause_len: f64) -> super::Evictions {
+        run_then(pause_len, None)
+    }
+
+    /// The paused leader resumes and, if `steps_down_at`, learns at its next
+    /// renewal that the lease is gone.
+    fn run_then(pause_len: f64, steps_down_at: Option<f64>) -> super::Evictions {
         let mut events = vec![
             Event::new(0, None, EventKind::Barrier),
             ev(0.0, 0, EventKind::Spawn),
@@ -101,8 +128,12 @@ mod tests {
         if 10.0 + pause_len > 21.0 {
             events.push(lease(21.0, 1, EventKind::Acquired));
         }
+        if let Some(t) = steps_down_at {
+            events.push(ev(t, 0, EventKind::SteppedDown));
+        }
         events.push(Event::new(s(30.0), None, EventKind::TrialEnd));
-        let params = CheckParams { lease_us: s(9.0), renew_us: s(3.0), watch_us: s(3.0), resolution_us: s(1.0) };
+        let params =
+            CheckParams { lease_us: s(9.0), renew_us: s(3.0), watch_us: s(3.0), resolution_us: s(1.0), epoch_us: None };
         check(&History::new(events), &params).evictions
     }
 
@@ -117,5 +148,16 @@ mod tests {
         // predicted by the bare condition, not (yet) an eviction.
         let close = run(9.0);
         assert_eq!((close.leader_pauses, close.false_evictions, close.predicted), (1, 0, 1));
+    }
+
+    #[test]
+    fn a_stale_holder_believes_from_the_newer_grant_until_it_steps_down() {
+        // Taken over at 21 s; resumes at 25 s, steps down at its renewal 25.1 s.
+        let e = run_then(15.0, Some(25.1));
+        assert_eq!((e.stale_believers, e.stale_belief_us, e.stale_belief_max_us), (1, s(4.1), s(4.1)));
+        // Never told: it believes until the trial's end (30 s).
+        assert_eq!(run(15.0).stale_belief_us, s(9.0));
+        // Not taken over: no stale belief.
+        assert_eq!(run(2.0).stale_believers, 0);
     }
 }

@@ -49,6 +49,9 @@ pub fn check(history: &History, params: &CheckParams) -> TrialMetrics {
     let mut metrics = sweep.finish(events, end_us, params);
     metrics.evictions = super::evictions::evictions(history, &metrics.spans, end_us);
     metrics.writes = super::writes::writes(events);
+    if let Some(epoch_us) = params.epoch_us {
+        metrics.jobs = super::jobs::jobs(events, epoch_us, end_us);
+    }
     metrics
 }
 
@@ -356,6 +359,7 @@ impl Sweep {
             end_us,
             evictions: Default::default(),
             writes: Default::default(),
+            jobs: Default::default(),
             spans: self.spans,
         }
     }
@@ -433,7 +437,7 @@ mod tests {
 
     /// The blog's defaults, unscaled: threshold = 9 + 3 + 1 = 13 s.
     const PARAMS: CheckParams =
-        CheckParams { lease_us: 9_000_000, renew_us: 3_000_000, watch_us: 3_000_000, resolution_us: 1_000_000 };
+        CheckParams { lease_us: 9_000_000, renew_us: 3_000_000, watch_us: 3_000_000, resolution_us: 1_000_000, epoch_us: None };
 
     /// Seconds (as written in the blog) to µs.
     fn s(seconds: f64) -> Micros {

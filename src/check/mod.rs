@@ -14,6 +14,8 @@ pub struct CheckParams {
     pub watch_us: Micros,
     /// Expiry resolution (1 s × time scale under `unix-seconds`, 0 if exact).
     pub resolution_us: Micros,
+    /// Epoch length of the exactly-once job, if the trial runs one.
+    pub epoch_us: Option<Micros>,
 }
 
 impl CheckParams {
@@ -69,6 +71,8 @@ pub struct TrialMetrics {
     pub evictions: Evictions,
     /// Writes to the protected resource, stale ones counted.
     pub writes: Writes,
+    /// The exactly-once job per epoch (zero if the trial runs none).
+    pub jobs: Jobs,
 }
 
 /// A time span of one worker.
@@ -106,7 +110,9 @@ impl TrialMetrics {
 
 mod evictions;
 mod intervals;
+mod jobs;
 mod writes;
 pub use evictions::Evictions;
+pub use jobs::Jobs;
 pub use intervals::check;
 pub use writes::Writes;

@@ -10,8 +10,8 @@ use serde::Deserialize;
 use serde_saphyr::Spanned;
 
 use super::{
-    Action, After, Diagnostic, Dur, Expect, Experiment, ExperimentError, Fault, InitialLock, LeaseSettings, PauseLen,
-    StartMode, Target, WorkerSettings,
+    Action, After, Diagnostic, Dur, EpochJob, Expect, Experiment, ExperimentError, Fault, InitialLock, JobStrategy,
+    LeaseSettings, PauseLen, StartMode, Target, WorkerSettings,
 };
 use crate::history::EventKind;
 
@@ -345,6 +345,28 @@ fn build(path: &Path, text: &str, raw: RawExperiment, overrides: &Overrides) -> 
             "resource: the leader's writes carry fencing tokens: set fencing_tokens: true".into(),
         ));
     }
+    if let Some(job) = &raw.worker.epoch_job {
+        let (line, column) = locate(text, "epoch_job");
+        let problem = if job.epoch == Dur::ZERO || job.duration == Dur::ZERO {
+            Some("epoch and duration must be longer than zero".to_string())
+        } else if job.duration >= job.epoch {
+            Some(format!("the job ({}) must be shorter than its epoch ({})", job.duration, job.epoch))
+        } else if Dur::from_us(renew.as_us() + job.duration.as_us()) >= lease {
+            // One thread does the job and the renewals: a job this long would
+            // cost its own leader the lease, with no fault at all.
+            Some(format!(
+                "renew ({renew}) + job duration ({}) must be shorter than lease ({lease}): the leader renews only between jobs",
+                job.duration
+            ))
+        } else if job.strategy == JobStrategy::Fencing && !raw.worker.fencing_tokens {
+            Some("strategy fencing needs fencing_tokens: true".to_string())
+        } else {
+            None
+        };
+        if let Some(p) = problem {
+            return Err(at(line, column, format!("epoch_job: {p}")));
+        }
+    }
     let mut faults = Vec::with_capacity(raw.faults.len());
     for f in &raw.faults {
         faults.push(validate_fault(f, workers, duration, &err_at)?);
@@ -373,7 +395,8 @@ fn build(path: &Path, text: &str, raw: RawExperiment, overrides: &Overrides) -> 
     // setting vanish (0 after rounding to µs), collide, or overflow.
     if scale != 1.0 {
         let flag = if overrides.time_scale.is_some() { "--time-scale" } else { "time_scale" };
-        let problem = if [lease, renew, watch, resolution, duration].iter().any(|d| sc(*d) == Dur::ZERO) {
+        let job = raw.worker.epoch_job.map_or([Dur::from_secs(1); 2], |j| [j.epoch, j.duration]);
+        let problem = if [lease, renew, watch, resolution, duration].iter().chain(&job).any(|d| sc(*d) == Dur::ZERO) {
             Some("makes a duration round to zero".to_string())
         } else if sc(renew) >= sc(lease) {
             Some("makes renew no longer shorter than lease".to_string())
@@ -400,7 +423,11 @@ fn build(path: &Path, text: &str, raw: RawExperiment, overrides: &Overrides) -> 
         duration: sc(duration),
         workers,
         lease: LeaseSettings { lease: sc(lease), renew: sc(renew), watch: sc(watch), resolution: sc(resolution) },
-        worker: WorkerSettings { failpoint_delay: sc(raw.worker.failpoint_delay), ..raw.worker.clone() },
+        worker: WorkerSettings {
+            failpoint_delay: sc(raw.worker.failpoint_delay),
+            epoch_job: raw.worker.epoch_job.map(|j| EpochJob { epoch: sc(j.epoch), duration: sc(j.duration), ..j }),
+            ..raw.worker.clone()
+        },
         start,
         stagger: sc(stagger),
         align: raw.align.map(|a| sc(a.value)),

@@ -131,6 +131,41 @@ pub struct WorkerSettings {
     pub fencing_tokens: bool,
     /// Leader work against a protected resource (needs fencing tokens).
     pub resource: crate::substrate::resource::Resource,
+    /// The exactly-once job: one run per epoch (the "nightly report").
+    pub epoch_job: Option<EpochJob>,
+}
+
+/// How the workers try to run the epoch job exactly once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum JobStrategy {
+    /// The leader runs it; the result is stored unconditionally.
+    LeaseOnly,
+    /// The leader runs it; the store rejects a result whose fencing token is
+    /// lower than one it has seen (the job registers its token when it starts).
+    Fencing,
+    /// The leader runs it; the result is a put under the epoch's key, so a
+    /// repeat leaves the store as it was.
+    Idempotent,
+    /// The leader runs it; the store creates the epoch's result at most once
+    /// (O_EXCL, a unique constraint) and refuses a second.
+    Unique,
+    /// No lease: worker `epoch mod workers` owns the epoch's job.
+    Partitioned,
+}
+
+/// The exactly-once job: at every epoch boundary every worker wakes (two
+/// instances at 02:00); whoever should run it does, for `duration`, then
+/// stores the result. A leader also catches up on the current epoch when it
+/// acquires, and at each renewal, if the store has no result yet.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EpochJob {
+    /// Length of an epoch; boundaries at `epoch`, `2 × epoch`, … after the start.
+    pub epoch: Dur,
+    /// How long one run of the job takes (a pause can land inside it).
+    pub duration: Dur,
+    pub strategy: JobStrategy,
 }
 
 impl Default for WorkerSettings {
@@ -147,6 +182,7 @@ impl Default for WorkerSettings {
             failpoint_workers: None,
             fencing_tokens: false,
             resource: crate::substrate::resource::Resource::None,
+            epoch_job: None,
         }
     }
 }
@@ -431,6 +467,7 @@ impl Experiment {
             renew_us: self.lease.renew.as_us() as i64,
             watch_us: self.lease.watch.as_us() as i64,
             resolution_us,
+            epoch_us: self.worker.epoch_job.map(|j| j.epoch.as_us() as i64),
         }
     }
 }

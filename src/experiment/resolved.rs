@@ -41,6 +41,10 @@ pub fn to_yaml(e: &Experiment) -> String {
     if e.worker.resource != crate::substrate::resource::Resource::None {
         let _ = writeln!(w, "  resource: {}", setting_name(&e.worker.resource));
     }
+    if let Some(j) = &e.worker.epoch_job {
+        let strategy = setting_name(&j.strategy);
+        let _ = writeln!(w, "  epoch_job: {{epoch: {}, duration: {}, strategy: {strategy}}}", j.epoch, j.duration);
+    }
     if let Some(ws) = &e.worker.failpoint_workers {
         let _ = writeln!(w, "  failpoint_workers: {ws:?}");
     }

@@ -268,6 +268,7 @@ mod tests {
             spans: Spans::default(),
             evictions: Default::default(),
             writes: Default::default(),
+            jobs: Default::default(),
         }
     }
 

@@ -108,8 +108,21 @@ fn worker_args(exp: &Experiment, lock: &Path) -> Vec<String> {
     if exp.worker.resource != crate::substrate::resource::Resource::None {
         args.push("--resource".into());
         args.push(setting_name(&exp.worker.resource));
+    }
+    if exp.worker.resource != crate::substrate::resource::Resource::None || exp.worker.epoch_job.is_some() {
         args.push("--resource-dir".into());
         args.push(lock.with_file_name("resource").display().to_string());
+    }
+    if let Some(job) = &exp.worker.epoch_job {
+        for (flag, value) in [
+            ("--job-epoch", job.epoch.to_string()),
+            ("--job-duration", job.duration.to_string()),
+            ("--job-strategy", setting_name(&job.strategy)),
+            ("--workers", exp.workers.to_string()),
+        ] {
+            args.push(flag.into());
+            args.push(value);
+        }
     }
     args
 }

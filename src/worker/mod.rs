@@ -18,10 +18,10 @@ use std::path::PathBuf;
 use nix::sys::signal::{SigSet, Signal};
 
 use crate::clock::{mono_ns, utc, wall_ns};
-use crate::experiment::{Acquire, Dur, Expiry, Failpoint, Mode, Unreadable};
+use crate::experiment::{Acquire, Dur, Expiry, Failpoint, JobStrategy, Mode, Unreadable};
 use crate::history::{Detail, EventKind};
 use crate::substrate::lockfile::{Lease, LockFile, ReadError};
-use crate::substrate::resource::{self, Resource};
+use crate::substrate::resource::{self, JobOutcome, Resource};
 use expiry::ExpiryRule;
 use protocol::WireEvent;
 
@@ -79,6 +79,16 @@ pub struct WorkerArgs {
     pub failpoint: Failpoint,
     #[arg(long, default_value = "100ms", value_parser = Dur::parse)]
     pub failpoint_delay: Dur,
+    /// Run the exactly-once job once per epoch of this length (needs --resource-dir).
+    #[arg(long, value_parser = Dur::parse)]
+    pub job_epoch: Option<Dur>,
+    #[arg(long, default_value = "1s", value_parser = Dur::parse)]
+    pub job_duration: Dur,
+    #[arg(long, value_enum, default_value_t = JobStrategy::LeaseOnly)]
+    pub job_strategy: JobStrategy,
+    /// Number of workers in the trial (partitioned jobs).
+    #[arg(long, default_value_t = 1)]
+    pub workers: usize,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -98,6 +108,11 @@ struct Worker {
     token: Option<u64>,
     /// The highest token seen in the lock file.
     seen_token: u64,
+    /// Time of the barrier release as this worker saw it: epoch 0 starts here.
+    origin_ns: i64,
+    /// The latest epoch whose job this worker knows is done (by itself or,
+    /// as the store said, by anyone).
+    done_epoch: u64,
 }
 
 /// Entry point of `leasequake worker`; returns the exit code.
@@ -146,12 +161,15 @@ pub fn run(args: WorkerArgs) -> i32 {
         started_ns: mono_ns(),
         token: None,
         seen_token: 0,
+        origin_ns: 0,
+        done_epoch: 0,
         args,
     };
     w.emit(EventKind::Ready, Detail::default());
     if !w.args.no_barrier {
         wait_for_barrier();
     }
+    w.origin_ns = mono_ns();
     if w.args.start_delay > Dur::ZERO {
         let until = mono_ns() + w.args.start_delay.as_ns() as i64;
         if wait_until(&shutdown, until).is_some() {
@@ -335,9 +353,25 @@ impl Worker {
     fn lease_loop(&mut self, shutdown: &SigSet) -> i32 {
         let mut role = if self.try_acquire("start") { Role::Leader { failures: 0 } } else { Role::Watcher };
         let mut next = mono_ns() + self.interval(role);
+        let epoch_ns = self.args.job_epoch.map(|e| e.as_ns() as i64);
+        let mut boundary = epoch_ns.map_or(i64::MAX, |e| self.origin_ns + e);
         loop {
-            if wait_until(shutdown, next).is_some() {
+            if wait_until(shutdown, next.min(boundary)).is_some() {
                 return self.shut_down(role);
+            }
+            if let Some(epoch_ns) = epoch_ns
+                && mono_ns() >= boundary
+            {
+                // Every worker wakes at the boundary; whoever should run the
+                // job does. Boundaries missed while stopped are not replayed.
+                let now = mono_ns();
+                while boundary <= now {
+                    boundary += epoch_ns;
+                }
+                if self.on_boundary(role, shutdown).is_some() {
+                    return self.shut_down(role);
+                }
+                continue;
             }
             let was_leader = matches!(role, Role::Leader { .. });
             role = match role {
@@ -347,6 +381,10 @@ impl Worker {
                 }
                 Role::Watcher => self.watch(),
             };
+            // A leader, new or renewed, catches up on an epoch nobody ran.
+            if matches!(role, Role::Leader { .. }) && self.catch_up(shutdown).is_some() {
+                return self.shut_down(role);
+            }
             let now = mono_ns();
             if was_leader != matches!(role, Role::Leader { .. }) {
                 // First tick of a new role is one interval after the change.
@@ -361,6 +399,77 @@ impl Worker {
                 }
             }
         }
+    }
+
+    /// The epoch the worker is in now (0 before the first boundary).
+    fn epoch_now(&self) -> u64 {
+        match self.args.job_epoch {
+            Some(e) => ((mono_ns() - self.origin_ns).max(0) as u64) / e.as_ns(),
+            None => 0,
+        }
+    }
+
+    /// At an epoch boundary: run the job if it is ours to run.
+    fn on_boundary(&mut self, role: Role, shutdown: &SigSet) -> Option<Signal> {
+        let epoch = self.epoch_now();
+        let ours = match self.args.job_strategy {
+            JobStrategy::Partitioned => epoch % self.args.workers.max(1) as u64 == self.args.index as u64,
+            _ => matches!(role, Role::Leader { .. }),
+        };
+        if ours { self.run_job(epoch, shutdown) } else { None }
+    }
+
+    /// A leader's catch-up: the current epoch's job, if nobody has run it
+    /// (the leader that should have may have died mid-job). Partitioned
+    /// jobs have no leader to catch up.
+    fn catch_up(&mut self, shutdown: &SigSet) -> Option<Signal> {
+        if self.args.job_epoch.is_none() || self.args.job_strategy == JobStrategy::Partitioned {
+            return None;
+        }
+        let epoch = self.epoch_now();
+        if epoch == 0 || epoch <= self.done_epoch { None } else { self.run_job(epoch, shutdown) }
+    }
+
+    /// One run of the epoch's job: ask the store whether it is done (under
+    /// fencing, presenting the token), work for the job's duration (a pause
+    /// can land here), then store the result. The job does not look at the
+    /// lease again: that is the point.
+    fn run_job(&mut self, epoch: u64, shutdown: &SigSet) -> Option<Signal> {
+        let Some(dir) = self.args.resource_dir.clone() else { return None };
+        if epoch == 0 || epoch <= self.done_epoch {
+            return None;
+        }
+        let strategy = self.args.job_strategy;
+        let token = self.token.unwrap_or(0);
+        let detail = |error: Option<String>| Detail { epoch: Some(epoch), token: Some(token), error, ..Detail::default() };
+        match resource::begin_job(&dir, strategy, epoch, token) {
+            Ok(true) => {
+                self.done_epoch = epoch;
+                self.log(&format!("[JOB] Epoch {epoch} already done"));
+                return None;
+            }
+            Ok(false) => {}
+            Err(e) => {
+                self.emit(EventKind::JobRejected, detail(Some(e.to_string())));
+                return None;
+            }
+        }
+        self.emit(EventKind::JobStarted, detail(None));
+        self.log(&format!("[JOB] Running the job of epoch {epoch} with token {token}"));
+        if let Some(sig) = wait_until(shutdown, mono_ns() + self.args.job_duration.as_ns() as i64) {
+            self.log(&format!("[JOB] Epoch {epoch} interrupted"));
+            return Some(sig);
+        }
+        let (kind, error) = match resource::commit_job(&dir, strategy, epoch, token, self.pid) {
+            Ok(JobOutcome::Applied) => (EventKind::JobApplied, None),
+            Ok(JobOutcome::Repeated) => (EventKind::JobRepeated, None),
+            Ok(JobOutcome::Rejected) => (EventKind::JobRejected, None),
+            Err(e) => (EventKind::JobRejected, Some(e.to_string())),
+        };
+        self.done_epoch = epoch;
+        self.emit(kind, detail(error));
+        self.log(&format!("[JOB] Epoch {epoch} stored: {}", kind.name()));
+        None
     }
 
     fn renew(&mut self, failures: u32) -> Role {

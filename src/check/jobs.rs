@@ -1,0 +1,119 @@
+//! The exactly-once job: how many runs of each epoch's job took effect.
+//! An epoch whose result was never applied is missed; one applied twice or
+//! more is a duplicate (the report sent twice). A repeat of an idempotent
+//! put and a result the store refused took no effect and count as neither.
+
+use std::collections::BTreeMap;
+
+use crate::history::{Event, EventKind, Micros};
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Jobs {
+    /// Epochs that had a whole epoch of the trial left after their boundary
+    /// (time enough to run, even after a failover): those that can be missed.
+    pub expected: u64,
+    /// Runs begun (`job_started`).
+    pub runs: usize,
+    pub applied: usize,
+    pub repeated: usize,
+    pub rejected: usize,
+    /// Expected epochs with no applied result.
+    pub missed: u64,
+    /// Applied results beyond the first, over all epochs.
+    pub duplicates: usize,
+    /// Epochs with two or more applied results.
+    pub duplicate_epochs: u64,
+}
+
+/// Count over the trial's events; `epoch_us` is the job's epoch length,
+/// `end_us` the trial's end (relative to the barrier, like the epochs).
+pub fn jobs(events: &[Event], epoch_us: Micros, end_us: Micros) -> Jobs {
+    let mut out = Jobs {
+        // Boundary k at k × epoch; expected while (k + 1) × epoch ≤ end.
+        expected: if epoch_us > 0 { (end_us / epoch_us).saturating_sub(1).max(0) as u64 } else { 0 },
+        ..Jobs::default()
+    };
+    let mut applied: BTreeMap<u64, usize> = BTreeMap::new();
+    for e in events {
+        match e.kind {
+            EventKind::JobStarted => out.runs += 1,
+            EventKind::JobApplied => {
+                out.applied += 1;
+                if let Some(epoch) = e.detail.epoch {
+                    *applied.entry(epoch).or_default() += 1;
+                }
+            }
+            EventKind::JobRepeated => out.repeated += 1,
+            EventKind::JobRejected => out.rejected += 1,
+            _ => {}
+        }
+    }
+    out.missed = (1..=out.expected).filter(|k| !applied.contains_key(k)).count() as u64;
+    for &n in applied.values() {
+        if n >= 2 {
+            out.duplicates += n - 1;
+            out.duplicate_epochs += 1;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::Detail;
+
+    fn ev(t: Micros, w: usize, kind: EventKind, epoch: u64, token: u64) -> Event {
+        Event::new(t, Some(w), kind).with_detail(Detail {
+            epoch: Some(epoch),
+            token: Some(token),
+            ..Detail::default()
+        })
+    }
+
+    /// Epochs of 20 (units arbitrary), trial end 100: epochs 1..=4 expected.
+    /// A starts epoch 1's job at 20 and is paused in it; B takes over at 35
+    /// (token 18), runs epoch 1's job and stores it at 37; A resumes at 45
+    /// and stores its result; epochs 2 and 3 run once; nobody runs epoch 4.
+    fn paused_mid_job(a_result: EventKind) -> Vec<Event> {
+        vec![
+            ev(20, 0, EventKind::JobStarted, 1, 17),
+            ev(35, 1, EventKind::JobStarted, 1, 18),
+            ev(37, 1, EventKind::JobApplied, 1, 18),
+            ev(45, 0, a_result, 1, 17),
+            ev(60, 1, EventKind::JobStarted, 2, 18),
+            ev(62, 1, EventKind::JobApplied, 2, 18),
+            ev(80, 1, EventKind::JobStarted, 3, 18),
+            ev(82, 1, EventKind::JobApplied, 3, 18),
+        ]
+    }
+
+    #[test]
+    fn lease_only_the_paused_holders_late_result_is_a_duplicate() {
+        let j = jobs(&paused_mid_job(EventKind::JobApplied), 20, 100);
+        assert_eq!(
+            j,
+            Jobs { expected: 4, runs: 4, applied: 4, missed: 1, duplicates: 1, duplicate_epochs: 1, ..Jobs::default() }
+        );
+    }
+
+    #[test]
+    fn refused_or_repeated_late_results_are_no_duplicates() {
+        let fenced = jobs(&paused_mid_job(EventKind::JobRejected), 20, 100);
+        assert_eq!((fenced.duplicates, fenced.rejected, fenced.applied, fenced.missed), (0, 1, 3, 1));
+        let idempotent = jobs(&paused_mid_job(EventKind::JobRepeated), 20, 100);
+        assert_eq!((idempotent.duplicates, idempotent.repeated, idempotent.missed), (0, 1, 1));
+    }
+
+    #[test]
+    fn an_epoch_too_close_to_the_end_is_not_expected() {
+        // End 99: the boundary at 80 has less than an epoch left.
+        assert_eq!(jobs(&[], 20, 99).expected, 3);
+        assert_eq!(jobs(&[], 20, 99).missed, 3);
+        assert_eq!(jobs(&[], 20, 10).expected, 0);
+        // A result for an unexpected epoch still counts (and can duplicate).
+        let late = [ev(90, 0, EventKind::JobApplied, 4, 1), ev(91, 1, EventKind::JobApplied, 4, 2)];
+        let j = jobs(&late, 20, 99);
+        assert_eq!((j.applied, j.duplicates, j.missed), (2, 1, 3));
+    }
+}
