@@ -23,6 +23,30 @@ pub struct Jobs {
     pub duplicates: usize,
     /// Epochs with two or more applied results.
     pub duplicate_epochs: u64,
+    /// Results stored under a fencing token lower than one already granted
+    /// (a stale holder's), and what the store did with them: applied (an
+    /// older holder's work took effect after a newer grant), or refused or
+    /// absorbed as a repeat. Partitioned jobs carry no token.
+    pub stale_results: usize,
+    pub stale_applied: usize,
+}
+
+impl std::ops::Add for Jobs {
+    type Output = Jobs;
+    fn add(self, o: Jobs) -> Jobs {
+        Jobs {
+            expected: self.expected + o.expected,
+            runs: self.runs + o.runs,
+            applied: self.applied + o.applied,
+            repeated: self.repeated + o.repeated,
+            rejected: self.rejected + o.rejected,
+            missed: self.missed + o.missed,
+            duplicates: self.duplicates + o.duplicates,
+            duplicate_epochs: self.duplicate_epochs + o.duplicate_epochs,
+            stale_results: self.stale_results + o.stale_results,
+            stale_applied: self.stale_applied + o.stale_applied,
+        }
+    }
 }
 
 /// Count over the trial's events; `epoch_us` is the job's epoch length,
@@ -34,8 +58,19 @@ pub fn jobs(events: &[Event], epoch_us: Micros, end_us: Micros) -> Jobs {
         ..Jobs::default()
     };
     let mut applied: BTreeMap<u64, usize> = BTreeMap::new();
+    let mut granted = 0;
     for e in events {
+        let result = matches!(e.kind, EventKind::JobApplied | EventKind::JobRepeated | EventKind::JobRejected);
+        if let (true, Some(token)) = (result, e.detail.token)
+            && token < granted
+        {
+            out.stale_results += 1;
+            if e.kind == EventKind::JobApplied {
+                out.stale_applied += 1;
+            }
+        }
         match e.kind {
+            EventKind::Acquired => granted = granted.max(e.detail.token.unwrap_or(0)),
             EventKind::JobStarted => out.runs += 1,
             EventKind::JobApplied => {
                 out.applied += 1;
@@ -77,7 +112,9 @@ mod tests {
     /// and stores its result; epochs 2 and 3 run once; nobody runs epoch 4.
     fn paused_mid_job(a_result: EventKind) -> Vec<Event> {
         vec![
+            ev(1, 0, EventKind::Acquired, 0, 17),
             ev(20, 0, EventKind::JobStarted, 1, 17),
+            ev(34, 1, EventKind::Acquired, 0, 18),
             ev(35, 1, EventKind::JobStarted, 1, 18),
             ev(37, 1, EventKind::JobApplied, 1, 18),
             ev(45, 0, a_result, 1, 17),
@@ -93,7 +130,17 @@ mod tests {
         let j = jobs(&paused_mid_job(EventKind::JobApplied), 20, 100);
         assert_eq!(
             j,
-            Jobs { expected: 4, runs: 4, applied: 4, missed: 1, duplicates: 1, duplicate_epochs: 1, ..Jobs::default() }
+            Jobs {
+                expected: 4,
+                runs: 4,
+                applied: 4,
+                missed: 1,
+                duplicates: 1,
+                duplicate_epochs: 1,
+                stale_results: 1,
+                stale_applied: 1,
+                ..Jobs::default()
+            }
         );
     }
 
@@ -101,6 +148,7 @@ mod tests {
     fn refused_or_repeated_late_results_are_no_duplicates() {
         let fenced = jobs(&paused_mid_job(EventKind::JobRejected), 20, 100);
         assert_eq!((fenced.duplicates, fenced.rejected, fenced.applied, fenced.missed), (0, 1, 3, 1));
+        assert_eq!((fenced.stale_results, fenced.stale_applied), (1, 0));
         let idempotent = jobs(&paused_mid_job(EventKind::JobRepeated), 20, 100);
         assert_eq!((idempotent.duplicates, idempotent.repeated, idempotent.missed), (0, 1, 1));
     }

@@ -562,9 +562,6 @@ fn validate_fault(
         if e.value == Dur::ZERO {
             return Err(err_at(&e.referenced, "every must be longer than zero".into()));
         }
-        if f.after.is_some() {
-            return Err(err_at(&e.referenced, "every repeats timed faults; it cannot be combined with after:".into()));
-        }
     }
     Ok(Fault {
         at: f.at.value,

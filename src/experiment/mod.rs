@@ -287,7 +287,9 @@ pub struct Fault {
     /// Pause length (pause only).
     pub duration: Option<PauseLen>,
     /// Fire again every `every` (each time with its own jitter and pause
-    /// length) until the trial ends: the busy-leader workload.
+    /// length) until the trial ends: the busy-leader workload. With
+    /// `after:`, the fault is re-armed from each period's start and fires
+    /// after the next matching event (e.g. a pause inside every job).
     pub every: Option<Dur>,
 }
 

@@ -29,7 +29,7 @@ pub const GAPS_HEADER: [&str; 11] = [
     "detection_lag_ms",
     "cause_fault",
 ];
-pub const TRIALS_HEADER: [&str; 29] = [
+pub const TRIALS_HEADER: [&str; 41] = [
     "trial",
     "seed",
     "workers",
@@ -59,8 +59,20 @@ pub const TRIALS_HEADER: [&str; 29] = [
     "stale_writes_accepted",
     "stale_writes_rejected",
     "stale_writes_superseded",
+    "epochs",
+    "job_runs",
+    "jobs_applied",
+    "jobs_repeated",
+    "jobs_rejected",
+    "missed_epochs",
+    "duplicate_executions",
+    "stale_results",
+    "stale_results_applied",
+    "stale_believers",
+    "stale_belief_ms",
+    "stale_belief_max_ms",
 ];
-pub const SUMMARY_HEADER: [&str; 37] = [
+pub const SUMMARY_HEADER: [&str; 51] = [
     "setting",
     "lease_ms",
     "renew_ms",
@@ -98,6 +110,20 @@ pub const SUMMARY_HEADER: [&str; 37] = [
     "stale_writes_accepted",
     "stale_writes_rejected",
     "stale_writes_superseded",
+    "epochs",
+    "job_runs",
+    "jobs_applied",
+    "jobs_repeated",
+    "jobs_rejected",
+    "missed_epochs",
+    "missed_epoch_trials",
+    "duplicate_executions",
+    "duplicate_trials",
+    "stale_results",
+    "stale_results_applied",
+    "stale_believers",
+    "stale_belief_ms",
+    "stale_belief_max_ms",
 ];
 
 fn ms(us: i64) -> String {
@@ -312,6 +338,18 @@ impl ResultsWriter {
             m.writes.stale_accepted.to_string(),
             m.writes.stale_rejected.to_string(),
             m.writes.stale_superseded.to_string(),
+            m.jobs.expected.to_string(),
+            m.jobs.runs.to_string(),
+            m.jobs.applied.to_string(),
+            m.jobs.repeated.to_string(),
+            m.jobs.rejected.to_string(),
+            m.jobs.missed.to_string(),
+            m.jobs.duplicates.to_string(),
+            m.jobs.stale_results.to_string(),
+            m.jobs.stale_applied.to_string(),
+            m.evictions.stale_believers.to_string(),
+            ms(m.evictions.stale_belief_us),
+            ms(m.evictions.stale_belief_max_us),
         ])?;
         self.trials.flush()
     }
@@ -369,6 +407,20 @@ impl ResultsWriter {
                 s.writes.stale_accepted.to_string(),
                 s.writes.stale_rejected.to_string(),
                 s.writes.stale_superseded.to_string(),
+                s.jobs.expected.to_string(),
+                s.jobs.runs.to_string(),
+                s.jobs.applied.to_string(),
+                s.jobs.repeated.to_string(),
+                s.jobs.rejected.to_string(),
+                s.jobs.missed.to_string(),
+                s.missed_trials.to_string(),
+                s.jobs.duplicates.to_string(),
+                s.duplicate_trials.to_string(),
+                s.jobs.stale_results.to_string(),
+                s.jobs.stale_applied.to_string(),
+                s.stale_believers.to_string(),
+                format!("{:.3}", s.stale_belief_ms),
+                opt_ms(s.stale_belief_max_ms),
             ])
             .map_err(csv_err(&tmp))?;
         }

@@ -33,6 +33,16 @@ pub struct Summary {
     pub crash_gaps_ms: Vec<f64>,
     /// Writes to the protected resource, summed over trials.
     pub writes: crate::check::Writes,
+    /// The exactly-once job, summed over trials.
+    pub jobs: crate::check::Jobs,
+    /// Trials with a duplicate execution, and with a missed epoch.
+    pub duplicate_trials: usize,
+    pub missed_trials: usize,
+    /// Stale holders (believing after a newer grant), their total and
+    /// longest belief.
+    pub stale_believers: usize,
+    pub stale_belief_ms: f64,
+    pub stale_belief_max_ms: Option<f64>,
 }
 
 impl Summary {
@@ -113,6 +123,16 @@ pub fn summarize(trials: &[&TrialMetrics]) -> Summary {
             stale_rejected: acc.stale_rejected + t.writes.stale_rejected,
             stale_superseded: acc.stale_superseded + t.writes.stale_superseded,
         }),
+        jobs: trials.iter().fold(crate::check::Jobs::default(), |acc, t| acc + t.jobs),
+        duplicate_trials: trials.iter().filter(|t| t.jobs.duplicates > 0).count(),
+        missed_trials: trials.iter().filter(|t| t.jobs.missed > 0).count(),
+        stale_believers: trials.iter().map(|t| t.evictions.stale_believers).sum(),
+        stale_belief_ms: trials.iter().map(|t| us_to_ms(t.evictions.stale_belief_us)).sum(),
+        stale_belief_max_ms: trials
+            .iter()
+            .filter(|t| t.evictions.stale_believers > 0)
+            .map(|t| us_to_ms(t.evictions.stale_belief_max_us))
+            .max_by(f64::total_cmp),
         crash_gaps_ms: {
             let mut v: Vec<f64> = trials
                 .iter()

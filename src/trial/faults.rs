@@ -70,6 +70,8 @@ pub struct Pending {
     when: When,
     /// Pause length, drawn when the pause fires.
     pause: Option<PauseLen>,
+    /// The trigger, for re-arming a repeated `after:` fault.
+    after: Option<After>,
     /// Repetition: the unjittered time of this occurrence, the period and
     /// the jitter of each occurrence (ns).
     repeat: Option<Repeat>,
@@ -125,6 +127,7 @@ impl Nemesis {
                         Some(after) => When::Armed { from: at, after },
                     },
                     pause: f.duration.clone(),
+                    after: f.after,
                     repeat: f.every.map(|e| Repeat { base, every: e.as_ns() as i64, jitter }),
                 }
             })
@@ -190,7 +193,11 @@ impl Nemesis {
             let base = r.base + r.every;
             let at = base + if r.jitter > 0 { self.rng.random_range(0..r.jitter) } else { 0 };
             self.pending.push(Pending {
-                when: When::At(at),
+                // A triggered fault is re-armed: from `at`, the next event.
+                when: match p.after {
+                    Some(after) => When::Armed { from: at, after },
+                    None => When::At(at),
+                },
                 fixed: None,
                 repeat: Some(Repeat { base, ..r }),
                 ..p.clone()
@@ -261,6 +268,7 @@ impl Nemesis {
                 fixed: Some(targets),
                 when: When::At(scheduled + len.as_ns() as i64),
                 pause: None,
+                after: None,
                 repeat: None,
             });
         }

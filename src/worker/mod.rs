@@ -441,7 +441,9 @@ impl Worker {
         }
         let strategy = self.args.job_strategy;
         let token = self.token.unwrap_or(0);
-        let detail = |error: Option<String>| Detail { epoch: Some(epoch), token: Some(token), error, ..Detail::default() };
+        // A partitioned job runs on no lease: it has no token to carry.
+        let carried = (strategy != JobStrategy::Partitioned).then_some(token);
+        let detail = |error: Option<String>| Detail { epoch: Some(epoch), token: carried, error, ..Detail::default() };
         match resource::begin_job(&dir, strategy, epoch, token) {
             Ok(true) => {
                 self.done_epoch = epoch;
