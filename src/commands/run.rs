@@ -432,5 +432,6 @@ fn write_suite_readme(out: &Path, paths: &[PathBuf], done: &[(&Experiment, Outco
             o.metrics.iter().map(|(t, m)| (*t, unit_of(exp, units.len(), *t), m.clone())).collect();
         text += &points_markdown(&exp.name, exp.time_scale, &per_unit(&units, &tagged));
     }
+    text += &crate::report::compare::jobs_markdown(&runs);
     std::fs::write(out.join("README.md"), text)
 }

@@ -193,9 +193,12 @@ impl Nemesis {
             let base = r.base + r.every;
             let at = base + if r.jitter > 0 { self.rng.random_range(0..r.jitter) } else { 0 };
             self.pending.push(Pending {
-                // A triggered fault is re-armed: from `at`, the next event.
+                // A triggered fault is re-armed from `at`, but never sooner
+                // than a period after this firing: a trigger that came late
+                // must not leave the next one armed in the past, firing on
+                // every following event.
                 when: match p.after {
-                    Some(after) => When::Armed { from: at, after },
+                    Some(after) => When::Armed { from: at.max(scheduled + r.every), after },
                     None => When::At(at),
                 },
                 fixed: None,

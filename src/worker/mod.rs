@@ -11,6 +11,7 @@
 pub mod expiry;
 pub mod protocol;
 
+use std::collections::BTreeSet;
 use std::fs::File;
 use std::io::{self, BufWriter, Read, Write};
 use std::path::PathBuf;
@@ -91,6 +92,15 @@ pub struct WorkerArgs {
     pub workers: usize,
 }
 
+/// What became of one attempt to run the epoch job.
+enum JobRun {
+    /// The store (or this worker) already had the epoch's result.
+    AlreadyDone,
+    Ran,
+    /// A shutdown signal arrived mid-job.
+    Interrupted(Signal),
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Role {
     Leader { failures: u32 },
@@ -110,9 +120,12 @@ struct Worker {
     seen_token: u64,
     /// Time of the barrier release as this worker saw it: epoch 0 starts here.
     origin_ns: i64,
-    /// The latest epoch whose job this worker knows is done (by itself or,
-    /// as the store said, by anyone).
-    done_epoch: u64,
+    /// Epochs whose job this worker knows is done (by itself or, as the
+    /// store said, by anyone): they are not asked about again.
+    known_done: BTreeSet<u64>,
+    /// (epoch, token) pairs the store refused: not retried under the same
+    /// grant, but a new grant may run the epoch again.
+    refused: BTreeSet<(u64, u64)>,
 }
 
 /// Entry point of `leasequake worker`; returns the exit code.
@@ -162,7 +175,8 @@ pub fn run(args: WorkerArgs) -> i32 {
         token: None,
         seen_token: 0,
         origin_ns: 0,
-        done_epoch: 0,
+        known_done: BTreeSet::new(),
+        refused: BTreeSet::new(),
         args,
     };
     w.emit(EventKind::Ready, Detail::default());
@@ -416,51 +430,66 @@ impl Worker {
             JobStrategy::Partitioned => epoch % self.args.workers.max(1) as u64 == self.args.index as u64,
             _ => matches!(role, Role::Leader { .. }),
         };
-        if ours { self.run_job(epoch, shutdown) } else { None }
+        if !ours {
+            return None;
+        }
+        match self.run_job(epoch, shutdown) {
+            JobRun::Interrupted(sig) => Some(sig),
+            JobRun::AlreadyDone | JobRun::Ran => None,
+        }
     }
 
-    /// A leader's catch-up: the current epoch's job, if nobody has run it
-    /// (the leader that should have may have died mid-job). Partitioned
-    /// jobs have no leader to catch up.
+    /// A leader's catch-up: the oldest epoch up to now whose job nobody ran
+    /// (the leader that should have died, or was paused past the boundary
+    /// and its late result refused). One job per tick, so that catching up
+    /// never costs the lease. Partitioned jobs have no leader to catch up.
     fn catch_up(&mut self, shutdown: &SigSet) -> Option<Signal> {
         if self.args.job_epoch.is_none() || self.args.job_strategy == JobStrategy::Partitioned {
             return None;
         }
-        let epoch = self.epoch_now();
-        if epoch == 0 || epoch <= self.done_epoch { None } else { self.run_job(epoch, shutdown) }
+        for epoch in 1..=self.epoch_now() {
+            if self.known_done.contains(&epoch) {
+                continue;
+            }
+            match self.run_job(epoch, shutdown) {
+                JobRun::AlreadyDone => continue,
+                JobRun::Ran => return None,
+                JobRun::Interrupted(sig) => return Some(sig),
+            }
+        }
+        None
     }
 
     /// One run of the epoch's job: ask the store whether it is done (under
     /// fencing, presenting the token), work for the job's duration (a pause
     /// can land here), then store the result. The job does not look at the
     /// lease again: that is the point.
-    fn run_job(&mut self, epoch: u64, shutdown: &SigSet) -> Option<Signal> {
-        let Some(dir) = self.args.resource_dir.clone() else { return None };
-        if epoch == 0 || epoch <= self.done_epoch {
-            return None;
-        }
+    fn run_job(&mut self, epoch: u64, shutdown: &SigSet) -> JobRun {
+        let Some(dir) = self.args.resource_dir.clone() else { return JobRun::AlreadyDone };
         let strategy = self.args.job_strategy;
         let token = self.token.unwrap_or(0);
+        if epoch == 0 || self.known_done.contains(&epoch) || self.refused.contains(&(epoch, token)) {
+            return JobRun::AlreadyDone;
+        }
         // A partitioned job runs on no lease: it has no token to carry.
         let carried = (strategy != JobStrategy::Partitioned).then_some(token);
         let detail = |error: Option<String>| Detail { epoch: Some(epoch), token: carried, error, ..Detail::default() };
         match resource::begin_job(&dir, strategy, epoch, token) {
             Ok(true) => {
-                self.done_epoch = epoch;
-                self.log(&format!("[JOB] Epoch {epoch} already done"));
-                return None;
+                self.known_done.insert(epoch);
+                return JobRun::AlreadyDone;
             }
             Ok(false) => {}
             Err(e) => {
                 self.emit(EventKind::JobRejected, detail(Some(e.to_string())));
-                return None;
+                return JobRun::Ran;
             }
         }
         self.emit(EventKind::JobStarted, detail(None));
         self.log(&format!("[JOB] Running the job of epoch {epoch} with token {token}"));
         if let Some(sig) = wait_until(shutdown, mono_ns() + self.args.job_duration.as_ns() as i64) {
             self.log(&format!("[JOB] Epoch {epoch} interrupted"));
-            return Some(sig);
+            return JobRun::Interrupted(sig);
         }
         let (kind, error) = match resource::commit_job(&dir, strategy, epoch, token, self.pid) {
             Ok(JobOutcome::Applied) => (EventKind::JobApplied, None),
@@ -468,10 +497,14 @@ impl Worker {
             Ok(JobOutcome::Rejected) => (EventKind::JobRejected, None),
             Err(e) => (EventKind::JobRejected, Some(e.to_string())),
         };
-        self.done_epoch = epoch;
+        if kind == EventKind::JobRejected {
+            self.refused.insert((epoch, token));
+        } else {
+            self.known_done.insert(epoch);
+        }
         self.emit(kind, detail(error));
         self.log(&format!("[JOB] Epoch {epoch} stored: {}", kind.name()));
-        None
+        JobRun::Ran
     }
 
     fn renew(&mut self, failures: u32) -> Role {
