@@ -436,8 +436,13 @@ mod tests {
     use crate::history::Detail;
 
     /// The blog's defaults, unscaled: threshold = 9 + 3 + 1 = 13 s.
-    const PARAMS: CheckParams =
-        CheckParams { lease_us: 9_000_000, renew_us: 3_000_000, watch_us: 3_000_000, resolution_us: 1_000_000, epoch_us: None };
+    const PARAMS: CheckParams = CheckParams {
+        lease_us: 9_000_000,
+        renew_us: 3_000_000,
+        watch_us: 3_000_000,
+        resolution_us: 1_000_000,
+        epoch_us: None,
+    };
 
     /// Seconds (as written in the blog) to µs.
     fn s(seconds: f64) -> Micros {

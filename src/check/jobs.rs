@@ -99,11 +99,7 @@ mod tests {
     use crate::history::Detail;
 
     fn ev(t: Micros, w: usize, kind: EventKind, epoch: u64, token: u64) -> Event {
-        Event::new(t, Some(w), kind).with_detail(Detail {
-            epoch: Some(epoch),
-            token: Some(token),
-            ..Detail::default()
-        })
+        Event::new(t, Some(w), kind).with_detail(Detail { epoch: Some(epoch), token: Some(token), ..Detail::default() })
     }
 
     /// Epochs of 20 (units arbitrary), trial end 100: epochs 1..=4 expected.

@@ -113,6 +113,6 @@ mod intervals;
 mod jobs;
 mod writes;
 pub use evictions::Evictions;
-pub use jobs::Jobs;
 pub use intervals::check;
+pub use jobs::Jobs;
 pub use writes::Writes;

@@ -558,10 +558,10 @@ fn validate_fault(
             Some(After { event, delay: f.delay.unwrap_or(Dur::ZERO) })
         }
     };
-    if let Some(e) = &f.every {
-        if e.value == Dur::ZERO {
-            return Err(err_at(&e.referenced, "every must be longer than zero".into()));
-        }
+    if let Some(e) = &f.every
+        && e.value == Dur::ZERO
+    {
+        return Err(err_at(&e.referenced, "every must be longer than zero".into()));
     }
     Ok(Fault {
         at: f.at.value,

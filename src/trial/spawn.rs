@@ -34,7 +34,8 @@ pub enum Msg {
     Event {
         worker: usize,
         pid: i32,
-        event: WireEvent,
+        /// Boxed: an event's detail is large next to the other messages.
+        event: Box<WireEvent>,
     },
     /// A line that is not a protocol event (kept for the warning count).
     Garbage {
@@ -204,7 +205,7 @@ fn spawn_reader(worker: usize, pid: Pid, stdout: std::process::ChildStdout, tx: 
         for line in BufReader::new(stdout).lines() {
             let Ok(line) = line else { break };
             let msg = match WireEvent::parse(&line) {
-                Ok(event) => Msg::Event { worker, pid: pid.as_raw(), event },
+                Ok(event) => Msg::Event { worker, pid: pid.as_raw(), event: Box::new(event) },
                 Err(_) => Msg::Garbage { worker, line },
             };
             if tx.send(msg).is_err() {

@@ -83,3 +83,15 @@ fn validate_reports_a_bad_file_with_exit_2() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("bad.yaml:3:8: renew (10s) must be shorter than lease (9s)"));
 }
+
+#[test]
+fn an_epoch_job_that_cannot_run_is_an_error() {
+    let job = |spec: &str| format!("name: x\nworkers: 2\nworker:\n  fencing_tokens: true\n  epoch_job: {spec}\n");
+    rejects(&job("{epoch: 20s, duration: 7s, strategy: fencing}"), "5:3: epoch_job: renew (3s) + job duration (7s)");
+    rejects(&job("{epoch: 2s, duration: 2s, strategy: unique}"), "5:3: epoch_job: the job (2s) must be shorter");
+    rejects(&job("{epoch: 20s, duration: 1s, strategy: quorum}"), "5:");
+    rejects(
+        "name: x\nworkers: 2\nworker:\n  epoch_job: {epoch: 20s, duration: 1s, strategy: fencing}\n",
+        "4:3: epoch_job: strategy fencing needs fencing_tokens: true",
+    );
+}

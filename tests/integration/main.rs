@@ -10,6 +10,7 @@ mod errors;
 mod faults;
 mod fencing;
 mod helper;
+mod jobs;
 mod races;
 mod recheck;
 mod signals;
