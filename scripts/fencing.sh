@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Run experiments/fencing/ (the seed's table, and 100 trials of random
-# pauses longer than the lease per storage mode) and write results/fencing/
-# with README.md (the comparison) and host.json.
+# Run experiments/fencing/ (the seed's table; 100 trials of random pauses
+# longer than the lease per storage mode; 50 trials of the exactly-once job
+# per strategy) and write results/fencing/ with README.md (the comparison,
+# and the strategy table) and host.json.
 #
-#   scripts/fencing.sh                 time scale 0.1 (~5 min here)
-#   SCALE=1 scripts/fencing.sh         real time (~45 min)
+#   scripts/fencing.sh                 time scale 0.1 (~17 min here)
+#   SCALE=1 scripts/fencing.sh         real time (~3 h)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scale=${SCALE:-0.1}

@@ -82,6 +82,19 @@ pub fn render(exp: &Experiment, s: &Summary, dir: &Path) -> String {
             w.stale, w.attempted, w.stale_accepted, w.stale_rejected, w.stale_superseded
         );
     }
+    if s.jobs.runs > 0 || s.jobs.expected > 0 {
+        let j = &s.jobs;
+        out += &format!(
+            "  epoch job:      {} runs for {} epochs: {} duplicate executions ({}/{} trials), {} missed ({}/{} trials)\n",
+            j.runs, j.expected, j.duplicates, s.duplicate_trials, s.n, j.missed, s.missed_trials, s.n
+        );
+        out += &format!(
+            "                  {} stale results: {} applied, {} refused or absorbed\n",
+            j.stale_results,
+            j.stale_applied,
+            j.stale_results - j.stale_applied
+        );
+    }
     if s.no_leader_trials > 0 {
         out += &format!("  never led:      {}/{} trials\n", s.no_leader_trials, s.n);
     }
