@@ -1,6 +1,138 @@
-//! Where a lease lives. The lock file (the blog's) first; flock, Redis and
-//! PostgreSQL come later behind the same worker loop.
+//! Where a lease lives, behind one interface that the worker's loop
+//! (acquire, renew, watch, take over, release) runs over:
+//!
+//! * `file`: the blog's lock file with its variants; expiry judged by the
+//!   reader's clock;
+//! * `flock`: a kernel lock the kernel drops when its holder dies, and never
+//!   otherwise: no expiry at all;
+//! * `redis`: `SET key value NX PX ttl`; expiry judged by the server;
+//! * `postgres`: a lease row whose `expires_at` is judged by the server's
+//!   `now()`, taken over by a conditional update; or a session advisory
+//!   lock, held as long as the holder's connection lives.
+//!
+//! Every substrate gives each grant a fencing token strictly above every
+//! earlier grant's (file and flock only with `fencing_tokens`).
 
+pub mod file;
+pub mod flock;
 pub mod lockfile;
+pub mod postgres;
+pub mod redis;
 pub mod resource;
 pub mod tokens;
+
+use std::io;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+pub use lockfile::{Lease, ReadError};
+
+/// What a watcher sees of the lease.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Seen {
+    /// Held and not expired, as the substrate's judge of time says.
+    Held(Lease),
+    /// Still there, but expired: a takeover may begin.
+    Expired(Lease),
+    /// No lease at all (released, deleted, or dropped by the server).
+    Free,
+}
+
+/// What a leader's renewal found.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Renewal {
+    Renewed(Lease),
+    /// The lease is somebody else's now (or nobody's).
+    Lost { holder: Option<i64> },
+}
+
+/// One lease, as the worker uses it. `fresh` leases carry the caller's pid
+/// and the `leaseUntil` its clock computes; substrates whose server judges
+/// expiry return what the server holds instead.
+pub trait Substrate {
+    /// Try to become the holder of a free lease. `seen_token` is the highest
+    /// token this worker has seen (where tokens are claimed client-side).
+    fn acquire(&mut self, fresh: Lease, seen_token: u64) -> io::Result<Option<Lease>>;
+    /// Look at the lease without changing it.
+    fn observe(&mut self) -> Result<Seen, ReadError>;
+    /// Extend our lease, if it is still ours.
+    fn renew(&mut self, fresh: Lease) -> Result<Renewal, ReadError>;
+    /// Take over a lease seen expired.
+    fn take_over(&mut self, fresh: Lease, seen_token: u64) -> io::Result<Option<Lease>>;
+    /// Give the lease up on shutdown.
+    fn release(&mut self, pid: i64) -> io::Result<()>;
+    /// How long an unreadable lease has been left alone (the lock file's
+    /// mtime), for the expire-age rule. None where it does not apply.
+    fn age(&self) -> Option<Duration> {
+        None
+    }
+}
+
+/// The kind of substrate an experiment runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Kind {
+    File,
+    Flock,
+    Redis,
+    Postgres,
+    /// `pg_try_advisory_lock`: held by the holder's database session.
+    PostgresAdvisory,
+}
+
+impl Kind {
+    /// Does this substrate talk to a server?
+    pub fn server(self) -> Option<Server> {
+        match self {
+            Kind::File | Kind::Flock => None,
+            Kind::Redis => Some(Server::Redis),
+            Kind::Postgres | Kind::PostgresAdvisory => Some(Server::Postgres),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Server {
+    Redis,
+    Postgres,
+}
+
+impl Server {
+    /// The local service a fresh machine is expected to run.
+    pub fn default_address(self) -> &'static str {
+        match self {
+            Server::Redis => "redis://127.0.0.1:6379/",
+            Server::Postgres => "postgres://postgres@127.0.0.1:5432/test",
+        }
+    }
+}
+
+/// Everything a worker needs to open its substrate.
+#[derive(Clone, Debug)]
+pub struct Open<'a> {
+    pub kind: Kind,
+    pub lock: &'a std::path::Path,
+    pub acquire: crate::experiment::Acquire,
+    pub expiry: crate::experiment::Expiry,
+    pub rule: crate::worker::expiry::ExpiryRule,
+    pub fencing_tokens: bool,
+    pub address: Option<&'a str>,
+    /// The lease's name on a server (unique per trial).
+    pub key: &'a str,
+    pub lease: Duration,
+}
+
+/// Open the substrate, with the file's failpoint hook where it applies.
+pub fn open(o: &Open<'_>, lock: lockfile::LockFile) -> io::Result<Box<dyn Substrate>> {
+    let address = |s: Server| o.address.unwrap_or(s.default_address()).to_string();
+    Ok(match o.kind {
+        Kind::File => Box::new(file::FileLease::new(lock, o.rule, o.fencing_tokens)),
+        Kind::Flock => Box::new(flock::FlockLease::new(o.lock, o.fencing_tokens)),
+        Kind::Redis => Box::new(redis::RedisLease::connect(&address(Server::Redis), o.key, o.lease)?),
+        Kind::Postgres => Box::new(postgres::PgLease::connect(&address(Server::Postgres), o.key, o.lease, false)?),
+        Kind::PostgresAdvisory => {
+            Box::new(postgres::PgLease::connect(&address(Server::Postgres), o.key, o.lease, true)?)
+        }
+    })
+}

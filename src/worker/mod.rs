@@ -22,6 +22,7 @@ use crate::clock::{mono_ns, utc, wall_ns};
 use crate::experiment::{Acquire, Dur, Expiry, Failpoint, JobStrategy, Mode, Unreadable};
 use crate::history::{Detail, EventKind};
 use crate::substrate::lockfile::{Lease, LockFile, ReadError};
+use crate::substrate::{self, Renewal, Seen, Substrate};
 use crate::substrate::resource::{self, JobOutcome, Resource};
 use expiry::ExpiryRule;
 use protocol::WireEvent;
@@ -67,8 +68,18 @@ pub struct WorkerArgs {
     #[arg(long)]
     pub no_barrier: bool,
     /// Give every grant a fencing token (stored in the lease, in events).
+    /// Server substrates always give one.
     #[arg(long)]
     pub fencing_tokens: bool,
+    /// Where the lease lives.
+    #[arg(long, value_enum, default_value_t = substrate::Kind::File)]
+    pub substrate: substrate::Kind,
+    /// Server address (redis://…, postgres://…); default: the local service.
+    #[arg(long)]
+    pub address: Option<String>,
+    /// The lease's name on a server (default: the lock path).
+    #[arg(long)]
+    pub lease_key: Option<String>,
     /// Leader work: write a report to this protected resource while leading.
     #[arg(long, value_enum, default_value_t = Resource::None)]
     pub resource: Resource,
@@ -110,7 +121,7 @@ enum Role {
 struct Worker {
     args: WorkerArgs,
     pid: i64,
-    lock: LockFile,
+    lease: Box<dyn Substrate>,
     rule: ExpiryRule,
     log: Box<dyn Write>,
     started_ns: i64,
@@ -149,9 +160,7 @@ pub fn run(args: WorkerArgs) -> i32 {
         },
         None => Box::new(io::stderr()),
     };
-    let mut w = Worker {
-        pid: i64::from(std::process::id()),
-        lock: LockFile::new(&args.lock, args.acquire, args.expiry).with_failpoint(args.failpoint, {
+    let lock = LockFile::new(&args.lock, args.acquire, args.expiry).with_failpoint(args.failpoint, {
             let delay = args.failpoint_delay.as_std();
             Box::new(move |at| {
                 let name = match at {
@@ -164,12 +173,35 @@ pub fn run(args: WorkerArgs) -> i32 {
                 // A plain sleep: the fault this window is for is a SIGKILL.
                 std::thread::sleep(delay);
             })
-        }),
-        rule: ExpiryRule {
-            expiry: args.expiry,
-            resolution_ns: args.resolution.as_ns() as i64,
-            lease_ns: args.lease.as_ns() as i64,
-        },
+        });
+    let rule = ExpiryRule {
+        expiry: args.expiry,
+        resolution_ns: args.resolution.as_ns() as i64,
+        lease_ns: args.lease.as_ns() as i64,
+    };
+    let key = args.lease_key.clone().unwrap_or_else(|| args.lock.display().to_string());
+    let open = substrate::Open {
+        kind: args.substrate,
+        lock: &args.lock,
+        acquire: args.acquire,
+        expiry: args.expiry,
+        rule,
+        fencing_tokens: args.fencing_tokens,
+        address: args.address.as_deref(),
+        key: &key,
+        lease: args.lease.as_std(),
+    };
+    let lease = match substrate::open(&open, lock) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("leasequake worker: cannot open the {} lease: {e}", crate::experiment::setting_name(&args.substrate));
+            return 3;
+        }
+    };
+    let mut w = Worker {
+        lease,
+        pid: i64::from(std::process::id()),
+        rule,
         log,
         started_ns: mono_ns(),
         token: None,
@@ -284,22 +316,6 @@ impl Worker {
         self.seen_token = self.seen_token.max(lease.token.unwrap_or(0));
     }
 
-    /// With fencing tokens: claim this grant's token (after winning the
-    /// create, so the claim order is the grant order) and write it into the
-    /// lease. The grant is the claim.
-    fn claim_token(&mut self, lease: Lease) -> std::io::Result<Lease> {
-        if !self.args.fencing_tokens {
-            return Ok(lease);
-        }
-        let dir = crate::substrate::tokens::dir_for(self.lock.path());
-        let token = crate::substrate::tokens::claim(&dir, self.seen_token)?;
-        self.token = Some(token);
-        self.seen_token = token;
-        let lease = Lease { token: Some(token), ..lease };
-        self.lock.write(lease)?;
-        Ok(lease)
-    }
-
     /// Leader work: write the report with this grant's token. A leader that
     /// was paused does this on its first tick after resuming, before it
     /// learns (at the renewal) that it lost the lease: the stale write.
@@ -320,11 +336,15 @@ impl Worker {
     }
 
     /// Try the configured acquire; report and log the outcome.
-    fn try_acquire(&mut self, how: &str) -> bool {
+    fn try_acquire(&mut self, how: &str, take_over: bool) -> bool {
         self.token = None;
         let lease = self.fresh_lease();
-        match self.lock.acquire(lease).and_then(|won| if won { self.claim_token(lease).map(Some) } else { Ok(None) }) {
+        let seen = self.seen_token;
+        let granted = if take_over { self.lease.take_over(lease, seen) } else { self.lease.acquire(lease, seen) };
+        match granted {
             Ok(Some(lease)) => {
+                self.token = lease.token;
+                self.seen_token = self.seen_token.max(lease.token.unwrap_or(0));
                 let detail = Detail { how: Some(how.into()), ..self.lease_detail(lease) };
                 self.emit(EventKind::Acquired, detail);
                 let text = if how == "takeover" {
@@ -365,7 +385,7 @@ impl Worker {
     }
 
     fn lease_loop(&mut self, shutdown: &SigSet) -> i32 {
-        let mut role = if self.try_acquire("start") { Role::Leader { failures: 0 } } else { Role::Watcher };
+        let mut role = if self.try_acquire("start", false) { Role::Leader { failures: 0 } } else { Role::Watcher };
         let mut next = mono_ns() + self.interval(role);
         let epoch_ns = self.args.job_epoch.map(|e| e.as_ns() as i64);
         let mut boundary = epoch_ns.map_or(i64::MAX, |e| self.origin_ns + e);
@@ -508,37 +528,23 @@ impl Worker {
     }
 
     fn renew(&mut self, failures: u32) -> Role {
-        let read = self.lock.read();
-        if let Ok(current) = &read {
-            self.saw(current);
-        }
-        match read {
+        let fresh = self.fresh_lease();
+        match self.lease.renew(fresh) {
             Err(e) => self.renew_failed(failures, e.to_string()),
-            Ok(current) if current.process_id != self.pid => {
+            Ok(Renewal::Lost { holder }) => {
                 self.emit(
                     EventKind::SteppedDown,
-                    Detail {
-                        reason: Some("other-holder".into()),
-                        holder: Some(current.process_id),
-                        ..Detail::default()
-                    },
+                    Detail { reason: Some("other-holder".into()), holder, ..Detail::default() },
                 );
-                self.log(&format!("[LEADER] Lease now held by {}, stepping down", current.process_id));
+                let who = holder.map_or_else(|| "nobody".to_string(), |h| h.to_string());
+                self.log(&format!("[LEADER] Lease now held by {who}, stepping down"));
                 Role::Watcher
             }
-            Ok(_) => {
-                let lease = self.fresh_lease();
-                match self.lock.write(lease) {
-                    Ok(()) => {
-                        self.emit(EventKind::Renewed, self.lease_detail(lease));
-                        self.log(&format!(
-                            "[LEADER] Lease renewed, valid until {}",
-                            self.until_text(lease.lease_until)
-                        ));
-                        Role::Leader { failures: 0 }
-                    }
-                    Err(e) => self.renew_failed(failures, e.to_string()),
-                }
+            Ok(Renewal::Renewed(lease)) => {
+                self.saw(&lease);
+                self.emit(EventKind::Renewed, self.lease_detail(lease));
+                self.log(&format!("[LEADER] Lease renewed, valid until {}", self.until_text(lease.lease_until)));
+                Role::Leader { failures: 0 }
             }
         }
     }
@@ -558,8 +564,10 @@ impl Worker {
     }
 
     fn watch(&mut self) -> Role {
-        let current = match self.lock.read() {
-            Ok(current) => current,
+        let (current, expired) = match self.lease.observe() {
+            Ok(Seen::Held(l)) => (l, false),
+            Ok(Seen::Expired(l)) => (l, true),
+            Ok(Seen::Free) => return self.unreadable(ReadError::Missing),
             Err(e) => return self.unreadable(e),
         };
         self.saw(&current);
@@ -570,7 +578,7 @@ impl Worker {
             ..Detail::default()
         };
         let (holder, until) = (current.process_id, self.until_text(current.lease_until));
-        if self.rule.expired(current.lease_until, wall_ns()) {
+        if expired {
             self.emit(EventKind::ExpiredSeen, seen);
             self.log(&format!("[WATCHER] Lease held by {holder} expired at {until}, attempting takeover"));
             self.take_over()
@@ -582,11 +590,7 @@ impl Worker {
     }
 
     fn take_over(&mut self) -> Role {
-        self.lock.reached(Failpoint::BeforeRemove);
-        // The blog: "the remove is just cleanup", the create decides the
-        // winner. (It is not only cleanup: see experiments/blog/takeover-race.)
-        let _ = self.lock.remove();
-        if self.try_acquire("takeover") { Role::Leader { failures: 0 } } else { Role::Watcher }
+        if self.try_acquire("takeover", true) { Role::Leader { failures: 0 } } else { Role::Watcher }
     }
 
     fn unreadable(&mut self, error: ReadError) -> Role {
@@ -594,7 +598,9 @@ impl Worker {
         self.emit(EventKind::Unreadable, Detail { error: Some(error.to_string()), ..Detail::default() });
         if !missing && self.args.unreadable == Unreadable::ExpireAge {
             let lease = self.args.lease.as_std();
-            if self.lock.age().is_ok_and(|age| age > lease) {
+            if let Some(age) = self.lease.age()
+                && age > lease
+            {
                 self.emit(EventKind::ExpiredSeen, Detail { error: Some(error.to_string()), ..Detail::default() });
                 self.log("[WATCHER] Unreadable lease file is older than the lease, attempting takeover");
                 return self.take_over();
@@ -605,11 +611,11 @@ impl Worker {
         }
         // The blog treats any read error as a chance to acquire; with an
         // empty file O_EXCL fails here forever.
-        if self.try_acquire("retry") { Role::Leader { failures: 0 } } else { Role::Watcher }
+        if self.try_acquire("retry", false) { Role::Leader { failures: 0 } } else { Role::Watcher }
     }
 
     fn one_shot(&mut self, shutdown: &SigSet) -> i32 {
-        let role = if self.try_acquire("start") { Role::Leader { failures: 0 } } else { Role::Watcher };
+        let role = if self.try_acquire("start", false) { Role::Leader { failures: 0 } } else { Role::Watcher };
         if role == Role::Watcher {
             self.log("Did not become leader");
         }
@@ -621,8 +627,7 @@ impl Worker {
     fn shut_down(&mut self, role: Role) -> i32 {
         if matches!(role, Role::Leader { .. }) && !self.args.no_release {
             self.log("Received shutdown signal, releasing lease");
-            // Like the blog: remove without checking whose lease it is.
-            let detail = match self.lock.remove() {
+            let detail = match self.lease.release(self.pid) {
                 Ok(()) => Detail::default(),
                 Err(e) => Detail { error: Some(e.to_string()), ..Detail::default() },
             };

@@ -1,0 +1,188 @@
+//! Redis as a `Substrate`: `SET key value NX PX ttl` to acquire; renew and
+//! release only while the value is still ours (a Lua script, so the check
+//! and the change are one step on the server); the token from `INCR` in the
+//! same script as the grant (on a counter seeded from the server's clock). Expiry is the server's: an expired key is
+//! simply gone, so watchers see the lease free, never expired.
+//!
+//! The connection is opened lazily and again after any error, so a
+//! restarted server is reached again at the next tick. Every command has a
+//! timeout (a third of the lease), so a paused server fails operations
+//! instead of hanging the worker.
+
+use std::io;
+use std::time::Duration;
+
+use redis::{Client, Connection, Value};
+
+use super::lockfile::{Lease, ReadError};
+use super::{Renewal, Seen, Substrate};
+use crate::clock::wall_ns;
+
+// The token counter starts at the server's clock in µs: INCR is strictly
+// increasing while the server lives, and a server restarted without
+// persistence (which forgets the counter) starts above every token it gave
+// before, as long as its clock moved forward.
+const ACQUIRE: &str = r"
+if redis.call('SET', KEYS[1], 'granting', 'NX', 'PX', ARGV[2]) then
+  if redis.call('EXISTS', KEYS[2]) == 0 then
+    local now = redis.call('TIME')
+    redis.call('SET', KEYS[2], now[1] * 1000000 + now[2])
+  end
+  local t = redis.call('INCR', KEYS[2])
+  redis.call('SET', KEYS[1], ARGV[1] .. ':' .. t, 'PX', ARGV[2])
+  return t
+end
+return 0";
+
+const RENEW: &str = r"
+local v = redis.call('GET', KEYS[1])
+if v == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return {1, v}
+end
+return {0, v or ''}";
+
+const RELEASE: &str = r"
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0";
+
+const OBSERVE: &str = r"return {redis.call('GET', KEYS[1]) or '', redis.call('PTTL', KEYS[1])}";
+
+pub struct RedisLease {
+    client: Client,
+    conn: Option<Connection>,
+    key: String,
+    token_key: String,
+    ttl: Duration,
+    timeout: Duration,
+    /// Our value while we hold the lease: `pid:token`.
+    mine: Option<String>,
+}
+
+fn err(e: redis::RedisError) -> io::Error {
+    io::Error::other(format!("redis: {e}"))
+}
+
+/// `pid:token` → (pid, token).
+fn parse(value: &str) -> Option<(i64, u64)> {
+    let (pid, token) = value.split_once(':')?;
+    Some((pid.parse().ok()?, token.parse().ok()?))
+}
+
+impl RedisLease {
+    pub fn connect(address: &str, key: &str, ttl: Duration) -> io::Result<RedisLease> {
+        let client = Client::open(address).map_err(err)?;
+        let timeout = (ttl / 3).max(Duration::from_millis(20));
+        Ok(RedisLease {
+            client,
+            conn: None,
+            key: key.to_string(),
+            token_key: format!("{key}:token"),
+            ttl,
+            timeout,
+            mine: None,
+        })
+    }
+
+    /// Run a script; drop the connection on any error so the next call
+    /// reconnects (to a restarted server, say).
+    fn eval(&mut self, script: &str, args: &[String]) -> io::Result<Value> {
+        if self.conn.is_none() {
+            let conn = self.client.get_connection_with_timeout(self.timeout).map_err(err)?;
+            conn.set_read_timeout(Some(self.timeout)).map_err(err)?;
+            conn.set_write_timeout(Some(self.timeout)).map_err(err)?;
+            self.conn = Some(conn);
+        }
+        let conn = self.conn.as_mut().expect("connected above");
+        let result = redis::cmd("EVAL")
+            .arg(script)
+            .arg(2)
+            .arg(&self.key)
+            .arg(&self.token_key)
+            .arg(args)
+            .query::<Value>(conn)
+            .map_err(err);
+        if result.is_err() {
+            self.conn = None;
+        }
+        result
+    }
+
+    fn ttl_ms(&self) -> String {
+        self.ttl.as_millis().max(1).to_string()
+    }
+}
+
+fn text(v: &Value) -> String {
+    match v {
+        Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
+        Value::SimpleString(s) => s.clone(),
+        _ => String::new(),
+    }
+}
+
+fn int(v: &Value) -> i64 {
+    match v {
+        Value::Int(i) => *i,
+        _ => 0,
+    }
+}
+
+fn pair(v: Value) -> io::Result<(Value, Value)> {
+    match v {
+        Value::Array(mut a) if a.len() == 2 => {
+            let second = a.pop().expect("two");
+            Ok((a.pop().expect("two"), second))
+        }
+        other => Err(io::Error::other(format!("redis: unexpected reply {other:?}"))),
+    }
+}
+
+impl Substrate for RedisLease {
+    fn acquire(&mut self, fresh: Lease, _seen_token: u64) -> io::Result<Option<Lease>> {
+        let reply = self.eval(ACQUIRE, &[fresh.process_id.to_string(), self.ttl_ms()])?;
+        let token = int(&reply);
+        if token <= 0 {
+            return Ok(None);
+        }
+        self.mine = Some(format!("{}:{token}", fresh.process_id));
+        Ok(Some(Lease { token: Some(token as u64), ..fresh }))
+    }
+
+    fn observe(&mut self) -> Result<Seen, ReadError> {
+        let (value, pttl) = pair(self.eval(OBSERVE, &[]).map_err(ReadError::Io)?).map_err(ReadError::Io)?;
+        let value = text(&value);
+        if value.is_empty() {
+            return Ok(Seen::Free);
+        }
+        let Some((pid, token)) = parse(&value) else {
+            // The instant between the NX set and the token: being granted.
+            return Err(ReadError::Empty);
+        };
+        let until = wall_ns() as f64 / 1e9 + int(&pttl).max(0) as f64 / 1000.0;
+        Ok(Seen::Held(Lease { process_id: pid, lease_until: until, token: Some(token) }))
+    }
+
+    fn renew(&mut self, fresh: Lease) -> Result<Renewal, ReadError> {
+        let Some(mine) = self.mine.clone() else { return Ok(Renewal::Lost { holder: None }) };
+        let (ok, value) = pair(self.eval(RENEW, &[mine.clone(), self.ttl_ms()]).map_err(ReadError::Io)?)
+            .map_err(ReadError::Io)?;
+        if int(&ok) == 1 {
+            let token = parse(&mine).map(|(_, t)| t);
+            return Ok(Renewal::Renewed(Lease { token, ..fresh }));
+        }
+        self.mine = None;
+        Ok(Renewal::Lost { holder: parse(&text(&value)).map(|(pid, _)| pid) })
+    }
+
+    fn take_over(&mut self, fresh: Lease, seen_token: u64) -> io::Result<Option<Lease>> {
+        self.acquire(fresh, seen_token)
+    }
+
+    fn release(&mut self, _pid: i64) -> io::Result<()> {
+        if let Some(mine) = self.mine.take() {
+            self.eval(RELEASE, &[mine])?;
+        }
+        Ok(())
+    }
+}
