@@ -67,6 +67,10 @@ pub fn run(args: &RunArgs) -> u8 {
             return exit::BAD_INPUT;
         }
     }
+    if let Err(e) = servers_ready(&exps) {
+        eprintln!("error: {e}");
+        return exit::HARNESS;
+    }
     let Some(exe) = worker_exe() else { return exit::HARNESS };
 
     let flags = install_signal_flags();
@@ -97,6 +101,38 @@ pub fn run(args: &RunArgs) -> u8 {
         code = worse(code, exit::HARNESS);
     }
     code
+}
+
+/// Every lease server the experiments (and their sweep points) use answers,
+/// checked before anything is spawned or written.
+fn servers_ready(exps: &[Experiment]) -> Result<(), String> {
+    let mut checked = std::collections::BTreeSet::new();
+    for exp in exps {
+        for (unit, _) in units(exp) {
+            let s = &unit.substrate;
+            if s.managed {
+                if !checked.insert(("managed".to_string(), String::new())) {
+                    continue;
+                }
+                let found = std::process::Command::new("redis-server")
+                    .arg("--version")
+                    .stdout(std::process::Stdio::null())
+                    .status()
+                    .is_ok_and(|st| st.success());
+                if !found {
+                    return Err(format!(
+                        "{}: a managed Redis needs `redis-server` on PATH (`apt-get install redis-server`)",
+                        exp.source.display()
+                    ));
+                }
+            } else if let Some(address) = s.address()
+                && checked.insert((crate::experiment::setting_name(&s.kind), address.clone()))
+            {
+                crate::substrate::preflight(s.kind, &address).map_err(|e| format!("{}: {e}", exp.source.display()))?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The executable that runs `leasequake worker`: this one.

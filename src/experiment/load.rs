@@ -11,7 +11,7 @@ use serde_saphyr::Spanned;
 
 use super::{
     Action, After, Diagnostic, Dur, EpochJob, Expect, Experiment, ExperimentError, Fault, InitialLock, JobStrategy,
-    LeaseSettings, PauseLen, StartMode, Target, WorkerSettings,
+    LeaseSettings, PauseLen, StartMode, SubstrateSettings, Target, WorkerSettings,
 };
 use crate::history::EventKind;
 
@@ -67,6 +67,8 @@ struct RawExperiment {
     jobs: Option<Spanned<usize>>,
     #[serde(default)]
     reference: Option<super::Reference>,
+    #[serde(default)]
+    substrate: SubstrateSettings,
     /// setting → values (cross product), or `points:` → list of mappings.
     #[serde(default)]
     sweep: Option<std::collections::BTreeMap<String, Spanned<Vec<serde_json::Value>>>>,
@@ -201,6 +203,7 @@ fn apply(
             let n = value.as_i64().ok_or_else(|| format!("workers must be a whole number, not {text}"))?;
             raw.workers = Spanned::new(n, loc, loc);
         }
+        "substrate" => raw.substrate.kind = serde_json::from_value(variant(key)?).map_err(|e| e.to_string())?,
         "acquire" => raw.worker.acquire = serde_json::from_value(variant(key)?).map_err(|e| e.to_string())?,
         "unreadable" => raw.worker.unreadable = serde_json::from_value(variant(key)?).map_err(|e| e.to_string())?,
         "expiry" => raw.worker.expiry = serde_json::from_value(variant(key)?).map_err(|e| e.to_string())?,
@@ -208,7 +211,7 @@ fn apply(
             // Every pause fault of the schedule.
             let d = len()?;
             let mut any = false;
-            for f in raw.faults.iter_mut().filter(|f| f.action.value == Action::Pause) {
+            for f in raw.faults.iter_mut().filter(|f| f.action.value.is_pause()) {
                 f.duration = Some(d.clone());
                 any = true;
             }
@@ -235,6 +238,52 @@ fn apply(
         }
     }
     Ok(text)
+}
+
+/// What a substrate cannot do: the lock file's variants, failpoints and
+/// faults exist only where there is a lock file; a managed server only for
+/// Redis; server faults only against a managed server.
+fn validate_substrate(raw: &RawExperiment, text: &str) -> Result<(), (u64, u64, String)> {
+    use crate::substrate::Kind;
+    let s = &raw.substrate;
+    let name = super::setting_name(&s.kind);
+    let has_file = matches!(s.kind, Kind::File | Kind::Flock);
+    let w = &raw.worker;
+    let defaults = WorkerSettings::default();
+    let problem = if s.managed && s.kind != Kind::Redis {
+        Some(("managed", format!("managed: only the redis substrate has a harness-managed server, not {name}")))
+    } else if s.managed && s.address.is_some() {
+        Some(("address", "address: a managed server's address is chosen per trial; remove it".to_string()))
+    } else if s.address.is_some() && has_file {
+        Some(("address", format!("address: the {name} substrate has no server")))
+    } else if s.kind != Kind::File && (w.acquire != defaults.acquire || w.failpoint != defaults.failpoint) {
+        Some(("substrate", format!("worker.acquire and failpoints are lock-file variants; the {name} substrate has neither")))
+    } else if !has_file && raw.initial_lock.is_some_and(|l| l != InitialLock::None) {
+        Some(("initial_lock", format!("initial_lock needs a lock file; the {name} substrate has none")))
+    } else {
+        None
+    };
+    let fault_problem = raw.faults.iter().find_map(|f| {
+        let a = f.action.value;
+        let loc = (f.action.referenced.line(), f.action.referenced.column());
+        if a.is_lock() && !has_file {
+            Some((loc, format!("{}: the {name} substrate has no lock file", a.name())))
+        } else if a.is_server() && !s.managed {
+            Some((loc, format!("{} needs a server the harness runs: `substrate: {{kind: redis, managed: true}}`", a.name())))
+        } else {
+            None
+        }
+    });
+    if let Some(((line, column), msg)) = fault_problem {
+        return Err((line, column, msg));
+    }
+    match problem {
+        Some((key, msg)) => {
+            let (line, column) = locate(text, key);
+            Err((line, column, msg))
+        }
+        None => Ok(()),
+    }
 }
 
 /// Everything after parsing: defaults, scaling, validation.
@@ -367,6 +416,7 @@ fn build(path: &Path, text: &str, raw: RawExperiment, overrides: &Overrides) -> 
             return Err(at(line, column, format!("epoch_job: {p}")));
         }
     }
+    validate_substrate(&raw, text).map_err(|(line, column, msg)| at(line, column, msg))?;
     let mut faults = Vec::with_capacity(raw.faults.len());
     for f in &raw.faults {
         faults.push(validate_fault(f, workers, duration, &err_at)?);
@@ -447,6 +497,7 @@ fn build(path: &Path, text: &str, raw: RawExperiment, overrides: &Overrides) -> 
         time_scale: scale,
         grace: raw.grace.unwrap_or(Dur::from_secs(2)),
         jobs,
+        substrate: raw.substrate.clone(),
         reference: raw.reference,
         points: Vec::new(),
     })
@@ -473,6 +524,7 @@ fn validate_fault(
     }
     let target = match &f.target {
         None if action.is_lock() => Target::Lock,
+        None if action.is_server() => Target::Server,
         None => {
             return Err(err_at(
                 &f.action.referenced,
@@ -494,21 +546,22 @@ fn validate_fault(
                     "all" => Target::All,
                     "any" => Target::Any,
                     "lock" => Target::Lock,
+                    "server" => Target::Server,
                     other => {
                         return Err(err_at(
                             &t.referenced,
                             format!(
-                                "unknown target {other:?}: expected leader, watcher, all, any, lock or a worker index"
+                                "unknown target {other:?}: expected leader, watcher, all, any, lock, server or a worker index"
                             ),
                         ));
                     }
                 },
             };
-            if action.is_lock() != (target == Target::Lock) {
+            if action.is_lock() != (target == Target::Lock) || action.is_server() != (target == Target::Server) {
                 return Err(err_at(
                     &t.referenced,
                     format!(
-                        "action {} cannot target {target}: lock-* actions target the lock, signals target workers",
+                        "action {} cannot target {target}: lock-* actions target the lock, server-* actions the server, signals target workers",
                         action.name()
                     ),
                 ));
@@ -517,12 +570,12 @@ fn validate_fault(
         }
     };
     let pause_len = match (&f.duration, action) {
-        (Some(d), Action::Pause) if d.value.clone().into_len().is_positive() => Some(d.value.clone().into_len()),
-        (Some(d), Action::Pause) => {
+        (Some(d), a) if a.is_pause() && d.value.clone().into_len().is_positive() => Some(d.value.clone().into_len()),
+        (Some(d), a) if a.is_pause() => {
             return Err(err_at(&d.referenced, "pause duration must be longer than zero".into()));
         }
-        (None, Action::Pause) => {
-            return Err(err_at(&f.action.referenced, "pause needs a duration, e.g. `duration: 15s`".into()));
+        (None, a) if a.is_pause() => {
+            return Err(err_at(&f.action.referenced, format!("{} needs a duration, e.g. `duration: 15s`", a.name())));
         }
         (Some(d), _) => {
             return Err(err_at(&d.referenced, format!("duration applies to pause only, not to {}", action.name())));

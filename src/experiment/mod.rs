@@ -187,6 +187,33 @@ impl Default for WorkerSettings {
     }
 }
 
+/// Where the lease lives (DESIGN.md "Substrates").
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SubstrateSettings {
+    pub kind: crate::substrate::Kind,
+    /// Server address; default: the local service.
+    #[serde(default)]
+    pub address: Option<String>,
+    /// Redis only: the harness runs its own redis-server per trial, which
+    /// server-* faults can hit.
+    #[serde(default)]
+    pub managed: bool,
+}
+
+impl Default for SubstrateSettings {
+    fn default() -> Self {
+        SubstrateSettings { kind: crate::substrate::Kind::File, address: None, managed: false }
+    }
+}
+
+impl SubstrateSettings {
+    /// The address workers use (a managed server's is known per trial).
+    pub fn address(&self) -> Option<String> {
+        self.kind.server().map(|s| self.address.clone().unwrap_or_else(|| s.default_address().to_string()))
+    }
+}
+
 /// Lease timing, already scaled.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct LeaseSettings {
@@ -211,6 +238,8 @@ pub enum Target {
     Any,
     /// The lock file itself (lock-* actions).
     Lock,
+    /// The harness-managed lease server (server-* actions).
+    Server,
     /// Worker by index.
     Worker(usize),
 }
@@ -223,6 +252,7 @@ impl std::fmt::Display for Target {
             Target::All => write!(f, "all"),
             Target::Any => write!(f, "any"),
             Target::Lock => write!(f, "lock"),
+            Target::Server => write!(f, "server"),
             Target::Worker(i) => write!(f, "{i}"),
         }
     }
@@ -245,6 +275,12 @@ pub enum Action {
     LockDelete,
     LockCorrupt,
     LockStale,
+    /// SIGSTOP the harness-managed server, SIGCONT after `duration`.
+    ServerPause,
+    /// SIGKILL the server (it stays down).
+    ServerKill,
+    /// SIGKILL the server and start it again, empty (no persistence).
+    ServerRestart,
 }
 
 impl Action {
@@ -259,7 +295,19 @@ impl Action {
             Action::LockDelete => "lock-delete",
             Action::LockCorrupt => "lock-corrupt",
             Action::LockStale => "lock-stale",
+            Action::ServerPause => "server-pause",
+            Action::ServerKill => "server-kill",
+            Action::ServerRestart => "server-restart",
         }
+    }
+
+    pub fn is_server(self) -> bool {
+        matches!(self, Action::ServerPause | Action::ServerKill | Action::ServerRestart)
+    }
+
+    /// Pauses take a `duration`.
+    pub fn is_pause(self) -> bool {
+        matches!(self, Action::Pause | Action::ServerPause)
     }
 
     pub fn is_lock(self) -> bool {
@@ -433,6 +481,7 @@ pub struct Experiment {
     /// Trials run at once.
     pub jobs: usize,
     pub reference: Option<Reference>,
+    pub substrate: SubstrateSettings,
     /// A sweep's points (empty for a plain experiment): each a complete
     /// experiment with some settings replaced.
     pub points: Vec<Point>,

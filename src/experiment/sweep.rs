@@ -8,7 +8,8 @@ use serde_json::Value;
 use serde_saphyr::{Location, Spanned};
 
 /// Settings a sweep can vary.
-pub const KEYS: [&str; 13] = [
+pub const KEYS: [&str; 14] = [
+    "substrate",
     "lease",
     "renew",
     "watch",

@@ -45,7 +45,7 @@ impl Lease {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
-    #[error("lock file does not exist")]
+    #[error("no lease is held (no lock file, key or row)")]
     Missing,
     #[error("cannot read lock file: {0}")]
     Io(io::Error),

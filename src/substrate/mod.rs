@@ -82,6 +82,12 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// Does a lease of this kind expire by time? flock and advisory locks
+    /// last as long as their holder (process or session) lives.
+    pub fn expires(self) -> bool {
+        !matches!(self, Kind::Flock | Kind::PostgresAdvisory)
+    }
+
     /// Does this substrate talk to a server?
     pub fn server(self) -> Option<Server> {
         match self {
@@ -136,3 +142,46 @@ pub fn open(o: &Open<'_>, lock: lockfile::LockFile) -> io::Result<Box<dyn Substr
         }
     })
 }
+
+/// Remove a trial's lease from a shared server (best effort: a leftover key
+/// is harmless, every trial has its own).
+pub fn forget(kind: Kind, address: &str, key: &str) {
+    match kind.server() {
+        Some(Server::Redis) => {
+            if let Ok(mut conn) = ::redis::Client::open(address).and_then(|c| c.get_connection()) {
+                let _ = ::redis::cmd("DEL").arg(key).arg(format!("{key}:token")).query::<i64>(&mut conn);
+            }
+        }
+        Some(Server::Postgres) => {
+            let _ = postgres::drop_lease(address, key);
+        }
+        None => {}
+    }
+}
+
+/// Before a run: is the server there, and ready? The message says what to
+/// start if not.
+pub fn preflight(kind: Kind, address: &str) -> Result<(), String> {
+    match kind.server() {
+        Some(Server::Redis) => {
+            let ping = ::redis::Client::open(address)
+                .and_then(|c| c.get_connection_with_timeout(Duration::from_secs(2)))
+                .and_then(|mut conn| ::redis::cmd("PING").query::<String>(&mut conn));
+            ping.map(|_| ()).map_err(|e| {
+                format!(
+                    "Redis at {address} does not answer ({e}): start it (`redis-server --daemonize yes`, \
+                     or `apt-get install redis-server`), or set `substrate.address`, or use `managed: true`"
+                )
+            })
+        }
+        Some(Server::Postgres) => postgres::ensure_table(address).map_err(|e| {
+            format!(
+                "PostgreSQL at {address} does not answer ({e}): start it (`apt-get install postgresql`, \
+                 `pg_ctlcluster 15 main start`) with a database `test` that trusts local connections, \
+                 or set `substrate.address`"
+            )
+        }),
+        None => Ok(()),
+    }
+}
+

@@ -29,7 +29,8 @@ if redis.call('SET', KEYS[1], 'granting', 'NX', 'PX', ARGV[2]) then
     redis.call('SET', KEYS[2], now[1] * 1000000 + now[2])
   end
   local t = redis.call('INCR', KEYS[2])
-  redis.call('SET', KEYS[1], ARGV[1] .. ':' .. t, 'PX', ARGV[2])
+  -- Lua numbers are doubles: format the token as an integer, not 1.8e+15.
+  redis.call('SET', KEYS[1], ARGV[1] .. ':' .. string.format('%.0f', t), 'PX', ARGV[2])
   return t
 end
 return 0";

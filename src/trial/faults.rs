@@ -17,6 +17,7 @@ use crate::history::EventKind;
 use crate::substrate::lockfile::{self, LockFault};
 use crate::worker::expiry::ExpiryRule;
 
+use super::server::ManagedRedis;
 use super::spawn::WorkerProc;
 
 /// The live view of the trial that targets are resolved against.
@@ -100,15 +101,23 @@ pub struct Delivery {
     pub error: Option<String>,
 }
 
-pub struct Nemesis {
+pub struct Nemesis<'s> {
     pending: Vec<Pending>,
     rng: StdRng,
     rule: ExpiryRule,
     lock: std::path::PathBuf,
+    /// The harness-managed lease server, for server-* faults.
+    server: Option<&'s mut ManagedRedis>,
 }
 
-impl Nemesis {
-    pub fn new(exp: &Experiment, t0: i64, mut rng: StdRng, lock: &Path) -> Nemesis {
+impl<'s> Nemesis<'s> {
+    pub fn new(
+        exp: &Experiment,
+        t0: i64,
+        mut rng: StdRng,
+        lock: &Path,
+        server: Option<&'s mut ManagedRedis>,
+    ) -> Nemesis<'s> {
         let pending = exp
             .faults
             .iter()
@@ -132,7 +141,7 @@ impl Nemesis {
                 }
             })
             .collect();
-        Nemesis { pending, rng, rule: expiry_rule(exp), lock: lock.to_path_buf() }
+        Nemesis { pending, rng, rule: expiry_rule(exp), lock: lock.to_path_buf(), server }
     }
 
     /// The earliest time a timed fault is due (armed ones wait for events).
@@ -159,7 +168,7 @@ impl Nemesis {
                 Target::Watcher => !live.leaders.contains(&worker),
                 Target::Worker(i) => i == worker,
                 Target::All | Target::Any => true,
-                Target::Lock => false,
+                Target::Lock | Target::Server => false,
             };
             if matches {
                 p.when = When::At(t_ns + after.delay.as_ns() as i64);
@@ -217,6 +226,9 @@ impl Nemesis {
             actual_ns: 0,
             error: None,
         };
+        if p.action.is_server() || p.target == Target::Server {
+            return self.deliver_to_server(&p, scheduled, base);
+        }
         if p.action.is_lock() {
             let fault = match p.action {
                 Action::LockEmpty => LockFault::Empty,
@@ -278,6 +290,39 @@ impl Nemesis {
         out
     }
 
+    /// server-pause (a stop now, a cont later), server-kill, server-restart.
+    fn deliver_to_server(&mut self, p: &Pending, scheduled: i64, base: impl Fn(&'static str) -> Delivery) -> Vec<Delivery> {
+        let Some(server) = self.server.as_deref_mut() else {
+            return vec![Delivery { actual_ns: mono_ns(), error: Some("no managed server".into()), ..base("server") }];
+        };
+        let pid = server.pid().map(|p| p.as_raw());
+        let (action, result) = match p.action {
+            Action::ServerPause => ("server-stop", server.signal(Signal::SIGSTOP).map_err(|e| e.to_string())),
+            Action::Cont => ("server-cont", server.signal(Signal::SIGCONT).map_err(|e| e.to_string())),
+            Action::ServerKill => {
+                server.kill();
+                ("server-kill", Ok(()))
+            }
+            // Stamped at the kill: from here on the leases are gone.
+            _ => ("server-restart", server.restart().map_err(|e| e.to_string())),
+        };
+        let actual_ns = mono_ns();
+        if let (Action::ServerPause, Some(len), Ok(())) = (p.action, &p.pause, &result) {
+            let len = len.sample(&mut self.rng);
+            self.pending.push(Pending {
+                fault: p.fault,
+                action: Action::Cont,
+                target: Target::Server,
+                fixed: None,
+                when: When::At(scheduled + len.as_ns() as i64),
+                pause: None,
+                after: None,
+                repeat: None,
+            });
+        }
+        vec![Delivery { pid, actual_ns, error: result.err(), ..base(action) }]
+    }
+
     /// A row for every fault that never fired (its trigger never came, or
     /// its time fell after the end), so a schedule cannot vanish silently.
     pub fn never_fired(&mut self, end_ns: i64) -> Vec<Delivery> {
@@ -337,7 +382,7 @@ impl Nemesis {
             }
             Target::Worker(i) if live.alive[i] => Ok(vec![i]),
             Target::Worker(i) => Err(format!("worker {i} is not running")),
-            Target::Lock => unreachable!("lock targets are lock actions"),
+            Target::Lock | Target::Server => unreachable!("lock and server targets are their actions'"),
         }
     }
 }

@@ -7,6 +7,7 @@
 //! period, SIGKILLed and reaped before `run_trial` returns.
 
 pub mod faults;
+pub mod server;
 pub mod spawn;
 
 use std::path::{Path, PathBuf};
@@ -48,6 +49,8 @@ pub enum TrialError {
     Unkillable(usize),
     #[error("worker {worker} crashed ({status:?}), not by a fault of this experiment; see {}", log.display())]
     Crashed { worker: usize, status: ExitStatus, log: PathBuf },
+    #[error(transparent)]
+    Server(#[from] server::ServerError),
 }
 
 /// Everything one trial produced.
@@ -75,8 +78,9 @@ pub struct FaultRow {
     pub error: Option<String>,
 }
 
-/// Arguments for the built-in worker, from the experiment.
-fn worker_args(exp: &Experiment, lock: &Path) -> Vec<String> {
+/// Arguments for the built-in worker, from the experiment; `address` is the
+/// lease server's (a managed server's is known only per trial).
+fn worker_args(exp: &Experiment, lock: &Path, address: Option<String>) -> Vec<String> {
     let mut args = vec![
         "worker".to_string(),
         "--lock".into(),
@@ -98,6 +102,14 @@ fn worker_args(exp: &Experiment, lock: &Path) -> Vec<String> {
     ] {
         args.push(flag.into());
         args.push(value);
+    }
+    if exp.substrate.kind != crate::substrate::Kind::File {
+        args.push("--substrate".into());
+        args.push(setting_name(&exp.substrate.kind));
+    }
+    if let Some(address) = address {
+        args.push("--address".into());
+        args.push(address);
     }
     if !exp.worker.release_on_term {
         args.push("--no-release".into());
@@ -165,7 +177,15 @@ pub fn run_trial(
 
     let (tx, rx) = mpsc::channel();
     let per_worker = |i: usize| per_worker_args(exp, i);
-    let spec = SpawnSpec { exe, args: worker_args(exp, &lock), dir, count: exp.workers, per_worker: &per_worker };
+    let mut server = if exp.substrate.managed { Some(server::ManagedRedis::start(dir)?) } else { None };
+    let address = server.as_ref().map(|s| s.address()).or_else(|| exp.substrate.address());
+    let spec = SpawnSpec {
+        exe,
+        args: worker_args(exp, &lock, address.clone()),
+        dir,
+        count: exp.workers,
+        per_worker: &per_worker,
+    };
     let mut raw: Vec<RawEvent> = Vec::new();
     let (mut workers, barrier) = spawn::spawn(&spec, &tx)?;
     drop(tx);
@@ -189,8 +209,15 @@ pub fn run_trial(
         deliveries: Vec::new(),
         end_ns: i64::MAX,
     };
-    let outcome = run.drive(exp, seed, &workers, barrier, stop, &lock);
+    let outcome = run.drive(exp, seed, &workers, barrier, stop, &lock, server.as_mut());
     run.clean_up(exp, &mut workers)?;
+    drop(server);
+    if !exp.substrate.managed
+        && let Some(address) = &address
+    {
+        // A shared server keeps the lease after the trial: remove it.
+        crate::substrate::forget(exp.substrate.kind, address, &lock.display().to_string());
+    }
     let t0 = outcome?;
     run.check_exits(&workers)?;
 
@@ -324,6 +351,7 @@ impl Run {
         barrier: std::os::fd::OwnedFd,
         stop: &AtomicBool,
         lock: &Path,
+        server: Option<&mut server::ManagedRedis>,
     ) -> Result<i64, TrialError> {
         // 1. Everyone ready.
         let ready_deadline = mono_ns() + READY_TIMEOUT.as_nanos() as i64;
@@ -358,7 +386,7 @@ impl Run {
         // 3. Faults until the end.
         let end = t0 + exp.duration.as_ns() as i64;
         let rng = StdRng::seed_from_u64(seed);
-        let mut nemesis = Nemesis::new(exp, t0, rng, lock);
+        let mut nemesis = Nemesis::new(exp, t0, rng, lock, server);
         loop {
             if stop.load(Ordering::SeqCst) {
                 return Err(TrialError::Interrupted);

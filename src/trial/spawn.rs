@@ -147,6 +147,27 @@ pub enum SpawnError {
 
 /// Spawn `count` workers blocked on a fresh barrier. Returns them with the
 /// barrier's write end: dropping it releases every worker at once.
+/// Put the child in its own process group (a Ctrl-C of the terminal is the
+/// harness's to handle) and have the kernel SIGKILL it if the harness dies,
+/// even by `kill -9`.
+pub fn tie_to_harness(cmd: &mut Command, parent: u32) {
+    cmd.process_group(0);
+    // SAFETY: only async-signal-safe calls (prctl, getppid) between fork
+    // and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The harness died between fork and prctl: nobody to kill us.
+            if libc::getppid() as u32 != parent {
+                libc::_exit(1);
+            }
+            Ok(())
+        });
+    }
+}
+
 pub fn spawn(spec: &SpawnSpec<'_>, tx: &Sender<Msg>) -> Result<(Workers, OwnedFd), SpawnError> {
     let (barrier_read, barrier_write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(SpawnError::Pipe)?;
     let parent = std::process::id();
@@ -169,22 +190,8 @@ pub fn spawn(spec: &SpawnSpec<'_>, tx: &Sender<Msg>) -> Result<(Workers, OwnedFd
             .args((spec.per_worker)(index))
             .stdin(Stdio::from(stdin))
             .stdout(Stdio::piped())
-            .stderr(Stdio::from(stderr))
-            .process_group(0);
-        // SAFETY: only async-signal-safe calls (prctl, getppid) between fork
-        // and exec.
-        unsafe {
-            cmd.pre_exec(move || {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                // The harness died between fork and prctl: nobody to kill us.
-                if libc::getppid() as u32 != parent {
-                    libc::_exit(1);
-                }
-                Ok(())
-            });
-        }
+            .stderr(Stdio::from(stderr));
+        tie_to_harness(&mut cmd, parent);
         let mut child = cmd.spawn().map_err(|source| SpawnError::Spawn { index, exe: spec.exe.into(), source })?;
         let spawned_ns = mono_ns();
         let pid = Pid::from_raw(child.id() as i32);

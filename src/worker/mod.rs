@@ -305,7 +305,9 @@ impl Worker {
         Detail {
             holder: Some(lease.process_id),
             lease_until: Some(lease.lease_until),
-            expires_in_ms: Some(self.args.lease.as_ms_f64()),
+            // No nominal expiry where the lease does not expire by time:
+            // the checker then does not split gaps into lease + detection.
+            expires_in_ms: self.args.substrate.expires().then(|| self.args.lease.as_ms_f64()),
             token: lease.token,
             ..Detail::default()
         }
