@@ -257,7 +257,10 @@ fn validate_substrate(raw: &RawExperiment, text: &str) -> Result<(), (u64, u64, 
     } else if s.address.is_some() && has_file {
         Some(("address", format!("address: the {name} substrate has no server")))
     } else if s.kind != Kind::File && (w.acquire != defaults.acquire || w.failpoint != defaults.failpoint) {
-        Some(("substrate", format!("worker.acquire and failpoints are lock-file variants; the {name} substrate has neither")))
+        Some((
+            "substrate",
+            format!("worker.acquire and failpoints are lock-file variants; the {name} substrate has neither"),
+        ))
     } else if !has_file && raw.initial_lock.is_some_and(|l| l != InitialLock::None) {
         Some(("initial_lock", format!("initial_lock needs a lock file; the {name} substrate has none")))
     } else {
@@ -269,7 +272,10 @@ fn validate_substrate(raw: &RawExperiment, text: &str) -> Result<(), (u64, u64, 
         if a.is_lock() && !has_file {
             Some((loc, format!("{}: the {name} substrate has no lock file", a.name())))
         } else if a.is_server() && !s.managed {
-            Some((loc, format!("{} needs a server the harness runs: `substrate: {{kind: redis, managed: true}}`", a.name())))
+            Some((
+                loc,
+                format!("{} needs a server the harness runs: `substrate: {{kind: redis, managed: true}}`", a.name()),
+            ))
         } else {
             None
         }

@@ -70,11 +70,8 @@ impl FlockLease {
 impl Substrate for FlockLease {
     fn acquire(&mut self, fresh: Lease, seen_token: u64) -> io::Result<Option<Lease>> {
         let Some(mut locked) = self.try_lock()? else { return Ok(None) };
-        let token = if self.fencing_tokens {
-            Some(tokens::claim(&tokens::dir_for(&self.path), seen_token)?)
-        } else {
-            None
-        };
+        let token =
+            if self.fencing_tokens { Some(tokens::claim(&tokens::dir_for(&self.path), seen_token)?) } else { None };
         let lease = Lease { token, ..fresh };
         locked.set_len(0)?;
         locked.write_all(&lease.to_bytes(Expiry::Exact))?;

@@ -44,7 +44,9 @@ pub enum Seen {
 pub enum Renewal {
     Renewed(Lease),
     /// The lease is somebody else's now (or nobody's).
-    Lost { holder: Option<i64> },
+    Lost {
+        holder: Option<i64>,
+    },
 }
 
 /// One lease, as the worker uses it. `fresh` leases carry the caller's pid
@@ -184,4 +186,3 @@ pub fn preflight(kind: Kind, address: &str) -> Result<(), String> {
         None => Ok(()),
     }
 }
-

@@ -158,6 +158,11 @@ impl Substrate for PgLease {
             token: Some(row.get::<_, i64>(1) as u64),
             lease_until: row.get::<_, f64>(2),
         };
+        if !self.advisory && !lease.lease_until.is_finite() {
+            // Released (expires_at = -infinity; the row stays to keep the
+            // generation count): free.
+            return Ok(Seen::Free);
+        }
         let expired: bool = row.get(3);
         // Under advisory locks only the lock decides: it is held.
         Ok(if expired && !self.advisory { Seen::Expired(lease) } else { Seen::Held(lease) })
@@ -187,11 +192,9 @@ impl Substrate for PgLease {
         let ttl = self.ttl_ms;
         let row = self.with(|c| c.query_opt(RENEW, &[&key, &pid, &token, &ttl])).map_err(ReadError::Io)?;
         match row {
-            Some(row) => Ok(Renewal::Renewed(Lease {
-                process_id: pid,
-                lease_until: row.get(0),
-                token: Some(token as u64),
-            })),
+            Some(row) => {
+                Ok(Renewal::Renewed(Lease { process_id: pid, lease_until: row.get(0), token: Some(token as u64) }))
+            }
             None => {
                 self.mine = None;
                 let holder = match self.observe()? {

@@ -88,21 +88,27 @@ impl RedisLease {
     /// Run a script; drop the connection on any error so the next call
     /// reconnects (to a restarted server, say).
     fn eval(&mut self, script: &str, args: &[String]) -> io::Result<Value> {
+        let reused = self.conn.is_some();
+        match self.eval_once(script, args) {
+            // A connection that died with its server (a restart) fails its
+            // first command before sending it: once more, on a new one.
+            Err(e) if reused && (e.is_connection_dropped() || e.is_io_error()) => {
+                self.eval_once(script, args).map_err(err)
+            }
+            other => other.map_err(err),
+        }
+    }
+
+    fn eval_once(&mut self, script: &str, args: &[String]) -> redis::RedisResult<Value> {
         if self.conn.is_none() {
-            let conn = self.client.get_connection_with_timeout(self.timeout).map_err(err)?;
-            conn.set_read_timeout(Some(self.timeout)).map_err(err)?;
-            conn.set_write_timeout(Some(self.timeout)).map_err(err)?;
+            let conn = self.client.get_connection_with_timeout(self.timeout)?;
+            conn.set_read_timeout(Some(self.timeout))?;
+            conn.set_write_timeout(Some(self.timeout))?;
             self.conn = Some(conn);
         }
         let conn = self.conn.as_mut().expect("connected above");
-        let result = redis::cmd("EVAL")
-            .arg(script)
-            .arg(2)
-            .arg(&self.key)
-            .arg(&self.token_key)
-            .arg(args)
-            .query::<Value>(conn)
-            .map_err(err);
+        let result =
+            redis::cmd("EVAL").arg(script).arg(2).arg(&self.key).arg(&self.token_key).arg(args).query::<Value>(conn);
         if result.is_err() {
             self.conn = None;
         }
@@ -166,8 +172,8 @@ impl Substrate for RedisLease {
 
     fn renew(&mut self, fresh: Lease) -> Result<Renewal, ReadError> {
         let Some(mine) = self.mine.clone() else { return Ok(Renewal::Lost { holder: None }) };
-        let (ok, value) = pair(self.eval(RENEW, &[mine.clone(), self.ttl_ms()]).map_err(ReadError::Io)?)
-            .map_err(ReadError::Io)?;
+        let (ok, value) =
+            pair(self.eval(RENEW, &[mine.clone(), self.ttl_ms()]).map_err(ReadError::Io)?).map_err(ReadError::Io)?;
         if int(&ok) == 1 {
             let token = parse(&mine).map(|(_, t)| t);
             return Ok(Renewal::Renewed(Lease { token, ..fresh }));

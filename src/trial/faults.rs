@@ -291,7 +291,12 @@ impl<'s> Nemesis<'s> {
     }
 
     /// server-pause (a stop now, a cont later), server-kill, server-restart.
-    fn deliver_to_server(&mut self, p: &Pending, scheduled: i64, base: impl Fn(&'static str) -> Delivery) -> Vec<Delivery> {
+    fn deliver_to_server(
+        &mut self,
+        p: &Pending,
+        scheduled: i64,
+        base: impl Fn(&'static str) -> Delivery,
+    ) -> Vec<Delivery> {
         let Some(server) = self.server.as_deref_mut() else {
             return vec![Delivery { actual_ns: mono_ns(), error: Some("no managed server".into()), ..base("server") }];
         };

@@ -209,7 +209,7 @@ pub fn run_trial(
         deliveries: Vec::new(),
         end_ns: i64::MAX,
     };
-    let outcome = run.drive(exp, seed, &workers, barrier, stop, &lock, server.as_mut());
+    let outcome = run.drive(exp, seed, &workers, barrier, stop, Hit { lock: &lock, server: server.as_mut() });
     run.clean_up(exp, &mut workers)?;
     drop(server);
     if !exp.substrate.managed
@@ -284,6 +284,13 @@ impl RawEvent {
     }
 }
 
+/// What faults other than signals to workers hit: the lock file, the
+/// managed server.
+struct Hit<'a> {
+    lock: &'a Path,
+    server: Option<&'a mut server::ManagedRedis>,
+}
+
 /// The state of the trial loop.
 struct Run {
     rx: Receiver<Msg>,
@@ -350,8 +357,7 @@ impl Run {
         workers: &Workers,
         barrier: std::os::fd::OwnedFd,
         stop: &AtomicBool,
-        lock: &Path,
-        server: Option<&mut server::ManagedRedis>,
+        hit: Hit<'_>,
     ) -> Result<i64, TrialError> {
         // 1. Everyone ready.
         let ready_deadline = mono_ns() + READY_TIMEOUT.as_nanos() as i64;
@@ -386,7 +392,7 @@ impl Run {
         // 3. Faults until the end.
         let end = t0 + exp.duration.as_ns() as i64;
         let rng = StdRng::seed_from_u64(seed);
-        let mut nemesis = Nemesis::new(exp, t0, rng, lock, server);
+        let mut nemesis = Nemesis::new(exp, t0, rng, hit.lock, hit.server);
         loop {
             if stop.load(Ordering::SeqCst) {
                 return Err(TrialError::Interrupted);

@@ -35,7 +35,7 @@ impl ExpiryRule {
     /// `leaseUntil` back to wall-clock ns (start of that unit), for logs.
     pub fn to_wall_ns(&self, lease_until: f64) -> i64 {
         match self.expiry {
-            Expiry::UnixSeconds => lease_until as i64 * self.resolution_ns,
+            Expiry::UnixSeconds => (lease_until as i64).saturating_mul(self.resolution_ns),
             Expiry::Exact => (lease_until * 1e9) as i64,
         }
     }

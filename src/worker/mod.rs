@@ -22,8 +22,8 @@ use crate::clock::{mono_ns, utc, wall_ns};
 use crate::experiment::{Acquire, Dur, Expiry, Failpoint, JobStrategy, Mode, Unreadable};
 use crate::history::{Detail, EventKind};
 use crate::substrate::lockfile::{Lease, LockFile, ReadError};
-use crate::substrate::{self, Renewal, Seen, Substrate};
 use crate::substrate::resource::{self, JobOutcome, Resource};
+use crate::substrate::{self, Renewal, Seen, Substrate};
 use expiry::ExpiryRule;
 use protocol::WireEvent;
 
@@ -161,21 +161,23 @@ pub fn run(args: WorkerArgs) -> i32 {
         None => Box::new(io::stderr()),
     };
     let lock = LockFile::new(&args.lock, args.acquire, args.expiry).with_failpoint(args.failpoint, {
-            let delay = args.failpoint_delay.as_std();
-            Box::new(move |at| {
-                let name = match at {
-                    Failpoint::AfterCreate => "after-create",
-                    Failpoint::AfterTruncate => "after-truncate",
-                    Failpoint::BeforeRemove => "before-remove",
-                    Failpoint::None => "none",
-                };
-                emit(EventKind::Failpoint, Detail { reason: Some(name.into()), ..Detail::default() });
-                // A plain sleep: the fault this window is for is a SIGKILL.
-                std::thread::sleep(delay);
-            })
-        });
+        let delay = args.failpoint_delay.as_std();
+        Box::new(move |at| {
+            let name = match at {
+                Failpoint::AfterCreate => "after-create",
+                Failpoint::AfterTruncate => "after-truncate",
+                Failpoint::BeforeRemove => "before-remove",
+                Failpoint::None => "none",
+            };
+            emit(EventKind::Failpoint, Detail { reason: Some(name.into()), ..Detail::default() });
+            // A plain sleep: the fault this window is for is a SIGKILL.
+            std::thread::sleep(delay);
+        })
+    });
     let rule = ExpiryRule {
-        expiry: args.expiry,
+        // A server judges expiry itself, to the millisecond: leases it
+        // reports are in exact Unix seconds.
+        expiry: if args.substrate.server().is_some() { Expiry::Exact } else { args.expiry },
         resolution_ns: args.resolution.as_ns() as i64,
         lease_ns: args.lease.as_ns() as i64,
     };
@@ -194,7 +196,10 @@ pub fn run(args: WorkerArgs) -> i32 {
     let lease = match substrate::open(&open, lock) {
         Ok(l) => l,
         Err(e) => {
-            eprintln!("leasequake worker: cannot open the {} lease: {e}", crate::experiment::setting_name(&args.substrate));
+            eprintln!(
+                "leasequake worker: cannot open the {} lease: {e}",
+                crate::experiment::setting_name(&args.substrate)
+            );
             return 3;
         }
     };

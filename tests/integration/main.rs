@@ -14,5 +14,6 @@ mod jobs;
 mod races;
 mod recheck;
 mod signals;
+mod substrates;
 mod sweeps;
 mod worker;
