@@ -159,6 +159,10 @@ pub struct Detail {
     /// Fencing token, where the substrate provides one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub token: Option<u64>,
+    /// Duration of the substrate operation behind this event (acquire,
+    /// renew or observe), µs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub op_us: Option<u64>,
     /// Epoch of the exactly-once job (job_* events).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub epoch: Option<u64>,

@@ -49,6 +49,7 @@ pub fn check(history: &History, params: &CheckParams) -> TrialMetrics {
     let mut metrics = sweep.finish(events, end_us, params);
     metrics.evictions = super::evictions::evictions(history, &metrics.spans, end_us);
     metrics.writes = super::writes::writes(events);
+    metrics.latency = super::latency::latency(events);
     if let Some(epoch_us) = params.epoch_us {
         metrics.jobs = super::jobs::jobs(events, epoch_us, end_us);
     }
@@ -360,6 +361,7 @@ impl Sweep {
             evictions: Default::default(),
             writes: Default::default(),
             jobs: Default::default(),
+            latency: Default::default(),
             spans: self.spans,
         }
     }

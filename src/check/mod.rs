@@ -73,6 +73,8 @@ pub struct TrialMetrics {
     pub writes: Writes,
     /// The exactly-once job per epoch (zero if the trial runs none).
     pub jobs: Jobs,
+    /// Substrate operation durations.
+    pub latency: Latency,
 }
 
 /// A time span of one worker.
@@ -111,8 +113,10 @@ impl TrialMetrics {
 mod evictions;
 mod intervals;
 mod jobs;
+mod latency;
 mod writes;
 pub use evictions::Evictions;
 pub use intervals::check;
 pub use jobs::Jobs;
+pub use latency::Latency;
 pub use writes::Writes;

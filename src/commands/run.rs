@@ -469,5 +469,15 @@ fn write_suite_readme(out: &Path, paths: &[PathBuf], done: &[(&Experiment, Outco
         text += &points_markdown(&exp.name, exp.time_scale, &per_unit(&units, &tagged));
     }
     text += &crate::report::compare::jobs_markdown(&runs);
+    let all_units: Vec<_> = done
+        .iter()
+        .flat_map(|(exp, o)| {
+            let units = units(exp);
+            let tagged: Vec<(u32, usize, TrialMetrics)> =
+                o.metrics.iter().map(|(t, m)| (*t, unit_of(exp, units.len(), *t), m.clone())).collect();
+            per_unit(&units, &tagged)
+        })
+        .collect();
+    text += &crate::report::compare::substrates_markdown(&all_units);
     std::fs::write(out.join("README.md"), text)
 }

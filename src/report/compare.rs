@@ -266,6 +266,91 @@ pub fn jobs_markdown(runs: &[Measured<'_>]) -> String {
     out
 }
 
+/// A substrate as the comparison names it.
+fn substrate_label(exp: &Experiment) -> String {
+    let s = &exp.substrate;
+    let kind = crate::experiment::setting_name(&s.kind);
+    if s.managed { format!("{kind} (managed)") } else { kind }
+}
+
+/// The substrate × fault table: every experiment (fault) a column, every
+/// substrate a row, each cell the gap median/max, double-leader and wedged
+/// trials; then each substrate's operation latencies over all its runs.
+/// Empty unless the runs cover two substrates or more.
+pub fn substrates_markdown(rows: &[super::summary::SummaryRow<'_>]) -> String {
+    let mut substrates: Vec<String> = Vec::new();
+    let mut faults: Vec<String> = Vec::new();
+    for r in rows {
+        let (s, f) = (substrate_label(r.exp), r.exp.name.clone());
+        if !substrates.contains(&s) {
+            substrates.push(s);
+        }
+        if !faults.contains(&f) {
+            faults.push(f);
+        }
+    }
+    if substrates.len() < 2 {
+        return String::new();
+    }
+    let scale = rows.first().map_or(1.0, |r| r.exp.time_scale);
+    let secs = |ms: Option<f64>| ms.map_or("-".to_string(), |v| format!("{:.2}", unscaled_s(v, scale)));
+    let mut out = format!(
+        "\n## Substrate × fault\n\n\
+         Each cell: leaderless gap median / max in unscaled seconds (open: gaps that never ended), trials with two \
+         leaders, wedged trials. Measured at time scale {scale}.\n\n| substrate | {} |\n|---|{}\n",
+        faults.join(" | "),
+        "---|".repeat(faults.len())
+    );
+    for s in &substrates {
+        let cells: Vec<String> = faults
+            .iter()
+            .map(|f| {
+                let Some(r) = rows.iter().find(|r| &r.exp.name == f && &substrate_label(r.exp) == s) else {
+                    return "n/a".to_string();
+                };
+                let m = &r.summary;
+                let open = if m.open_gaps > 0 { format!(" (open {})", m.open_gaps) } else { String::new() };
+                format!(
+                    "{} / {} s{open}; 2L {}/{}; W {}/{}",
+                    secs(m.gap_p50_ms),
+                    secs(m.gap_max_ms),
+                    m.double_leader_trials,
+                    m.n,
+                    m.wedged_trials,
+                    m.n
+                )
+            })
+            .collect();
+        let _ = writeln!(out, "| {s} | {} |", cells.join(" | "));
+    }
+    out += "\n### Operation latency\n\nAs the workers timed each substrate call, over all runs of the substrate: \
+            median / p99 in µs (real time: latencies are not scaled).\n\n\
+            | substrate | acquire | renew | observe |\n|---|---|---|---|\n";
+    for s in &substrates {
+        let mut all = crate::check::Latency::default();
+        for r in rows.iter().filter(|r| &substrate_label(r.exp) == s) {
+            all.acquire_us.extend(&r.summary.latency.acquire_us);
+            all.renew_us.extend(&r.summary.latency.renew_us);
+            all.observe_us.extend(&r.summary.latency.observe_us);
+        }
+        let cell = |v: &mut Vec<u64>| {
+            v.sort_unstable();
+            match (super::csv::pct_us(v, 0.5), super::csv::pct_us(v, 0.99)) {
+                (Some(a), Some(b)) => format!("{a} / {b} (n {})", v.len()),
+                _ => "-".into(),
+            }
+        };
+        let _ = writeln!(
+            out,
+            "| {s} | {} | {} | {} |",
+            cell(&mut all.acquire_us),
+            cell(&mut all.renew_us),
+            cell(&mut all.observe_us)
+        );
+    }
+    out
+}
+
 /// `lease=300ms pause=1s` at scale 0.1 → `lease=3s pause=10s`: labels
 /// carry the values as they ran; the table speaks the source's time.
 fn unscaled_label(label: &str, scale: f64) -> String {
@@ -352,6 +437,7 @@ mod tests {
             evictions: Default::default(),
             writes: Default::default(),
             jobs: Default::default(),
+            latency: Default::default(),
         }
     }
 

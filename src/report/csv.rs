@@ -72,7 +72,7 @@ pub const TRIALS_HEADER: [&str; 41] = [
     "stale_belief_ms",
     "stale_belief_max_ms",
 ];
-pub const SUMMARY_HEADER: [&str; 51] = [
+pub const SUMMARY_HEADER: [&str; 57] = [
     "setting",
     "lease_ms",
     "renew_ms",
@@ -124,6 +124,12 @@ pub const SUMMARY_HEADER: [&str; 51] = [
     "stale_believers",
     "stale_belief_ms",
     "stale_belief_max_ms",
+    "acquire_p50_us",
+    "acquire_p99_us",
+    "renew_p50_us",
+    "renew_p99_us",
+    "observe_p50_us",
+    "observe_p99_us",
 ];
 
 fn ms(us: i64) -> String {
@@ -132,6 +138,12 @@ fn ms(us: i64) -> String {
 
 fn opt<T: ToString>(v: Option<T>) -> String {
     v.map(|v| v.to_string()).unwrap_or_default()
+}
+
+/// A percentile of sorted µs values, rounded to whole µs.
+pub fn pct_us(sorted: &[u64], q: f64) -> Option<u64> {
+    let v: Vec<f64> = sorted.iter().map(|&x| x as f64).collect();
+    super::stats::percentile(&v, q).map(|p| p.round() as u64)
 }
 
 fn opt_ms(v: Option<f64>) -> String {
@@ -421,6 +433,12 @@ impl ResultsWriter {
                 s.stale_believers.to_string(),
                 format!("{:.3}", s.stale_belief_ms),
                 opt_ms(s.stale_belief_max_ms),
+                opt(pct_us(&s.latency.acquire_us, 0.5)),
+                opt(pct_us(&s.latency.acquire_us, 0.99)),
+                opt(pct_us(&s.latency.renew_us, 0.5)),
+                opt(pct_us(&s.latency.renew_us, 0.99)),
+                opt(pct_us(&s.latency.observe_us, 0.5)),
+                opt(pct_us(&s.latency.observe_us, 0.99)),
             ])
             .map_err(csv_err(&tmp))?;
         }

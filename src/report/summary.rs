@@ -43,6 +43,8 @@ pub struct Summary {
     pub stale_believers: usize,
     pub stale_belief_ms: f64,
     pub stale_belief_max_ms: Option<f64>,
+    /// Substrate operation durations over all trials, µs, sorted.
+    pub latency: crate::check::Latency,
 }
 
 impl Summary {
@@ -133,6 +135,18 @@ pub fn summarize(trials: &[&TrialMetrics]) -> Summary {
             .filter(|t| t.evictions.stale_believers > 0)
             .map(|t| us_to_ms(t.evictions.stale_belief_max_us))
             .max_by(f64::total_cmp),
+        latency: {
+            let all = |f: fn(&crate::check::Latency) -> &Vec<u64>| {
+                let mut v: Vec<u64> = trials.iter().flat_map(|t| f(&t.latency).iter().copied()).collect();
+                v.sort_unstable();
+                v
+            };
+            crate::check::Latency {
+                acquire_us: all(|l| &l.acquire_us),
+                renew_us: all(|l| &l.renew_us),
+                observe_us: all(|l| &l.observe_us),
+            }
+        },
         crash_gaps_ms: {
             let mut v: Vec<f64> = trials
                 .iter()

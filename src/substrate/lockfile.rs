@@ -47,7 +47,7 @@ impl Lease {
 pub enum ReadError {
     #[error("no lease is held (no lock file, key or row)")]
     Missing,
-    #[error("cannot read lock file: {0}")]
+    #[error("cannot read the lease: {0}")]
     Io(io::Error),
     #[error("lock file is empty")]
     Empty,

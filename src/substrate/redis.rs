@@ -91,8 +91,9 @@ impl RedisLease {
         let reused = self.conn.is_some();
         match self.eval_once(script, args) {
             // A connection that died with its server (a restart) fails its
-            // first command before sending it: once more, on a new one.
-            Err(e) if reused && (e.is_connection_dropped() || e.is_io_error()) => {
+            // first command before sending it: once more, on a new one. Not
+            // after a timeout: a paused server would cost the retry too.
+            Err(e) if reused && !e.is_timeout() && (e.is_connection_dropped() || e.is_io_error()) => {
                 self.eval_once(script, args).map_err(err)
             }
             other => other.map_err(err),

@@ -137,6 +137,8 @@ struct Worker {
     /// (epoch, token) pairs the store refused: not retried under the same
     /// grant, but a new grant may run the epoch again.
     refused: BTreeSet<(u64, u64)>,
+    /// Duration of the last substrate operation, until an event carries it.
+    op_us: Option<u64>,
 }
 
 /// Entry point of `leasequake worker`; returns the exit code.
@@ -214,6 +216,7 @@ pub fn run(args: WorkerArgs) -> i32 {
         origin_ns: 0,
         known_done: BTreeSet::new(),
         refused: BTreeSet::new(),
+        op_us: None,
         args,
     };
     w.emit(EventKind::Ready, Detail::default());
@@ -277,8 +280,18 @@ fn emit(event: EventKind, detail: Detail) {
 }
 
 impl Worker {
+    /// Report an event; the first one after a substrate operation carries
+    /// that operation's duration (`op_us`).
     fn emit(&mut self, event: EventKind, detail: Detail) {
-        emit(event, detail);
+        emit(event, Detail { op_us: self.op_us.take(), ..detail });
+    }
+
+    /// Time one substrate operation, for the next event.
+    fn timed<T>(&mut self, op: impl FnOnce(&mut dyn Substrate) -> T) -> T {
+        let start = mono_ns();
+        let out = op(self.lease.as_mut());
+        self.op_us = Some(((mono_ns() - start) / 1000) as u64);
+        out
     }
 
     /// A line in the blog's format: `12.53s [Process: 60222] [WATCHER] …`.
@@ -347,7 +360,7 @@ impl Worker {
         self.token = None;
         let lease = self.fresh_lease();
         let seen = self.seen_token;
-        let granted = if take_over { self.lease.take_over(lease, seen) } else { self.lease.acquire(lease, seen) };
+        let granted = self.timed(|s| if take_over { s.take_over(lease, seen) } else { s.acquire(lease, seen) });
         match granted {
             Ok(Some(lease)) => {
                 self.token = lease.token;
@@ -536,7 +549,7 @@ impl Worker {
 
     fn renew(&mut self, failures: u32) -> Role {
         let fresh = self.fresh_lease();
-        match self.lease.renew(fresh) {
+        match self.timed(|s| s.renew(fresh)) {
             Err(e) => self.renew_failed(failures, e.to_string()),
             Ok(Renewal::Lost { holder }) => {
                 self.emit(
@@ -571,7 +584,7 @@ impl Worker {
     }
 
     fn watch(&mut self) -> Role {
-        let (current, expired) = match self.lease.observe() {
+        let (current, expired) = match self.timed(|s| s.observe()) {
             Ok(Seen::Held(l)) => (l, false),
             Ok(Seen::Expired(l)) => (l, true),
             Ok(Seen::Free) => return self.unreadable(ReadError::Missing),

@@ -1,0 +1,49 @@
+//! How long the substrate's operations took, as the workers timed them
+//! (`op_us` on the event that reports each operation's outcome).
+
+use crate::history::{Event, EventKind};
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Latency {
+    /// Acquire and takeover attempts, won or lost.
+    pub acquire_us: Vec<u64>,
+    pub renew_us: Vec<u64>,
+    /// A watcher's look at the lease.
+    pub observe_us: Vec<u64>,
+}
+
+pub fn latency(events: &[Event]) -> Latency {
+    let mut out = Latency::default();
+    for e in events {
+        let Some(us) = e.detail.op_us else { continue };
+        match e.kind {
+            EventKind::Acquired | EventKind::NotAcquired | EventKind::TakeoverLost => out.acquire_us.push(us),
+            EventKind::Renewed | EventKind::RenewFailed | EventKind::SteppedDown => out.renew_us.push(us),
+            EventKind::HeldBy | EventKind::ExpiredSeen | EventKind::Unreadable => out.observe_us.push(us),
+            _ => {}
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::Detail;
+
+    #[test]
+    fn each_operation_is_counted_once_by_its_outcome() {
+        let ev = |kind, us| Event::new(0, Some(0), kind).with_detail(Detail { op_us: us, ..Detail::default() });
+        let l = latency(&[
+            ev(EventKind::Acquired, Some(120)),
+            ev(EventKind::TakeoverLost, Some(80)),
+            ev(EventKind::Renewed, Some(40)),
+            ev(EventKind::SteppedDown, Some(45)),
+            ev(EventKind::HeldBy, Some(30)),
+            // A step-down without an operation (e.g. after failures) has none.
+            ev(EventKind::SteppedDown, None),
+            ev(EventKind::WriteAccepted, Some(999)),
+        ]);
+        assert_eq!(l, Latency { acquire_us: vec![120, 80], renew_us: vec![40, 45], observe_us: vec![30] });
+    }
+}
