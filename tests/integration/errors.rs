@@ -95,3 +95,24 @@ fn an_epoch_job_that_cannot_run_is_an_error() {
         "4:3: epoch_job: strategy fencing needs fencing_tokens: true",
     );
 }
+
+#[test]
+fn what_a_substrate_cannot_do_is_an_error() {
+    rejects(
+        "name: x\nworkers: 2\nsubstrate: {kind: postgres, managed: true}\n",
+        "3:30: managed: only the redis substrate has a harness-managed server",
+    );
+    rejects(
+        "name: x\nworkers: 2\nsubstrate: {kind: redis}\nfaults:\n  - at: 1s\n    action: lock-empty\n",
+        "6:13: lock-empty: the redis substrate has no lock file",
+    );
+    rejects(
+        "name: x\nworkers: 2\nsubstrate: {kind: redis}\nfaults:\n  - at: 1s\n    action: server-restart\n",
+        "6:13: server-restart needs a server the harness runs",
+    );
+    rejects(
+        "name: x\nworkers: 2\nworker:\n  acquire: link\nsubstrate: {kind: flock}\n",
+        "5:1: worker.acquire and failpoints are lock-file variants",
+    );
+    rejects("name: x\nworkers: 2\nsubstrate: {kind: etcd}\n", "3:");
+}

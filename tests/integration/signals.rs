@@ -62,3 +62,36 @@ fn ctrl_c_stops_cleanly_keeps_results_and_exits_130() {
     assert_eq!(read_table(&out.join("summary.csv"))[0].get("n"), kept.to_string());
     assert!(String::from_utf8_lossy(&output.stderr).contains("interrupted"));
 }
+
+/// redis-server processes working in `dir` (a managed server chdirs to its
+/// trial directory; it rewrites its own command line, so that is no help).
+fn servers_in(dir: &std::path::Path) -> Vec<procfs::process::Process> {
+    procfs::process::all_processes()
+        .expect("/proc")
+        .flatten()
+        .filter(|p| p.stat().is_ok_and(|s| s.comm == "redis-server" && s.state != 'Z'))
+        .filter(|p| p.cwd().is_ok_and(|cwd| cwd.starts_with(dir)))
+        .collect()
+}
+
+#[test]
+fn kill_9_of_the_harness_takes_a_stopped_managed_server_with_it() {
+    // A managed redis-server that a server-pause left SIGSTOPped must die
+    // with the harness too.
+    let lab = Lab::new();
+    let file = lab.file(
+        "server.yaml",
+        "name: server\nworkers: 2\nduration: 30s\nsubstrate: {kind: redis, managed: true}\n\
+         faults:\n  - at: 5s\n    action: server-pause\n    duration: 20s\n",
+    );
+    let (mut child, out) = lab.run(&file).scale(0.1).trials(1).spawn();
+    wait_for(Duration::from_secs(10), "the server paused", || {
+        servers_in(&out).iter().any(|p| p.stat().is_ok_and(|s| s.state == 'T')).then_some(())
+    });
+    assert_eq!(processes_mentioning(&out).len(), 2, "both workers run");
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGKILL).expect("kill -9 the harness");
+    let _ = child.wait();
+    wait_for(Duration::from_secs(5), "workers and server to die with the harness", || {
+        (processes_mentioning(&out).is_empty() && servers_in(&out).is_empty()).then_some(())
+    });
+}
