@@ -100,7 +100,7 @@ fn an_epoch_job_that_cannot_run_is_an_error() {
 fn what_a_substrate_cannot_do_is_an_error() {
     rejects(
         "name: x\nworkers: 2\nsubstrate: {kind: postgres, managed: true}\n",
-        "3:30: managed: only the redis substrate has a harness-managed server",
+        "3:29: managed: only the redis substrate has a harness-managed server",
     );
     rejects(
         "name: x\nworkers: 2\nsubstrate: {kind: redis}\nfaults:\n  - at: 1s\n    action: lock-empty\n",
