@@ -31,12 +31,16 @@ pub fn check(dir: &Path, out: Option<&Path>) -> u8 {
     let units = units(&exp);
     let trials_per_unit = exp.trials.max(1);
     let metrics = super::recheck(&exp, &histories);
+    // What the run saw of each worker's output is not in the history:
+    // carry it over from the run's own trials.csv.
+    let outcomes = crate::report::read::worker_outcomes(dir);
     let result = (|| {
         let mut w = ResultsWriter::create(out, Tables::Derived)?;
         for ((trial, history), (_, unit, m)) in histories.iter().zip(&metrics) {
             let (unit_exp, label) = &units[*unit];
             let local = (trial.max(&1) - 1) % trials_per_unit + 1;
-            w.append(unit_exp, label, *trial, exp.trial_seed(local), history, &[], m)?;
+            let said = outcomes.get(trial).map_or("", String::as_str);
+            w.append(unit_exp, label, *trial, exp.trial_seed(local), history, &[], m, said)?;
         }
         w.write_summary(&per_unit(&units, &metrics))?;
         let all: Vec<_> = metrics.iter().map(|(_, _, m)| m).collect();

@@ -394,7 +394,7 @@ impl Sink {
     fn record(&mut self, units: &[(&Experiment, String)], unit: usize, r: TrialRecord) -> Result<(), String> {
         let (exp, label) = &units[unit];
         self.writer
-            .append(exp, label, r.trial, r.seed, &r.history, &r.deliveries, &r.metrics)
+            .append(exp, label, r.trial, r.seed, &r.history, &r.deliveries, &r.metrics, &r.outcomes.join("; "))
             .map_err(|e| e.to_string())?;
         if r.trial == 1 {
             // The first trial's timeline, to set beside the blog's diagram. A

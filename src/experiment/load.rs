@@ -69,6 +69,8 @@ struct RawExperiment {
     reference: Option<super::Reference>,
     #[serde(default)]
     substrate: SubstrateSettings,
+    #[serde(default)]
+    program: Option<super::program::RawProgram>,
     /// setting → values (cross product), or `points:` → list of mappings.
     #[serde(default)]
     sweep: Option<std::collections::BTreeMap<String, Spanned<Vec<serde_json::Value>>>>,
@@ -423,6 +425,23 @@ fn build(path: &Path, text: &str, raw: RawExperiment, overrides: &Overrides) -> 
         }
     }
     validate_substrate(&raw, text).map_err(|(line, column, msg)| at(line, column, msg))?;
+    let program = match &raw.program {
+        None => None,
+        Some(p) => {
+            let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+            let program = p.validate(dir.display().to_string()).map_err(|(line, column, msg)| at(line, column, msg))?;
+            if raw.worker != WorkerSettings::default() {
+                let (line, column) = locate(text, "worker");
+                return Err(at(
+                    line,
+                    column,
+                    "worker: settings belong to the built-in worker, not to a program".into(),
+                ));
+            }
+            Some(program)
+        }
+    };
     let mut faults = Vec::with_capacity(raw.faults.len());
     for f in &raw.faults {
         faults.push(validate_fault(f, workers, duration, &err_at)?);
@@ -504,6 +523,7 @@ fn build(path: &Path, text: &str, raw: RawExperiment, overrides: &Overrides) -> 
         grace: raw.grace.unwrap_or(Dur::from_secs(2)),
         jobs,
         substrate: raw.substrate.clone(),
+        program,
         reference: raw.reference,
         points: Vec::new(),
     })
@@ -639,7 +659,7 @@ fn locate(text: &str, key: &str) -> (u64, u64) {
     text.lines().enumerate().find_map(|(i, l)| l.find(&needle).map(|c| (i as u64 + 1, c as u64 + 1))).unwrap_or((0, 0))
 }
 
-fn is_worker_event(k: EventKind) -> bool {
+pub(super) fn is_worker_event(k: EventKind) -> bool {
     !matches!(k, EventKind::Spawn | EventKind::Barrier | EventKind::Fault | EventKind::Exit | EventKind::TrialEnd)
 }
 

@@ -8,6 +8,7 @@
 mod diagnostic;
 mod duration;
 mod load;
+pub mod program;
 mod resolved;
 mod sweep;
 
@@ -482,6 +483,8 @@ pub struct Experiment {
     pub jobs: usize,
     pub reference: Option<Reference>,
     pub substrate: SubstrateSettings,
+    /// A program under test instead of the built-in worker.
+    pub program: Option<program::Program>,
     /// A sweep's points (empty for a plain experiment): each a complete
     /// experiment with some settings replaced.
     pub points: Vec<Point>,

@@ -48,6 +48,49 @@ pub fn to_yaml(e: &Experiment) -> String {
     if let Some(ws) = &e.worker.failpoint_workers {
         let _ = writeln!(w, "  failpoint_workers: {ws:?}");
     }
+    let s = &e.substrate;
+    let _ = write!(w, "substrate: {{kind: {}", setting_name(&s.kind));
+    if let Some(a) = &s.address {
+        let _ = write!(w, ", address: {}", quote(a));
+    }
+    if s.managed {
+        let _ = write!(w, ", managed: true");
+    }
+    let _ = writeln!(w, "}}");
+    if let Some(p) = &e.program {
+        // {experiment_dir} is filled in: the resolved file lives elsewhere.
+        let quote = |s: &str| quote(&s.replace("{experiment_dir}", &p.experiment_dir));
+        let _ = writeln!(w, "program:");
+        if p.shell {
+            let _ = writeln!(w, "  command: {}", quote(&p.command[0]));
+            let _ = writeln!(w, "  shell: true");
+        } else {
+            let args: Vec<String> = p.command.iter().map(|a| quote(a)).collect();
+            let _ = writeln!(w, "  command: [{}]", args.join(", "));
+        }
+        if !p.env.is_empty() {
+            let _ = writeln!(w, "  env:");
+            for (k, v) in &p.env {
+                let _ = writeln!(w, "    {}: {}", quote(k), quote(v));
+            }
+        }
+        let observe = match p.observe {
+            super::program::Observe::Protocol => "protocol",
+            super::program::Observe::Patterns => "patterns",
+        };
+        let stamp = match p.timestamps {
+            super::program::Stamp::Program => "program",
+            super::program::Stamp::Receipt => "receipt",
+        };
+        let _ = writeln!(w, "  observe: {observe}");
+        let _ = writeln!(w, "  timestamps: {stamp}");
+        if !p.patterns.is_empty() {
+            let _ = writeln!(w, "  patterns:");
+            for pat in &p.patterns {
+                let _ = writeln!(w, "    - {{regex: {}, event: {}}}", quote(pat.regex.as_str()), pat.event.name());
+            }
+        }
+    }
     let _ = writeln!(w, "start: {}", setting_name(&e.start));
     if e.start == StartMode::Staggered {
         let _ = writeln!(w, "stagger: {}", e.stagger);

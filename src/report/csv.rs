@@ -29,7 +29,7 @@ pub const GAPS_HEADER: [&str; 11] = [
     "detection_lag_ms",
     "cause_fault",
 ];
-pub const TRIALS_HEADER: [&str; 41] = [
+pub const TRIALS_HEADER: [&str; 42] = [
     "trial",
     "seed",
     "workers",
@@ -71,6 +71,7 @@ pub const TRIALS_HEADER: [&str; 41] = [
     "stale_believers",
     "stale_belief_ms",
     "stale_belief_max_ms",
+    "worker_outcomes",
 ];
 pub const SUMMARY_HEADER: [&str; 57] = [
     "setting",
@@ -279,6 +280,7 @@ impl ResultsWriter {
         history: &History,
         faults: &[FaultRow],
         m: &TrialMetrics,
+        outcomes: &str,
     ) -> Result<(), WriteError> {
         if let Some(t) = &mut self.events {
             for e in &history.events {
@@ -362,6 +364,7 @@ impl ResultsWriter {
             m.evictions.stale_believers.to_string(),
             ms(m.evictions.stale_belief_us),
             ms(m.evictions.stale_belief_max_us),
+            outcomes.to_string(),
         ])?;
         self.trials.flush()
     }

@@ -47,3 +47,15 @@ pub fn read_histories(dir: &Path) -> Result<BTreeMap<u32, History>, ReadError> {
     }
     Ok(by_trial.into_iter().map(|(t, events)| (t, History::new(events))).collect())
 }
+
+/// trial → `worker_outcomes` from `dir/trials.csv` (empty if unreadable).
+pub fn worker_outcomes(dir: &Path) -> BTreeMap<u32, String> {
+    let Ok(mut reader) = csv::Reader::from_path(dir.join("trials.csv")) else { return BTreeMap::new() };
+    let Ok(headers) = reader.headers().cloned() else { return BTreeMap::new() };
+    let (Some(t), Some(o)) =
+        (headers.iter().position(|h| h == "trial"), headers.iter().position(|h| h == "worker_outcomes"))
+    else {
+        return BTreeMap::new();
+    };
+    reader.records().flatten().filter_map(|r| Some((r.get(t)?.parse().ok()?, r.get(o)?.to_string()))).collect()
+}

@@ -7,6 +7,7 @@
 //! period, SIGKILLed and reaped before `run_trial` returns.
 
 pub mod faults;
+pub mod program;
 pub mod server;
 pub mod spawn;
 
@@ -63,6 +64,8 @@ pub struct TrialRecord {
     pub metrics: TrialMetrics,
     /// Lines on a worker's stdout that were not protocol events.
     pub garbage_lines: usize,
+    /// What became of each worker, in words (trials.csv `worker_outcomes`).
+    pub outcomes: Vec<String>,
 }
 
 /// A fault delivery with times relative to the barrier (a faults.csv row).
@@ -157,6 +160,33 @@ fn per_worker_args(exp: &Experiment, i: usize) -> Vec<String> {
     args
 }
 
+/// A program's placeholders for worker `i`: durations already scaled, in ms.
+fn placeholder_values(
+    exp: &Experiment,
+    i: usize,
+    dir: &Path,
+    lock: &Path,
+    address: Option<&str>,
+) -> std::collections::BTreeMap<&'static str, String> {
+    let ms = |d: crate::experiment::Dur| {
+        let v = d.as_ms_f64();
+        if v.fract() == 0.0 { format!("{v:.0}") } else { format!("{v:.3}") }
+    };
+    std::collections::BTreeMap::from([
+        ("index", i.to_string()),
+        ("workers", exp.workers.to_string()),
+        ("lock", lock.display().to_string()),
+        ("address", address.unwrap_or_default().to_string()),
+        ("key", lock.display().to_string()),
+        ("trial_dir", dir.display().to_string()),
+        ("experiment_dir", exp.program.as_ref().map(|p| p.experiment_dir.clone()).unwrap_or_default()),
+        ("events", "/dev/fd/3".to_string()),
+        ("lease_ms", ms(exp.lease.lease)),
+        ("renew_ms", ms(exp.lease.renew)),
+        ("watch_ms", ms(exp.lease.watch)),
+    ])
+}
+
 /// Run trial number `trial` (1-based, unique in the run) in `dir` with the
 /// randomness of `seed` (the points of a sweep share seeds trial by trial,
 /// so that they differ only in their settings).
@@ -179,12 +209,14 @@ pub fn run_trial(
     let per_worker = |i: usize| per_worker_args(exp, i);
     let mut server = if exp.substrate.managed { Some(server::ManagedRedis::start(dir)?) } else { None };
     let address = server.as_ref().map(|s| s.address()).or_else(|| exp.substrate.address());
+    let values = |i: usize| placeholder_values(exp, i, dir, &lock, address.as_deref());
     let spec = SpawnSpec {
         exe,
         args: worker_args(exp, &lock, address.clone()),
         dir,
         count: exp.workers,
         per_worker: &per_worker,
+        program: exp.program.as_ref().map(|p| (p, &values as &dyn Fn(usize) -> _)),
     };
     let mut raw: Vec<RawEvent> = Vec::new();
     let (mut workers, barrier) = spawn::spawn(&spec, &tx)?;
@@ -209,6 +241,11 @@ pub fn run_trial(
         deliveries: Vec::new(),
         end_ns: i64::MAX,
     };
+    if exp.program.is_some() {
+        // A program knows no barrier handshake: it is ready once spawned
+        // (it may still wait for EOF on stdin, which comes at the release).
+        run.ready = exp.workers;
+    }
     let outcome = run.drive(exp, seed, &workers, barrier, stop, Hit { lock: &lock, server: server.as_mut() });
     run.clean_up(exp, &mut workers)?;
     drop(server);
@@ -219,7 +256,11 @@ pub fn run_trial(
         crate::substrate::forget(exp.substrate.kind, address, &lock.display().to_string());
     }
     let t0 = outcome?;
-    run.check_exits(&workers)?;
+    if exp.program.is_none() {
+        run.check_exits(&workers)?;
+    }
+    let protocol = exp.program.as_ref().is_some_and(|p| p.observe == crate::experiment::program::Observe::Protocol);
+    let outcomes = run.outcomes(&workers, t0, protocol);
 
     let events: Vec<Event> = run.raw.into_iter().map(|r| r.into_event(t0)).collect();
     let history = History::new(events);
@@ -238,7 +279,7 @@ pub fn run_trial(
             error: d.error,
         })
         .collect();
-    Ok(TrialRecord { trial, seed, history, deliveries, metrics, garbage_lines: run.garbage })
+    Ok(TrialRecord { trial, seed, history, deliveries, metrics, garbage_lines: run.garbage, outcomes })
 }
 
 fn to_us(ns: i64) -> i64 {
@@ -388,6 +429,18 @@ impl Run {
         let t0 = mono_ns();
         drop(barrier);
         self.raw.push(RawEvent::harness(t0, None, None, EventKind::Barrier, Detail::default()));
+        if exp.program.is_some() {
+            // Programs start when spawned; the harness's clock starts here.
+            for p in &workers.procs {
+                self.raw.push(RawEvent::harness(
+                    t0,
+                    Some(p.index),
+                    Some(p.pid.as_raw()),
+                    EventKind::Start,
+                    Detail::default(),
+                ));
+            }
+        }
 
         // 3. Faults until the end.
         let end = t0 + exp.duration.as_ns() as i64;
@@ -484,6 +537,55 @@ impl Run {
             }
         }
         Ok(())
+    }
+
+    /// Each worker's fate in words: how it ended, whether it said anything,
+    /// whether it flooded. A crash of a program is a result, not an error.
+    fn outcomes(&self, workers: &Workers, t0: i64, protocol: bool) -> Vec<String> {
+        let killed: Vec<usize> =
+            self.deliveries.iter().filter(|d| d.action == "kill").filter_map(|d| d.worker).collect();
+        let secs = |t: i64| (t - t0) as f64 / 1e9;
+        workers
+            .procs
+            .iter()
+            .map(|p| {
+                let w = p.index;
+                let exit = self.raw.iter().find(|e| e.kind == EventKind::Exit && e.worker == Some(w));
+                let mut text = match exit.map(|e| (e.t_ns, e.detail.code, e.detail.signal.as_deref())) {
+                    None => "never exited".to_string(),
+                    Some((t, _, Some("SIGKILL"))) if t < self.end_ns && killed.contains(&w) => {
+                        format!("killed by a fault at {:.3} s", secs(t))
+                    }
+                    Some((t, Some(code), _)) if t < self.end_ns => {
+                        let how = if code == 0 { "exited" } else { "crashed" };
+                        format!("{how} with code {code} at {:.3} s", secs(t))
+                    }
+                    Some((t, _, Some(sig))) if t < self.end_ns => format!("crashed by {sig} at {:.3} s", secs(t)),
+                    Some((_, _, Some("SIGKILL"))) => "ignored SIGTERM: killed after the grace period".to_string(),
+                    Some(_) => "ok".to_string(),
+                };
+                let said = self.raw.iter().any(|e| {
+                    e.worker == Some(w)
+                        && e.pid.is_some()
+                        && !matches!(e.kind, EventKind::Spawn | EventKind::Start | EventKind::Exit | EventKind::Fault)
+                });
+                if !said {
+                    text += ", silent: no events";
+                }
+                let (lines, dropped, unmatched) = (
+                    p.counts.lines.load(std::sync::atomic::Ordering::Relaxed),
+                    p.counts.dropped.load(std::sync::atomic::Ordering::Relaxed),
+                    p.counts.unmatched.load(std::sync::atomic::Ordering::Relaxed),
+                );
+                if dropped > 0 {
+                    text += &format!(", flooded: {lines} lines, {dropped} dropped past the budget");
+                }
+                if unmatched > 0 && protocol {
+                    text += &format!(", {unmatched} lines not understood");
+                }
+                format!("{w}: {text}")
+            })
+            .collect()
     }
 
     fn drain_until(&mut self, deadline: i64, total: usize) {

@@ -25,7 +25,10 @@ use nix::sys::signal::{Signal, killpg};
 use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid, waitpid};
 use nix::unistd::Pid;
 
+use std::collections::BTreeMap;
+
 use crate::clock::mono_ns;
+use crate::experiment::program::Program;
 use crate::worker::protocol::WireEvent;
 
 /// What the per-worker threads tell the trial loop.
@@ -67,6 +70,8 @@ pub struct WorkerProc {
     /// When `spawn` returned (CLOCK_MONOTONIC ns).
     pub spawned_ns: i64,
     pub log: PathBuf,
+    /// Lines read, dropped past the budget, not understood.
+    pub counts: Arc<super::program::Counts>,
     state: Arc<Mutex<ProcState>>,
 }
 
@@ -133,6 +138,9 @@ pub struct SpawnSpec<'a> {
     pub count: usize,
     /// Extra per-worker arguments (e.g. a start delay).
     pub per_worker: &'a dyn Fn(usize) -> Vec<String>,
+    /// A program under test instead of the built-in worker, with each
+    /// worker's placeholder values.
+    pub program: Option<(&'a Program, &'a dyn Fn(usize) -> BTreeMap<&'static str, String>)>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -143,10 +151,10 @@ pub enum SpawnError {
     Log { path: PathBuf, source: std::io::Error },
     #[error("cannot spawn worker {index} ({}): {source}", exe.display())]
     Spawn { index: usize, exe: PathBuf, source: std::io::Error },
+    #[error("cannot start the program for worker {index} ({command}): {source}")]
+    Program { index: usize, command: String, source: std::io::Error },
 }
 
-/// Spawn `count` workers blocked on a fresh barrier. Returns them with the
-/// barrier's write end: dropping it releases every worker at once.
 /// Put the child in its own process group (a Ctrl-C of the terminal is the
 /// harness's to handle) and have the kernel SIGKILL it if the harness dies,
 /// even by `kill -9`.
@@ -168,6 +176,8 @@ pub fn tie_to_harness(cmd: &mut Command, parent: u32) {
     }
 }
 
+/// Spawn `count` workers blocked on a fresh barrier. Returns them with the
+/// barrier's write end: dropping it releases every worker at once.
 pub fn spawn(spec: &SpawnSpec<'_>, tx: &Sender<Msg>) -> Result<(Workers, OwnedFd), SpawnError> {
     let (barrier_read, barrier_write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(SpawnError::Pipe)?;
     let parent = std::process::id();
@@ -181,28 +191,86 @@ pub fn spawn(spec: &SpawnSpec<'_>, tx: &Sender<Msg>) -> Result<(Workers, OwnedFd
             .map_err(|source| SpawnError::Log { path: log.clone(), source })?;
         let stdin =
             barrier_read.try_clone().map_err(|source| SpawnError::Spawn { index, exe: spec.exe.into(), source })?;
-        let mut cmd = Command::new(spec.exe);
-        cmd.args(&spec.args)
-            .arg("--index")
-            .arg(index.to_string())
-            .arg("--log")
-            .arg(&log)
-            .args((spec.per_worker)(index))
-            .stdin(Stdio::from(stdin))
-            .stdout(Stdio::piped())
-            .stderr(Stdio::from(stderr));
-        tie_to_harness(&mut cmd, parent);
-        let mut child = cmd.spawn().map_err(|source| SpawnError::Spawn { index, exe: spec.exe.into(), source })?;
-        let spawned_ns = mono_ns();
-        let pid = Pid::from_raw(child.id() as i32);
-        let stdout = child.stdout.take().expect("stdout was piped");
+        let counts = Arc::new(super::program::Counts::default());
+        let spawn_err = |source| SpawnError::Spawn { index, exe: spec.exe.into(), source };
+        let (child, pid, spawned_ns, mut sources) = match spec.program {
+            None => {
+                let mut cmd = Command::new(spec.exe);
+                cmd.args(&spec.args)
+                    .arg("--index")
+                    .arg(index.to_string())
+                    .arg("--log")
+                    .arg(&log)
+                    .args((spec.per_worker)(index))
+                    .stdin(Stdio::from(stdin))
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::from(stderr.try_clone().map_err(spawn_err)?));
+                tie_to_harness(&mut cmd, parent);
+                let mut child = cmd.spawn().map_err(spawn_err)?;
+                let spawned_ns = mono_ns();
+                let pid = Pid::from_raw(child.id() as i32);
+                let stdout = child.stdout.take().expect("stdout was piped");
+                workers.threads.push(spawn_reader(index, pid, stdout, tx.clone()));
+                (child, pid, spawned_ns, Vec::new())
+            }
+            Some((program, values)) => {
+                let mut cmd = super::program::command(program, &values(index));
+                cmd.stdin(Stdio::from(stdin));
+                let sources = super::program::wire(program, &mut cmd, &stderr).map_err(spawn_err)?;
+                tie_to_harness(&mut cmd, parent);
+                let mut child = cmd.spawn().map_err(|source| SpawnError::Program {
+                    index,
+                    command: program.command.join(" "),
+                    source,
+                })?;
+                let spawned_ns = mono_ns();
+                let pid = Pid::from_raw(child.id() as i32);
+                let mut sources = sources;
+                if let Some(out) = child.stdout.take() {
+                    sources.push(super::program::Source::Lines(Box::new(out)));
+                }
+                if let Some(err) = child.stderr.take() {
+                    sources.push(super::program::Source::Lines(Box::new(err)));
+                }
+                (child, pid, spawned_ns, sources)
+            }
+        };
         // `child` is dropped without waiting: the waiter thread reaps it.
         drop(child);
+        if let Some((program, _)) = spec.program {
+            let log = Arc::new(Mutex::new(stderr));
+            let patterns = Arc::new(program.patterns.clone());
+            for source in sources.drain(..) {
+                let t = match source {
+                    super::program::Source::Protocol { read, keep_write } => {
+                        // Our copy of the write end must go, or EOF never comes.
+                        drop(keep_write);
+                        super::program::read_protocol(
+                            index,
+                            pid.as_raw(),
+                            read,
+                            program.timestamps,
+                            Arc::clone(&counts),
+                            tx.clone(),
+                        )
+                    }
+                    super::program::Source::Lines(r) => super::program::read_patterns(
+                        index,
+                        pid.as_raw(),
+                        r,
+                        Arc::clone(&patterns),
+                        Arc::clone(&log),
+                        Arc::clone(&counts),
+                        tx.clone(),
+                    ),
+                };
+                workers.threads.push(t);
+            }
+        }
 
         let state = Arc::new(Mutex::new(ProcState::default()));
-        workers.threads.push(spawn_reader(index, pid, stdout, tx.clone()));
         workers.threads.push(spawn_waiter(index, pid, Arc::clone(&state), tx.clone()));
-        workers.procs.push(WorkerProc { index, pid, spawned_ns, log, state });
+        workers.procs.push(WorkerProc { index, pid, spawned_ns, log, counts, state });
     }
     Ok((workers, barrier_write))
 }

@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""A lock-file lease worker written independently of leasequake, in Python.
+
+It speaks leasequake's event protocol (docs/worker-protocol.md): one JSON
+object per line on file descriptor 3 ($LEASEQUAKE_EVENTS_FD), stamped with
+CLOCK_MONOTONIC (time.monotonic_ns() on Linux), which the harness shares.
+
+The algorithm is the blog's, with atomic acquisition: the lease file is
+written to a temporary file and link(2)ed into place, so it is never empty;
+`leaseUntil` is exact (fractional seconds); a takeover removes the expired
+file and links a new one.
+
+--step-down-late-ms N makes it deliberately broken: when a renewal finds
+another holder, it keeps believing for N ms before stepping down. The
+double-leader time that follows has a known ground truth: N ms.
+"""
+
+import argparse
+import json
+import os
+import signal
+import sys
+import time
+
+EVENTS = None
+
+
+def emit(event, **detail):
+    line = {"t_ns": time.monotonic_ns(), "event": event}
+    if detail:
+        line["detail"] = detail
+    try:
+        EVENTS.write(json.dumps(line) + "\n")
+        EVENTS.flush()
+    except BrokenPipeError:
+        sys.exit(1)
+
+
+def read_lease(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except FileNotFoundError:
+        return None
+    except (ValueError, OSError):
+        return "unreadable"
+
+
+def try_create(path, lease):
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w") as f:
+        json.dump(lease, f)
+    try:
+        os.link(tmp, path)
+        return True
+    except FileExistsError:
+        return False
+    finally:
+        os.unlink(tmp)
+
+
+def rewrite(path, lease):
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w") as f:
+        json.dump(lease, f)
+    os.replace(tmp, path)
+
+
+def main():
+    global EVENTS
+    p = argparse.ArgumentParser()
+    p.add_argument("--lock", required=True)
+    p.add_argument("--lease-ms", type=float, default=9000)
+    p.add_argument("--renew-ms", type=float, default=3000)
+    p.add_argument("--watch-ms", type=float, default=3000)
+    p.add_argument("--step-down-late-ms", type=float, default=0)
+    args = p.parse_args()
+    EVENTS = os.fdopen(int(os.environ.get("LEASEQUAKE_EVENTS_FD", "3")), "w")
+    pid = os.getpid()
+    lease_s = args.lease_ms / 1000
+
+    # SIGTERM is blocked and only ever received by sigtimedwait, which is
+    # also how the worker sleeps: a shutdown is handled the moment it comes.
+    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGTERM, signal.SIGINT])
+
+    def fresh():
+        return {"processId": pid, "leaseUntil": time.time() + lease_s}
+
+    leading = try_create(args.lock, fresh())
+    emit("acquired", holder=pid, how="start") if leading else emit("not_acquired")
+    interval = lambda: (args.renew_ms if leading else args.watch_ms) / 1000
+    next_tick = time.monotonic() + interval()
+    while True:
+        if signal.sigtimedwait([signal.SIGTERM, signal.SIGINT], max(0.0, next_tick - time.monotonic())):
+            break
+        was = leading
+        current = read_lease(args.lock)
+        if leading:
+            if isinstance(current, dict) and current.get("processId") == pid:
+                rewrite(args.lock, fresh())
+                emit("renewed", holder=pid)
+            else:
+                holder = current.get("processId") if isinstance(current, dict) else None
+                if args.step_down_late_ms:
+                    time.sleep(args.step_down_late_ms / 1000)  # the bug
+                leading = False
+                emit("stepped_down", reason="other-holder", **({"holder": holder} if holder else {}))
+        elif current is None:
+            leading = try_create(args.lock, fresh())
+            emit("acquired", holder=pid, how="retry") if leading else emit("not_acquired")
+        elif current == "unreadable":
+            emit("unreadable", error="cannot parse the lease")
+        elif current["leaseUntil"] < time.time():
+            emit("expired_seen", holder=current["processId"])
+            try:
+                os.unlink(args.lock)
+            except FileNotFoundError:
+                pass
+            leading = try_create(args.lock, fresh())
+            emit("acquired", holder=pid, how="takeover") if leading else emit("takeover_lost")
+        else:
+            emit("held_by", holder=current["processId"], lease_until=current["leaseUntil"])
+        now = time.monotonic()
+        if was != leading:
+            next_tick = now + interval()
+        else:
+            next_tick += interval()
+            while next_tick <= now:  # ticks missed while stopped are dropped
+                next_tick += interval()
+    if leading:
+        current = read_lease(args.lock)
+        if isinstance(current, dict) and current.get("processId") == pid:
+            os.unlink(args.lock)
+        emit("released")
+    emit("exiting", code=0)
+
+
+if __name__ == "__main__":
+    main()

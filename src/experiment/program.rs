@@ -1,0 +1,214 @@
+//! `program:`: put any command under test instead of the built-in worker.
+//!
+//! The command (an argv list, or one string for `/bin/sh -c` with
+//! `shell: true`) and its environment may use placeholders that the harness
+//! fills per worker. The harness observes the program one of two ways:
+//! * `protocol`: JSON lines (docs/worker-protocol.md) written to fd 3
+//!   (`$LEASEQUAKE_EVENTS`, i.e. `/dev/fd/3`);
+//! * `patterns`: regular expressions over its stdout and stderr lines, each
+//!   mapped to an event; the harness timestamps a line when it arrives.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_saphyr::Spanned;
+
+use crate::history::EventKind;
+
+/// The placeholders a command or an environment value may use.
+pub const PLACEHOLDERS: [&str; 11] = [
+    "index",
+    "workers",
+    "lock",
+    "address",
+    "key",
+    "trial_dir",
+    "experiment_dir",
+    "events",
+    "lease_ms",
+    "renew_ms",
+    "watch_ms",
+];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Observe {
+    Protocol,
+    Patterns,
+}
+
+/// Whose clock stamps an event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Stamp {
+    /// The program's `t_ns` (CLOCK_MONOTONIC ns) where given, else receipt.
+    Program,
+    /// The harness's clock when the line arrives.
+    Receipt,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawPattern {
+    pub regex: Spanned<String>,
+    pub event: Spanned<String>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawProgram {
+    pub command: Spanned<serde_json::Value>,
+    #[serde(default)]
+    pub shell: bool,
+    #[serde(default)]
+    pub env: BTreeMap<String, Spanned<String>>,
+    pub observe: Option<Observe>,
+    pub timestamps: Option<Stamp>,
+    #[serde(default)]
+    pub patterns: Vec<RawPattern>,
+}
+
+/// One pattern: a line that matches becomes this event, its named capture
+/// groups (`holder`, `lease_until`, `token`, `epoch`, `reason`) its detail.
+#[derive(Clone, Debug)]
+pub struct Pattern {
+    pub regex: regex::Regex,
+    pub event: EventKind,
+}
+
+impl PartialEq for Pattern {
+    fn eq(&self, o: &Pattern) -> bool {
+        self.regex.as_str() == o.regex.as_str() && self.event == o.event
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Program {
+    /// argv; with `shell`, one element: the script for `sh -c`.
+    pub command: Vec<String>,
+    pub shell: bool,
+    pub env: BTreeMap<String, String>,
+    pub observe: Observe,
+    pub timestamps: Stamp,
+    pub patterns: Vec<Pattern>,
+    /// The experiment file's directory, for `{experiment_dir}`.
+    pub experiment_dir: String,
+}
+
+/// Placeholder names used in `s` (`{name}`; `{{` is a literal brace).
+fn placeholders(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = s;
+    while let Some(i) = rest.find('{') {
+        if rest[i..].starts_with("{{") {
+            rest = &rest[i + 2..];
+            continue;
+        }
+        match rest[i..].find('}') {
+            Some(j) => {
+                out.push(rest[i + 1..i + j].to_string());
+                rest = &rest[i + j + 1..];
+            }
+            None => break,
+        }
+    }
+    out
+}
+
+/// Fill the placeholders of `s` from `values`.
+pub fn expand(s: &str, values: &BTreeMap<&str, String>) -> String {
+    let mut out = s.replace("{{", "\u{0}").replace("}}", "\u{1}");
+    for (k, v) in values {
+        out = out.replace(&format!("{{{k}}}"), v);
+    }
+    out.replace('\u{0}', "{").replace('\u{1}', "}")
+}
+
+/// (line, column, message) of the first problem.
+pub(super) type Problem = (u64, u64, String);
+
+impl RawProgram {
+    pub fn validate(&self, experiment_dir: String) -> Result<Program, Problem> {
+        let at = |s: &serde_saphyr::Location, msg: String| (s.line(), s.column(), msg);
+        let (command, shell) = match (&self.command.value, self.shell) {
+            (serde_json::Value::String(s), true) => (vec![s.clone()], true),
+            (serde_json::Value::Array(v), false) if !v.is_empty() && v.iter().all(|x| x.is_string()) => {
+                (v.iter().map(|x| x.as_str().unwrap_or_default().to_string()).collect(), false)
+            }
+            (_, true) => {
+                return Err(at(&self.command.referenced, "with shell: true, command is one string".into()));
+            }
+            _ => {
+                return Err(at(
+                    &self.command.referenced,
+                    "command is a list: the program and its arguments (or one string with shell: true)".into(),
+                ));
+            }
+        };
+        let unknown = |s: &str| placeholders(s).into_iter().find(|p| !PLACEHOLDERS.contains(&p.as_str()));
+        if let Some(p) = command.iter().find_map(|c| unknown(c)) {
+            return Err(at(
+                &self.command.referenced,
+                format!("unknown placeholder {{{p}}}: expected one of {}", PLACEHOLDERS.join(", ")),
+            ));
+        }
+        for v in self.env.values() {
+            if let Some(p) = unknown(&v.value) {
+                return Err(at(&v.referenced, format!("unknown placeholder {{{p}}}")));
+            }
+        }
+        let observe =
+            self.observe.unwrap_or(if self.patterns.is_empty() { Observe::Protocol } else { Observe::Patterns });
+        let mut patterns = Vec::new();
+        for p in &self.patterns {
+            let regex = regex::Regex::new(&p.regex.value)
+                .map_err(|e| at(&p.regex.referenced, format!("invalid regex: {}", one_line(&e.to_string()))))?;
+            let event =
+                EventKind::from_name(&p.event.value).filter(|k| super::load::is_worker_event(*k)).ok_or_else(|| {
+                    at(
+                        &p.event.referenced,
+                        format!("unknown event kind {:?}: expected one a worker reports, e.g. acquired", p.event.value),
+                    )
+                })?;
+            let known = ["holder", "lease_until", "token", "epoch", "reason"];
+            if let Some(name) = regex.capture_names().flatten().find(|n| !known.contains(n)) {
+                return Err(at(
+                    &p.regex.referenced,
+                    format!("capture group {name:?} means nothing: use holder, lease_until, token, epoch or reason"),
+                ));
+            }
+            patterns.push(Pattern { regex, event });
+        }
+        if observe == Observe::Patterns && patterns.is_empty() {
+            return Err(at(&self.command.referenced, "observe: patterns needs a `patterns:` list".into()));
+        }
+        Ok(Program {
+            command,
+            shell,
+            env: self.env.iter().map(|(k, v)| (k.clone(), v.value.clone())).collect(),
+            observe,
+            timestamps: self.timestamps.unwrap_or(match observe {
+                Observe::Protocol => Stamp::Program,
+                Observe::Patterns => Stamp::Receipt,
+            }),
+            patterns,
+            experiment_dir,
+        })
+    }
+}
+
+fn one_line(s: &str) -> String {
+    s.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placeholders_are_found_and_filled() {
+        assert_eq!(placeholders("--lock {lock} -n {index} {{literal}}"), vec!["lock", "index"]);
+        let values = BTreeMap::from([("lock", "/t/l".to_string()), ("index", "2".to_string())]);
+        assert_eq!(expand("--lock={lock} {index} {{x}}", &values), "--lock=/t/l 2 {x}");
+    }
+}

@@ -1,0 +1,272 @@
+//! Spawning a program under test and observing it unchanged: JSON lines on
+//! fd 3 (the protocol), or regular expressions over its stdout and stderr
+//! (log patterns). Either way every line is bounded: a program that floods
+//! its output cannot exhaust the harness's memory; past the budget, lines
+//! are counted and dropped.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::Sender;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use serde::Deserialize;
+
+use super::spawn::Msg;
+use crate::clock::mono_ns;
+use crate::experiment::program::{Observe, Pattern, Program, Stamp, expand};
+use crate::history::{Detail, EventKind};
+use crate::worker::protocol::WireEvent;
+
+/// Lines read from one worker per trial before the rest are dropped.
+pub const MAX_LINES: u64 = 200_000;
+/// Bytes of one line kept (the rest of the line is skipped).
+const MAX_LINE: usize = 64 * 1024;
+
+/// What the readers of one worker counted.
+#[derive(Debug, Default)]
+pub struct Counts {
+    pub lines: AtomicU64,
+    pub dropped: AtomicU64,
+    /// Protocol lines that did not parse, or pattern lines that matched nothing.
+    pub unmatched: AtomicU64,
+}
+
+/// A protocol line from a program: `t_ns` is optional (the harness stamps
+/// the line on receipt without it), and so is `detail`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProgramLine {
+    #[serde(default)]
+    t_ns: Option<i64>,
+    event: EventKind,
+    #[serde(default)]
+    detail: Detail,
+}
+
+/// The command for worker `index`, with its placeholders filled.
+pub fn command(p: &Program, values: &BTreeMap<&str, String>) -> Command {
+    let mut cmd = if p.shell {
+        let mut c = Command::new("/bin/sh");
+        c.arg("-c").arg(expand(&p.command[0], values));
+        c
+    } else {
+        let mut c = Command::new(expand(&p.command[0], values));
+        c.args(p.command[1..].iter().map(|a| expand(a, values)));
+        c
+    };
+    for (k, v) in &p.env {
+        cmd.env(k, expand(v, values));
+    }
+    for (k, v) in values {
+        cmd.env(format!("LEASEQUAKE_{}", k.to_uppercase()), v);
+    }
+    cmd.env("LEASEQUAKE_EVENTS_FD", "3");
+    cmd
+}
+
+/// Wire the program's output: for the protocol, fd 3 is a pipe to us and
+/// stdout/stderr go to its log; for patterns, stdout and stderr are piped
+/// to us (and copied to its log). Returns the read ends to observe.
+pub fn wire(p: &Program, cmd: &mut Command, log: &File) -> std::io::Result<Vec<Source>> {
+    match p.observe {
+        Observe::Protocol => {
+            let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(std::io::Error::from)?;
+            cmd.stdout(Stdio::from(log.try_clone()?)).stderr(Stdio::from(log.try_clone()?));
+            let fd = write.as_raw_fd();
+            // SAFETY: dup2 and fcntl are async-signal-safe.
+            unsafe {
+                cmd.pre_exec(move || {
+                    if fd == 3 {
+                        // Already fd 3: only drop close-on-exec.
+                        if libc::fcntl(3, libc::F_SETFD, 0) == -1 {
+                            return Err(std::io::Error::last_os_error());
+                        }
+                    } else if libc::dup2(fd, 3) == -1 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+            Ok(vec![Source::Protocol { read, keep_write: Some(write) }])
+        }
+        Observe::Patterns => {
+            cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+            Ok(Vec::new())
+        }
+    }
+}
+
+pub enum Source {
+    /// The protocol pipe; the write end is kept until the child is spawned,
+    /// then dropped so that EOF comes when the program exits.
+    Protocol {
+        read: OwnedFd,
+        keep_write: Option<OwnedFd>,
+    },
+    Lines(Box<dyn Read + Send>),
+}
+
+/// Read one line of at most MAX_LINE bytes (the rest skipped); None at EOF.
+fn bounded_line(r: &mut impl BufRead) -> Option<String> {
+    let mut buf = Vec::new();
+    let mut skipping = false;
+    loop {
+        let chunk = match r.fill_buf() {
+            Ok([]) => return if buf.is_empty() && !skipping { None } else { Some(lossy(buf)) },
+            Ok(c) => c,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => return None,
+        };
+        let (line, found) = match chunk.iter().position(|&b| b == b'\n') {
+            Some(i) => (&chunk[..i], i + 1),
+            None => (chunk, chunk.len()),
+        };
+        if !skipping {
+            let room = MAX_LINE - buf.len();
+            buf.extend_from_slice(&line[..line.len().min(room)]);
+            skipping = buf.len() >= MAX_LINE;
+        }
+        let newline = found > line.len();
+        r.consume(found);
+        if newline {
+            return Some(lossy(buf));
+        }
+    }
+}
+
+fn lossy(b: Vec<u8>) -> String {
+    String::from_utf8(b).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+/// Count a line against the budget: false once it is spent.
+fn admit(counts: &Counts) -> bool {
+    if counts.lines.fetch_add(1, Ordering::Relaxed) < MAX_LINES {
+        true
+    } else {
+        counts.dropped.fetch_add(1, Ordering::Relaxed);
+        false
+    }
+}
+
+/// Observe protocol lines from `read`.
+pub fn read_protocol(
+    worker: usize,
+    pid: i32,
+    read: OwnedFd,
+    stamp: Stamp,
+    counts: Arc<Counts>,
+    tx: Sender<Msg>,
+) -> JoinHandle<()> {
+    std::thread::spawn(move || {
+        let mut r = BufReader::new(File::from(read));
+        while let Some(line) = bounded_line(&mut r) {
+            let now = mono_ns();
+            if !admit(&counts) {
+                continue;
+            }
+            let msg = match serde_json::from_str::<ProgramLine>(&line) {
+                Ok(l) => {
+                    let t_ns = match (stamp, l.t_ns) {
+                        (Stamp::Program, Some(t)) => t,
+                        _ => now,
+                    };
+                    Msg::Event { worker, pid, event: Box::new(WireEvent { t_ns, event: l.event, detail: l.detail }) }
+                }
+                Err(_) if line.trim().is_empty() => continue,
+                Err(_) => {
+                    counts.unmatched.fetch_add(1, Ordering::Relaxed);
+                    Msg::Garbage { worker, line }
+                }
+            };
+            if tx.send(msg).is_err() {
+                break;
+            }
+        }
+    })
+}
+
+/// Observe stdout or stderr lines through the patterns, copying every line
+/// to the worker's log.
+pub fn read_patterns(
+    worker: usize,
+    pid: i32,
+    source: Box<dyn Read + Send>,
+    patterns: Arc<Vec<Pattern>>,
+    log: Arc<Mutex<File>>,
+    counts: Arc<Counts>,
+    tx: Sender<Msg>,
+) -> JoinHandle<()> {
+    std::thread::spawn(move || {
+        let mut r = BufReader::new(source);
+        while let Some(line) = bounded_line(&mut r) {
+            let now = mono_ns();
+            if !admit(&counts) {
+                continue;
+            }
+            if let Ok(mut f) = log.lock() {
+                let _ = writeln!(f, "{line}");
+            }
+            let Some(event) = match_line(&patterns, &line, now) else {
+                counts.unmatched.fetch_add(1, Ordering::Relaxed);
+                continue;
+            };
+            if tx.send(Msg::Event { worker, pid, event: Box::new(event) }).is_err() {
+                break;
+            }
+        }
+    })
+}
+
+/// The first pattern that matches `line`, as an event stamped `t_ns`.
+pub fn match_line(patterns: &[Pattern], line: &str, t_ns: i64) -> Option<WireEvent> {
+    patterns.iter().find_map(|p| {
+        let caps = p.regex.captures(line)?;
+        let get = |name: &str| caps.name(name).map(|m| m.as_str());
+        let detail = Detail {
+            holder: get("holder").and_then(|s| s.parse().ok()),
+            lease_until: get("lease_until").and_then(|s| s.parse().ok()),
+            token: get("token").and_then(|s| s.parse().ok()),
+            epoch: get("epoch").and_then(|s| s.parse().ok()),
+            reason: get("reason").map(str::to_string),
+            ..Detail::default()
+        };
+        Some(WireEvent { t_ns, event: p.event, detail })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_lines_are_cut_and_the_rest_skipped() {
+        let mut input = vec![b'x'; MAX_LINE + 10];
+        input.extend_from_slice(b"\nnext\nlast");
+        let mut r = BufReader::with_capacity(1000, &input[..]);
+        assert_eq!(bounded_line(&mut r).map(|l| l.len()), Some(MAX_LINE));
+        assert_eq!(bounded_line(&mut r).as_deref(), Some("next"));
+        assert_eq!(bounded_line(&mut r).as_deref(), Some("last"));
+        assert_eq!(bounded_line(&mut r), None);
+    }
+
+    #[test]
+    fn a_pattern_turns_a_line_into_an_event_with_its_captures() {
+        let patterns = vec![
+            Pattern {
+                regex: regex::Regex::new(r"leader until (?P<lease_until>\d+)").unwrap(),
+                event: EventKind::Acquired,
+            },
+            Pattern { regex: regex::Regex::new(r"held by (?P<holder>\d+)").unwrap(), event: EventKind::HeldBy },
+        ];
+        let e = match_line(&patterns, "[w1] held by 4242", 7).unwrap();
+        assert_eq!((e.event, e.detail.holder, e.t_ns), (EventKind::HeldBy, Some(4242), 7));
+        assert_eq!(match_line(&patterns, "now leader until 99", 1).unwrap().detail.lease_until, Some(99.0));
+        assert!(match_line(&patterns, "nothing", 1).is_none());
+    }
+}
