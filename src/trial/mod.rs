@@ -216,7 +216,7 @@ pub fn run_trial(
         dir,
         count: exp.workers,
         per_worker: &per_worker,
-        program: exp.program.as_ref().map(|p| (p, &values as &dyn Fn(usize) -> _)),
+        program: exp.program.as_ref().map(|p| (p, &values as &spawn::Placeholders)),
     };
     let mut raw: Vec<RawEvent> = Vec::new();
     let (mut workers, barrier) = spawn::spawn(&spec, &tx)?;

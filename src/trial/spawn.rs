@@ -129,6 +129,9 @@ impl Drop for Workers {
     }
 }
 
+/// A program's placeholder values for worker `i`.
+pub type Placeholders = dyn Fn(usize) -> BTreeMap<&'static str, String>;
+
 pub struct SpawnSpec<'a> {
     pub exe: &'a Path,
     /// Arguments after the executable, for every worker (the worker index
@@ -140,7 +143,7 @@ pub struct SpawnSpec<'a> {
     pub per_worker: &'a dyn Fn(usize) -> Vec<String>,
     /// A program under test instead of the built-in worker, with each
     /// worker's placeholder values.
-    pub program: Option<(&'a Program, &'a dyn Fn(usize) -> BTreeMap<&'static str, String>)>,
+    pub program: Option<(&'a Program, &'a Placeholders)>,
 }
 
 #[derive(Debug, thiserror::Error)]
