@@ -130,7 +130,7 @@ impl Drop for Workers {
 }
 
 /// A program's placeholder values for worker `i`.
-pub type Placeholders = dyn Fn(usize) -> BTreeMap<&'static str, String>;
+pub type Placeholders<'a> = dyn Fn(usize) -> BTreeMap<&'static str, String> + 'a;
 
 pub struct SpawnSpec<'a> {
     pub exe: &'a Path,
@@ -143,7 +143,7 @@ pub struct SpawnSpec<'a> {
     pub per_worker: &'a dyn Fn(usize) -> Vec<String>,
     /// A program under test instead of the built-in worker, with each
     /// worker's placeholder values.
-    pub program: Option<(&'a Program, &'a Placeholders)>,
+    pub program: Option<(&'a Program, &'a Placeholders<'a>)>,
 }
 
 #[derive(Debug, thiserror::Error)]
