@@ -91,7 +91,10 @@ def main():
     interval = lambda: (args.renew_ms if leading else args.watch_ms) / 1000
     next_tick = time.monotonic() + interval()
     while True:
-        if signal.sigtimedwait([signal.SIGTERM, signal.SIGINT], max(0.0, next_tick - time.monotonic())):
+        got = signal.sigtimedwait([signal.SIGTERM, signal.SIGINT], max(0.0, next_tick - time.monotonic()))
+        # CPython 3.11 returns a garbage siginfo (si_signo 0) instead of None
+        # when a SIGSTOP/SIGCONT interrupts the wait past its timeout.
+        if got is not None and got.si_signo in (signal.SIGTERM, signal.SIGINT):
             break
         was = leading
         current = read_lease(args.lock)

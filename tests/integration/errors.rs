@@ -116,3 +116,14 @@ fn what_a_substrate_cannot_do_is_an_error() {
     );
     rejects("name: x\nworkers: 2\nsubstrate: {kind: etcd}\n", "3:");
 }
+
+#[test]
+fn a_bad_pattern_or_program_is_an_error() {
+    let program =
+        |patterns: &str| format!("name: x\nworkers: 2\nprogram:\n  command: [sh, w.sh]\n  patterns:\n{patterns}");
+    rejects(&program("    - {regex: 'leader (', event: acquired}\n"), "6:15: invalid regex");
+    rejects(&program("    - {regex: 'leader', event: crowned}\n"), "6:32: unknown event kind \"crowned\"");
+    rejects(&program("    - {regex: '(?P<who>\\d+)', event: acquired}\n"), "6:15: capture group \"who\" means nothing");
+    rejects("name: x\nworkers: 2\nprogram:\n  command: [w, \"{lokc}\"]\n", "4:12: unknown placeholder {lokc}");
+    rejects("name: x\nworkers: 2\nprogram:\n  command: \"w\"\n", "4:12: command is a list");
+}

@@ -11,6 +11,7 @@ mod faults;
 mod fencing;
 mod helper;
 mod jobs;
+mod programs;
 mod races;
 mod recheck;
 mod signals;
