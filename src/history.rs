@@ -159,6 +159,10 @@ pub struct Detail {
     /// Fencing token, where the substrate provides one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub token: Option<u64>,
+    /// The barrier's CLOCK_MONOTONIC time in ns (barrier event only): to
+    /// line up timestamps taken outside the history with it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mono_ns: Option<i64>,
     /// Duration of the substrate operation behind this event (acquire,
     /// renew or observe), µs.
     #[serde(skip_serializing_if = "Option::is_none")]

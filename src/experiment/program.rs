@@ -16,7 +16,8 @@ use serde_saphyr::Spanned;
 use crate::history::EventKind;
 
 /// The placeholders a command or an environment value may use.
-pub const PLACEHOLDERS: [&str; 11] = [
+pub const PLACEHOLDERS: [&str; 12] = [
+    "leasequake",
     "index",
     "workers",
     "lock",

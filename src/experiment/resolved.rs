@@ -27,26 +27,29 @@ pub fn to_yaml(e: &Experiment) -> String {
     let _ = writeln!(w, "renew: {}", e.lease.renew);
     let _ = writeln!(w, "watch: {}", e.lease.watch);
     let _ = writeln!(w, "expiry_resolution: {}", e.lease.resolution);
-    let _ = writeln!(w, "worker:");
-    let _ = writeln!(w, "  acquire: {}", setting_name(&e.worker.acquire));
-    let _ = writeln!(w, "  unreadable: {}", setting_name(&e.worker.unreadable));
-    let _ = writeln!(w, "  expiry: {}", setting_name(&e.worker.expiry));
-    let _ = writeln!(w, "  release_on_term: {}", e.worker.release_on_term);
-    let _ = writeln!(w, "  mode: {}", setting_name(&e.worker.mode));
-    let _ = writeln!(w, "  failpoint: {}", setting_name(&e.worker.failpoint));
-    let _ = writeln!(w, "  failpoint_delay: {}", e.worker.failpoint_delay);
-    if e.worker.fencing_tokens {
-        let _ = writeln!(w, "  fencing_tokens: true");
-    }
-    if e.worker.resource != crate::substrate::resource::Resource::None {
-        let _ = writeln!(w, "  resource: {}", setting_name(&e.worker.resource));
-    }
-    if let Some(j) = &e.worker.epoch_job {
-        let strategy = setting_name(&j.strategy);
-        let _ = writeln!(w, "  epoch_job: {{epoch: {}, duration: {}, strategy: {strategy}}}", j.epoch, j.duration);
-    }
-    if let Some(ws) = &e.worker.failpoint_workers {
-        let _ = writeln!(w, "  failpoint_workers: {ws:?}");
+    // A program has no built-in worker settings (and may not be given any).
+    if e.program.is_none() {
+        let _ = writeln!(w, "worker:");
+        let _ = writeln!(w, "  acquire: {}", setting_name(&e.worker.acquire));
+        let _ = writeln!(w, "  unreadable: {}", setting_name(&e.worker.unreadable));
+        let _ = writeln!(w, "  expiry: {}", setting_name(&e.worker.expiry));
+        let _ = writeln!(w, "  release_on_term: {}", e.worker.release_on_term);
+        let _ = writeln!(w, "  mode: {}", setting_name(&e.worker.mode));
+        let _ = writeln!(w, "  failpoint: {}", setting_name(&e.worker.failpoint));
+        let _ = writeln!(w, "  failpoint_delay: {}", e.worker.failpoint_delay);
+        if e.worker.fencing_tokens {
+            let _ = writeln!(w, "  fencing_tokens: true");
+        }
+        if e.worker.resource != crate::substrate::resource::Resource::None {
+            let _ = writeln!(w, "  resource: {}", setting_name(&e.worker.resource));
+        }
+        if let Some(j) = &e.worker.epoch_job {
+            let strategy = setting_name(&j.strategy);
+            let _ = writeln!(w, "  epoch_job: {{epoch: {}, duration: {}, strategy: {strategy}}}", j.epoch, j.duration);
+        }
+        if let Some(ws) = &e.worker.failpoint_workers {
+            let _ = writeln!(w, "  failpoint_workers: {ws:?}");
+        }
     }
     let s = &e.substrate;
     let _ = write!(w, "substrate: {{kind: {}", setting_name(&s.kind));

@@ -181,6 +181,7 @@ fn placeholder_values(
         ("trial_dir", dir.display().to_string()),
         ("experiment_dir", exp.program.as_ref().map(|p| p.experiment_dir.clone()).unwrap_or_default()),
         ("events", "/dev/fd/3".to_string()),
+        ("leasequake", std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default()),
         ("lease_ms", ms(exp.lease.lease)),
         ("renew_ms", ms(exp.lease.renew)),
         ("watch_ms", ms(exp.lease.watch)),
@@ -428,7 +429,8 @@ impl Run {
         }
         let t0 = mono_ns();
         drop(barrier);
-        self.raw.push(RawEvent::harness(t0, None, None, EventKind::Barrier, Detail::default()));
+        let at = Detail { mono_ns: Some(t0), ..Detail::default() };
+        self.raw.push(RawEvent::harness(t0, None, None, EventKind::Barrier, at));
         if exp.program.is_some() {
             // Programs start when spawned; the harness's clock starts here.
             for p in &workers.procs {

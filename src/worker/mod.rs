@@ -101,6 +101,10 @@ pub struct WorkerArgs {
     /// Number of workers in the trial (partitioned jobs).
     #[arg(long, default_value_t = 1)]
     pub workers: usize,
+    /// Write the event protocol to this file instead of stdout (to observe
+    /// the built-in worker through its log lines and its events at once).
+    #[arg(long)]
+    pub events_file: Option<PathBuf>,
 }
 
 /// What became of one attempt to run the epoch job.
@@ -151,6 +155,17 @@ pub fn run(args: WorkerArgs) -> i32 {
     if let Err(e) = shutdown.thread_block() {
         eprintln!("leasequake worker: cannot block signals: {e}");
         return 3;
+    }
+    if let Some(path) = &args.events_file {
+        match File::options().create(true).append(true).open(path) {
+            Ok(f) => {
+                let _ = EVENTS_FILE.set(std::sync::Mutex::new(f));
+            }
+            Err(e) => {
+                eprintln!("leasequake worker: cannot open events file {}: {e}", path.display());
+                return 3;
+            }
+        }
     }
     let log: Box<dyn Write> = match &args.log {
         Some(path) => match File::options().create(true).append(true).open(path) {
@@ -272,12 +287,25 @@ fn wait_until(set: &SigSet, deadline_ns: i64) -> Option<Signal> {
 /// Report one event on stdout, stamped now.
 fn emit(event: EventKind, detail: Detail) {
     let line = WireEvent { t_ns: mono_ns(), event, detail }.to_line();
-    let mut out = io::stdout().lock();
-    if writeln!(out, "{line}").and_then(|()| out.flush()).is_err() {
+    let written = match EVENTS_FILE.get() {
+        // Only this (single) thread writes: the lock is never contended.
+        Some(file) => {
+            let mut f = file.lock().unwrap_or_else(|p| p.into_inner());
+            writeln!(f, "{line}").and_then(|()| f.flush())
+        }
+        None => {
+            let mut out = io::stdout().lock();
+            writeln!(out, "{line}").and_then(|()| out.flush())
+        }
+    };
+    if written.is_err() {
         // The harness is gone: nobody can observe us any more.
         std::process::exit(1);
     }
 }
+
+/// `--events-file`: the protocol goes here instead of stdout.
+static EVENTS_FILE: std::sync::OnceLock<std::sync::Mutex<File>> = std::sync::OnceLock::new();
 
 impl Worker {
     /// Report an event; the first one after a substrate operation carries

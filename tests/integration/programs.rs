@@ -90,3 +90,107 @@ fn crashing_silent_flooding_and_term_ignoring_programs_are_outcomes_not_failures
     assert!(of(2).contains("flooded"), "{outcomes}");
     assert!(of(3).contains("ignored SIGTERM: killed after the grace period"), "{outcomes}");
 }
+
+/// Protocol lines of `trial`'s workers, as (worker, t_ms since the barrier,
+/// event, detail JSON).
+fn protocol_events(out: &std::path::Path, trial: u32, barrier_ns: i64) -> Vec<(usize, f64, String, String)> {
+    let dir = out.join(format!("trials/{trial:04}"));
+    let mut all = Vec::new();
+    for w in 0..3 {
+        let text = std::fs::read_to_string(dir.join(format!("protocol-{w}.jsonl"))).unwrap_or_default();
+        for line in text.lines() {
+            let v: serde_json::Value = serde_json::from_str(line).expect("protocol line");
+            let t_ms = (v["t_ns"].as_i64().unwrap() - barrier_ns) as f64 / 1e6;
+            let detail = if v["detail"].is_null() { String::new() } else { v["detail"].to_string() };
+            all.push((w, t_ms, v["event"].as_str().unwrap().to_string(), detail));
+        }
+    }
+    all
+}
+
+#[test]
+fn the_built_in_worker_gives_the_same_metrics_through_its_log_lines_and_its_events() {
+    // One run, observed through patterns (stamped on receipt); the same
+    // workers wrote their protocol to files (stamped at the source). The
+    // protocol's history is rebuilt beside the run and re-checked by
+    // `leasequake check`: every gap must agree within the receipt delay
+    // measured on the very same lines.
+    let lab = Lab::new();
+    let file = repo().join("experiments/programs/builtin-patterns.yaml");
+    let run = lab.run(file).scale(SCALE).output().expect_code(0);
+    let events = run.table("events.csv");
+    let harness = ["spawn", "start", "fault", "exit", "barrier", "trial_end"];
+    let matched = ["acquired", "renewed", "stepped_down", "released", "expired_seen", "held_by", "takeover_lost"];
+
+    let rebuilt = lab.path().join("rebuilt");
+    std::fs::create_dir_all(&rebuilt).unwrap();
+    std::fs::copy(run.out.join("experiment.yaml"), rebuilt.join("experiment.yaml")).unwrap();
+    let mut w = csv::Writer::from_path(rebuilt.join("events.csv")).unwrap();
+    w.write_record(["trial", "t_ms", "worker", "pid", "event", "detail"]).unwrap();
+    let mut delays: Vec<f64> = Vec::new();
+    for trial in 1..=3u32 {
+        let mine: Vec<&Row> = events.iter().filter(|e| e.get("trial") == trial.to_string()).collect();
+        let barrier = mine.iter().find(|e| e.get("event") == "barrier").expect("barrier");
+        let barrier_ns = serde_json::from_str::<serde_json::Value>(barrier.get("detail")).unwrap()["mono_ns"]
+            .as_i64()
+            .expect("the barrier's monotonic time");
+        let protocol = protocol_events(&run.out, trial, barrier_ns);
+        // Receipt delay: each pattern event against the same worker's
+        // protocol event of the same kind, in order.
+        for w_ in 0..3usize {
+            for kind in matched {
+                let seen: Vec<f64> = mine
+                    .iter()
+                    .filter(|e| e.get("worker") == w_.to_string() && e.get("event") == kind)
+                    .map(|e| e.f64("t_ms"))
+                    .collect();
+                let sent: Vec<f64> =
+                    protocol.iter().filter(|(pw, _, k, _)| *pw == w_ && k == kind).map(|(_, t, _, _)| *t).collect();
+                assert_eq!(seen.len(), sent.len(), "trial {trial} worker {w_} {kind}: lines vs events");
+                delays.extend(seen.iter().zip(&sent).map(|(a, b)| a - b));
+            }
+        }
+        let pid_of = |w_: usize| {
+            mine.iter().find(|e| e.get("worker") == w_.to_string() && e.get("event") == "spawn").unwrap().get("pid")
+        };
+        let t = trial.to_string();
+        for e in mine.iter().filter(|e| harness.contains(&e.get("event"))) {
+            w.write_record([&t, e.get("t_ms"), e.get("worker"), e.get("pid"), e.get("event"), e.get("detail")])
+                .unwrap();
+        }
+        for (pw, t_ms, kind, detail) in &protocol {
+            w.write_record([t.as_str(), &format!("{t_ms:.3}"), &pw.to_string(), pid_of(*pw), kind, detail]).unwrap();
+        }
+    }
+    w.flush().unwrap();
+    drop(w);
+    delays.sort_by(f64::total_cmp);
+    let (median, max) = (delays[delays.len() / 2], *delays.last().unwrap());
+    eprintln!("receipt delay over {} lines: median {median:.3} ms, max {max:.3} ms", delays.len());
+    assert!(delays[0] >= -0.002, "a line arrived before it was written: {:.3} ms", delays[0]);
+
+    let check = std::process::Command::new(crate::helper::bin()).arg("check").arg(&rebuilt).output().unwrap();
+    assert!(check.status.success(), "{}", String::from_utf8_lossy(&check.stderr));
+    // Parallel trials append in the order they finish; check writes in order.
+    let sorted = |mut rows: Vec<Row>| {
+        let gap = |r: &Row| if r.0.contains_key("gap") { r.get("gap").parse::<u32>().unwrap_or(0) } else { 0 };
+        rows.sort_by_key(|r| (r.get("trial").parse::<u32>().unwrap(), gap(r)));
+        rows
+    };
+    let by_patterns = sorted(run.table("gaps.csv"));
+    let by_protocol = sorted(crate::helper::read_table(&rebuilt.join("gaps.csv")));
+    assert_eq!(by_patterns.len(), by_protocol.len(), "{by_patterns:?}\n{by_protocol:?}");
+    for (a, b) in by_patterns.iter().zip(&by_protocol) {
+        let diff = a.f64("duration_ms") - b.f64("duration_ms");
+        // A gap ends at an acquisition, seen later by its receipt delay.
+        assert!(
+            (-0.002..=max + 0.002).contains(&diff),
+            "gap differs by {diff:.3} ms; receipt delay max {max:.3} ms:\n{a:?}\n{b:?}"
+        );
+    }
+    let (ta, tb) = (sorted(run.table("trials.csv")), sorted(crate::helper::read_table(&rebuilt.join("trials.csv"))));
+    for (a, b) in ta.iter().zip(&tb) {
+        assert_eq!(a.get("max_leaders"), b.get("max_leaders"));
+        assert_eq!(a.get("outcome"), b.get("outcome"));
+    }
+}
