@@ -51,6 +51,22 @@ pub enum Command {
         /// A results directory (with summary.csv, trials.csv, gaps.csv).
         dir: PathBuf,
     },
+    /// Measure this machine's error bars: the delay between a program
+    /// stamping an event and the harness having it, by protocol and by
+    /// log patterns.
+    Calibrate {
+        /// Lines per path (one per millisecond).
+        #[arg(long, default_value_t = 1000)]
+        lines: usize,
+    },
+    /// The program `calibrate` observes (used by the harness).
+    #[command(hide = true)]
+    CalibrateEmit {
+        #[arg(long)]
+        lines: usize,
+        #[arg(long)]
+        interval_us: u64,
+    },
     /// Run one built-in lease worker (used by the harness).
     #[command(hide = true)]
     Worker(WorkerArgs),

@@ -2,6 +2,7 @@
 //! processes. See DESIGN.md for the data path:
 //! experiment → trial → history → check → report.
 
+pub mod calibrate;
 pub mod check;
 pub mod cli;
 pub mod clock;

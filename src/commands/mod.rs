@@ -92,6 +92,8 @@ pub fn dispatch(cli: Cli) -> u8 {
                 }
             }
         }
+        Command::Calibrate { lines } => crate::calibrate::run(lines),
+        Command::CalibrateEmit { lines, interval_us } => crate::calibrate::emit::run(lines, interval_us),
         Command::Worker(args) => crate::worker::run(args).clamp(0, 255) as u8,
     }
 }

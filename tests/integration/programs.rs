@@ -194,3 +194,14 @@ fn the_built_in_worker_gives_the_same_metrics_through_its_log_lines_and_its_even
         assert_eq!(a.get("outcome"), b.get("outcome"));
     }
 }
+
+#[test]
+fn calibrate_measures_the_event_delay_of_both_observation_paths() {
+    let out = std::process::Command::new(crate::helper::bin()).args(["calibrate", "--lines", "50"]).output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    for path in ["protocol (fd 3)", "log patterns (stdout)"] {
+        let line = text.lines().find(|l| l.contains(path)).unwrap_or_else(|| panic!("no {path} line:\n{text}"));
+        assert!(line.contains("(n 50)"), "every line must arrive: {line}");
+    }
+}

@@ -1,0 +1,30 @@
+//! `leasequake calibrate-emit` (hidden): the program `calibrate` observes.
+//! After EOF on stdin (the harness's release), it writes `lines` lines, one
+//! every `interval`, each carrying its CLOCK_MONOTONIC time: on stdout for
+//! log patterns, and as a protocol line on fd 3 when fd 3 is open.
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::fd::FromRawFd;
+use std::time::Duration;
+
+use crate::clock::mono_ns;
+
+pub fn run(lines: usize, interval_us: u64) -> u8 {
+    let mut buf = [0u8; 1];
+    let _ = std::io::stdin().read(&mut buf);
+    // SAFETY: fd 3 is only adopted if it is open (the protocol pipe).
+    let mut fd3 = (unsafe { libc::fcntl(3, libc::F_GETFD) } != -1).then(|| unsafe { File::from_raw_fd(3) });
+    let mut out = std::io::stdout().lock();
+    for _ in 0..lines {
+        std::thread::sleep(Duration::from_micros(interval_us));
+        let t = mono_ns();
+        if let Some(f) = &mut fd3 {
+            let _ = writeln!(f, "{{\"event\":\"held_by\",\"detail\":{{\"token\":{t}}}}}");
+        } else {
+            let _ = writeln!(out, "t_ns={t}");
+            let _ = out.flush();
+        }
+    }
+    0
+}

@@ -1,0 +1,129 @@
+//! `leasequake calibrate`: the instrument's own error bars, measured on this
+//! machine. For now the event delay of observing a program: from the moment
+//! a program stamps a line (CLOCK_MONOTONIC) to the moment the harness has
+//! read and parsed it, through the protocol pipe (fd 3) and through log
+//! patterns (stdout). Runs that observe a program record a short version in
+//! their host record.
+
+pub mod emit;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::experiment::program::{Observe, Pattern, Program, Stamp};
+use crate::history::EventKind;
+use crate::report::stats::percentile;
+use crate::trial::spawn::{Msg, SpawnSpec, spawn};
+
+/// Delays in µs: median, p99, max over `n` lines.
+#[derive(Clone, Debug, Serialize)]
+pub struct Delay {
+    pub n: usize,
+    pub median_us: f64,
+    pub p99_us: f64,
+    pub max_us: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct EventDelay {
+    pub protocol: Option<Delay>,
+    pub patterns: Option<Delay>,
+}
+
+/// Measure both paths with `lines` lines, one every `interval`.
+pub fn event_delay(lines: usize, interval: Duration) -> EventDelay {
+    EventDelay {
+        protocol: one_path(Observe::Protocol, lines, interval).ok(),
+        patterns: one_path(Observe::Patterns, lines, interval).ok(),
+    }
+}
+
+/// Spawn the emitter as a program, exactly as a trial would, and read its
+/// lines through the same readers a trial uses.
+fn one_path(observe: Observe, lines: usize, interval: Duration) -> Result<Delay, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let dir = tempfile::Builder::new().prefix("leasequake-calibrate-").tempdir().map_err(|e| e.to_string())?;
+    let program = Program {
+        command: vec![
+            exe.display().to_string(),
+            "calibrate-emit".into(),
+            "--lines".into(),
+            lines.to_string(),
+            "--interval-us".into(),
+            interval.as_micros().to_string(),
+        ],
+        shell: false,
+        env: BTreeMap::new(),
+        observe,
+        timestamps: Stamp::Receipt,
+        // The source time rides in the token.
+        patterns: vec![Pattern {
+            regex: regex::Regex::new(r"t_ns=(?P<token>\d+)").expect("valid"),
+            event: EventKind::HeldBy,
+        }],
+        experiment_dir: String::new(),
+    };
+    let values = |_: usize| BTreeMap::new();
+    let none = |_: usize| Vec::new();
+    let spec = SpawnSpec {
+        exe: &exe,
+        args: Vec::new(),
+        dir: dir.path(),
+        count: 1,
+        per_worker: &none,
+        program: Some((&program, &values)),
+    };
+    let (tx, rx) = mpsc::channel();
+    let (mut workers, barrier) = spawn(&spec, &tx).map_err(|e| e.to_string())?;
+    drop(tx);
+    drop(barrier);
+    let mut delays = Vec::with_capacity(lines);
+    let deadline = std::time::Instant::now() + interval * lines as u32 + Duration::from_secs(10);
+    while let Ok(msg) = rx.recv_timeout(deadline.saturating_duration_since(std::time::Instant::now())) {
+        match msg {
+            Msg::Event { event, .. } => {
+                if let Some(sent) = event.detail.token {
+                    delays.push((event.t_ns - sent as i64) as f64 / 1000.0);
+                }
+            }
+            Msg::Exit { .. } => break,
+            Msg::Garbage { .. } => {}
+        }
+    }
+    drop(rx);
+    workers.join();
+    summarize(delays, dir.path())
+}
+
+fn summarize(mut delays: Vec<f64>, dir: &Path) -> Result<Delay, String> {
+    if delays.is_empty() {
+        return Err(format!("no line arrived (see {})", dir.display()));
+    }
+    delays.sort_by(f64::total_cmp);
+    Ok(Delay {
+        n: delays.len(),
+        median_us: percentile(&delays, 0.5).unwrap_or_default(),
+        p99_us: percentile(&delays, 0.99).unwrap_or_default(),
+        max_us: *delays.last().expect("not empty"),
+    })
+}
+
+/// `leasequake calibrate`: print the measurements; exit 0.
+pub fn run(lines: usize) -> u8 {
+    println!("Event delay: program's timestamp → harness has the event ({lines} lines, one per ms)");
+    let d = event_delay(lines, Duration::from_millis(1));
+    for (name, delay) in [("protocol (fd 3)", &d.protocol), ("log patterns (stdout)", &d.patterns)] {
+        match delay {
+            Some(x) => println!(
+                "  {name:<22} median {:>7.1} µs   p99 {:>8.1} µs   max {:>8.1} µs   (n {})",
+                x.median_us, x.p99_us, x.max_us, x.n
+            ),
+            None => println!("  {name:<22} not measured (the emitter did not run)"),
+        }
+    }
+    0
+}
