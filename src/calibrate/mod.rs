@@ -90,8 +90,9 @@ fn one_path(observe: Observe, lines: usize, interval: Duration) -> Result<Delay,
                     delays.push((event.t_ns - sent as i64) as f64 / 1000.0);
                 }
             }
-            Msg::Exit { .. } => break,
-            Msg::Garbage { .. } => {}
+            // The exit can overtake the last lines: read until every
+            // reader is done (the channel disconnects).
+            Msg::Exit { .. } | Msg::Garbage { .. } => {}
         }
     }
     drop(rx);
