@@ -59,6 +59,9 @@ pub enum Command {
         #[arg(long, default_value_t = 1000)]
         lines: usize,
     },
+    /// The shell baseline's victim (used by `calibrate`).
+    #[command(hide = true)]
+    CalibrateTarget,
     /// The program `calibrate` observes (used by the harness).
     #[command(hide = true)]
     CalibrateEmit {

@@ -28,3 +28,17 @@ pub fn run(lines: usize, interval_us: u64) -> u8 {
     }
     0
 }
+
+/// `leasequake calibrate-target` (hidden): wait for SIGTERM in sigtimedwait
+/// and print the wall-clock ns of its receipt: the shell baseline's victim.
+pub fn target() -> u8 {
+    use nix::sys::signal::{SigSet, Signal};
+    let mut set = SigSet::empty();
+    set.add(Signal::SIGTERM);
+    if set.thread_block().is_err() {
+        return 3;
+    }
+    let _ = set.wait();
+    println!("R {}", crate::clock::wall_ns());
+    0
+}

@@ -6,6 +6,7 @@
 //! their host record.
 
 pub mod emit;
+pub mod harness;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -113,8 +114,43 @@ fn summarize(mut delays: Vec<f64>, dir: &Path) -> Result<Delay, String> {
     })
 }
 
+fn show(name: &str, d: &Option<Delay>) {
+    match d {
+        Some(x) => println!(
+            "  {name:<34} median {:>9.1} µs   p99 {:>9.1} µs   max {:>9.1} µs   (n {})",
+            x.median_us, x.p99_us, x.max_us, x.n
+        ),
+        None => println!("  {name:<34} not measured"),
+    }
+}
+
 /// `leasequake calibrate`: print the measurements; exit 0.
 pub fn run(lines: usize) -> u8 {
+    let dir = match tempfile::Builder::new().prefix("leasequake-calibrate-").tempdir() {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("error: cannot create a scratch directory: {e}");
+            return crate::commands::exit::HARNESS;
+        }
+    };
+    println!("Start spread: first timestamp after release, latest − earliest");
+    for (n, trials) in [(3usize, 10u32), (30, 10), (300, 3)] {
+        match harness::start_spread(n, trials, dir.path()) {
+            Ok(v) => show(&format!("{n} workers, barrier"), &harness::summarize(v)),
+            Err(e) => println!("  {n} workers, barrier: failed: {e}"),
+        }
+        show(&format!("{n} processes, shell `&` loop"), &harness::summarize(harness::shell_start_spread(n, trials)));
+    }
+    println!("Fault error: actual − scheduled (20 trials)");
+    match harness::fault_error(20, dir.path()) {
+        Ok(per_signal) => {
+            for (name, v) in per_signal {
+                show(&format!("{name}, harness"), &harness::summarize(v));
+            }
+        }
+        Err(e) => println!("  harness: failed: {e}"),
+    }
+    show("SIGTERM, shell `sleep; kill`", &harness::summarize(harness::shell_fault_error(20)));
     println!("Event delay: program's timestamp → harness has the event ({lines} lines, one per ms)");
     let d = event_delay(lines, Duration::from_millis(1));
     for (name, delay) in [("protocol (fd 3)", &d.protocol), ("log patterns (stdout)", &d.patterns)] {
