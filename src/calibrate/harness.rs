@@ -98,9 +98,8 @@ pub fn shell_fault_error(trials: u32) -> Vec<f64> {
         .filter_map(|_| {
             let out = Command::new("sh").arg("-c").arg(&script).output().ok()?;
             let text = String::from_utf8_lossy(&out.stdout).into_owned();
-            let find = |tag: &str| {
-                text.lines().find_map(|l| l.strip_prefix(tag).and_then(|v| v.trim().parse::<i64>().ok()))
-            };
+            let find =
+                |tag: &str| text.lines().find_map(|l| l.strip_prefix(tag).and_then(|v| v.trim().parse::<i64>().ok()));
             let (scheduled, got) = (find("S ")?, find("R ")?);
             Some((got - (scheduled + 100_000_000)) as f64 / 1000.0)
         })

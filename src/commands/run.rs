@@ -67,6 +67,13 @@ pub fn run(args: &RunArgs) -> u8 {
             return exit::BAD_INPUT;
         }
     }
+    for exp in &exps {
+        let most = units(exp).iter().map(|(u, _)| u.workers).max().unwrap_or(exp.workers);
+        if let Err(e) = crate::trial::limits::ensure(most, exp.jobs) {
+            eprintln!("error: {}: {e}", exp.source.display());
+            return exit::HARNESS;
+        }
+    }
     if let Err(e) = servers_ready(&exps) {
         eprintln!("error: {e}");
         return exit::HARNESS;

@@ -7,6 +7,7 @@
 //! period, SIGKILLed and reaped before `run_trial` returns.
 
 pub mod faults;
+pub mod limits;
 pub mod program;
 pub mod server;
 pub mod spawn;
