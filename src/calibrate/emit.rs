@@ -13,8 +13,12 @@ use crate::clock::mono_ns;
 pub fn run(lines: usize, interval_us: u64) -> u8 {
     let mut buf = [0u8; 1];
     let _ = std::io::stdin().read(&mut buf);
-    // SAFETY: fd 3 is only adopted if it is open (the protocol pipe).
-    let mut fd3 = (unsafe { libc::fcntl(3, libc::F_GETFD) } != -1).then(|| unsafe { File::from_raw_fd(3) });
+    // The protocol's fd, if the harness gave one (it says so in the
+    // environment; an fd 3 inherited from elsewhere is not ours).
+    let fd = std::env::var("LEASEQUAKE_EVENTS_FD").ok().and_then(|v| v.parse::<i32>().ok());
+    // SAFETY: the harness opened this descriptor for us.
+    let mut fd3 =
+        fd.filter(|&fd| unsafe { libc::fcntl(fd, libc::F_GETFD) } != -1).map(|fd| unsafe { File::from_raw_fd(fd) });
     let mut out = std::io::stdout().lock();
     for _ in 0..lines {
         std::thread::sleep(Duration::from_micros(interval_us));

@@ -66,8 +66,20 @@ pub fn command(p: &Program, values: &BTreeMap<&str, String>) -> Command {
     for (k, v) in values {
         cmd.env(format!("LEASEQUAKE_{}", k.to_uppercase()), v);
     }
-    cmd.env("LEASEQUAKE_EVENTS_FD", "3");
+    if p.observe == Observe::Protocol {
+        cmd.env("LEASEQUAKE_EVENTS_FD", "3");
+    }
     cmd
+}
+
+/// Close every descriptor from `first` up in the child: a program must not
+/// inherit what the harness itself inherited (a wrapper's fd 3, say).
+fn close_from(first: libc::c_uint) {
+    // SAFETY: close_range is async-signal-safe; failure (old kernel) only
+    // leaves descriptors open.
+    unsafe {
+        libc::syscall(libc::SYS_close_range, first, libc::c_uint::MAX, 0);
+    }
 }
 
 /// Wire the program's output: for the protocol, fd 3 is a pipe to us and
@@ -90,6 +102,7 @@ pub fn wire(p: &Program, cmd: &mut Command, log: &File) -> std::io::Result<Vec<S
                     } else if libc::dup2(fd, 3) == -1 {
                         return Err(std::io::Error::last_os_error());
                     }
+                    close_from(4);
                     Ok(())
                 });
             }
@@ -97,6 +110,13 @@ pub fn wire(p: &Program, cmd: &mut Command, log: &File) -> std::io::Result<Vec<S
         }
         Observe::Patterns => {
             cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+            // SAFETY: see close_from.
+            unsafe {
+                cmd.pre_exec(|| {
+                    close_from(3);
+                    Ok(())
+                });
+            }
             Ok(Vec::new())
         }
     }

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Benchmarks of the instrument itself, written to results/bench/README.md
+# with the host they ran on. Public tools only: bash, GNU time (/usr/bin/time),
+# /proc. About 3 minutes here.
+#
+#   scripts/bench.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:-results/bench}
+cargo build --release --quiet
+bin=./target/release/leasequake
+rm -rf "$out"
+mkdir -p "$out"
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+now() { date +%s%N; }
+ms() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.0f", (b - a) / 1e6 }'; }
+
+{
+echo "# leasequake benchmarks"
+echo
+echo "Produced by \`scripts/bench.sh\` on $(hostname) ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores, kernel $(uname -r)) at $(date -u +%Y%m%dT%H%M%SZ) UTC."
+echo
+
+echo "## Calibration (\`leasequake calibrate\`)"
+echo
+echo '```'
+$bin calibrate
+echo '```'
+echo
+
+echo "## The 30 × 30 election race"
+echo
+t0=$(now)
+$bin run experiments/blog/excl-race.yaml -q --out "$scratch/race" >/dev/null
+t1=$(now)
+echo "experiments/blog/excl-race.yaml (30 trials × 30 workers, one-shot, 300 ms each, --jobs 1): $(ms "$t0" "$t1") ms in all."
+t0=$(now)
+$bin run experiments/blog/excl-race.yaml --jobs 4 -q --out "$scratch/race4" >/dev/null
+t1=$(now)
+echo "The same with --jobs 4: $(ms "$t0" "$t1") ms."
+echo
+
+echo "## 1000 idle workers, one trial (60 s at time scale 0.1)"
+echo
+/usr/bin/time -f '%M %e %U %S' -o "$scratch/time" $bin run benches/thousand-idle.yaml --time-scale 0.1 -q --out "$scratch/idle" >/dev/null &
+sleep 1
+pid=$(pgrep -n -f "leasequake run benches/thousand-idle.yaml" || true)
+# CPU of the orchestrator alone while the trial runs (after spawning):
+# utime + stime ticks over 2 s, sampled once the 1000 workers are up.
+for _ in $(seq 120); do
+    n=$(pgrep -c -f "worker --lock $scratch/idle" || true)
+    [ "${n:-0}" -ge 1000 ] && break
+    sleep 0.25
+done
+sleep 1
+if [ -n "$pid" ] && [ -r "/proc/$pid/stat" ]; then
+    a=$(awk '{print $14 + $15}' "/proc/$pid/stat"); sleep 2; b=$(awk '{print $14 + $15}' "/proc/$pid/stat" 2>/dev/null || echo "$a")
+    hz=$(getconf CLK_TCK)
+    idle_cpu=$(awk -v a="$a" -v b="$b" -v hz="$hz" 'BEGIN { printf "%.1f", (b - a) / hz / 2 * 100 }')
+else
+    idle_cpu="not measured"
+fi
+wait
+read -r rss elapsed user sys < "$scratch/time"
+spawn_ms=$(awk -F, '$5 == "spawn" { t[NR] = $2 } END { min = 1e18; max = -1e18; for (i in t) { if (t[i] < min) min = t[i]; if (t[i] > max) max = t[i] } printf "%.0f", max - min }' "$scratch/idle/events.csv")
+events=$(($(wc -l < "$scratch/idle/events.csv") - 1))
+echo "| figure | value |"
+echo "|---|---|"
+echo "| peak RSS (largest of the orchestrator and its workers, GNU time) | $((rss / 1024)) MB |"
+echo "| orchestrator CPU while the workers renew and watch (2 s sample) | ${idle_cpu} % of one core |"
+echo "| spawning 1000 workers (first to last spawn) | ${spawn_ms} ms, i.e. $((spawn_ms * 1000 / 1000)) µs per worker |"
+echo "| wall time, user, system | ${elapsed} s, ${user} s, ${sys} s |"
+echo "| events recorded | ${events} |"
+echo
+
+echo "## Event ingest: 1000 chatty programs"
+echo
+/usr/bin/time -f '%M %e' -o "$scratch/time2" $bin run benches/thousand-chatty.yaml -q --out "$scratch/chatty" >/dev/null
+read -r rss2 _ < "$scratch/time2"
+rate=$(awk -F, 'NR > 1 && $5 == "held_by" { n++; if (min == "" || $2 < min) min = $2; if ($2 > max) max = $2 } END { printf "%d events in %.0f ms: %.0f events/s", n, max - min, n / ((max - min) / 1000) }' "$scratch/chatty/events.csv")
+echo "1000 programs × 1000 protocol lines, written as fast as they can: ${rate} (first to last event received); peak RSS $((rss2 / 1024)) MB."
+} > "$out/README.md"
+cat "$out/README.md"
