@@ -207,8 +207,14 @@ pub fn spawn(spec: &SpawnSpec<'_>, tx: &Sender<Msg>) -> Result<(Workers, OwnedFd
                     .args((spec.per_worker)(index))
                     .stdin(Stdio::from(stdin))
                     .stdout(Stdio::piped())
-                    .stderr(Stdio::from(stderr.try_clone().map_err(spawn_err)?));
-                tie_to_harness(&mut cmd, parent);
+                    .stderr(Stdio::from(stderr.try_clone().map_err(spawn_err)?))
+                    .process_group(0)
+                    // The built-in worker ties itself to us (PR_SET_PDEATHSIG
+                    // and a parent check, first thing in `worker::run`): with
+                    // no pre_exec hook, the spawn can use posix_spawn instead
+                    // of fork, which gets slow as our threads multiply (1000
+                    // workers: 14 ms per spawn with fork).
+                    .env("LEASEQUAKE_PARENT", parent.to_string());
                 let mut child = cmd.spawn().map_err(spawn_err)?;
                 let spawned_ns = mono_ns();
                 let pid = Pid::from_raw(child.id() as i32);

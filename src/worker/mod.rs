@@ -147,6 +147,15 @@ struct Worker {
 
 /// Entry point of `leasequake worker`; returns the exit code.
 pub fn run(args: WorkerArgs) -> i32 {
+    // Die with the harness (spawned without a pre_exec hook, we do this
+    // ourselves); if it is already gone, nobody would ever kill us.
+    if let Some(parent) = std::env::var("LEASEQUAKE_PARENT").ok().and_then(|p| p.parse::<i32>().ok()) {
+        // SAFETY: plain syscalls.
+        let tied = unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) } == 0;
+        if !tied || unsafe { libc::getppid() } != parent {
+            return 1;
+        }
+    }
     // Block the shutdown signals first: from here on they are only ever
     // received by `sigtimedwait`, never by a handler racing with file I/O.
     let mut shutdown = SigSet::empty();

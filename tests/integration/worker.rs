@@ -53,3 +53,19 @@ fn a_one_shot_race_has_every_worker_try_exactly_once() {
         assert_eq!(count("renewed") + count("held_by"), 0);
     }
 }
+
+#[test]
+fn a_worker_whose_harness_is_gone_exits_at_once() {
+    // Spawned without a pre_exec hook, the worker ties itself to the
+    // harness named in LEASEQUAKE_PARENT; if its parent is not that one
+    // (the harness died before the worker got going), it must not run on.
+    let lab = crate::helper::Lab::new();
+    let out = std::process::Command::new(crate::helper::bin())
+        .args(["worker", "--no-barrier", "--lock"])
+        .arg(lab.path().join("lock"))
+        .env("LEASEQUAKE_PARENT", "1")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(!lab.path().join("lock").exists(), "it must not have taken the lease");
+}
