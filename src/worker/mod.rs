@@ -256,6 +256,10 @@ pub fn run(args: WorkerArgs) -> i32 {
     }
     w.started_ns = mono_ns();
     w.emit(EventKind::Start, Detail::default());
+    // Every worker was woken by the same EOF, but they run one after the
+    // other on few cores: step aside, so that the others take their start
+    // timestamps before this one does any real work (the start spread).
+    std::thread::yield_now();
     match w.args.mode {
         Mode::Loop => w.lease_loop(&shutdown),
         Mode::OneShot => w.one_shot(&shutdown),
