@@ -114,4 +114,8 @@ pub struct RunArgs {
     /// No progress bar, only the final summary.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Skip the short calibration (start spread, fault error, event delay;
+    /// about 2 s) that is recorded in host.json before a run.
+    #[arg(long)]
+    pub no_calibrate: bool,
 }

@@ -35,6 +35,40 @@ pub struct EventDelay {
     pub patterns: Option<Delay>,
 }
 
+/// The short calibration recorded in every run's host.json.
+#[derive(Clone, Debug, Serialize)]
+pub struct Quick {
+    pub start_spread_3_workers: Option<Delay>,
+    pub start_spread_30_workers: Option<Delay>,
+    pub sigterm_error: Option<Delay>,
+    pub sigstop_error: Option<Delay>,
+    pub sigkill_error: Option<Delay>,
+    pub event_delay: EventDelay,
+}
+
+static QUICK: std::sync::OnceLock<Quick> = std::sync::OnceLock::new();
+
+/// Measure the short calibration once for this run (about 2 s).
+pub fn measure_quick() {
+    let Ok(dir) = tempfile::Builder::new().prefix("leasequake-calibrate-").tempdir() else { return };
+    let spread = |n| harness::start_spread(n, 2, dir.path()).ok().and_then(harness::summarize);
+    let faults = harness::fault_error(2, dir.path()).ok();
+    let fault = |i: usize| faults.as_ref().and_then(|f| harness::summarize(f[i].1.clone()));
+    let _ = QUICK.set(Quick {
+        start_spread_3_workers: spread(3),
+        start_spread_30_workers: spread(30),
+        sigterm_error: fault(0),
+        sigstop_error: fault(1),
+        sigkill_error: fault(2),
+        event_delay: event_delay(100, Duration::from_millis(1)),
+    });
+}
+
+/// This run's short calibration, if it was measured.
+pub fn quick() -> Option<Quick> {
+    QUICK.get().cloned()
+}
+
 /// Measure both paths with `lines` lines, one every `interval`.
 pub fn event_delay(lines: usize, interval: Duration) -> EventDelay {
     EventDelay {

@@ -79,6 +79,9 @@ pub fn run(args: &RunArgs) -> u8 {
         return exit::HARNESS;
     }
     let Some(exe) = worker_exe() else { return exit::HARNESS };
+    if !args.no_calibrate {
+        crate::calibrate::measure_quick();
+    }
 
     let flags = install_signal_flags();
 

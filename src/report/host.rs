@@ -21,11 +21,11 @@ pub struct Host {
     pub seed: u64,
     pub time_scale: f64,
     pub jobs: usize,
-    /// For runs that observe a program: the delay between its stamping an
-    /// event and the harness having it (`leasequake calibrate`, 200 lines
-    /// per path, measured just before the run).
+    /// The instrument's error bars, measured on this machine just before
+    /// the run (`leasequake calibrate`, short version; µs): absent with
+    /// `--no-calibrate`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub event_delay: Option<crate::calibrate::EventDelay>,
+    pub calibration: Option<crate::calibrate::Quick>,
 }
 
 pub fn describe(exp: &Experiment) -> Host {
@@ -54,10 +54,7 @@ pub fn describe(exp: &Experiment) -> Host {
         seed: exp.seed,
         time_scale: exp.time_scale,
         jobs: exp.jobs,
-        event_delay: exp
-            .program
-            .as_ref()
-            .map(|_| crate::calibrate::event_delay(200, std::time::Duration::from_millis(1))),
+        calibration: crate::calibrate::quick(),
     }
 }
 

@@ -36,7 +36,13 @@ impl Lab {
 
     pub fn run(&self, experiment: impl AsRef<Path>) -> RunBuilder {
         RunBuilder {
-            args: vec!["run".into(), experiment.as_ref().display().to_string(), "--quiet".into()],
+            // The tests measure their own bounds: no per-run calibration.
+            args: vec![
+                "run".into(),
+                experiment.as_ref().display().to_string(),
+                "--quiet".into(),
+                "--no-calibrate".into(),
+            ],
             out: self.path().join(format!("out-{}", next_id())),
         }
     }
