@@ -32,18 +32,18 @@ echo
 echo "## The 30 × 30 election race"
 echo
 t0=$(now)
-$bin run experiments/blog/excl-race.yaml -q --out "$scratch/race" >/dev/null
+$bin run experiments/blog/excl-race.yaml -q --no-calibrate --out "$scratch/race" >/dev/null
 t1=$(now)
 echo "experiments/blog/excl-race.yaml (30 trials × 30 workers, one-shot, 300 ms each, --jobs 1): $(ms "$t0" "$t1") ms in all."
 t0=$(now)
-$bin run experiments/blog/excl-race.yaml --jobs 4 -q --out "$scratch/race4" >/dev/null
+$bin run experiments/blog/excl-race.yaml --jobs 4 -q --no-calibrate --out "$scratch/race4" >/dev/null
 t1=$(now)
 echo "The same with --jobs 4: $(ms "$t0" "$t1") ms."
 echo
 
 echo "## 1000 idle workers, one trial (60 s at time scale 0.1)"
 echo
-/usr/bin/time -f '%M %e %U %S' -o "$scratch/time" $bin run benches/thousand-idle.yaml --time-scale 0.1 -q --out "$scratch/idle" >/dev/null &
+/usr/bin/time -f '%M %e %U %S' -o "$scratch/time" $bin run benches/thousand-idle.yaml --time-scale 0.1 -q --no-calibrate --out "$scratch/idle" >/dev/null &
 sleep 1
 pid=$(pgrep -n -f "leasequake run benches/thousand-idle.yaml" || true)
 # CPU of the orchestrator alone while the trial runs (after spawning):
@@ -74,9 +74,31 @@ echo "| wall time, user, system | ${elapsed} s, ${user} s, ${sys} s |"
 echo "| events recorded | ${events} |"
 echo
 
+echo "## 1000 quiet workers (the blog's pace, real time)"
+echo
+$bin run benches/thousand-quiet.yaml -q --no-calibrate --out "$scratch/quiet" >/dev/null &
+sleep 1
+qpid=$(pgrep -n -f "leasequake run benches/thousand-quiet.yaml" || true)
+for _ in $(seq 120); do
+    n=$(pgrep -c -f "worker --lock $scratch/quiet" || true)
+    [ "${n:-0}" -ge 1000 ] && break
+    sleep 0.25
+done
+sleep 1
+if [ -n "$qpid" ] && [ -r "/proc/$qpid/stat" ]; then
+    a=$(awk '{print $14 + $15}' "/proc/$qpid/stat"); sleep 10; b=$(awk '{print $14 + $15}' "/proc/$qpid/stat" 2>/dev/null || echo "$a")
+    rss_q=$(awk '/VmHWM/ {print int($2 / 1024)}' "/proc/$qpid/status" 2>/dev/null || echo "?")
+    quiet_cpu=$(awk -v a="$a" -v b="$b" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.1f", (b - a) / hz / 10 * 100 }')
+else
+    quiet_cpu="not measured" rss_q="?"
+fi
+wait
+echo "Orchestrator alone, over 10 s with all 1000 workers up: ${quiet_cpu} % of one core; its peak RSS ${rss_q} MB."
+echo
+
 echo "## Event ingest: 1000 chatty programs"
 echo
-/usr/bin/time -f '%M %e' -o "$scratch/time2" $bin run benches/thousand-chatty.yaml -q --out "$scratch/chatty" >/dev/null
+/usr/bin/time -f '%M %e' -o "$scratch/time2" $bin run benches/thousand-chatty.yaml -q --no-calibrate --out "$scratch/chatty" >/dev/null
 read -r rss2 _ < "$scratch/time2"
 rate=$(awk -F, 'NR > 1 && $5 == "held_by" { n++; if (min == "" || $2 < min) min = $2; if ($2 > max) max = $2 } END { printf "%d events in %.0f ms: %.0f events/s", n, max - min, n / ((max - min) / 1000) }' "$scratch/chatty/events.csv")
 echo "1000 programs × 1000 protocol lines, written as fast as they can: ${rate} (first to last event received); peak RSS $((rss2 / 1024)) MB."
