@@ -27,6 +27,7 @@ pub fn run(args: &RunArgs) -> u8 {
         seed: args.seed,
         jobs: args.jobs.map(|j| j as usize),
     };
+    host::mark_run_start();
     if let Some(dir) = &args.resume {
         return resume(dir, args);
     }
@@ -458,7 +459,7 @@ fn write_suite_readme(out: &Path, paths: &[PathBuf], done: &[(&Experiment, Outco
     let sources: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
     let scales: std::collections::BTreeSet<String> = done.iter().map(|(e, _)| e.time_scale.to_string()).collect();
     let preamble = format!(
-        "Produced by `{}` on {} ({}, {} cores, kernel {}) at {} UTC, leasequake {}.\n\
+        "Produced by `{}` on {} ({}, {} cores, kernel {}), started at {} UTC, leasequake {}.\n\
          Time scale {}: measured durations are shown divided by it, in the blog's time. \
          Each experiment's directory holds its CSVs, `timeline.svg` (trial 1) and `experiment.yaml`.",
         h.command.join(" "),

@@ -28,6 +28,14 @@ pub struct Host {
     pub calibration: Option<crate::calibrate::Quick>,
 }
 
+/// When this `leasequake run` started (set once, at its start): a suite's
+/// host.json, written at the end, still says when the run began.
+static RUN_STARTED: std::sync::OnceLock<i64> = std::sync::OnceLock::new();
+
+pub fn mark_run_start() {
+    let _ = RUN_STARTED.set(wall_ns());
+}
+
 pub fn describe(exp: &Experiment) -> Host {
     // Every field is best effort: a missing fact must not stop a run.
     let (cpu, cores, memory_bytes) = match sysinfo::System::new() {
@@ -49,7 +57,7 @@ pub fn describe(exp: &Experiment) -> Host {
         memory_bytes,
         load_average: load,
         leasequake_version: env!("CARGO_PKG_VERSION"),
-        started_utc: utc_stamp(wall_ns() / 1_000_000_000),
+        started_utc: utc_stamp(RUN_STARTED.get().copied().unwrap_or_else(wall_ns) / 1_000_000_000),
         command: std::env::args().collect(),
         seed: exp.seed,
         time_scale: exp.time_scale,
