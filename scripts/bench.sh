@@ -16,6 +16,28 @@ trap 'rm -rf "$scratch"' EXIT
 now() { date +%s%N; }
 ms() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.0f", (b - a) / 1e6 }'; }
 
+# orchestrator_cpu NAME DIR SECONDS: once the 1000 workers of the run of
+# benches/NAME.yaml (results in DIR) are up, the orchestrator's own CPU
+# (utime + stime) over SECONDS, in % of one core; sets CPU and PEAK_MB.
+orchestrator_cpu() {
+    local name=$1 dir=$2 secs=$3 pid n a b
+    CPU="not measured" PEAK_MB="?"
+    sleep 1
+    pid=$(pgrep -n -f "leasequake run benches/$name.yaml" || true)
+    for _ in $(seq 120); do
+        n=$(pgrep -c -f "worker --lock $dir" || true)
+        [ "${n:-0}" -ge 1000 ] && break
+        sleep 0.25
+    done
+    sleep 1
+    [ -n "$pid" ] && [ -r "/proc/$pid/stat" ] || return 0
+    a=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+    sleep "$secs"
+    b=$(awk '{print $14 + $15}' "/proc/$pid/stat" 2>/dev/null || echo "$a")
+    PEAK_MB=$(awk '/VmHWM/ {print int($2 / 1024)}' "/proc/$pid/status" 2>/dev/null || echo "?")
+    CPU=$(awk -v a="$a" -v b="$b" -v hz="$(getconf CLK_TCK)" -v s="$secs" 'BEGIN { printf "%.1f", (b - a) / hz / s * 100 }')
+}
+
 {
 echo "# leasequake benchmarks"
 echo
@@ -44,23 +66,8 @@ echo
 echo "## 1000 idle workers, one trial (60 s at time scale 0.1)"
 echo
 /usr/bin/time -f '%M %e %U %S' -o "$scratch/time" $bin run benches/thousand-idle.yaml --time-scale 0.1 -q --no-calibrate --out "$scratch/idle" >/dev/null &
-sleep 1
-pid=$(pgrep -n -f "leasequake run benches/thousand-idle.yaml" || true)
-# CPU of the orchestrator alone while the trial runs (after spawning):
-# utime + stime ticks over 2 s, sampled once the 1000 workers are up.
-for _ in $(seq 120); do
-    n=$(pgrep -c -f "worker --lock $scratch/idle" || true)
-    [ "${n:-0}" -ge 1000 ] && break
-    sleep 0.25
-done
-sleep 1
-if [ -n "$pid" ] && [ -r "/proc/$pid/stat" ]; then
-    a=$(awk '{print $14 + $15}' "/proc/$pid/stat"); sleep 2; b=$(awk '{print $14 + $15}' "/proc/$pid/stat" 2>/dev/null || echo "$a")
-    hz=$(getconf CLK_TCK)
-    idle_cpu=$(awk -v a="$a" -v b="$b" -v hz="$hz" 'BEGIN { printf "%.1f", (b - a) / hz / 2 * 100 }')
-else
-    idle_cpu="not measured"
-fi
+orchestrator_cpu thousand-idle "$scratch/idle" 2
+idle_cpu=$CPU
 wait
 read -r rss elapsed user sys < "$scratch/time"
 spawn_ms=$(awk -F, '$5 == "spawn" { t[NR] = $2 } END { min = 1e18; max = -1e18; for (i in t) { if (t[i] < min) min = t[i]; if (t[i] > max) max = t[i] } printf "%.0f", max - min }' "$scratch/idle/events.csv")
@@ -69,7 +76,7 @@ echo "| figure | value |"
 echo "|---|---|"
 echo "| peak RSS (largest of the orchestrator and its workers, GNU time) | $((rss / 1024)) MB |"
 echo "| orchestrator CPU while the workers renew and watch (2 s sample) | ${idle_cpu} % of one core |"
-echo "| spawning 1000 workers (first to last spawn) | ${spawn_ms} ms, i.e. $((spawn_ms * 1000 / 1000)) µs per worker |"
+echo "| spawning 1000 workers (first to last spawn) | ${spawn_ms} ms for 1000, i.e. ${spawn_ms} µs per worker |"
 echo "| wall time, user, system | ${elapsed} s, ${user} s, ${sys} s |"
 echo "| events recorded | ${events} |"
 echo
@@ -77,21 +84,8 @@ echo
 echo "## 1000 quiet workers (the blog's pace, real time)"
 echo
 $bin run benches/thousand-quiet.yaml -q --no-calibrate --out "$scratch/quiet" >/dev/null &
-sleep 1
-qpid=$(pgrep -n -f "leasequake run benches/thousand-quiet.yaml" || true)
-for _ in $(seq 120); do
-    n=$(pgrep -c -f "worker --lock $scratch/quiet" || true)
-    [ "${n:-0}" -ge 1000 ] && break
-    sleep 0.25
-done
-sleep 1
-if [ -n "$qpid" ] && [ -r "/proc/$qpid/stat" ]; then
-    a=$(awk '{print $14 + $15}' "/proc/$qpid/stat"); sleep 10; b=$(awk '{print $14 + $15}' "/proc/$qpid/stat" 2>/dev/null || echo "$a")
-    rss_q=$(awk '/VmHWM/ {print int($2 / 1024)}' "/proc/$qpid/status" 2>/dev/null || echo "?")
-    quiet_cpu=$(awk -v a="$a" -v b="$b" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.1f", (b - a) / hz / 10 * 100 }')
-else
-    quiet_cpu="not measured" rss_q="?"
-fi
+orchestrator_cpu thousand-quiet "$scratch/quiet" 10
+quiet_cpu=$CPU rss_q=$PEAK_MB
 wait
 echo "Orchestrator alone, over 10 s with all 1000 workers up: ${quiet_cpu} % of one core; its peak RSS ${rss_q} MB."
 echo

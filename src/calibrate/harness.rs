@@ -7,23 +7,10 @@ use std::path::Path;
 use std::process::Command;
 use std::sync::atomic::AtomicBool;
 
-use super::Delay;
+pub use super::summarize;
 use crate::experiment::{Overrides, load_str};
 use crate::history::EventKind;
 use crate::trial::run_trial;
-
-fn delay(mut v: Vec<f64>) -> Option<Delay> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    Some(Delay {
-        n: v.len(),
-        median_us: crate::report::stats::percentile(&v, 0.5).unwrap_or_default(),
-        p99_us: crate::report::stats::percentile(&v, 0.99).unwrap_or_default(),
-        max_us: *v.last().expect("not empty"),
-    })
-}
 
 /// Start spread (µs) of `n` built-in workers released by the barrier, over
 /// `trials` trials.
@@ -104,8 +91,4 @@ pub fn shell_fault_error(trials: u32) -> Vec<f64> {
             Some((got - (scheduled + 100_000_000)) as f64 / 1000.0)
         })
         .collect()
-}
-
-pub fn summarize(v: Vec<f64>) -> Option<Delay> {
-    delay(v)
 }

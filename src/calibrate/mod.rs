@@ -9,7 +9,6 @@ pub mod emit;
 pub mod harness;
 
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -132,15 +131,16 @@ fn one_path(observe: Observe, lines: usize, interval: Duration) -> Result<Delay,
     }
     drop(rx);
     workers.join();
-    summarize(delays, dir.path())
+    summarize(delays).ok_or_else(|| format!("no line arrived (see {})", dir.path().display()))
 }
 
-fn summarize(mut delays: Vec<f64>, dir: &Path) -> Result<Delay, String> {
+/// Median, p99 and max of delays in µs; None without any.
+pub fn summarize(mut delays: Vec<f64>) -> Option<Delay> {
     if delays.is_empty() {
-        return Err(format!("no line arrived (see {})", dir.display()));
+        return None;
     }
     delays.sort_by(f64::total_cmp);
-    Ok(Delay {
+    Some(Delay {
         n: delays.len(),
         median_us: percentile(&delays, 0.5).unwrap_or_default(),
         p99_us: percentile(&delays, 0.99).unwrap_or_default(),

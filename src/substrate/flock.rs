@@ -42,15 +42,7 @@ impl FlockLease {
     }
 
     fn read(&self) -> Result<Lease, ReadError> {
-        let bytes = match fs::read(&self.path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == ErrorKind::NotFound => return Err(ReadError::Missing),
-            Err(e) => return Err(ReadError::Io(e)),
-        };
-        if bytes.is_empty() {
-            return Err(ReadError::Empty);
-        }
-        serde_json::from_slice(&bytes).map_err(ReadError::Parse)
+        super::lockfile::read_lease(&self.path)
     }
 
     /// Is our locked descriptor still the file at the path? A lock file

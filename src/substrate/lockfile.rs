@@ -43,6 +43,19 @@ impl Lease {
     }
 }
 
+/// Read and parse a lease file, telling missing, empty and garbage apart.
+pub fn read_lease(path: &Path) -> Result<Lease, ReadError> {
+    let bytes = match fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Err(ReadError::Missing),
+        Err(e) => return Err(ReadError::Io(e)),
+    };
+    if bytes.is_empty() {
+        return Err(ReadError::Empty);
+    }
+    serde_json::from_slice(&bytes).map_err(ReadError::Parse)
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
     #[error("no lease is held (no lock file, key or row)")]
@@ -180,15 +193,7 @@ impl LockFile {
     }
 
     pub fn read(&self) -> Result<Lease, ReadError> {
-        let bytes = match fs::read(&self.path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == ErrorKind::NotFound => return Err(ReadError::Missing),
-            Err(e) => return Err(ReadError::Io(e)),
-        };
-        if bytes.is_empty() {
-            return Err(ReadError::Empty);
-        }
-        serde_json::from_slice(&bytes).map_err(ReadError::Parse)
+        read_lease(&self.path)
     }
 
     pub fn remove(&self) -> io::Result<()> {

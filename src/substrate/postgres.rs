@@ -102,17 +102,13 @@ impl PgLease {
         }
         result
     }
-
-    fn lock_id(&self) -> String {
-        self.key.clone()
-    }
 }
 
 impl Substrate for PgLease {
     fn acquire(&mut self, fresh: Lease, _seen_token: u64) -> io::Result<Option<Lease>> {
         let (key, pid, ttl) = (self.key.clone(), fresh.process_id, self.ttl_ms);
         if self.advisory {
-            let id = self.lock_id();
+            let id = self.key.clone();
             let locked: bool =
                 self.with(|c| c.query_one("SELECT pg_try_advisory_lock(hashtext($1))", &[&id]).map(|r| r.get(0)))?;
             if !locked {
@@ -134,7 +130,7 @@ impl Substrate for PgLease {
 
     fn observe(&mut self) -> Result<Seen, ReadError> {
         if self.advisory {
-            let id = self.lock_id();
+            let id = self.key.clone();
             let free: bool = self
                 .with(|c| {
                     let got: bool = c.query_one("SELECT pg_try_advisory_lock(hashtext($1))", &[&id])?.get(0);
@@ -214,7 +210,7 @@ impl Substrate for PgLease {
         let Some((pid, token)) = self.mine.take() else { return Ok(()) };
         let key = self.key.clone();
         if self.advisory {
-            let id = self.lock_id();
+            let id = self.key.clone();
             self.with(|c| c.execute("SELECT pg_advisory_unlock(hashtext($1))", &[&id]).map(|_| ()))?;
             return Ok(());
         }
