@@ -71,12 +71,16 @@ idle_cpu=$CPU
 wait
 read -r rss elapsed user sys < "$scratch/time"
 spawn_ms=$(awk -F, '$5 == "spawn" { t[NR] = $2 } END { min = 1e18; max = -1e18; for (i in t) { if (t[i] < min) min = t[i]; if (t[i] > max) max = t[i] } printf "%.0f", max - min }' "$scratch/idle/events.csv")
+# Reap: from the trial's end (SIGTERM to all, grace, SIGKILL) to the last
+# death observed.
+reap_ms=$(awk -F, '$5 == "trial_end" { end = $2 } $5 == "exit" && $2 > last { last = $2 } END { printf "%.0f", last - end }' "$scratch/idle/events.csv")
 events=$(($(wc -l < "$scratch/idle/events.csv") - 1))
 echo "| figure | value |"
 echo "|---|---|"
 echo "| peak RSS (largest of the orchestrator and its workers, GNU time) | $((rss / 1024)) MB |"
 echo "| orchestrator CPU while the workers renew and watch (2 s sample) | ${idle_cpu} % of one core |"
 echo "| spawning 1000 workers (first to last spawn) | ${spawn_ms} ms for 1000, i.e. ${spawn_ms} µs per worker |"
+echo "| reaping them (trial end → last death observed: SIGTERM, release, exit) | ${reap_ms} ms for 1000, i.e. ${reap_ms} µs per worker |"
 echo "| wall time, user, system | ${elapsed} s, ${user} s, ${sys} s |"
 echo "| events recorded | ${events} |"
 echo
@@ -96,5 +100,28 @@ echo
 read -r rss2 _ < "$scratch/time2"
 rate=$(awk -F, 'NR > 1 && $5 == "held_by" { n++; if (min == "" || $2 < min) min = $2; if ($2 > max) max = $2 } END { printf "%d events in %.0f ms: %.0f events/s", n, max - min, n / ((max - min) / 1000) }' "$scratch/chatty/events.csv")
 echo "1000 programs × 1000 protocol lines, written as fast as they can: ${rate} (first to last event received); peak RSS $((rss2 / 1024)) MB."
+echo
+
+echo "## Memory against events"
+echo
+echo "The checker is a pure function of one trial's whole history, so a trial's"
+echo "events are held in memory until it is checked; its rows are then written"
+echo "and flushed and the history dropped before the next trial starts. Peak RSS"
+echo "(GNU time) of the chatty run with fewer lines per program, and of ten"
+echo "trials in a row:"
+echo
+echo "| run | events | peak RSS |"
+echo "|---|---|---|"
+memory_run() { # LINES TRIALS
+    sed "s/\"1000\", --interval-us/\"$1\", --interval-us/" benches/thousand-chatty.yaml > "$scratch/chatty-$1.yaml"
+    /usr/bin/time -f '%M' -o "$scratch/time-$1-$2" $bin run "$scratch/chatty-$1.yaml" --trials "$2" -q --no-calibrate --out "$scratch/chatty-$1-$2" >/dev/null
+    n=$(awk -F, 'NR > 1 && $5 == "held_by"' "$scratch/chatty-$1-$2/events.csv" | wc -l)
+    echo "| 1000 programs × $1 lines, $2 trial(s) | $n | $(($(cat "$scratch/time-$1-$2") / 1024)) MB |"
+}
+memory_run 10 1
+memory_run 100 1
+memory_run 300 1
+echo "| 1000 programs × 1000 lines, 1 trial (above) | 1000000 | $((rss2 / 1024)) MB |"
+memory_run 100 10
 } > "$out/README.md"
 cat "$out/README.md"

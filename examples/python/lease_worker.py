@@ -86,6 +86,14 @@ def main():
     def fresh():
         return {"processId": pid, "leaseUntil": time.time() + lease_s}
 
+    # Start-up (the interpreter, imports) is done: say so, and wait for the
+    # release, which is EOF on stdin. With `ready: true` in the experiment
+    # the harness waits for every worker's `ready` before it releases them
+    # all together; without it, EOF is already there or comes at once.
+    emit("ready")
+    if not sys.stdin.isatty():
+        sys.stdin.buffer.read()
+
     leading = try_create(args.lock, fresh())
     emit("acquired", holder=pid, how="start") if leading else emit("not_acquired")
     interval = lambda: (args.renew_ms if leading else args.watch_ms) / 1000

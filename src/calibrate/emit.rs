@@ -34,7 +34,8 @@ pub fn run(lines: usize, interval_us: u64) -> u8 {
 }
 
 /// `leasequake calibrate-target` (hidden): wait for SIGTERM in sigtimedwait
-/// and print the wall-clock ns of its receipt: the shell baseline's victim.
+/// and print the wall-clock ns of its receipt: the shell baseline's victim
+/// (for SIGSTOP and SIGKILL it just waits).
 pub fn target() -> u8 {
     use nix::sys::signal::{SigSet, Signal};
     let mut set = SigSet::empty();
@@ -42,6 +43,8 @@ pub fn target() -> u8 {
     if set.thread_block().is_err() {
         return 3;
     }
+    println!("ready");
+    let _ = std::io::Write::flush(&mut std::io::stdout());
     let _ = set.wait();
     println!("R {}", crate::clock::wall_ns());
     0

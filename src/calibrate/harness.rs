@@ -4,10 +4,15 @@
 //! `sleep T; kill`), measured in the same run on this machine.
 
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::sync::atomic::AtomicBool;
 
 pub use super::summarize;
+use nix::sys::signal::Signal;
+use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid};
+use nix::unistd::Pid;
+
+use crate::clock::wall_ns;
 use crate::experiment::{Overrides, load_str};
 use crate::history::EventKind;
 use crate::trial::run_trial;
@@ -43,52 +48,104 @@ pub fn shell_start_spread(n: usize, trials: u32) -> Vec<f64> {
 }
 
 /// Fault error (µs, actual − scheduled) per signal, over `trials` trials of
-/// three workers: SIGTERM to worker 1 (its own timestamp of receipt: the
-/// `exiting` it reports from sigtimedwait), SIGSTOP to worker 2 (the moment
-/// /proc shows it stopped), SIGKILL to worker 0 (its death, as observed).
-pub fn fault_error(trials: u32, dir: &Path) -> Result<[(String, Vec<f64>); 3], String> {
+/// four one-shot workers: SIGTERM to a watcher (its own timestamp of
+/// receipt: the `exiting` it reports from sigtimedwait; a watcher, because
+/// a leader first releases its lease), SIGSTOP to another watcher (the
+/// moment the kernel reports it stopped), SIGKILL to the leader (its death,
+/// as observed by the harness). A final SIGCONT keeps the trial open until
+/// every death is seen.
+///
+/// A fourth series is the kernel's share of the SIGKILL figure: from the
+/// kill() call to the death being observed (tearing down a process takes
+/// a few hundred µs here, whoever sends the signal).
+pub fn fault_error(trials: u32, dir: &Path) -> Result<[(String, Vec<f64>); 4], String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let yaml = "name: fault-error\nworkers: 3\nduration: 400ms\nworker: {mode: one-shot}\nfaults:\n  \
-                - {at: 100ms, target: 1, action: term}\n  - {at: 200ms, target: 2, action: stop}\n  \
-                - {at: 300ms, target: 0, action: kill}\n";
+    let yaml = "name: fault-error\nworkers: 4\nduration: 400ms\nworker: {mode: one-shot}\nfaults:\n  \
+                - {at: 100ms, target: watcher, action: term}\n  - {at: 200ms, target: watcher, action: stop}\n  \
+                - {at: 300ms, target: leader, action: kill}\n  - {at: 380ms, target: all, action: cont}\n";
     let exp = load_str(Path::new("calibrate"), yaml, &Overrides::default()).map_err(|e| e.to_string())?;
     let stop = AtomicBool::new(false);
-    let (mut term, mut stp, mut kill) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut term, mut stp, mut kill, mut teardown) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for t in 1..=trials {
         let r = run_trial(&exp, t, u64::from(t), &dir.join(format!("faults-{t}")), &exe, &stop)
             .map_err(|e| e.to_string())?;
         let first = |w: usize, kind: EventKind| {
             r.history.events.iter().find(|e| e.worker == Some(w) && e.kind == kind).map(|e| e.t_us)
         };
-        let scheduled = |action: &str| r.deliveries.iter().find(|d| d.action == action).map(|d| d.scheduled_us);
-        if let (Some(s), Some(got)) = (scheduled("term"), first(1, EventKind::Exiting)) {
-            term.push((got - s) as f64);
+        let delivered = |action: &str| r.deliveries.iter().find(|d| d.action == action && d.error.is_none());
+        if let Some(d) = delivered("term")
+            && let Some(got) = d.worker.and_then(|w| first(w, EventKind::Exiting))
+        {
+            term.push((got - d.scheduled_us) as f64);
         }
-        if let Some(d) = r.deliveries.iter().find(|d| d.action == "stop") {
+        if let Some(d) = delivered("stop") {
             stp.push((d.actual_us - d.scheduled_us) as f64);
         }
-        if let (Some(s), Some(died)) = (scheduled("kill"), first(0, EventKind::Exit)) {
-            kill.push((died - s) as f64);
+        if let Some(d) = delivered("kill")
+            && let Some(died) = d.worker.and_then(|w| first(w, EventKind::Exit))
+        {
+            kill.push((died - d.scheduled_us) as f64);
+            teardown.push((died - d.actual_us) as f64);
         }
     }
-    Ok([("SIGTERM".into(), term), ("SIGSTOP".into(), stp), ("SIGKILL".into(), kill)])
+    Ok([
+        ("SIGTERM".into(), term),
+        ("SIGSTOP".into(), stp),
+        ("SIGKILL".into(), kill),
+        ("SIGKILL, kill() → death observed".into(), teardown),
+    ])
 }
 
-/// The shell's fault error (µs): `t=$(date +%s%N); sleep 0.1; kill -TERM $pid`
-/// against a process that stamps the signal's receipt (wall clock ns).
-pub fn shell_fault_error(trials: u32) -> Vec<f64> {
-    let exe = std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default();
-    let script = format!(
-        "\"{exe}\" calibrate-target & pid=$!; sleep 0.05; t=$(date +%s%N); sleep 0.1; kill -TERM $pid; echo S $t; wait $pid"
-    );
-    (0..trials)
-        .filter_map(|_| {
-            let out = Command::new("sh").arg("-c").arg(&script).output().ok()?;
-            let text = String::from_utf8_lossy(&out.stdout).into_owned();
-            let find =
-                |tag: &str| text.lines().find_map(|l| l.strip_prefix(tag).and_then(|v| v.trim().parse::<i64>().ok()));
-            let (scheduled, got) = (find("S ")?, find("R ")?);
-            Some((got - (scheduled + 100_000_000)) as f64 / 1000.0)
-        })
-        .collect()
+/// The shell's fault error (µs) for `signal`: `echo S $(date +%s%N); sleep
+/// 0.1; kill -s SIG $pid`, the way a person would script it, against a
+/// victim we spawned and watch exactly as a trial watches its workers: its
+/// own stamp of receipt (SIGTERM), the kernel's stop report (SIGSTOP), its
+/// observed death (SIGKILL). Wall-clock ns on both sides.
+pub fn shell_fault_error(signal: Signal, trials: u32) -> Vec<f64> {
+    (0..trials).filter_map(|_| shell_fault_once(signal)).collect()
+}
+
+fn shell_fault_once(signal: Signal) -> Option<f64> {
+    use std::io::BufRead;
+    let exe = std::env::current_exe().ok()?;
+    let mut victim = Command::new(exe).arg("calibrate-target").stdout(Stdio::piped()).spawn().ok()?;
+    let pid = Pid::from_raw(victim.id() as i32);
+    let mut said = std::io::BufReader::new(victim.stdout.take()?).lines();
+    // The victim blocks SIGTERM before it says so.
+    let ready = said.next().and_then(Result::ok).is_some_and(|l| l == "ready");
+    let name = signal.as_str().trim_start_matches("SIG");
+    let script = format!("echo S $(date +%s%N); sleep 0.1; kill -s {name} {pid}");
+    let mut shell = Command::new("sh").arg("-c").arg(script).stdout(Stdio::piped()).spawn().ok()?;
+    let mut line = String::new();
+    std::io::BufReader::new(shell.stdout.take()?).read_line(&mut line).ok()?;
+    let due = line.strip_prefix("S ")?.trim().parse::<i64>().ok()? + 100_000_000;
+    let got = if !ready {
+        None
+    } else if signal == Signal::SIGTERM {
+        said.next().and_then(Result::ok).and_then(|l| l.strip_prefix("R ")?.parse::<i64>().ok())
+    } else if signal == Signal::SIGSTOP {
+        // Sleep to just before the moment, then poll as the harness does.
+        let early = due - 2_000_000 - wall_ns();
+        if early > 0 {
+            std::thread::sleep(std::time::Duration::from_nanos(early as u64));
+        }
+        let flags = WaitPidFlag::WSTOPPED | WaitPidFlag::WNOWAIT | WaitPidFlag::WNOHANG;
+        let give_up = wall_ns() + 2_000_000_000;
+        loop {
+            match waitid(Id::Pid(pid), flags) {
+                Ok(WaitStatus::Stopped(..)) => break Some(wall_ns()),
+                Ok(_) if wall_ns() < give_up => std::thread::yield_now(),
+                _ => break None,
+            }
+        }
+    } else {
+        match waitid(Id::Pid(pid), WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT) {
+            Ok(_) => Some(wall_ns()),
+            Err(_) => None,
+        }
+    };
+    let _ = shell.wait();
+    let _ = victim.kill();
+    let _ = victim.wait();
+    got.map(|t| (t - due) as f64 / 1000.0)
 }

@@ -99,6 +99,8 @@ fn one_path(observe: Observe, lines: usize, interval: Duration) -> Result<Delay,
             regex: regex::Regex::new(r"t_ns=(?P<token>\d+)").expect("valid"),
             event: EventKind::HeldBy,
         }],
+        ready: false,
+        max_lines: crate::trial::program::MAX_LINES,
         experiment_dir: String::new(),
     };
     let values = |_: usize| BTreeMap::new();
@@ -158,6 +160,19 @@ fn show(name: &str, d: &Option<Delay>) {
     }
 }
 
+/// How many times tighter than the shell, at the median and the p99.
+fn show_ratio(ours: &Option<Delay>, shell: &Option<Delay>) {
+    if let (Some(o), Some(s)) = (ours, shell) {
+        let ratio = |a: f64, b: f64| if a > 0.0 { format!("{:.0}×", b / a) } else { "∞".into() };
+        println!(
+            "  {:<34} median {:>9}      p99 {:>9}",
+            "→ shell / leasequake",
+            ratio(o.median_us, s.median_us),
+            ratio(o.p99_us, s.p99_us)
+        );
+    }
+}
+
 /// `leasequake calibrate`: print the measurements; exit 0.
 pub fn run(lines: usize) -> u8 {
     let dir = match tempfile::Builder::new().prefix("leasequake-calibrate-").tempdir() {
@@ -169,22 +184,34 @@ pub fn run(lines: usize) -> u8 {
     };
     println!("Start spread: first timestamp after release, latest − earliest");
     for (n, trials) in [(3usize, 10u32), (30, 10), (300, 3)] {
-        match harness::start_spread(n, trials, dir.path()) {
-            Ok(v) => show(&format!("{n} workers, barrier"), &harness::summarize(v)),
-            Err(e) => println!("  {n} workers, barrier: failed: {e}"),
-        }
-        show(&format!("{n} processes, shell `&` loop"), &harness::summarize(harness::shell_start_spread(n, trials)));
-    }
-    println!("Fault error: actual − scheduled (20 trials)");
-    match harness::fault_error(20, dir.path()) {
-        Ok(per_signal) => {
-            for (name, v) in per_signal {
-                show(&format!("{name}, harness"), &harness::summarize(v));
+        let ours = match harness::start_spread(n, trials, dir.path()) {
+            Ok(v) => harness::summarize(v),
+            Err(e) => {
+                println!("  {n} workers, barrier: failed: {e}");
+                None
             }
-        }
-        Err(e) => println!("  harness: failed: {e}"),
+        };
+        show(&format!("{n} workers, barrier"), &ours);
+        let shell = harness::summarize(harness::shell_start_spread(n, trials));
+        show(&format!("{n} processes, shell `&` loop"), &shell);
+        show_ratio(&ours, &shell);
     }
-    show("SIGTERM, shell `sleep; kill`", &harness::summarize(harness::shell_fault_error(20)));
+    println!("Fault error: actual − scheduled (20 trials each)");
+    let ours = harness::fault_error(20, dir.path()).unwrap_or_else(|e| {
+        println!("  harness: failed: {e}");
+        Default::default()
+    });
+    for (name, v) in ours {
+        let ours = harness::summarize(v);
+        let Ok(signal) = name.parse::<nix::sys::signal::Signal>() else {
+            show(&name, &ours);
+            continue;
+        };
+        show(&format!("{name}, harness"), &ours);
+        let shell = harness::summarize(harness::shell_fault_error(signal, 20));
+        show(&format!("{name}, shell `sleep; kill`"), &shell);
+        show_ratio(&ours, &shell);
+    }
     println!("Event delay: program's timestamp → harness has the event ({lines} lines, one per ms)");
     let d = event_delay(lines, Duration::from_millis(1));
     for (name, delay) in [("protocol (fd 3)", &d.protocol), ("log patterns (stdout)", &d.patterns)] {

@@ -74,6 +74,9 @@ pub enum Mode {
     /// The blog's lease loop: acquire, renew, watch, take over.
     Loop,
     /// Election race: try to acquire once, report, then hold until the end.
+    /// The trial ends as soon as every worker has made its attempt (or
+    /// died) and no fault is pending: nothing can change after that, so
+    /// `duration` is only the upper bound.
     OneShot,
 }
 

@@ -67,6 +67,9 @@ pub(super) struct RawProgram {
     pub timestamps: Option<Stamp>,
     #[serde(default)]
     pub patterns: Vec<RawPattern>,
+    #[serde(default)]
+    pub ready: bool,
+    pub max_lines: Option<Spanned<u64>>,
 }
 
 /// One pattern: a line that matches becomes this event, its named capture
@@ -92,6 +95,11 @@ pub struct Program {
     pub observe: Observe,
     pub timestamps: Stamp,
     pub patterns: Vec<Pattern>,
+    /// Release the barrier only once every program has reported `ready`
+    /// (an interpreter's start-up is then not part of the trial).
+    pub ready: bool,
+    /// Lines read from one program per trial before the rest are dropped.
+    pub max_lines: u64,
     /// The experiment file's directory, for `{experiment_dir}`.
     pub experiment_dir: String,
 }
@@ -180,6 +188,17 @@ impl RawProgram {
             }
             patterns.push(Pattern { regex, event });
         }
+        if self.ready && observe == Observe::Patterns && !patterns.iter().any(|p| p.event == EventKind::Ready) {
+            return Err(at(
+                &self.command.referenced,
+                "ready: true waits for a `ready` event: add a pattern for it, or use observe: protocol".into(),
+            ));
+        }
+        if let Some(m) = &self.max_lines
+            && m.value == 0
+        {
+            return Err(at(&m.referenced, "max_lines must be at least 1".into()));
+        }
         if observe == Observe::Patterns && patterns.is_empty() {
             return Err(at(&self.command.referenced, "observe: patterns needs a `patterns:` list".into()));
         }
@@ -193,6 +212,8 @@ impl RawProgram {
                 Observe::Patterns => Stamp::Receipt,
             }),
             patterns,
+            ready: self.ready,
+            max_lines: self.max_lines.as_ref().map_or(crate::trial::program::MAX_LINES, |m| m.value),
             experiment_dir,
         })
     }

@@ -144,6 +144,11 @@ impl<'s> Nemesis<'s> {
         Nemesis { pending, rng, rule: expiry_rule(exp), lock: lock.to_path_buf(), server }
     }
 
+    /// Whether any fault is still waiting (timed or armed).
+    pub fn idle(&self) -> bool {
+        self.pending.is_empty()
+    }
+
     /// The earliest time a timed fault is due (armed ones wait for events).
     pub fn next_due(&self) -> Option<i64> {
         self.pending
@@ -403,20 +408,41 @@ fn send(proc_: &WorkerProc, signal: Signal) -> (i64, Option<String>) {
         Ok(false) => return (mono_ns(), Some("worker already exited".into())),
         Err(e) => return (mono_ns(), Some(format!("kill failed: {e}"))),
     }
-    let want_stopped = match signal {
-        Signal::SIGSTOP => true,
-        Signal::SIGCONT => false,
-        _ => return (before, None),
-    };
+    match signal {
+        Signal::SIGSTOP => stopped_at(proc_.pid),
+        Signal::SIGCONT => continued(proc_.pid, before),
+        _ => (before, None),
+    }
+}
+
+/// The moment the kernel reports `pid` stopped: a SIGSTOP is delivered only
+/// when the target next runs. `waitid(WSTOPPED | WNOWAIT | WNOHANG)` is a
+/// cheap syscall that neither blocks nor consumes the report (the waiter
+/// thread only waits for exits), so it can be polled tightly.
+fn stopped_at(pid: nix::unistd::Pid) -> (i64, Option<String>) {
+    use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid};
     let deadline = mono_ns() + 100_000_000;
     loop {
-        let state = procfs::process::Process::new(proc_.pid.as_raw()).and_then(|p| p.stat()).map(|s| s.state);
-        match state {
-            Ok(c) if (c == 'T') == want_stopped => return (if want_stopped { mono_ns() } else { before }, None),
-            Ok(_) if mono_ns() < deadline => std::thread::yield_now(),
-            Ok(c) => return (mono_ns(), Some(format!("state still {c:?} after 100 ms"))),
-            // Gone: it died, which the waiter reports as an exit.
+        match waitid(Id::Pid(pid), WaitPidFlag::WSTOPPED | WaitPidFlag::WNOWAIT | WaitPidFlag::WNOHANG) {
+            Ok(WaitStatus::Stopped(..)) => return (mono_ns(), None),
+            Err(nix::errno::Errno::EINTR) => continue,
+            // Gone (reaped): it died, which the waiter reports as an exit.
             Err(_) => return (mono_ns(), None),
+            Ok(_) if mono_ns() < deadline => std::thread::yield_now(),
+            Ok(_) => return (mono_ns(), Some("not stopped after 100 ms".into())),
+        }
+    }
+}
+
+/// SIGCONT takes effect when sent; wait (briefly) until /proc agrees, so
+/// that the next fault sees a running process.
+fn continued(pid: nix::unistd::Pid, sent: i64) -> (i64, Option<String>) {
+    let deadline = mono_ns() + 100_000_000;
+    loop {
+        match procfs::process::Process::new(pid.as_raw()).and_then(|p| p.stat()).map(|s| s.state) {
+            Ok('T') if mono_ns() < deadline => std::thread::yield_now(),
+            Ok('T') => return (mono_ns(), Some("state still 'T' after 100 ms".into())),
+            _ => return (sent, None),
         }
     }
 }

@@ -242,10 +242,13 @@ pub fn run_trial(
         garbage: 0,
         deliveries: Vec::new(),
         end_ns: i64::MAX,
+        unsettled: (exp.program.is_none() && exp.worker.mode == crate::experiment::Mode::OneShot)
+            .then(|| vec![true; exp.workers]),
     };
-    if exp.program.is_some() {
-        // A program knows no barrier handshake: it is ready once spawned
-        // (it may still wait for EOF on stdin, which comes at the release).
+    if exp.program.as_ref().is_some_and(|p| !p.ready) {
+        // Without `ready: true` a program knows no barrier handshake: it is
+        // ready once spawned (it may still wait for EOF on stdin, which
+        // comes at the release).
         run.ready = exp.workers;
     }
     let outcome = run.drive(exp, seed, &workers, barrier, stop, Hit { lock: &lock, server: server.as_mut() });
@@ -289,23 +292,62 @@ fn to_us(ns: i64) -> i64 {
     (ns as f64 / 1000.0).round() as i64
 }
 
-/// Sleep until the wall clock is `offset` past a multiple of `resolution`
-/// (at least 1 ms from now), spinning for the last stretch.
-fn wait_for_wall_phase(resolution: i64, offset: i64) {
-    let now = crate::clock::wall_ns();
-    let mut target = now - now.rem_euclid(resolution) + offset;
-    while target < now + 1_000_000 {
+/// How far ahead of the release the built-in workers are told its time:
+/// long enough for every one of them to wake from the pipe and go back to
+/// sleep on its timer (about 40 µs each on 2 cores), so all of them are
+/// asleep until the same instant.
+fn release_lead_ns(workers: usize) -> i64 {
+    2_000_000 + 60_000 * workers as i64
+}
+
+/// The first monotonic time at least `ahead` from now at which the wall
+/// clock is `offset` past a multiple of `resolution`.
+fn next_wall_phase(resolution: i64, offset: i64, ahead: i64) -> i64 {
+    let (mono, wall) = (mono_ns(), crate::clock::wall_ns());
+    let mut target = wall - wall.rem_euclid(resolution) + offset;
+    while target < wall + ahead {
         target += resolution;
     }
-    let deadline = mono_ns() + (target - now);
-    let coarse = deadline - SPIN_NS;
-    let left = coarse - mono_ns();
+    mono + (target - wall)
+}
+
+/// Sleep until the monotonic `deadline`, spinning for the last stretch
+/// (a timed sleep can oversleep by 50–150 µs on a VM).
+fn sleep_until(deadline: i64) {
+    let left = deadline - SPIN_NS - mono_ns();
     if left > 0 {
         std::thread::sleep(Duration::from_nanos(left as u64));
     }
     while mono_ns() < deadline {
         std::hint::spin_loop();
     }
+}
+
+/// Release the barrier; returns t = 0 (monotonic ns).
+///
+/// A program only sees EOF on stdin, so it starts when the pipe closes. The
+/// built-in workers are instead handed the release time itself, 8 bytes
+/// each, a little ahead: each sleeps on an absolute CLOCK_MONOTONIC timer
+/// until then. The timers expire together, so the start spread no longer
+/// includes the pipe waking 30 readers one after another, only the
+/// scheduler running them.
+fn release(exp: &Experiment, barrier: std::os::fd::OwnedFd) -> i64 {
+    let lead = if exp.program.is_none() { release_lead_ns(exp.workers) } else { 0 };
+    let t0 = match exp.align {
+        Some(offset) => next_wall_phase(exp.lease.resolution.as_ns() as i64, offset.as_ns() as i64, lead + 1_000_000),
+        None => mono_ns() + lead,
+    };
+    sleep_until(t0 - lead);
+    let mut pipe = std::fs::File::from(barrier);
+    if exp.program.is_none() {
+        // One blocking write: chunks never straddle a pipe page (8 divides
+        // 4096), so every 8-byte read gets one whole copy. A worker that
+        // died meanwhile is reported by its exit; nothing to do here.
+        let _ = std::io::Write::write_all(&mut pipe, &t0.to_le_bytes().repeat(exp.workers));
+    }
+    // Closing the only write end: EOF for programs (and for anyone left).
+    drop(pipe);
+    t0
 }
 
 /// An event with its absolute monotonic time, before the barrier is known.
@@ -345,6 +387,9 @@ struct Run {
     deliveries: Vec<Delivery>,
     /// Trial end (monotonic ns), once known.
     end_ns: i64,
+    /// One-shot trials: workers that have not yet made their attempt (nor
+    /// died). `None` for trials that run their whole duration.
+    unsettled: Option<Vec<bool>>,
 }
 
 impl Run {
@@ -354,6 +399,9 @@ impl Run {
             Msg::Event { worker, pid, event } => {
                 if event.event == EventKind::Ready {
                     self.ready += 1;
+                }
+                if matches!(event.event, EventKind::Acquired | EventKind::NotAcquired) {
+                    self.settle(worker);
                 }
                 self.live.observe(worker, event.event);
                 if let Some(n) = nemesis {
@@ -369,6 +417,7 @@ impl Run {
             }
             Msg::Exit { worker, pid, t_ns, status } => {
                 self.exited += 1;
+                self.settle(worker);
                 self.live.observe(worker, EventKind::Exit);
                 let detail = match status {
                     ExitStatus::Code(c) => Detail { code: Some(c), ..Detail::default() },
@@ -377,6 +426,20 @@ impl Run {
                 self.raw.push(RawEvent::harness(t_ns, Some(worker), Some(pid), EventKind::Exit, detail));
             }
         }
+    }
+
+    fn settle(&mut self, worker: usize) {
+        if let Some(w) = self.unsettled.as_mut().and_then(|u| u.get_mut(worker)) {
+            *w = false;
+        }
+    }
+
+    /// A one-shot trial whose workers have all made their attempt, with no
+    /// fault left to fire, cannot change any more: end it now rather than
+    /// sleep out `duration` (the 30 × 30 race would otherwise be 9 s of
+    /// waiting).
+    fn settled(&self, nemesis: &Nemesis) -> bool {
+        self.unsettled.as_ref().is_some_and(|u| !u.contains(&true)) && nemesis.idle()
     }
 
     fn record(&mut self, deliveries: Vec<Delivery>) {
@@ -424,12 +487,8 @@ impl Run {
             }
         }
 
-        // 2. Release: closing the only write end gives every worker EOF.
-        if let Some(offset) = exp.align {
-            wait_for_wall_phase(exp.lease.resolution.as_ns() as i64, offset.as_ns() as i64);
-        }
-        let t0 = mono_ns();
-        drop(barrier);
+        // 2. Release.
+        let t0 = release(exp, barrier);
         let at = Detail { mono_ns: Some(t0), ..Detail::default() };
         self.raw.push(RawEvent::harness(t0, None, None, EventKind::Barrier, at));
         if exp.program.is_some() {
@@ -457,7 +516,7 @@ impl Run {
             let fired = nemesis.fire_due(now, &workers.procs, &mut self.live);
             self.record(fired);
             let now = mono_ns();
-            if now >= end {
+            if now >= end || self.settled(&nemesis) {
                 break;
             }
             // Wake for the next fault, the end, or at least every 50 ms to

@@ -23,18 +23,26 @@ use crate::experiment::program::{Observe, Pattern, Program, Stamp, expand};
 use crate::history::{Detail, EventKind};
 use crate::worker::protocol::WireEvent;
 
-/// Lines read from one worker per trial before the rest are dropped.
+/// Lines read from one program per trial before the rest are dropped,
+/// unless the experiment says `max_lines`.
 pub const MAX_LINES: u64 = 200_000;
 /// Bytes of one line kept (the rest of the line is skipped).
 const MAX_LINE: usize = 64 * 1024;
 
-/// What the readers of one worker counted.
-#[derive(Debug, Default)]
+/// What the readers of one worker counted, against its line budget.
+#[derive(Debug)]
 pub struct Counts {
+    pub budget: u64,
     pub lines: AtomicU64,
     pub dropped: AtomicU64,
     /// Protocol lines that did not parse, or pattern lines that matched nothing.
     pub unmatched: AtomicU64,
+}
+
+impl Counts {
+    pub fn new(budget: u64) -> Counts {
+        Counts { budget, lines: AtomicU64::new(0), dropped: AtomicU64::new(0), unmatched: AtomicU64::new(0) }
+    }
 }
 
 /// A protocol line from a program: `t_ns` is optional (the harness stamps
@@ -166,7 +174,7 @@ fn lossy(b: Vec<u8>) -> String {
 
 /// Count a line against the budget: false once it is spent.
 fn admit(counts: &Counts) -> bool {
-    if counts.lines.fetch_add(1, Ordering::Relaxed) < MAX_LINES {
+    if counts.lines.fetch_add(1, Ordering::Relaxed) < counts.budget {
         true
     } else {
         counts.dropped.fetch_add(1, Ordering::Relaxed);

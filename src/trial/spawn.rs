@@ -194,7 +194,8 @@ pub fn spawn(spec: &SpawnSpec<'_>, tx: &Sender<Msg>) -> Result<(Workers, OwnedFd
             .map_err(|source| SpawnError::Log { path: log.clone(), source })?;
         let stdin =
             barrier_read.try_clone().map_err(|source| SpawnError::Spawn { index, exe: spec.exe.into(), source })?;
-        let counts = Arc::new(super::program::Counts::default());
+        let budget = spec.program.map_or(super::program::MAX_LINES, |(p, _)| p.max_lines);
+        let counts = Arc::new(super::program::Counts::new(budget));
         let spawn_err = |source| SpawnError::Spawn { index, exe: spec.exe.into(), source };
         let (child, pid, spawned_ns, mut sources) = match spec.program {
             None => {

@@ -13,7 +13,7 @@ pub mod protocol;
 
 use std::collections::BTreeSet;
 use std::fs::File;
-use std::io::{self, BufWriter, Read, Write};
+use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
 
 use nix::sys::signal::{SigSet, Signal};
@@ -156,6 +156,9 @@ pub fn run(args: WorkerArgs) -> i32 {
             return 1;
         }
     }
+    // The worker's timed waits (the release, ticks, sigtimedwait) are what
+    // the trial measures: no 50 µs timer coalescing.
+    let _ = nix::sys::prctl::set_timerslack(1);
     // Block the shutdown signals first: from here on they are only ever
     // received by `sigtimedwait`, never by a handler racing with file I/O.
     let mut shutdown = SigSet::empty();
@@ -244,8 +247,10 @@ pub fn run(args: WorkerArgs) -> i32 {
         args,
     };
     w.emit(EventKind::Ready, Detail::default());
-    if !w.args.no_barrier {
-        wait_for_barrier();
+    if !w.args.no_barrier
+        && let Some(release) = wait_for_barrier()
+    {
+        sleep_until_mono(release);
     }
     w.origin_ns = mono_ns();
     if w.args.start_delay > Dur::ZERO {
@@ -255,28 +260,46 @@ pub fn run(args: WorkerArgs) -> i32 {
         }
     }
     w.started_ns = mono_ns();
-    w.emit(EventKind::Start, Detail::default());
-    // Every worker was woken by the same EOF, but they run one after the
-    // other on few cores: step aside, so that the others take their start
-    // timestamps before this one does any real work (the start spread).
+    // Every worker woke at the same instant, but they run one after the
+    // other on few cores: step aside before reporting (a write that wakes
+    // the harness) or doing any real work, so that the others take their
+    // start timestamps first (the start spread).
     std::thread::yield_now();
+    emit_at(w.started_ns, EventKind::Start, Detail::default());
     match w.args.mode {
         Mode::Loop => w.lease_loop(&shutdown),
         Mode::OneShot => w.one_shot(&shutdown),
     }
 }
 
-/// The barrier is the read end of a pipe shared by all workers; the harness
-/// closes the write end and every worker sees EOF at once.
-fn wait_for_barrier() {
-    let mut buf = [0u8; 1];
-    loop {
-        match io::stdin().read(&mut buf) {
-            Ok(_) => return,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(_) => return,
+/// The barrier is the read end of a pipe shared by all workers. The harness
+/// writes each worker the release time (CLOCK_MONOTONIC ns, 8 bytes), then
+/// closes the write end; a worker run by hand or by an older harness sees
+/// only EOF and starts at once (None).
+fn wait_for_barrier() -> Option<i64> {
+    // Straight from fd 0: `io::stdin()` is buffered and would swallow the
+    // other workers' copies.
+    let mut buf = [0u8; 8];
+    let mut got = 0;
+    while got < buf.len() {
+        match nix::unistd::read(io::stdin(), &mut buf[got..]) {
+            Ok(0) => return None,
+            Ok(n) => got += n,
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(_) => return None,
         }
     }
+    Some(i64::from_le_bytes(buf))
+}
+
+/// Sleep on an absolute CLOCK_MONOTONIC timer: every worker's timer for the
+/// release expires in the same tick, however late each read the time.
+fn sleep_until_mono(deadline_ns: i64) {
+    let ts = libc::timespec { tv_sec: deadline_ns / 1_000_000_000, tv_nsec: deadline_ns % 1_000_000_000 };
+    // SAFETY: a valid timespec; a null remainder is allowed with TIMER_ABSTIME.
+    while unsafe { libc::clock_nanosleep(libc::CLOCK_MONOTONIC, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut()) }
+        == libc::EINTR
+    {}
 }
 
 /// Sleep until the monotonic `deadline` or a blocked shutdown signal,
@@ -299,7 +322,12 @@ fn wait_until(set: &SigSet, deadline_ns: i64) -> Option<Signal> {
 
 /// Report one event on stdout, stamped now.
 fn emit(event: EventKind, detail: Detail) {
-    let line = WireEvent { t_ns: mono_ns(), event, detail }.to_line();
+    emit_at(mono_ns(), event, detail);
+}
+
+/// Report an event that happened at `t_ns`.
+fn emit_at(t_ns: i64, event: EventKind, detail: Detail) {
+    let line = WireEvent { t_ns, event, detail }.to_line();
     let written = match EVENTS_FILE.get() {
         // Only this (single) thread writes: the lock is never contended.
         Some(file) => {

@@ -126,4 +126,6 @@ fn a_bad_pattern_or_program_is_an_error() {
     rejects(&program("    - {regex: '(?P<who>\\d+)', event: acquired}\n"), "6:15: capture group \"who\" means nothing");
     rejects("name: x\nworkers: 2\nprogram:\n  command: [w, \"{lokc}\"]\n", "4:12: unknown placeholder {lokc}");
     rejects("name: x\nworkers: 2\nprogram:\n  command: \"w\"\n", "4:12: command is a list");
+    rejects(&(program("    - {regex: 'leader', event: acquired}\n") + "  ready: true\n"), "4:12: ready: true waits");
+    rejects("name: x\nworkers: 2\nprogram:\n  command: [w]\n  max_lines: 0\n", "5:14: max_lines must be");
 }

@@ -68,6 +68,7 @@ fn crashing_silent_flooding_and_term_ignoring_programs_are_outcomes_not_failures
         concat!(
             "name: misbehaving\nworkers: 4\nduration: 2s\ngrace: 300ms\n",
             "program:\n",
+            "  max_lines: 2000\n",
             "  shell: true\n",
             "  command: >-\n",
             "    case {index} in\n",

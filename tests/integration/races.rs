@@ -5,7 +5,7 @@ use crate::helper::{Lab, repo};
 #[test]
 fn the_o_excl_race_never_elects_two_leaders() {
     let lab = Lab::new();
-    let run = lab.run(repo().join("experiments/blog/excl-race.yaml")).jobs(2).output().expect_code(0);
+    let run = lab.run(repo().join("experiments/blog/excl-race.yaml")).jobs(1).output().expect_code(0);
     let trials = run.table("trials.csv");
     assert_eq!(trials.len(), 30);
     for t in &trials {
