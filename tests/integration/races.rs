@@ -11,6 +11,9 @@ fn the_o_excl_race_never_elects_two_leaders() {
     for t in &trials {
         assert_eq!(t.get("max_leaders"), "1", "{t:?}");
         assert_eq!(t.get("workers"), "30");
+        // Nothing can change once all 30 have tried: the trial ends then,
+        // not at its 300 ms duration (the 30 attempts take a few ms).
+        assert!(t.f64("end_ms") < 250.0, "a settled one-shot trial ran on: {t:?}");
     }
     // Every one of the 30 workers tried: one acquired, 29 lost.
     let events = run.table("events.csv");
