@@ -70,6 +70,13 @@ pub enum Command {
         #[arg(long)]
         interval_us: u64,
     },
+    /// Become a program under test (used by the harness): tie to the
+    /// harness, put the protocol pipe on fd 3, close the rest, exec.
+    #[command(hide = true)]
+    ExecProgram {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+        argv: Vec<String>,
+    },
     /// Run one built-in lease worker (used by the harness).
     #[command(hide = true)]
     Worker(WorkerArgs),

@@ -25,8 +25,8 @@ import time
 EVENTS = None
 
 
-def emit(event, **detail):
-    line = {"t_ns": time.monotonic_ns(), "event": event}
+def emit(event, t_ns=None, **detail):
+    line = {"t_ns": t_ns or time.monotonic_ns(), "event": event}
     if detail:
         line["detail"] = detail
     try:
@@ -139,10 +139,13 @@ def main():
             while next_tick <= now:  # ticks missed while stopped are dropped
                 next_tick += interval()
     if leading:
+        # Leadership ends when the release begins (stamped here), not when
+        # the file is gone: a watcher may take it over in between.
+        began = time.monotonic_ns()
         current = read_lease(args.lock)
         if isinstance(current, dict) and current.get("processId") == pid:
             os.unlink(args.lock)
-        emit("released")
+        emit("released", t_ns=began)
     emit("exiting", code=0)
 
 

@@ -34,8 +34,10 @@ try_acquire() {
 release() {
     if [ "$leading" = 1 ]; then
         read -r holder _ < "$lock/lease" 2>/dev/null
-        [ "${holder:-}" = "$me" ] && rm -rf "$lock"
+        # Said before the rmdir: leadership ends when the release begins,
+        # and a watcher may take the lock the moment it is gone.
         say "released lease"
+        [ "${holder:-}" = "$me" ] && rm -rf "$lock"
     fi
     exit 0
 }

@@ -95,6 +95,7 @@ pub fn dispatch(cli: Cli) -> u8 {
         Command::Calibrate { lines } => crate::calibrate::run(lines),
         Command::CalibrateTarget => crate::calibrate::emit::target(),
         Command::CalibrateEmit { lines, interval_us } => crate::calibrate::emit::run(lines, interval_us),
+        Command::ExecProgram { argv } => crate::trial::program::exec(&argv),
         Command::Worker(args) => crate::worker::run(args).clamp(0, 255) as u8,
     }
 }

@@ -202,6 +202,9 @@ impl RawProgram {
         if observe == Observe::Patterns && patterns.is_empty() {
             return Err(at(&self.command.referenced, "observe: patterns needs a `patterns:` list".into()));
         }
+        if !shell && let Err(why) = runnable(&command[0], self.env.get("PATH").map(|p| p.value.as_str())) {
+            return Err(at(&self.command.referenced, why));
+        }
         Ok(Program {
             command,
             shell,
@@ -216,6 +219,28 @@ impl RawProgram {
             max_lines: self.max_lines.as_ref().map_or(crate::trial::program::MAX_LINES, |m| m.value),
             experiment_dir,
         })
+    }
+}
+
+/// Whether `name` can be executed, searching PATH (the program's own, if
+/// its `env:` sets one) as execvp will. The program is exec'd by a
+/// trampoline in the child, where a failure could only be exit 127 in a log.
+fn runnable(name: &str, path: Option<&str>) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt;
+    let ok =
+        |p: &std::path::Path| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
+    // A placeholder ({leasequake}, {experiment_dir}/…) is only known per worker.
+    if name.contains('{') {
+        return Ok(());
+    }
+    if name.contains('/') {
+        return if ok(std::path::Path::new(name)) { Ok(()) } else { Err(format!("{name}: not an executable file")) };
+    }
+    let path = path.map(str::to_string).or_else(|| std::env::var("PATH").ok()).unwrap_or_default();
+    if std::env::split_paths(&path).any(|dir| ok(&dir.join(name))) {
+        Ok(())
+    } else {
+        Err(format!("{name}: no such program in PATH"))
     }
 }
 

@@ -37,7 +37,11 @@ const RELEASE: &str =
     "UPDATE leasequake_leases SET expires_at = '-infinity' WHERE name = $1 AND holder = $2 AND token = $3";
 
 fn err(e: postgres::Error) -> io::Error {
-    io::Error::other(format!("postgres: {e}"))
+    // The server's own words ("db error" alone says nothing).
+    match e.as_db_error() {
+        Some(db) => io::Error::other(format!("postgres: {} ({})", db.message(), db.code().code())),
+        None => io::Error::other(format!("postgres: {e}")),
+    }
 }
 
 /// Create the lease table if it is missing (once per run, by the harness:

@@ -63,7 +63,10 @@ impl ManagedRedis {
             .stdout(Stdio::from(out))
             .stderr(Stdio::from(err));
         tie_to_harness(&mut cmd, std::process::id());
-        self.child = Some(cmd.spawn().map_err(ServerError::Spawn)?);
+        let guard = super::spawn::SPAWN_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+        let spawned = cmd.spawn();
+        drop(guard);
+        self.child = Some(spawned.map_err(ServerError::Spawn)?);
         self.wait_ready(&log)
     }
 

@@ -179,6 +179,24 @@ pub fn tie_to_harness(cmd: &mut Command, parent: u32) {
     }
 }
 
+/// Spawning is serialised: while a program's protocol pipe is inheritable
+/// (for the moment of its spawn), any other child started would inherit it
+/// too and hold back its EOF.
+pub static SPAWN_LOCK: Mutex<()> = Mutex::new(());
+
+/// First thing in a child spawned without a pre_exec hook (the built-in
+/// worker, the program trampoline): die with the harness named in
+/// `LEASEQUAKE_PARENT`. False if the harness is already gone (then nobody
+/// would ever kill us) or the tie cannot be made.
+pub fn tie_to_parent() -> bool {
+    let Some(parent) = std::env::var("LEASEQUAKE_PARENT").ok().and_then(|p| p.parse::<i32>().ok()) else {
+        return true;
+    };
+    // SAFETY: plain syscalls.
+    let tied = unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) } == 0;
+    tied && unsafe { libc::getppid() } == parent
+}
+
 /// Spawn `count` workers blocked on a fresh barrier. Returns them with the
 /// barrier's write end: dropping it releases every worker at once.
 pub fn spawn(spec: &SpawnSpec<'_>, tx: &Sender<Msg>) -> Result<(Workers, OwnedFd), SpawnError> {
@@ -216,7 +234,9 @@ pub fn spawn(spec: &SpawnSpec<'_>, tx: &Sender<Msg>) -> Result<(Workers, OwnedFd
                     // of fork, which gets slow as our threads multiply (1000
                     // workers: 14 ms per spawn with fork).
                     .env("LEASEQUAKE_PARENT", parent.to_string());
+                let guard = SPAWN_LOCK.lock().unwrap_or_else(|p| p.into_inner());
                 let mut child = cmd.spawn().map_err(spawn_err)?;
+                drop(guard);
                 let spawned_ns = mono_ns();
                 let pid = Pid::from_raw(child.id() as i32);
                 let stdout = child.stdout.take().expect("stdout was piped");
@@ -224,15 +244,22 @@ pub fn spawn(spec: &SpawnSpec<'_>, tx: &Sender<Msg>) -> Result<(Workers, OwnedFd
                 (child, pid, spawned_ns, Vec::new())
             }
             Some((program, values)) => {
-                let mut cmd = super::program::command(program, &values(index));
-                cmd.stdin(Stdio::from(stdin));
-                let sources = super::program::wire(program, &mut cmd, &stderr).map_err(spawn_err)?;
-                tie_to_harness(&mut cmd, parent);
-                let mut child = cmd.spawn().map_err(|source| SpawnError::Program {
-                    index,
-                    command: program.command.join(" "),
-                    source,
-                })?;
+                let program_err = |source| SpawnError::Program { index, command: program.command.join(" "), source };
+                let mut cmd = super::program::command(program, &values(index), spec.exe);
+                // The trampoline ties itself to us, like the built-in worker.
+                cmd.stdin(Stdio::from(stdin)).process_group(0).env("LEASEQUAKE_PARENT", parent.to_string());
+                let (sources, events_write) = super::program::wire(program, &mut cmd, &stderr).map_err(spawn_err)?;
+                let guard = SPAWN_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+                if let Some(w) = &events_write {
+                    nix::fcntl::fcntl(w, nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::empty()))
+                        .map_err(|e| spawn_err(e.into()))?;
+                }
+                let spawned = cmd.spawn();
+                // Our copy of the write end goes at once (EOF must come when
+                // the program exits), before any other child can inherit it.
+                drop(events_write);
+                drop(guard);
+                let mut child = spawned.map_err(program_err)?;
                 let spawned_ns = mono_ns();
                 let pid = Pid::from_raw(child.id() as i32);
                 let mut sources = sources;
@@ -252,18 +279,14 @@ pub fn spawn(spec: &SpawnSpec<'_>, tx: &Sender<Msg>) -> Result<(Workers, OwnedFd
             let patterns = Arc::new(program.patterns.clone());
             for source in sources.drain(..) {
                 let t = match source {
-                    super::program::Source::Protocol { read, keep_write } => {
-                        // Our copy of the write end must go, or EOF never comes.
-                        drop(keep_write);
-                        super::program::read_protocol(
-                            index,
-                            pid.as_raw(),
-                            read,
-                            program.timestamps,
-                            Arc::clone(&counts),
-                            tx.clone(),
-                        )
-                    }
+                    super::program::Source::Protocol { read } => super::program::read_protocol(
+                        index,
+                        pid.as_raw(),
+                        read,
+                        program.timestamps,
+                        Arc::clone(&counts),
+                        tx.clone(),
+                    ),
                     super::program::Source::Lines(r) => super::program::read_patterns(
                         index,
                         pid.as_raw(),

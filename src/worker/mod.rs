@@ -147,14 +147,8 @@ struct Worker {
 
 /// Entry point of `leasequake worker`; returns the exit code.
 pub fn run(args: WorkerArgs) -> i32 {
-    // Die with the harness (spawned without a pre_exec hook, we do this
-    // ourselves); if it is already gone, nobody would ever kill us.
-    if let Some(parent) = std::env::var("LEASEQUAKE_PARENT").ok().and_then(|p| p.parse::<i32>().ok()) {
-        // SAFETY: plain syscalls.
-        let tied = unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) } == 0;
-        if !tied || unsafe { libc::getppid() } != parent {
-            return 1;
-        }
+    if !crate::trial::spawn::tie_to_parent() {
+        return 1;
     }
     // The worker's timed waits (the release, ticks, sigtimedwait) are what
     // the trial measures: no 50 µs timer coalescing.
@@ -715,12 +709,16 @@ impl Worker {
 
     fn shut_down(&mut self, role: Role) -> i32 {
         if matches!(role, Role::Leader { .. }) && !self.args.no_release {
+            // Leadership ends when the release begins, not when it is
+            // done: a watcher may take the lease the moment it is gone,
+            // before this worker could report it.
+            let began = mono_ns();
             self.log("Received shutdown signal, releasing lease");
             let detail = match self.lease.release(self.pid) {
                 Ok(()) => Detail::default(),
                 Err(e) => Detail { error: Some(e.to_string()), ..Detail::default() },
             };
-            self.emit(EventKind::Released, detail);
+            emit_at(began, EventKind::Released, detail);
             self.log("Lease released");
         } else {
             self.log("Received shutdown signal, exiting");

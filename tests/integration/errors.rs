@@ -128,4 +128,8 @@ fn a_bad_pattern_or_program_is_an_error() {
     rejects("name: x\nworkers: 2\nprogram:\n  command: \"w\"\n", "4:12: command is a list");
     rejects(&(program("    - {regex: 'leader', event: acquired}\n") + "  ready: true\n"), "4:12: ready: true waits");
     rejects("name: x\nworkers: 2\nprogram:\n  command: [w]\n  max_lines: 0\n", "5:14: max_lines must be");
+    rejects(
+        "name: x\nworkers: 2\nprogram:\n  command: [no-such-program-xyz]\n",
+        "4:12: no-such-program-xyz: no such program in PATH",
+    );
 }

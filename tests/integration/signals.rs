@@ -16,10 +16,25 @@ fn completed_trials(out: &std::path::Path) -> usize {
     if path.exists() { read_table(&path).len() } else { 0 }
 }
 
+/// The same, with the built-in worker run as a program under test: it goes
+/// through the exec trampoline, whose PR_SET_PDEATHSIG must survive exec.
+const SLOW_PROGRAM: &str = "name: slow\nworkers: 5\nduration: 30s\nprogram:\n  command: [\"{leasequake}\", worker, \
+     --lock, \"{lock}\", --lease, \"{lease_ms}ms\", --renew, \"{renew_ms}ms\", --watch, \"{watch_ms}ms\"]\n\
+     faults:\n  - at: 12s\n    target: leader\n    action: stop\n";
+
 #[test]
 fn kill_9_of_the_harness_leaves_no_worker_and_keeps_finished_trials() {
+    kill_9_mid_trial(SLOW);
+}
+
+#[test]
+fn kill_9_of_the_harness_leaves_no_program_under_test() {
+    kill_9_mid_trial(SLOW_PROGRAM);
+}
+
+fn kill_9_mid_trial(yaml: &str) {
     let lab = Lab::new();
-    let file = lab.file("slow.yaml", SLOW);
+    let file = lab.file("slow.yaml", yaml);
     let (mut child, out) = lab.run(&file).scale(0.05).trials(20).spawn();
     // Wait for one finished trial, then for the next trial's workers.
     wait_for(Duration::from_secs(30), "a finished trial", || (completed_trials(&out) >= 1).then_some(()));
