@@ -113,22 +113,21 @@ fn one_path(observe: Observe, lines: usize, interval: Duration) -> Result<Delay,
         per_worker: &none,
         program: Some((&program, &values)),
     };
-    let (tx, rx) = mpsc::channel();
+    let (tx, rx) = mpsc::sync_channel(crate::trial::EVENT_BACKLOG);
     let (mut workers, barrier) = spawn(&spec, &tx).map_err(|e| e.to_string())?;
     drop(tx);
     drop(barrier);
     let mut delays = Vec::with_capacity(lines);
     let deadline = std::time::Instant::now() + interval * lines as u32 + Duration::from_secs(10);
+    // The exit can overtake the last lines: read until every reader is
+    // done (the channel disconnects).
     while let Ok(msg) = rx.recv_timeout(deadline.saturating_duration_since(std::time::Instant::now())) {
-        match msg {
-            Msg::Event { event, .. } => {
-                if let Some(sent) = event.detail.token {
-                    delays.push((event.t_ns - sent as i64) as f64 / 1000.0);
-                }
+        for msg in msg.unpack() {
+            if let Msg::Event { event, .. } = msg
+                && let Some(sent) = event.detail.token
+            {
+                delays.push((event.t_ns - sent as i64) as f64 / 1000.0);
             }
-            // The exit can overtake the last lines: read until every
-            // reader is done (the channel disconnects).
-            Msg::Exit { .. } | Msg::Garbage { .. } => {}
         }
     }
     drop(rx);

@@ -28,6 +28,12 @@ use crate::history::{Detail, Event, EventKind, History};
 use faults::{Delivery, Live, Nemesis};
 use spawn::{ExitStatus, Msg, SpawnError, SpawnSpec, Workers};
 
+/// Messages queued between the readers and the trial loop (a message is an
+/// exit, a line, or a batch of up to 256 lines: at most about 16,000 lines,
+/// 5 MB). A full queue blocks the readers, and so the programs that write
+/// faster than the harness takes their lines, instead of growing the
+/// harness's memory without bound.
+pub const EVENT_BACKLOG: usize = 64;
 /// How long workers may take to start up and reach the barrier.
 const READY_TIMEOUT: Duration = Duration::from_secs(20);
 /// Before a fault is due, poll for this long instead of sleeping.
@@ -207,7 +213,7 @@ pub fn run_trial(
     // this thread's timer wake-ups (default slack is 50 µs).
     let _ = nix::sys::prctl::set_timerslack(1);
 
-    let (tx, rx) = mpsc::channel();
+    let (tx, rx) = mpsc::sync_channel(crate::trial::EVENT_BACKLOG);
     let per_worker = |i: usize| per_worker_args(exp, i);
     let mut server = if exp.substrate.managed { Some(server::ManagedRedis::start(dir)?) } else { None };
     let address = server.as_ref().map(|s| s.address()).or_else(|| exp.substrate.address());
@@ -394,8 +400,13 @@ struct Run {
 
 impl Run {
     /// Fold one message into the history and the live view.
-    fn absorb(&mut self, msg: Msg, nemesis: Option<&mut Nemesis>) {
+    fn absorb(&mut self, msg: Msg, mut nemesis: Option<&mut Nemesis>) {
         match msg {
+            Msg::Batch(msgs) => {
+                for m in msgs {
+                    self.absorb(m, nemesis.as_deref_mut());
+                }
+            }
             Msg::Event { worker, pid, event } => {
                 if event.event == EventKind::Ready {
                     self.ready += 1;
@@ -568,11 +579,13 @@ impl Run {
             workers.detach();
             return Err(TrialError::Unkillable(exp.workers - self.exited));
         }
-        workers.join();
-        // Threads are done: whatever is still queued is complete.
-        while let Ok(msg) = self.rx.try_recv() {
+        // Every process is gone; read on until every reader has reached EOF
+        // and every thread has dropped its sender (a reader may be blocked
+        // on a full queue), then the history is complete.
+        while let Ok(msg) = self.rx.recv() {
             self.absorb(msg, None);
         }
+        workers.join();
         Ok(())
     }
 

@@ -11,7 +11,7 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::Sender;
+use std::sync::mpsc::SyncSender;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
@@ -184,6 +184,43 @@ fn lossy(b: Vec<u8>) -> String {
     String::from_utf8(b).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
+/// A reader's outbox: lines already buffered go out together, and nothing
+/// waits once the reader would block on its pipe. Under a flood the trial
+/// loop wakes once per batch, not once per line; at a worker's usual pace
+/// every batch is one line, sent at once.
+struct Outbox {
+    tx: SyncSender<Msg>,
+    batch: Vec<Msg>,
+}
+
+impl Outbox {
+    const MAX: usize = 256;
+
+    fn new(tx: SyncSender<Msg>) -> Outbox {
+        Outbox { tx, batch: Vec::new() }
+    }
+
+    /// Queue a message; false once the trial stopped listening.
+    fn push(&mut self, msg: Msg) -> bool {
+        self.batch.push(msg);
+        self.batch.len() < Self::MAX || self.flush()
+    }
+
+    /// Send what is queued unless `r` holds another whole line already.
+    fn flush_unless_buffered<R>(&mut self, r: &BufReader<R>) -> bool {
+        r.buffer().contains(&b'\n') || self.flush()
+    }
+
+    fn flush(&mut self) -> bool {
+        let msg = match self.batch.len() {
+            0 => return true,
+            1 => self.batch.pop().expect("one"),
+            _ => Msg::Batch(std::mem::take(&mut self.batch)),
+        };
+        self.tx.send(msg).is_ok()
+    }
+}
+
 /// Count a line against the budget: false once it is spent.
 fn admit(counts: &Counts) -> bool {
     if counts.lines.fetch_add(1, Ordering::Relaxed) < counts.budget {
@@ -201,11 +238,14 @@ pub fn read_protocol(
     read: OwnedFd,
     stamp: Stamp,
     counts: Arc<Counts>,
-    tx: Sender<Msg>,
+    tx: SyncSender<Msg>,
 ) -> JoinHandle<()> {
     std::thread::spawn(move || {
         let mut r = BufReader::new(File::from(read));
-        while let Some(line) = bounded_line(&mut r) {
+        let mut out = Outbox::new(tx);
+        while out.flush_unless_buffered(&r)
+            && let Some(line) = bounded_line(&mut r)
+        {
             let now = mono_ns();
             if !admit(&counts) {
                 continue;
@@ -224,10 +264,11 @@ pub fn read_protocol(
                     Msg::Garbage { worker, line }
                 }
             };
-            if tx.send(msg).is_err() {
-                break;
+            if !out.push(msg) {
+                return;
             }
         }
+        out.flush();
     })
 }
 
@@ -240,11 +281,14 @@ pub fn read_patterns(
     patterns: Arc<Vec<Pattern>>,
     log: Arc<Mutex<File>>,
     counts: Arc<Counts>,
-    tx: Sender<Msg>,
+    tx: SyncSender<Msg>,
 ) -> JoinHandle<()> {
     std::thread::spawn(move || {
         let mut r = BufReader::new(source);
-        while let Some(line) = bounded_line(&mut r) {
+        let mut out = Outbox::new(tx);
+        while out.flush_unless_buffered(&r)
+            && let Some(line) = bounded_line(&mut r)
+        {
             let now = mono_ns();
             if !admit(&counts) {
                 continue;
@@ -256,10 +300,11 @@ pub fn read_patterns(
                 counts.unmatched.fetch_add(1, Ordering::Relaxed);
                 continue;
             };
-            if tx.send(Msg::Event { worker, pid, event: Box::new(event) }).is_err() {
-                break;
+            if !out.push(Msg::Event { worker, pid, event: Box::new(event) }) {
+                return;
             }
         }
+        out.flush();
     })
 }
 

@@ -16,7 +16,7 @@ use std::os::fd::OwnedFd;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::mpsc::Sender;
+use std::sync::mpsc::SyncSender;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
@@ -51,6 +51,19 @@ pub enum Msg {
         t_ns: i64,
         status: ExitStatus,
     },
+    /// Lines that came faster than they were taken, sent together (one
+    /// wake-up of the trial loop, not one per line).
+    Batch(Vec<Msg>),
+}
+
+impl Msg {
+    /// The messages inside, batches unpacked.
+    pub fn unpack(self) -> Vec<Msg> {
+        match self {
+            Msg::Batch(v) => v,
+            m => vec![m],
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -199,7 +212,7 @@ pub fn tie_to_parent() -> bool {
 
 /// Spawn `count` workers blocked on a fresh barrier. Returns them with the
 /// barrier's write end: dropping it releases every worker at once.
-pub fn spawn(spec: &SpawnSpec<'_>, tx: &Sender<Msg>) -> Result<(Workers, OwnedFd), SpawnError> {
+pub fn spawn(spec: &SpawnSpec<'_>, tx: &SyncSender<Msg>) -> Result<(Workers, OwnedFd), SpawnError> {
     let (barrier_read, barrier_write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(SpawnError::Pipe)?;
     let parent = std::process::id();
     let mut workers = Workers { procs: Vec::with_capacity(spec.count), threads: Vec::new() };
@@ -308,7 +321,7 @@ pub fn spawn(spec: &SpawnSpec<'_>, tx: &Sender<Msg>) -> Result<(Workers, OwnedFd
     Ok((workers, barrier_write))
 }
 
-fn spawn_reader(worker: usize, pid: Pid, stdout: std::process::ChildStdout, tx: Sender<Msg>) -> JoinHandle<()> {
+fn spawn_reader(worker: usize, pid: Pid, stdout: std::process::ChildStdout, tx: SyncSender<Msg>) -> JoinHandle<()> {
     std::thread::spawn(move || {
         for line in BufReader::new(stdout).lines() {
             let Ok(line) = line else { break };
@@ -323,7 +336,7 @@ fn spawn_reader(worker: usize, pid: Pid, stdout: std::process::ChildStdout, tx: 
     })
 }
 
-fn spawn_waiter(worker: usize, pid: Pid, state: Arc<Mutex<ProcState>>, tx: Sender<Msg>) -> JoinHandle<()> {
+fn spawn_waiter(worker: usize, pid: Pid, state: Arc<Mutex<ProcState>>, tx: SyncSender<Msg>) -> JoinHandle<()> {
     std::thread::spawn(move || {
         // Wait for death without reaping, so the pid stays ours meanwhile.
         loop {
