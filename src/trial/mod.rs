@@ -29,11 +29,13 @@ use faults::{Delivery, Live, Nemesis};
 use spawn::{ExitStatus, Msg, SpawnError, SpawnSpec, Workers};
 
 /// Messages queued between the readers and the trial loop (a message is an
-/// exit, a line, or a batch of up to 256 lines: at most about 16,000 lines,
-/// 5 MB). A full queue blocks the readers, and so the programs that write
+/// exit, a line, or a batch of up to 32 lines: at most about 65,000 lines,
+/// 20 MB). A full queue blocks the readers, and so the programs that write
 /// faster than the harness takes their lines, instead of growing the
-/// harness's memory without bound.
-pub const EVENT_BACKLOG: usize = 64;
+/// harness's memory without bound. Room for 2048 messages: 1000 workers
+/// started together tick together, and a burst of one line each must not
+/// cost a blocked sender and a wake-up per line.
+pub const EVENT_BACKLOG: usize = 2048;
 /// How long workers may take to start up and reach the barrier.
 const READY_TIMEOUT: Duration = Duration::from_secs(20);
 /// Before a fault is due, poll for this long instead of sleeping.

@@ -194,7 +194,7 @@ struct Outbox {
 }
 
 impl Outbox {
-    const MAX: usize = 256;
+    const MAX: usize = 32;
 
     fn new(tx: SyncSender<Msg>) -> Outbox {
         Outbox { tx, batch: Vec::new() }
