@@ -99,7 +99,7 @@ echo
 /usr/bin/time -f '%M %e' -o "$scratch/time2" $bin run benches/thousand-chatty.yaml -q --no-calibrate --out "$scratch/chatty" >/dev/null
 read -r rss2 _ < "$scratch/time2"
 rate=$(awk -F, 'NR > 1 && $5 == "held_by" { n++; if (min == "" || $2 < min) min = $2; if ($2 > max) max = $2 } END { printf "%d events in %.0f ms: %.0f events/s", n, max - min, n / ((max - min) / 1000) }' "$scratch/chatty/events.csv")
-echo "1000 programs × 1000 protocol lines, written as fast as they can, each stamped by the harness when it has it (\`timestamps: receipt\`): ${rate} (first to last event received); peak RSS $((rss2 / 1024)) MB. Readers hand over the lines already buffered as one batch, and at most 64 messages wait for the trial loop: a program that writes faster than the harness takes its lines is slowed down, the harness's memory is not."
+echo "1000 programs × 1000 protocol lines, written as fast as they can, each stamped by the harness when it has it (\`timestamps: receipt\`): ${rate} (first to last event received); peak RSS $((rss2 / 1024)) MB. Readers hand over the lines already buffered as one batch (up to 32), and at most 2048 messages wait for the trial loop: a program that writes faster than the harness takes its lines is slowed down, the harness's memory is not."
 echo
 
 echo "## Memory against events"
