@@ -1,9 +1,11 @@
 //! `leasequake calibrate`: the instrument's own error bars, measured on this
-//! machine. For now the event delay of observing a program: from the moment
-//! a program stamps a line (CLOCK_MONOTONIC) to the moment the harness has
-//! read and parsed it, through the protocol pipe (fd 3) and through log
-//! patterns (stdout). Runs that observe a program record a short version in
-//! their host record.
+//! machine, each next to what a person would write in a shell, measured in
+//! the same run (`harness`): the start spread of workers released together,
+//! the error of each signal fault, and the event delay of observing a
+//! program, from the moment it stamps a line (CLOCK_MONOTONIC) to the moment
+//! the harness has read and parsed it, through the protocol pipe (fd 3) and
+//! through log patterns (stdout). Every run records a short version in its
+//! host record (`measure_quick`).
 
 pub mod emit;
 pub mod harness;
