@@ -9,12 +9,13 @@ use std::sync::atomic::AtomicBool;
 
 pub use super::summarize;
 use nix::sys::signal::Signal;
-use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid};
+use nix::sys::wait::{Id, WaitPidFlag, waitid};
 use nix::unistd::Pid;
 
 use crate::clock::wall_ns;
 use crate::experiment::{Overrides, load_str};
 use crate::history::EventKind;
+use crate::trial::faults::{Stop, poll_stopped};
 use crate::trial::run_trial;
 
 /// Start spread (µs) of `n` built-in workers released by the barrier, over
@@ -129,15 +130,7 @@ fn shell_fault_once(signal: Signal) -> Option<f64> {
         if early > 0 {
             std::thread::sleep(std::time::Duration::from_nanos(early as u64));
         }
-        let flags = WaitPidFlag::WSTOPPED | WaitPidFlag::WNOWAIT | WaitPidFlag::WNOHANG;
-        let give_up = wall_ns() + 2_000_000_000;
-        loop {
-            match waitid(Id::Pid(pid), flags) {
-                Ok(WaitStatus::Stopped(..)) => break Some(wall_ns()),
-                Ok(_) if wall_ns() < give_up => std::thread::yield_now(),
-                _ => break None,
-            }
-        }
+        (poll_stopped(pid, 2_000_000_000) == Stop::Stopped).then(wall_ns)
     } else {
         match waitid(Id::Pid(pid), WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT) {
             Ok(_) => Some(wall_ns()),

@@ -416,20 +416,37 @@ fn send(proc_: &WorkerProc, signal: Signal) -> (i64, Option<String>) {
 }
 
 /// The moment the kernel reports `pid` stopped: a SIGSTOP is delivered only
-/// when the target next runs. `waitid(WSTOPPED | WNOWAIT | WNOHANG)` is a
-/// cheap syscall that neither blocks nor consumes the report (the waiter
-/// thread only waits for exits), so it can be polled tightly.
+/// when the target next runs.
 fn stopped_at(pid: nix::unistd::Pid) -> (i64, Option<String>) {
+    match poll_stopped(pid, 100_000_000) {
+        // Gone (reaped): it died, which the waiter reports as an exit.
+        Stop::Stopped | Stop::Gone => (mono_ns(), None),
+        Stop::NotYet => (mono_ns(), Some("not stopped after 100 ms".into())),
+    }
+}
+
+/// What `poll_stopped` saw.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Stop {
+    Stopped,
+    Gone,
+    NotYet,
+}
+
+/// Poll for up to `within_ns` until the kernel reports our child `pid`
+/// stopped. `waitid(WSTOPPED | WNOWAIT | WNOHANG)` is a cheap syscall that
+/// neither blocks nor consumes the report (the waiter thread only waits for
+/// exits), so it can be polled tightly; return, then read the clock.
+pub fn poll_stopped(pid: nix::unistd::Pid, within_ns: i64) -> Stop {
     use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid};
-    let deadline = mono_ns() + 100_000_000;
+    let deadline = mono_ns() + within_ns;
     loop {
         match waitid(Id::Pid(pid), WaitPidFlag::WSTOPPED | WaitPidFlag::WNOWAIT | WaitPidFlag::WNOHANG) {
-            Ok(WaitStatus::Stopped(..)) => return (mono_ns(), None),
+            Ok(WaitStatus::Stopped(..)) => return Stop::Stopped,
             Err(nix::errno::Errno::EINTR) => continue,
-            // Gone (reaped): it died, which the waiter reports as an exit.
-            Err(_) => return (mono_ns(), None),
+            Err(_) => return Stop::Gone,
             Ok(_) if mono_ns() < deadline => std::thread::yield_now(),
-            Ok(_) => return (mono_ns(), Some("not stopped after 100 ms".into())),
+            Ok(_) => return Stop::NotYet,
         }
     }
 }

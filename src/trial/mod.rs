@@ -215,7 +215,7 @@ pub fn run_trial(
     // this thread's timer wake-ups (default slack is 50 µs).
     let _ = nix::sys::prctl::set_timerslack(1);
 
-    let (tx, rx) = mpsc::sync_channel(crate::trial::EVENT_BACKLOG);
+    let (tx, rx) = mpsc::sync_channel(EVENT_BACKLOG);
     let per_worker = |i: usize| per_worker_args(exp, i);
     let mut server = if exp.substrate.managed { Some(server::ManagedRedis::start(dir)?) } else { None };
     let address = server.as_ref().map(|s| s.address()).or_else(|| exp.substrate.address());

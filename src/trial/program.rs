@@ -62,8 +62,7 @@ struct ProgramLine {
 /// pre_exec hook and can use posix_spawn (a fork of a harness with
 /// thousands of threads costs 18 ms per program at 1000 programs).
 pub fn command(p: &Program, values: &BTreeMap<&str, String>, exe: &std::path::Path) -> Command {
-    let mut cmd = Command::new(exe);
-    cmd.args(["exec-program", "--"]);
+    let mut cmd = exec_program(exe);
     if p.shell {
         cmd.args(["/bin/sh", "-c"]).arg(expand(&p.command[0], values));
     } else {
@@ -78,6 +77,15 @@ pub fn command(p: &Program, values: &BTreeMap<&str, String>, exe: &std::path::Pa
     if p.observe == Observe::Protocol {
         cmd.env("LEASEQUAKE_EVENTS_FD", "3");
     }
+    cmd
+}
+
+/// `exe exec-program --`, to which the real command's argv is appended: a
+/// child started this way ties itself to the harness before it execs (with
+/// `spawn::tie_to_harness`).
+pub fn exec_program(exe: &std::path::Path) -> Command {
+    let mut cmd = Command::new(exe);
+    cmd.args(["exec-program", "--"]);
     cmd
 }
 
@@ -231,6 +239,30 @@ fn admit(counts: &Counts) -> bool {
     }
 }
 
+/// The loop both readers share: bounded lines, each stamped on arrival and
+/// counted against the budget, turned into a message (or none) by `each`,
+/// and handed over in batches.
+fn read_lines<R: Read>(
+    mut r: BufReader<R>,
+    counts: &Counts,
+    tx: SyncSender<Msg>,
+    mut each: impl FnMut(String, i64) -> Option<Msg>,
+) {
+    let mut out = Outbox::new(tx);
+    while out.flush_unless_buffered(&r)
+        && let Some(line) = bounded_line(&mut r)
+    {
+        let now = mono_ns();
+        if admit(counts)
+            && let Some(msg) = each(line, now)
+            && !out.push(msg)
+        {
+            return;
+        }
+    }
+    out.flush();
+}
+
 /// Observe protocol lines from `read`.
 pub fn read_protocol(
     worker: usize,
@@ -241,34 +273,23 @@ pub fn read_protocol(
     tx: SyncSender<Msg>,
 ) -> JoinHandle<()> {
     std::thread::spawn(move || {
-        let mut r = BufReader::new(File::from(read));
-        let mut out = Outbox::new(tx);
-        while out.flush_unless_buffered(&r)
-            && let Some(line) = bounded_line(&mut r)
-        {
-            let now = mono_ns();
-            if !admit(&counts) {
-                continue;
-            }
-            let msg = match serde_json::from_str::<ProgramLine>(&line) {
+        read_lines(BufReader::new(File::from(read)), &counts, tx, |line, now| {
+            match serde_json::from_str::<ProgramLine>(&line) {
                 Ok(l) => {
                     let t_ns = match (stamp, l.t_ns) {
                         (Stamp::Program, Some(t)) => t,
                         _ => now,
                     };
-                    Msg::Event { worker, pid, event: Box::new(WireEvent { t_ns, event: l.event, detail: l.detail }) }
+                    let event = WireEvent { t_ns, event: l.event, detail: l.detail };
+                    Some(Msg::Event { worker, pid, event: Box::new(event) })
                 }
-                Err(_) if line.trim().is_empty() => continue,
+                Err(_) if line.trim().is_empty() => None,
                 Err(_) => {
                     counts.unmatched.fetch_add(1, Ordering::Relaxed);
-                    Msg::Garbage { worker, line }
+                    Some(Msg::Garbage { worker, line })
                 }
-            };
-            if !out.push(msg) {
-                return;
             }
-        }
-        out.flush();
+        })
     })
 }
 
@@ -284,27 +305,16 @@ pub fn read_patterns(
     tx: SyncSender<Msg>,
 ) -> JoinHandle<()> {
     std::thread::spawn(move || {
-        let mut r = BufReader::new(source);
-        let mut out = Outbox::new(tx);
-        while out.flush_unless_buffered(&r)
-            && let Some(line) = bounded_line(&mut r)
-        {
-            let now = mono_ns();
-            if !admit(&counts) {
-                continue;
-            }
+        read_lines(BufReader::new(source), &counts, tx, |line, now| {
             if let Ok(mut f) = log.lock() {
                 let _ = writeln!(f, "{line}");
             }
-            let Some(event) = match_line(&patterns, &line, now) else {
+            let event = match_line(&patterns, &line, now);
+            if event.is_none() {
                 counts.unmatched.fetch_add(1, Ordering::Relaxed);
-                continue;
-            };
-            if !out.push(Msg::Event { worker, pid, event: Box::new(event) }) {
-                return;
             }
-        }
-        out.flush();
+            event.map(|event| Msg::Event { worker, pid, event: Box::new(event) })
+        })
     })
 }
 

@@ -5,7 +5,7 @@
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, kill};
@@ -55,14 +55,16 @@ impl ManagedRedis {
         let log = self.dir.join("redis-server.log");
         let out = std::fs::File::options().create(true).append(true).open(&log).map_err(ServerError::Spawn)?;
         let err = out.try_clone().map_err(ServerError::Spawn)?;
-        let mut cmd = Command::new("redis-server");
-        cmd.args(["--port", &self.port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+        // Through the trampoline, like a program under test: it dies with us.
+        let mut cmd = super::program::exec_program(&std::env::current_exe().map_err(ServerError::Spawn)?);
+        cmd.arg("redis-server")
+            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
             .arg("--dir")
             .arg(&self.dir)
             .stdin(Stdio::null())
             .stdout(Stdio::from(out))
             .stderr(Stdio::from(err));
-        tie_to_harness(&mut cmd, std::process::id());
+        tie_to_harness(&mut cmd);
         let guard = super::spawn::SPAWN_LOCK.lock().unwrap_or_else(|p| p.into_inner());
         let spawned = cmd.spawn();
         drop(guard);

@@ -172,24 +172,13 @@ pub enum SpawnError {
 }
 
 /// Put the child in its own process group (a Ctrl-C of the terminal is the
-/// harness's to handle) and have the kernel SIGKILL it if the harness dies,
-/// even by `kill -9`.
-pub fn tie_to_harness(cmd: &mut Command, parent: u32) {
-    cmd.process_group(0);
-    // SAFETY: only async-signal-safe calls (prctl, getppid) between fork
-    // and exec.
-    unsafe {
-        cmd.pre_exec(move || {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            // The harness died between fork and prctl: nobody to kill us.
-            if libc::getppid() as u32 != parent {
-                libc::_exit(1);
-            }
-            Ok(())
-        });
-    }
+/// harness's to handle) and name us in `LEASEQUAKE_PARENT`, so that it has
+/// the kernel SIGKILL it if we die, even by `kill -9` (`tie_to_parent`,
+/// first thing in the built-in worker and in the `exec-program`
+/// trampoline). No pre_exec hook: the spawn can use posix_spawn instead of
+/// fork, which gets slow as our threads multiply (18 ms a child at 1000).
+pub fn tie_to_harness(cmd: &mut Command) -> &mut Command {
+    cmd.process_group(0).env("LEASEQUAKE_PARENT", std::process::id().to_string())
 }
 
 /// Spawning is serialised: while a program's protocol pipe is inheritable
@@ -214,7 +203,6 @@ pub fn tie_to_parent() -> bool {
 /// barrier's write end: dropping it releases every worker at once.
 pub fn spawn(spec: &SpawnSpec<'_>, tx: &SyncSender<Msg>) -> Result<(Workers, OwnedFd), SpawnError> {
     let (barrier_read, barrier_write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(SpawnError::Pipe)?;
-    let parent = std::process::id();
     let mut workers = Workers { procs: Vec::with_capacity(spec.count), threads: Vec::new() };
     for index in 0..spec.count {
         let log = spec.dir.join(format!("worker-{index:02}.log"));
@@ -239,14 +227,8 @@ pub fn spawn(spec: &SpawnSpec<'_>, tx: &SyncSender<Msg>) -> Result<(Workers, Own
                     .args((spec.per_worker)(index))
                     .stdin(Stdio::from(stdin))
                     .stdout(Stdio::piped())
-                    .stderr(Stdio::from(stderr.try_clone().map_err(spawn_err)?))
-                    .process_group(0)
-                    // The built-in worker ties itself to us (PR_SET_PDEATHSIG
-                    // and a parent check, first thing in `worker::run`): with
-                    // no pre_exec hook, the spawn can use posix_spawn instead
-                    // of fork, which gets slow as our threads multiply (1000
-                    // workers: 14 ms per spawn with fork).
-                    .env("LEASEQUAKE_PARENT", parent.to_string());
+                    .stderr(Stdio::from(stderr.try_clone().map_err(spawn_err)?));
+                tie_to_harness(&mut cmd);
                 let guard = SPAWN_LOCK.lock().unwrap_or_else(|p| p.into_inner());
                 let mut child = cmd.spawn().map_err(spawn_err)?;
                 drop(guard);
@@ -259,8 +241,7 @@ pub fn spawn(spec: &SpawnSpec<'_>, tx: &SyncSender<Msg>) -> Result<(Workers, Own
             Some((program, values)) => {
                 let program_err = |source| SpawnError::Program { index, command: program.command.join(" "), source };
                 let mut cmd = super::program::command(program, &values(index), spec.exe);
-                // The trampoline ties itself to us, like the built-in worker.
-                cmd.stdin(Stdio::from(stdin)).process_group(0).env("LEASEQUAKE_PARENT", parent.to_string());
+                tie_to_harness(cmd.stdin(Stdio::from(stdin)));
                 let (sources, events_write) = super::program::wire(program, &mut cmd, &stderr).map_err(spawn_err)?;
                 let guard = SPAWN_LOCK.lock().unwrap_or_else(|p| p.into_inner());
                 if let Some(w) = &events_write {
