@@ -25,7 +25,7 @@ orchestrator_cpu() {
     sleep 1
     pid=$(pgrep -n -f "leasequake run benches/$name.yaml" || true)
     for _ in $(seq 120); do
-        n=$(pgrep -c -f "worker --lock $dir" || true)
+        n=$(pgrep -c -f "worker --config $dir" || true)
         [ "${n:-0}" -ge 1000 ] && break
         sleep 0.25
     done

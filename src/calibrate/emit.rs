@@ -8,7 +8,7 @@ use std::io::{Read, Write};
 use std::os::fd::FromRawFd;
 use std::time::Duration;
 
-use crate::clock::mono_ns;
+use crate::model::clock::mono_ns;
 
 pub fn run(lines: usize, interval_us: u64) -> u8 {
     let mut buf = [0u8; 1];
@@ -46,6 +46,6 @@ pub fn target() -> u8 {
     println!("ready");
     let _ = std::io::Write::flush(&mut std::io::stdout());
     let _ = set.wait();
-    println!("R {}", crate::clock::wall_ns());
+    println!("R {}", crate::model::clock::wall_ns());
     0
 }

@@ -7,14 +7,14 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::atomic::AtomicBool;
 
-pub use super::summarize;
+pub use super::delays::summarize;
 use nix::sys::signal::Signal;
 use nix::sys::wait::{Id, WaitPidFlag, waitid};
 use nix::unistd::Pid;
 
-use crate::clock::wall_ns;
 use crate::experiment::{Overrides, load_str};
-use crate::history::EventKind;
+use crate::model::clock::wall_ns;
+use crate::model::history::EventKind;
 use crate::trial::faults::{Stop, poll_stopped};
 use crate::trial::run_trial;
 
@@ -29,7 +29,8 @@ pub fn start_spread(n: usize, trials: u32, dir: &Path) -> Result<Vec<f64>, Strin
     for t in 1..=trials {
         let r = run_trial(&exp, t, u64::from(t), &dir.join(format!("spread-{n}-{t}")), &exe, &stop)
             .map_err(|e| e.to_string())?;
-        out.extend(r.metrics.start_spread_us.map(|us| us as f64));
+        let metrics = crate::check::check(&r.history, &crate::check::CheckParams::of(&exp));
+        out.extend(metrics.start_spread_us.map(|us| us as f64));
     }
     Ok(out)
 }

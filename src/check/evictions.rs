@@ -4,7 +4,7 @@
 //! lease-length dial from the failover gap.
 
 use super::Spans;
-use crate::history::{EventKind, History, Micros, ms_to_us};
+use crate::model::history::{EventKind, History, Micros, ms_to_us};
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Evictions {
@@ -86,7 +86,7 @@ pub fn evictions(history: &History, spans: &Spans, end_us: Micros) -> Evictions 
 #[cfg(test)]
 mod tests {
     use super::super::{CheckParams, check};
-    use crate::history::{Detail, Event, EventKind, History};
+    use crate::model::history::{Detail, Event, EventKind, History};
 
     fn s(x: f64) -> i64 {
         (x * 1e6).round() as i64

@@ -18,8 +18,11 @@
 //! process's own order), so "acquired then exit at the same µs" still opens
 //! and closes an interval, and "the last one processed" is well defined.
 
-use super::{CheckParams, Gap, History, Micros, Span, Spans, TrialMetrics};
-use crate::history::{Event, EventKind, ms_to_us};
+use super::metrics::{Gap, TrialMetrics};
+use super::params::CheckParams;
+use super::spans::{Span, Spans};
+use crate::model::history::{Event, EventKind, ms_to_us};
+use crate::model::history::{History, Micros};
 
 /// Fault actions that open a pause and close it.
 const STOP: &str = "stop";
@@ -435,7 +438,7 @@ fn last_expiry(worker: usize, at_us: Micros, past: &[Event]) -> Option<Micros> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::history::Detail;
+    use crate::model::history::Detail;
 
     /// The blog's defaults, unscaled: threshold = 9 + 3 + 1 = 13 s.
     const PARAMS: CheckParams = CheckParams {

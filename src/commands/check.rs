@@ -1,6 +1,6 @@
 use std::path::Path;
 
-use super::exit;
+use crate::error::exit;
 use crate::experiment::{Overrides, load};
 use crate::report::csv::{ResultsWriter, Tables};
 use crate::report::read::read_histories;
@@ -30,7 +30,7 @@ pub fn check(dir: &Path, out: Option<&Path>) -> u8 {
     }
     let units = units(&exp);
     let trials_per_unit = exp.trials.max(1);
-    let metrics = super::recheck(&exp, &histories);
+    let metrics = super::inputs::recheck(&exp, &histories);
     // What the run saw of each worker's output is not in the history:
     // carry it over from the run's own trials.csv.
     let outcomes = crate::report::read::worker_outcomes(dir);
@@ -51,7 +51,7 @@ pub fn check(dir: &Path, out: Option<&Path>) -> u8 {
             print!("{}", terminal::render(&exp, &summary, out));
             // The same verdict as the run that produced the history.
             let by_trial: Vec<_> = metrics.iter().map(|(t, _, m)| (*t, m)).collect();
-            super::verdict(&exp, &by_trial)
+            super::inputs::verdict(&exp, &by_trial)
         }
         Err(e) => {
             eprintln!("error: {e}");

@@ -9,11 +9,14 @@ use std::sync::{Arc, Mutex};
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::{exit, expand};
-use crate::check::TrialMetrics;
+use super::inputs::expand;
+use crate::check::{CheckParams, TrialMetrics, check};
 use crate::cli::RunArgs;
-use crate::clock::{utc_stamp, wall_ns};
-use crate::experiment::{Experiment, Overrides, load, to_yaml};
+use crate::error::exit;
+use crate::experiment::{Overrides, load, to_yaml};
+use crate::model::Experiment;
+use crate::model::calibration::Quick;
+use crate::model::clock::{utc_stamp, wall_ns};
 use crate::report::compare::{Measured, markdown, points_markdown};
 use crate::report::csv::{ResultsWriter, Tables};
 use crate::report::summary::{Summary, per_unit, summarize, unit_of, units};
@@ -27,7 +30,7 @@ pub fn run(args: &RunArgs) -> u8 {
         seed: args.seed,
         jobs: args.jobs.map(|j| j as usize),
     };
-    host::mark_run_start();
+    let started_ns = wall_ns();
     if let Some(dir) = &args.resume {
         return resume(dir, args);
     }
@@ -80,11 +83,8 @@ pub fn run(args: &RunArgs) -> u8 {
         return exit::HARNESS;
     }
     let Some(exe) = worker_exe() else { return exit::HARNESS };
-    if !args.no_calibrate {
-        crate::calibrate::measure_quick();
-    }
-
-    let flags = install_signal_flags();
+    let calibration = if args.no_calibrate { None } else { crate::calibrate::measure_quick() };
+    let ctx = Ctx { exe, flags: install_signal_flags(), started_ns, calibration, quiet: args.quiet };
 
     let mut done = Vec::new();
     let mut code = exit::OK;
@@ -94,7 +94,7 @@ pub fn run(args: &RunArgs) -> u8 {
             (Some(out), false) => out.clone(),
             (None, _) => default_dir(&args.results_root, &exp.name),
         };
-        let outcome = run_experiment(exp, &dir, args.out.is_none(), &exe, &flags, args.quiet, None);
+        let outcome = run_experiment(exp, &dir, args.out.is_none(), &ctx, None);
         code = worse(code, outcome.code);
         let stopped = matches!(outcome.code, exit::INTERRUPTED | exit::HARNESS);
         done.push((exp, outcome));
@@ -106,7 +106,7 @@ pub fn run(args: &RunArgs) -> u8 {
         }
     }
     if let (Some(out), true) = (&args.out, suite)
-        && let Err(e) = write_suite_readme(out, &args.paths, &done)
+        && let Err(e) = write_suite_readme(out, &args.paths, &done, &ctx)
     {
         eprintln!("error: {}: {e}", out.display());
         code = worse(code, exit::HARNESS);
@@ -137,7 +137,7 @@ fn servers_ready(exps: &[Experiment]) -> Result<(), String> {
                     ));
                 }
             } else if let Some(address) = s.address()
-                && checked.insert((crate::experiment::setting_name(&s.kind), address.clone()))
+                && checked.insert((crate::model::setting_name(&s.kind), address.clone()))
             {
                 crate::substrate::preflight(s.kind, &address).map_err(|e| format!("{}: {e}", exp.source.display()))?;
             }
@@ -218,22 +218,27 @@ struct Outcome {
     dir: PathBuf,
 }
 
-fn run_experiment(
-    exp: &Experiment,
-    dir: &Path,
-    link_latest: bool,
-    exe: &Path,
-    flags: &StopFlags,
+/// What every experiment of one `leasequake run` shares.
+struct Ctx {
+    /// The executable that runs `leasequake worker`.
+    exe: PathBuf,
+    flags: StopFlags,
+    /// When the run began (wall clock): a suite's host.json, written at the
+    /// end, still says when the run began.
+    started_ns: i64,
+    calibration: Option<Quick>,
     quiet: bool,
-    done: Option<Done>,
-) -> Outcome {
+}
+
+fn run_experiment(exp: &Experiment, dir: &Path, link_latest: bool, ctx: &Ctx, done: Option<Done>) -> Outcome {
+    let (exe, flags, quiet) = (&ctx.exe, &ctx.flags, ctx.quiet);
     let failed = |code: u8, message: String| {
         eprintln!("error: {message}");
         Outcome { code, summary: summarize(&[]), metrics: Vec::new(), dir: dir.to_path_buf() }
     };
     let resuming = done.is_some();
     let done = done.unwrap_or_default();
-    if !resuming && let Err(e) = prepare_dir(exp, dir, link_latest) {
+    if !resuming && let Err(e) = prepare_dir(exp, dir, link_latest, ctx) {
         return failed(exit::HARNESS, e);
     }
     let writer = if resuming {
@@ -286,8 +291,10 @@ fn run_experiment(
             let mut sink = sink.lock().unwrap_or_else(|p| p.into_inner());
             match result {
                 Ok(record) => {
-                    let outcome = record.metrics.outcome();
-                    if let Err(e) = sink.record(&units, unit, record) {
+                    // The trial hands back its history; judging it is ours.
+                    let metrics = check(&record.history, &CheckParams::of(unit_exp));
+                    let outcome = metrics.outcome();
+                    if let Err(e) = sink.record(&units, unit, record, metrics) {
                         sink.error.get_or_insert(e);
                         stop.store(true, Ordering::SeqCst);
                     }
@@ -349,7 +356,7 @@ fn run_experiment(
         eprintln!("interrupted: {} of {total} trials completed and kept in {}", all.len(), dir.display());
         exit::INTERRUPTED
     } else {
-        super::verdict(exp, &by_trial)
+        super::inputs::verdict(exp, &by_trial)
     };
     let metrics = sink.metrics.into_iter().map(|(t, _, m)| (t, m)).collect();
     Outcome { code, summary, metrics, dir: dir.to_path_buf() }
@@ -386,10 +393,11 @@ fn resume(dir: &Path, args: &RunArgs) -> u8 {
     };
     // A trial interrupted half-written has events but no trials.csv row.
     histories.retain(|t, _| completed.contains(t));
-    let done: Done = super::recheck(&exp, &histories);
+    let done: Done = super::inputs::recheck(&exp, &histories);
     let Some(exe) = worker_exe() else { return exit::HARNESS };
-    let flags = install_signal_flags();
-    run_experiment(&exp, dir, false, &exe, &flags, args.quiet, Some(done)).code
+    // A resumed run keeps its host.json: no new calibration.
+    let ctx = Ctx { exe, flags: install_signal_flags(), started_ns: wall_ns(), calibration: None, quiet: args.quiet };
+    run_experiment(&exp, dir, false, &ctx, Some(done)).code
 }
 
 struct Sink {
@@ -402,21 +410,27 @@ struct Sink {
 
 impl Sink {
     /// Write the trial and a fresh summary before anything else happens.
-    fn record(&mut self, units: &[(&Experiment, String)], unit: usize, r: TrialRecord) -> Result<(), String> {
+    fn record(
+        &mut self,
+        units: &[(&Experiment, String)],
+        unit: usize,
+        r: TrialRecord,
+        metrics: TrialMetrics,
+    ) -> Result<(), String> {
         let (exp, label) = &units[unit];
         self.writer
-            .append(exp, label, r.trial, r.seed, &r.history, &r.deliveries, &r.metrics, &r.outcomes.join("; "))
+            .append(exp, label, r.trial, r.seed, &r.history, &r.deliveries, &metrics, &r.outcomes.join("; "))
             .map_err(|e| e.to_string())?;
         if r.trial == 1 {
             // The first trial's timeline, to set beside the blog's diagram. A
             // plot is derived output: failing to draw it loses no result.
-            let title = format!("{}: trial 1 ({})", exp.name, crate::trial::describe(exp));
+            let title = format!("{}: trial 1 ({})", exp.name, terminal::describe(exp));
             let path = self.dir.join("timeline.svg");
-            if let Err(e) = timeline::render(&path, &title, &r.history, &r.metrics, exp.workers) {
+            if let Err(e) = timeline::render(&path, &title, &r.history, &metrics, exp.workers) {
                 eprintln!("warning: {}: {e}", path.display());
             }
         }
-        self.metrics.push((r.trial, unit, r.metrics));
+        self.metrics.push((r.trial, unit, metrics));
         let rows = per_unit(units, &self.metrics);
         self.writer.write_summary(&rows).map_err(|e| e.to_string())
     }
@@ -424,14 +438,15 @@ impl Sink {
 
 /// Create the results directory, write experiment.yaml and host.json, and
 /// (for default locations) point `<root>/<name>/latest` at it.
-fn prepare_dir(exp: &Experiment, dir: &Path, link_latest: bool) -> Result<(), String> {
+fn prepare_dir(exp: &Experiment, dir: &Path, link_latest: bool, ctx: &Ctx) -> Result<(), String> {
     let io = |p: &Path| {
         let p = p.to_path_buf();
         move |e: std::io::Error| format!("{}: {e}", p.display())
     };
     std::fs::create_dir_all(dir).map_err(io(dir))?;
     std::fs::write(dir.join("experiment.yaml"), to_yaml(exp)).map_err(io(dir))?;
-    std::fs::write(dir.join("host.json"), host::to_json(&host::describe(exp))).map_err(io(dir))?;
+    std::fs::write(dir.join("host.json"), host::to_json(&host::describe(exp, ctx.started_ns, ctx.calibration.clone())))
+        .map_err(io(dir))?;
     if link_latest && let (Some(parent), Some(name)) = (dir.parent(), dir.file_name()) {
         // Replace the link atomically: a new link under a temp name, renamed.
         let tmp = parent.join(".latest.tmp");
@@ -443,9 +458,14 @@ fn prepare_dir(exp: &Experiment, dir: &Path, link_latest: bool) -> Result<(), St
 }
 
 /// README.md (the side-by-side table) and host.json for a suite run.
-fn write_suite_readme(out: &Path, paths: &[PathBuf], done: &[(&Experiment, Outcome)]) -> std::io::Result<()> {
+fn write_suite_readme(
+    out: &Path,
+    paths: &[PathBuf],
+    done: &[(&Experiment, Outcome)],
+    ctx: &Ctx,
+) -> std::io::Result<()> {
     let Some((first, _)) = done.first() else { return Ok(()) };
-    let h = host::describe(first);
+    let h = host::describe(first, ctx.started_ns, ctx.calibration.clone());
     std::fs::write(out.join("host.json"), host::to_json(&h))?;
     let runs: Vec<Measured<'_>> = done
         .iter()

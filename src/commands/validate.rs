@@ -1,6 +1,7 @@
 use std::path::PathBuf;
 
-use super::{exit, expand};
+use super::inputs::expand;
+use crate::error::exit;
 use crate::experiment::{Overrides, load};
 
 /// Load every file; report each; exit 2 if any is invalid.

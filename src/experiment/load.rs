@@ -9,11 +9,12 @@ use std::path::Path;
 use serde::Deserialize;
 use serde_saphyr::Spanned;
 
-use super::{
-    Action, After, Diagnostic, Dur, EpochJob, Expect, Experiment, ExperimentError, Fault, InitialLock, JobStrategy,
-    LeaseSettings, PauseLen, StartMode, SubstrateSettings, Target, WorkerSettings,
+use super::diagnostic::{Diagnostic, ExperimentError};
+use crate::model::history::EventKind;
+use crate::model::{
+    Action, After, ClockOffset, Dur, EpochJob, Expect, Experiment, Fault, InitialLock, JobStrategy, LeaseSettings,
+    PauseLen, Point, Reference, StartMode, SubstrateSettings, Target, WorkerSettings, setting_name,
 };
-use crate::history::EventKind;
 
 /// Command-line settings that take precedence over the file.
 #[derive(Clone, Debug, Default)]
@@ -66,7 +67,7 @@ struct RawExperiment {
     #[serde(default)]
     jobs: Option<Spanned<usize>>,
     #[serde(default)]
-    reference: Option<super::Reference>,
+    reference: Option<Reference>,
     #[serde(default)]
     substrate: SubstrateSettings,
     #[serde(default)]
@@ -101,7 +102,7 @@ struct RawFault {
 #[serde(untagged)]
 enum RawLen {
     Fixed(Dur),
-    Drawn(super::PauseLen),
+    Drawn(PauseLen),
 }
 
 impl RawLen {
@@ -174,7 +175,7 @@ pub fn load_str(path: &Path, text: &str, overrides: &Overrides) -> Result<Experi
                 _ => (k, v),
             })
             .collect();
-        base.points.push(super::Point { settings, exp });
+        base.points.push(Point { settings, exp });
     }
     Ok(base)
 }
@@ -206,9 +207,6 @@ fn apply(
             raw.workers = Spanned::new(n, loc, loc);
         }
         "substrate" => raw.substrate.kind = serde_json::from_value(variant(key)?).map_err(|e| e.to_string())?,
-        "acquire" => raw.worker.acquire = serde_json::from_value(variant(key)?).map_err(|e| e.to_string())?,
-        "unreadable" => raw.worker.unreadable = serde_json::from_value(variant(key)?).map_err(|e| e.to_string())?,
-        "expiry" => raw.worker.expiry = serde_json::from_value(variant(key)?).map_err(|e| e.to_string())?,
         "pause" => {
             // Every pause fault of the schedule.
             let d = len()?;
@@ -221,11 +219,18 @@ fn apply(
                 return Err("sweep key `pause` needs a fault with `action: pause`".into());
             }
         }
+        _ if super::sweep::worker_key(key).is_some() => {
+            // Any setting of the built-in worker, by its name in `worker:`.
+            let field = super::sweep::worker_key(key).expect("matched");
+            let mut tree = serde_json::to_value(&raw.worker).map_err(|e| e.to_string())?;
+            tree[field] = value.clone();
+            raw.worker = serde_json::from_value(tree).map_err(|e| format!("{key}: {e}"))?;
+        }
         _ => {
             let Some((index, field)) = super::sweep::fault_key(key) else {
                 return Err(format!(
                     "unknown sweep setting {key:?}: expected one of {}",
-                    super::sweep::KEYS.join(", ")
+                    super::sweep::keys().join(", ")
                 ));
             };
             let n = raw.faults.len();
@@ -246,9 +251,9 @@ fn apply(
 /// faults exist only where there is a lock file; a managed server only for
 /// Redis; server faults only against a managed server.
 fn validate_substrate(raw: &RawExperiment, text: &str) -> Result<(), (u64, u64, String)> {
-    use crate::substrate::Kind;
+    use crate::model::Kind;
     let s = &raw.substrate;
-    let name = super::setting_name(&s.kind);
+    let name = setting_name(&s.kind);
     let has_file = matches!(s.kind, Kind::File | Kind::Flock);
     let w = &raw.worker;
     let defaults = WorkerSettings::default();
@@ -394,7 +399,24 @@ fn build(path: &Path, text: &str, raw: RawExperiment, overrides: &Overrides) -> 
             format!("failpoint_workers: worker {bad} is out of range (this experiment has workers 0..{})", workers - 1),
         ));
     }
-    if raw.worker.resource != crate::substrate::resource::Resource::None && !raw.worker.fencing_tokens {
+    let offsets = match &raw.worker.clock_offset {
+        ClockOffset::All(o) => vec![*o],
+        ClockOffset::PerWorker(v) => v.clone(),
+    };
+    let offset_problem = match &raw.worker.clock_offset {
+        ClockOffset::PerWorker(v) if v.len() != workers => {
+            Some(format!("a list gives one offset per worker: {} for {workers} workers", v.len()))
+        }
+        _ => offsets
+            .iter()
+            .find(|o| o.as_ns().unsigned_abs() > 86_400_000_000_000)
+            .map(|o| format!("{o} is more than a day off; at most 1440m either way")),
+    };
+    if let Some(p) = offset_problem {
+        let (line, column) = locate(text, "clock_offset");
+        return Err(at(line, column, format!("clock_offset: {p}")));
+    }
+    if raw.worker.resource != crate::model::Resource::None && !raw.worker.fencing_tokens {
         let (line, column) = locate(text, "resource");
         return Err(at(
             line,
@@ -500,6 +522,7 @@ fn build(path: &Path, text: &str, raw: RawExperiment, overrides: &Overrides) -> 
         lease: LeaseSettings { lease: sc(lease), renew: sc(renew), watch: sc(watch), resolution: sc(resolution) },
         worker: WorkerSettings {
             failpoint_delay: sc(raw.worker.failpoint_delay),
+            clock_offset: raw.worker.clock_offset.scaled(scale),
             epoch_job: raw.worker.epoch_job.map(|j| EpochJob { epoch: sc(j.epoch), duration: sc(j.duration), ..j }),
             ..raw.worker.clone()
         },
@@ -624,7 +647,7 @@ fn validate_fault(
         }
         Some(a) => {
             // `ready` is reported before the barrier: it can never trigger.
-            let after_barrier = |k: &EventKind| is_worker_event(*k) && *k != EventKind::Ready;
+            let after_barrier = |k: &EventKind| k.is_worker_event() && *k != EventKind::Ready;
             let event = EventKind::from_name(&a.value).filter(after_barrier).ok_or_else(|| {
                 err_at(
                     &a.referenced,
@@ -659,12 +682,8 @@ fn locate(text: &str, key: &str) -> (u64, u64) {
     text.lines().enumerate().find_map(|(i, l)| l.find(&needle).map(|c| (i as u64 + 1, c as u64 + 1))).unwrap_or((0, 0))
 }
 
-pub(super) fn is_worker_event(k: EventKind) -> bool {
-    !matches!(k, EventKind::Spawn | EventKind::Barrier | EventKind::Fault | EventKind::Exit | EventKind::TrialEnd)
-}
-
 fn worker_event_names() -> String {
-    let after_barrier = |k: &EventKind| is_worker_event(*k) && *k != EventKind::Ready;
+    let after_barrier = |k: &EventKind| k.is_worker_event() && *k != EventKind::Ready;
     EventKind::ALL.into_iter().filter(after_barrier).map(|k| k.name()).collect::<Vec<_>>().join(", ")
 }
 
@@ -708,7 +727,7 @@ mod tests {
         assert_eq!(e.duration, Dur::from_secs(3));
         assert_eq!(e.lease.resolution, Dur::from_ms(100));
         assert_eq!(e.faults[0].at, Dur::from_ms(1200));
-        assert_eq!(e.faults[0].duration, Some(super::PauseLen::Fixed(Dur::from_ms(1500))));
+        assert_eq!(e.faults[0].duration, Some(PauseLen::Fixed(Dur::from_ms(1500))));
     }
 
     #[test]
@@ -743,6 +762,11 @@ mod tests {
                 "name: t\nworkers: 3\nworker:\n  failpoint: before-remove\n  failpoint_workers: [3]\n",
                 "t.yaml:5:3: failpoint_workers: worker 3 is out of range",
             ),
+            (
+                "name: t\nworkers: 3\nworker:\n  clock_offset: [1s, -1s]\n",
+                "t.yaml:4:3: clock_offset: a list gives one offset per worker: 2 for 3 workers",
+            ),
+            ("name: t\nworkers: 3\nworker:\n  clock_offset: -2000m\n", "t.yaml:4:3: clock_offset: -120000s is more"),
         ];
         for (text, want) in cases {
             let got = load_text(text).unwrap_err();

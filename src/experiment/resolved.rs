@@ -5,7 +5,7 @@
 
 use std::fmt::Write;
 
-use super::{Action, Dur, Experiment, StartMode, setting_name};
+use crate::model::{Action, Dur, Experiment, StartMode, setting_name};
 
 fn quote(s: &str) -> String {
     // A JSON string is a valid YAML double-quoted scalar.
@@ -29,27 +29,9 @@ pub fn to_yaml(e: &Experiment) -> String {
     let _ = writeln!(w, "expiry_resolution: {}", e.lease.resolution);
     // A program has no built-in worker settings (and may not be given any).
     if e.program.is_none() {
-        let _ = writeln!(w, "worker:");
-        let _ = writeln!(w, "  acquire: {}", setting_name(&e.worker.acquire));
-        let _ = writeln!(w, "  unreadable: {}", setting_name(&e.worker.unreadable));
-        let _ = writeln!(w, "  expiry: {}", setting_name(&e.worker.expiry));
-        let _ = writeln!(w, "  release_on_term: {}", e.worker.release_on_term);
-        let _ = writeln!(w, "  mode: {}", setting_name(&e.worker.mode));
-        let _ = writeln!(w, "  failpoint: {}", setting_name(&e.worker.failpoint));
-        let _ = writeln!(w, "  failpoint_delay: {}", e.worker.failpoint_delay);
-        if e.worker.fencing_tokens {
-            let _ = writeln!(w, "  fencing_tokens: true");
-        }
-        if e.worker.resource != crate::substrate::resource::Resource::None {
-            let _ = writeln!(w, "  resource: {}", setting_name(&e.worker.resource));
-        }
-        if let Some(j) = &e.worker.epoch_job {
-            let strategy = setting_name(&j.strategy);
-            let _ = writeln!(w, "  epoch_job: {{epoch: {}, duration: {}, strategy: {strategy}}}", j.epoch, j.duration);
-        }
-        if let Some(ws) = &e.worker.failpoint_workers {
-            let _ = writeln!(w, "  failpoint_workers: {ws:?}");
-        }
+        // JSON is YAML: the worker's settings exactly as their type writes them.
+        let settings = serde_json::to_string(&e.worker).expect("worker settings serialise");
+        let _ = writeln!(w, "worker: {settings}");
     }
     let s = &e.substrate;
     let _ = write!(w, "substrate: {{kind: {}", setting_name(&s.kind));
@@ -78,12 +60,12 @@ pub fn to_yaml(e: &Experiment) -> String {
             }
         }
         let observe = match p.observe {
-            super::program::Observe::Protocol => "protocol",
-            super::program::Observe::Patterns => "patterns",
+            crate::model::program::Observe::Protocol => "protocol",
+            crate::model::program::Observe::Patterns => "patterns",
         };
         let stamp = match p.timestamps {
-            super::program::Stamp::Program => "program",
-            super::program::Stamp::Receipt => "receipt",
+            crate::model::program::Stamp::Program => "program",
+            crate::model::program::Stamp::Receipt => "receipt",
         };
         let _ = writeln!(w, "  observe: {observe}");
         let _ = writeln!(w, "  timestamps: {stamp}");
@@ -175,8 +157,9 @@ pub fn to_yaml(e: &Experiment) -> String {
 mod tests {
     use std::path::Path;
 
-    use super::super::{Overrides, Point, load_str};
+    use super::super::{Overrides, load_str};
     use super::*;
+    use crate::model::Point;
 
     #[test]
     fn resolved_yaml_loads_back_to_the_same_experiment() {

@@ -7,23 +7,36 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 use serde_saphyr::{Location, Spanned};
 
-/// Settings a sweep can vary.
-pub const KEYS: [&str; 14] = [
-    "substrate",
-    "lease",
-    "renew",
-    "watch",
-    "duration",
-    "expiry_resolution",
-    "workers",
-    "acquire",
-    "unreadable",
-    "expiry",
-    "pause",
-    "fault.N.at",
-    "fault.N.duration",
-    "fault.N.jitter (or .delay)",
-];
+/// Settings of the experiment itself that a sweep can vary.
+const EXPERIMENT_KEYS: [&str; 7] = ["substrate", "lease", "renew", "watch", "duration", "expiry_resolution", "workers"];
+/// A fault's settings a sweep can vary (`pause` sets every pause's length).
+const FAULT_KEYS: [&str; 4] = ["pause", "fault.N.at", "fault.N.duration", "fault.N.jitter (or .delay)"];
+
+/// Every setting a sweep can vary: the experiment's, every setting of the
+/// built-in worker (by its name in `worker:`, or `worker.NAME`), the faults'.
+pub fn keys() -> Vec<String> {
+    let worker = worker_fields();
+    EXPERIMENT_KEYS
+        .iter()
+        .map(|k| k.to_string())
+        .chain(worker)
+        .chain(FAULT_KEYS.iter().map(|k| k.to_string()))
+        .collect()
+}
+
+/// The names of the built-in worker's settings, as its type writes them.
+fn worker_fields() -> Vec<String> {
+    match serde_json::to_value(crate::model::WorkerSettings::default()) {
+        Ok(Value::Object(map)) => map.keys().cloned().collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// `expiry` or `worker.expiry` → "expiry", for a setting of the built-in worker.
+pub fn worker_key(key: &str) -> Option<String> {
+    let name = key.strip_prefix("worker.").unwrap_or(key);
+    worker_fields().into_iter().find(|f| f == name)
+}
 
 pub fn is_duration(key: &str) -> bool {
     matches!(key, "lease" | "renew" | "watch" | "duration" | "expiry_resolution" | "pause") || fault_key(key).is_some()
@@ -87,7 +100,8 @@ pub fn points(sweep: &BTreeMap<String, Spanned<Vec<Value>>>) -> Result<Vec<Setti
 mod tests {
     use std::path::Path;
 
-    use crate::experiment::{Dur, Overrides, load_str};
+    use crate::experiment::{Overrides, load_str};
+    use crate::model::Dur;
 
     #[test]
     fn a_cross_product_with_coupled_points() {
@@ -98,7 +112,7 @@ mod tests {
         let labels: Vec<String> = e.points.iter().map(|p| p.label()).collect();
         assert_eq!(labels[0], "pause=50ms lease=300ms renew=100ms watch=100ms");
         assert_eq!(e.points[3].exp.lease.lease, Dur::from_ms(900));
-        assert_eq!(e.points[3].exp.faults[0].duration, Some(crate::experiment::PauseLen::Fixed(Dur::from_ms(200))));
+        assert_eq!(e.points[3].exp.faults[0].duration, Some(crate::model::PauseLen::Fixed(Dur::from_ms(200))));
     }
 
     #[test]

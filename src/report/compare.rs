@@ -5,11 +5,11 @@
 use std::fmt::Write;
 
 use crate::check::TrialMetrics;
-use crate::experiment::{Dur, Experiment};
-use crate::history::us_to_ms;
+use crate::model::history::us_to_ms;
+use crate::model::{Dur, Experiment};
 
-use super::stats::{percentile, wilson95};
 use super::summary::Summary;
+use crate::check::stats::{percentile, wilson95};
 
 /// One experiment's run, for the table.
 pub struct Measured<'a> {
@@ -127,7 +127,7 @@ fn row(m: &Measured<'_>) -> [String; 5] {
         let j = &s.jobs;
         measured.push(format!(
             "epoch job ({}): {} duplicate executions in {}/{n} trials, {} of {} epochs missed in {}/{n} trials",
-            crate::experiment::setting_name(&job.strategy),
+            crate::model::setting_name(&job.strategy),
             j.duplicates,
             s.duplicate_trials,
             j.missed,
@@ -233,7 +233,7 @@ pub fn jobs_markdown(runs: &[Measured<'_>]) -> String {
             "| [{}]({}) | {} | {} | {} ({}) | {} of {} ({}) | {} / {} | {belief} |",
             m.exp.name,
             m.link,
-            crate::experiment::setting_name(&job.strategy),
+            crate::model::setting_name(&job.strategy),
             s.n,
             j.duplicates,
             s.duplicate_trials,
@@ -244,7 +244,7 @@ pub fn jobs_markdown(runs: &[Measured<'_>]) -> String {
             j.stale_results - j.stale_applied,
         );
     }
-    use crate::experiment::JobStrategy;
+    use crate::model::JobStrategy;
     let dup = |pick: &dyn Fn(JobStrategy) -> bool| -> usize {
         with_job.iter().filter(|(_, j)| pick(j.strategy)).map(|(m, _)| m.summary.jobs.duplicates).sum()
     };
@@ -269,7 +269,7 @@ pub fn jobs_markdown(runs: &[Measured<'_>]) -> String {
 /// A substrate as the comparison names it.
 fn substrate_label(exp: &Experiment) -> String {
     let s = &exp.substrate;
-    let kind = crate::experiment::setting_name(&s.kind);
+    let kind = crate::model::setting_name(&s.kind);
     if s.managed { format!("{kind} (managed)") } else { kind }
 }
 

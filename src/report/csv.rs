@@ -7,9 +7,9 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::check::TrialMetrics;
-use crate::experiment::{Experiment, setting_name};
-use crate::history::{Event, History, us_to_ms};
-use crate::trial::FaultRow;
+use crate::model::FaultRow;
+use crate::model::history::{Event, History, us_to_ms};
+use crate::model::{Experiment, setting_name};
 
 use super::summary::SummaryRow;
 
@@ -144,7 +144,7 @@ fn opt<T: ToString>(v: Option<T>) -> String {
 /// A percentile of sorted µs values, rounded to whole µs.
 pub fn pct_us(sorted: &[u64], q: f64) -> Option<u64> {
     let v: Vec<f64> = sorted.iter().map(|&x| x as f64).collect();
-    super::stats::percentile(&v, q).map(|p| p.round() as u64)
+    crate::check::stats::percentile(&v, q).map(|p| p.round() as u64)
 }
 
 fn opt_ms(v: Option<f64>) -> String {
@@ -454,7 +454,7 @@ impl ResultsWriter {
 /// The theory's bound on the gap after a SIGKILL at a uniform moment:
 /// `[lease - renew, lease + watch + resolution]` (DESIGN.md).
 pub fn crash_bound_ms(exp: &Experiment) -> (f64, f64) {
-    let p = exp.check_params();
+    let p = crate::check::CheckParams::of(exp);
     let ms = |us: i64| us as f64 / 1000.0;
     (ms(p.lease_us - p.renew_us), ms(p.wedge_threshold_us()))
 }

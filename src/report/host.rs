@@ -3,8 +3,9 @@
 
 use serde::Serialize;
 
-use crate::clock::{utc_stamp, wall_ns};
-use crate::experiment::Experiment;
+use crate::model::Experiment;
+use crate::model::calibration::Quick;
+use crate::model::clock::utc_stamp;
 
 #[derive(Serialize)]
 pub struct Host {
@@ -21,22 +22,23 @@ pub struct Host {
     pub seed: u64,
     pub time_scale: f64,
     pub jobs: usize,
+    /// The random generator behind every seeded choice.
+    pub generator: &'static str,
     /// The instrument's error bars, measured on this machine just before
     /// the run (`leasequake calibrate`, short version; µs): absent with
     /// `--no-calibrate`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub calibration: Option<crate::calibrate::Quick>,
+    pub calibration: Option<Quick>,
 }
 
-/// When this `leasequake run` started (set once, at its start): a suite's
-/// host.json, written at the end, still says when the run began.
-static RUN_STARTED: std::sync::OnceLock<i64> = std::sync::OnceLock::new();
+/// The generator that draws every random choice of a trial from its seed
+/// (fault jitter, targets, pause lengths): a stream stable by contract, so
+/// that a printed seed replays after an upgrade.
+pub const GENERATOR: &str = "ChaCha8 (rand_chacha 0.9), seeded with seed_from_u64(trial seed)";
 
-pub fn mark_run_start() {
-    let _ = RUN_STARTED.set(wall_ns());
-}
-
-pub fn describe(exp: &Experiment) -> Host {
+/// The host record of a run of `exp` that began at `started_ns` (wall
+/// clock), with the calibration measured before it, if any.
+pub fn describe(exp: &Experiment, started_ns: i64, calibration: Option<Quick>) -> Host {
     // Every field is best effort: a missing fact must not stop a run.
     let (cpu, cores, memory_bytes) = match sysinfo::System::new() {
         Ok(mut sys) => {
@@ -57,12 +59,13 @@ pub fn describe(exp: &Experiment) -> Host {
         memory_bytes,
         load_average: load,
         leasequake_version: env!("CARGO_PKG_VERSION"),
-        started_utc: utc_stamp(RUN_STARTED.get().copied().unwrap_or_else(wall_ns) / 1_000_000_000),
+        started_utc: utc_stamp(started_ns / 1_000_000_000),
         command: std::env::args().collect(),
         seed: exp.seed,
         time_scale: exp.time_scale,
         jobs: exp.jobs,
-        calibration: crate::calibrate::quick(),
+        generator: GENERATOR,
+        calibration,
     }
 }
 

@@ -5,7 +5,6 @@ pub mod csv;
 pub mod host;
 pub mod plots;
 pub mod read;
-pub mod stats;
 pub mod summary;
 pub mod terminal;
 pub mod timeline;

@@ -8,7 +8,7 @@ use std::path::Path;
 use plotters::prelude::*;
 
 use super::read::ReadError;
-use super::stats::{percentile, wilson95};
+use crate::check::stats::{percentile, wilson95};
 
 const GAP: RGBColor = RGBColor(46, 110, 190);
 const EVICT: RGBColor = RGBColor(200, 60, 40);

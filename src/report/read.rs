@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::history::{Detail, Event, EventKind, History, ms_to_us};
+use crate::model::history::{Detail, Event, EventKind, History, ms_to_us};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {

@@ -1,10 +1,10 @@
 //! One summary row per setting, computed from the trials' metrics.
 
 use crate::check::TrialMetrics;
-use crate::experiment::Experiment;
-use crate::history::us_to_ms;
+use crate::model::Experiment;
+use crate::model::history::us_to_ms;
 
-use super::stats::{percentile, wilson95};
+use crate::check::stats::{percentile, wilson95};
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Summary {

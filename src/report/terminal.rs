@@ -3,8 +3,8 @@
 use std::path::Path;
 
 use crate::check::{Gap, TrialMetrics};
-use crate::experiment::Experiment;
-use crate::history::us_to_ms;
+use crate::model::history::us_to_ms;
+use crate::model::{Experiment, setting_name};
 
 use super::summary::{Summary, SummaryRow};
 
@@ -48,7 +48,7 @@ pub fn decomposition(metrics: &[(u32, &TrialMetrics)]) -> String {
 
 pub fn render(exp: &Experiment, s: &Summary, dir: &Path) -> String {
     let (lo, hi) = s.double_leader_ci;
-    let mut out = format!("{}: {} trials ({}), seed {}\n", exp.name, s.n, crate::trial::describe(exp), exp.seed);
+    let mut out = format!("{}: {} trials ({}), seed {}\n", exp.name, s.n, describe(exp), exp.seed);
     if exp.time_scale != 1.0 {
         out += &format!("  time scale:     {} (every duration above and below is scaled)\n", exp.time_scale);
     }
@@ -131,4 +131,17 @@ pub fn points(rows: &[SummaryRow<'_>]) -> String {
         );
     }
     out
+}
+
+/// The exact mode a worker runs in, for reports.
+pub fn describe(exp: &Experiment) -> String {
+    format!(
+        "{} workers, {} mode, acquire {}, lease {} / renew {} / watch {}",
+        exp.workers,
+        setting_name(&exp.worker.mode),
+        setting_name(&exp.worker.acquire),
+        exp.lease.lease,
+        exp.lease.renew,
+        exp.lease.watch
+    )
 }

@@ -8,7 +8,7 @@ use std::path::Path;
 use plotters::prelude::*;
 
 use crate::check::TrialMetrics;
-use crate::history::{EventKind, History, Micros};
+use crate::model::history::{EventKind, History, Micros};
 
 const TENURE: RGBColor = RGBColor(46, 110, 190);
 const PAUSED: RGBColor = RGBColor(150, 150, 150);

@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use super::lockfile::{Lease, LockFile, ReadError};
 use super::{Renewal, Seen, Substrate, tokens};
-use crate::clock::wall_ns;
-use crate::experiment::Failpoint;
-use crate::worker::expiry::ExpiryRule;
+use crate::model::Failpoint;
+use crate::model::clock::wall_ns;
+use crate::model::expiry::ExpiryRule;
 
 pub struct FileLease {
     lock: LockFile,

@@ -13,7 +13,7 @@ use nix::fcntl::{Flock, FlockArg};
 
 use super::lockfile::{Lease, ReadError};
 use super::{Renewal, Seen, Substrate, tokens};
-use crate::experiment::Expiry;
+use crate::model::Expiry;
 
 pub struct FlockLease {
     path: PathBuf,

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::experiment::{Acquire, Expiry, Failpoint};
+use crate::model::{Acquire, Expiry, Failpoint};
 
 /// The content of the lock file, as the blog's Go program writes it.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]

@@ -24,9 +24,9 @@ pub mod tokens;
 use std::io;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
-
 pub use lockfile::{Lease, ReadError};
+
+use crate::model::{Kind, Server};
 
 /// What a watcher sees of the lease.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -71,59 +71,14 @@ pub trait Substrate {
     }
 }
 
-/// The kind of substrate an experiment runs on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "kebab-case")]
-pub enum Kind {
-    File,
-    Flock,
-    Redis,
-    Postgres,
-    /// `pg_try_advisory_lock`: held by the holder's database session.
-    PostgresAdvisory,
-}
-
-impl Kind {
-    /// Does a lease of this kind expire by time? flock and advisory locks
-    /// last as long as their holder (process or session) lives.
-    pub fn expires(self) -> bool {
-        !matches!(self, Kind::Flock | Kind::PostgresAdvisory)
-    }
-
-    /// Does this substrate talk to a server?
-    pub fn server(self) -> Option<Server> {
-        match self {
-            Kind::File | Kind::Flock => None,
-            Kind::Redis => Some(Server::Redis),
-            Kind::Postgres | Kind::PostgresAdvisory => Some(Server::Postgres),
-        }
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Server {
-    Redis,
-    Postgres,
-}
-
-impl Server {
-    /// The local service a fresh machine is expected to run.
-    pub fn default_address(self) -> &'static str {
-        match self {
-            Server::Redis => "redis://127.0.0.1:6379/",
-            Server::Postgres => "postgres://postgres@127.0.0.1:5432/test",
-        }
-    }
-}
-
 /// Everything a worker needs to open its substrate.
 #[derive(Clone, Debug)]
 pub struct Open<'a> {
     pub kind: Kind,
     pub lock: &'a std::path::Path,
-    pub acquire: crate::experiment::Acquire,
-    pub expiry: crate::experiment::Expiry,
-    pub rule: crate::worker::expiry::ExpiryRule,
+    pub acquire: crate::model::Acquire,
+    pub expiry: crate::model::Expiry,
+    pub rule: crate::model::expiry::ExpiryRule,
     pub fencing_tokens: bool,
     pub address: Option<&'a str>,
     /// The lease's name on a server (unique per trial).

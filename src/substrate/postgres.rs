@@ -48,10 +48,15 @@ fn err(e: postgres::Error) -> io::Error {
 /// concurrent `CREATE TABLE IF NOT EXISTS` can fail in PostgreSQL).
 pub fn ensure_table(address: &str) -> io::Result<()> {
     let mut client = Client::connect(address, NoTls).map_err(err)?;
+    // Two runs creating the table at once race inside PostgreSQL (IF NOT
+    // EXISTS is not atomic: the loser fails on a unique index of the
+    // catalog). A transaction-scoped advisory lock makes them take turns.
     client
         .batch_execute(
-            "CREATE TABLE IF NOT EXISTS leasequake_leases \
-             (name text PRIMARY KEY, holder bigint NOT NULL, token bigint NOT NULL, expires_at timestamptz NOT NULL)",
+            "BEGIN; SELECT pg_advisory_xact_lock(7418230513); \
+             CREATE TABLE IF NOT EXISTS leasequake_leases \
+             (name text PRIMARY KEY, holder bigint NOT NULL, token bigint NOT NULL, expires_at timestamptz NOT NULL); \
+             COMMIT;",
         )
         .map_err(err)
 }

@@ -16,7 +16,7 @@ use redis::{Client, Connection, Value};
 
 use super::lockfile::{Lease, ReadError};
 use super::{Renewal, Seen, Substrate};
-use crate::clock::wall_ns;
+use crate::model::clock::wall_ns;
 
 // The token counter starts at the server's clock in µs: INCR is strictly
 // increasing while the server lives, and a server restarted without

@@ -9,20 +9,8 @@ use std::io::{self, ErrorKind, Write};
 use std::path::Path;
 
 use nix::fcntl::{Flock, FlockArg};
-use serde::{Deserialize, Serialize};
 
-use crate::experiment::JobStrategy;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "kebab-case")]
-pub enum Resource {
-    /// No leader work.
-    None,
-    /// Last writer wins.
-    Unfenced,
-    /// Rejects a write whose token is lower than the highest seen.
-    Fenced,
-}
+use crate::model::{JobStrategy, Resource};
 
 /// The store's own lock (flock on a guard file), so that a check and the
 /// write it guards are one step for every writer. Unlocked when dropped.

@@ -9,13 +9,13 @@ use std::path::Path;
 
 use nix::sys::signal::Signal;
 use rand::Rng;
-use rand::rngs::StdRng;
+use rand_chacha::ChaCha8Rng;
 
-use crate::clock::{mono_ns, wall_ns};
-use crate::experiment::{Action, After, Experiment, InitialLock, PauseLen, Target};
-use crate::history::EventKind;
+use crate::model::clock::{mono_ns, wall_ns};
+use crate::model::expiry::ExpiryRule;
+use crate::model::history::EventKind;
+use crate::model::{Action, After, Experiment, InitialLock, PauseLen, Target};
 use crate::substrate::lockfile::{self, LockFault};
-use crate::worker::expiry::ExpiryRule;
 
 use super::server::ManagedRedis;
 use super::spawn::WorkerProc;
@@ -103,7 +103,7 @@ pub struct Delivery {
 
 pub struct Nemesis<'s> {
     pending: Vec<Pending>,
-    rng: StdRng,
+    rng: ChaCha8Rng,
     rule: ExpiryRule,
     lock: std::path::PathBuf,
     /// The harness-managed lease server, for server-* faults.
@@ -114,7 +114,7 @@ impl<'s> Nemesis<'s> {
     pub fn new(
         exp: &Experiment,
         t0: i64,
-        mut rng: StdRng,
+        mut rng: ChaCha8Rng,
         lock: &Path,
         server: Option<&'s mut ManagedRedis>,
     ) -> Nemesis<'s> {

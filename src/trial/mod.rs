@@ -1,6 +1,6 @@
 //! One trial: spawn N workers in a fresh directory, release them together,
 //! inject the scheduled faults, collect every event into one history, clean
-//! up, and check.
+//! up. The history goes back to the caller, which checks it.
 //!
 //! The trial owns its children from spawn to reap. Whatever happens (an
 //! error, Ctrl-C, a panic) they are SIGCONTed, SIGTERMed, given a grace
@@ -8,6 +8,7 @@
 
 pub mod faults;
 pub mod limits;
+pub mod msg;
 pub mod program;
 pub mod server;
 pub mod spawn;
@@ -19,14 +20,15 @@ use std::time::Duration;
 
 use nix::sys::signal::Signal;
 use rand::SeedableRng;
-use rand::rngs::StdRng;
+use rand_chacha::ChaCha8Rng;
 
-use crate::check::{self, TrialMetrics};
-use crate::clock::mono_ns;
-use crate::experiment::{Experiment, Failpoint, StartMode, setting_name};
-use crate::history::{Detail, Event, EventKind, History};
+use crate::model::clock::mono_ns;
+use crate::model::history::{Detail, Event, EventKind, History};
+use crate::model::worker_config::WorkerConfig;
+use crate::model::{Dur, Experiment, FaultRow, Resource, StartMode};
 use faults::{Delivery, Live, Nemesis};
-use spawn::{ExitStatus, Msg, SpawnError, SpawnSpec, Workers};
+use msg::{ExitStatus, Msg};
+use spawn::{SpawnError, SpawnSpec, Workers};
 
 /// Messages queued between the readers and the trial loop (a message is an
 /// exit, a line, or a batch of up to 32 lines: at most about 65,000 lines,
@@ -70,103 +72,41 @@ pub struct TrialRecord {
     pub seed: u64,
     pub history: History,
     pub deliveries: Vec<FaultRow>,
-    pub metrics: TrialMetrics,
     /// Lines on a worker's stdout that were not protocol events.
     pub garbage_lines: usize,
     /// What became of each worker, in words (trials.csv `worker_outcomes`).
     pub outcomes: Vec<String>,
 }
 
-/// A fault delivery with times relative to the barrier (a faults.csv row).
-#[derive(Clone, Debug, PartialEq)]
-pub struct FaultRow {
-    pub fault: usize,
-    pub action: String,
-    pub target: String,
-    pub worker: Option<usize>,
-    pub pid: Option<i32>,
-    pub scheduled_us: i64,
-    pub actual_us: i64,
-    pub error: Option<String>,
-}
-
-/// Arguments for the built-in worker, from the experiment; `address` is the
+/// The built-in worker's config for a trial of `exp`: `address` is the
 /// lease server's (a managed server's is known only per trial).
-fn worker_args(exp: &Experiment, lock: &Path, address: Option<String>) -> Vec<String> {
-    let mut args = vec![
-        "worker".to_string(),
-        "--lock".into(),
-        lock.display().to_string(),
-        "--lease".into(),
-        exp.lease.lease.to_string(),
-        "--renew".into(),
-        exp.lease.renew.to_string(),
-        "--watch".into(),
-        exp.lease.watch.to_string(),
-        "--resolution".into(),
-        exp.lease.resolution.to_string(),
-    ];
-    for (flag, value) in [
-        ("--acquire", setting_name(&exp.worker.acquire)),
-        ("--unreadable", setting_name(&exp.worker.unreadable)),
-        ("--expiry", setting_name(&exp.worker.expiry)),
-        ("--mode", setting_name(&exp.worker.mode)),
-    ] {
-        args.push(flag.into());
-        args.push(value);
+fn worker_config(exp: &Experiment, lock: &Path, address: Option<String>) -> WorkerConfig {
+    let needs_store = exp.worker.resource != Resource::None || exp.worker.epoch_job.is_some();
+    WorkerConfig {
+        lock: lock.to_path_buf(),
+        timing: exp.lease,
+        worker: exp.worker.clone(),
+        substrate: exp.substrate.kind,
+        address,
+        lease_key: None,
+        resource_dir: needs_store.then(|| lock.with_file_name("resource")),
+        workers: exp.workers,
+        stagger: if exp.start == StartMode::Staggered { exp.stagger } else { Dur::ZERO },
     }
-    if exp.substrate.kind != crate::substrate::Kind::File {
-        args.push("--substrate".into());
-        args.push(setting_name(&exp.substrate.kind));
-    }
-    if let Some(address) = address {
-        args.push("--address".into());
-        args.push(address);
-    }
-    if !exp.worker.release_on_term {
-        args.push("--no-release".into());
-    }
-    if exp.worker.fencing_tokens {
-        args.push("--fencing-tokens".into());
-    }
-    if exp.worker.resource != crate::substrate::resource::Resource::None {
-        args.push("--resource".into());
-        args.push(setting_name(&exp.worker.resource));
-    }
-    if exp.worker.resource != crate::substrate::resource::Resource::None || exp.worker.epoch_job.is_some() {
-        args.push("--resource-dir".into());
-        args.push(lock.with_file_name("resource").display().to_string());
-    }
-    if let Some(job) = &exp.worker.epoch_job {
-        for (flag, value) in [
-            ("--job-epoch", job.epoch.to_string()),
-            ("--job-duration", job.duration.to_string()),
-            ("--job-strategy", setting_name(&job.strategy)),
-            ("--workers", exp.workers.to_string()),
-        ] {
-            args.push(flag.into());
-            args.push(value);
-        }
-    }
-    args
 }
 
-/// Per-worker arguments: a staggered start delay, and the failpoint for the
-/// workers that have it.
-fn per_worker_args(exp: &Experiment, i: usize) -> Vec<String> {
-    let mut args = Vec::new();
-    if exp.start == StartMode::Staggered {
-        args.push("--start-delay".to_string());
-        args.push(exp.stagger.scaled(i as f64).to_string());
-    }
-    let w = &exp.worker;
-    if w.failpoint != Failpoint::None && w.failpoint_workers.as_ref().is_none_or(|ws| ws.contains(&i)) {
-        args.push("--failpoint".into());
-        args.push(setting_name(&w.failpoint));
-        args.push("--failpoint-delay".into());
-        args.push(w.failpoint_delay.to_string());
-    }
-    args
+/// Write the workers' config into the trial directory; the arguments that
+/// hand it to them.
+fn write_worker_config(
+    exp: &Experiment,
+    dir: &Path,
+    lock: &Path,
+    address: Option<String>,
+) -> std::io::Result<Vec<String>> {
+    let path = dir.join("worker.json");
+    let text = serde_json::to_string_pretty(&worker_config(exp, lock, address)).map_err(std::io::Error::other)?;
+    std::fs::write(&path, text + "\n")?;
+    Ok(vec!["worker".to_string(), "--config".to_string(), path.display().to_string()])
 }
 
 /// A program's placeholders for worker `i`: durations already scaled, in ms.
@@ -177,7 +117,7 @@ fn placeholder_values(
     lock: &Path,
     address: Option<&str>,
 ) -> std::collections::BTreeMap<&'static str, String> {
-    let ms = |d: crate::experiment::Dur| {
+    let ms = |d: crate::model::Dur| {
         let v = d.as_ms_f64();
         if v.fract() == 0.0 { format!("{v:.0}") } else { format!("{v:.3}") }
     };
@@ -216,16 +156,20 @@ pub fn run_trial(
     let _ = nix::sys::prctl::set_timerslack(1);
 
     let (tx, rx) = mpsc::sync_channel(EVENT_BACKLOG);
-    let per_worker = |i: usize| per_worker_args(exp, i);
     let mut server = if exp.substrate.managed { Some(server::ManagedRedis::start(dir)?) } else { None };
     let address = server.as_ref().map(|s| s.address()).or_else(|| exp.substrate.address());
     let values = |i: usize| placeholder_values(exp, i, dir, &lock, address.as_deref());
+    let args = if exp.program.is_none() {
+        write_worker_config(exp, dir, &lock, address.clone())
+            .map_err(|source| TrialError::Dir { path: dir.join("worker.json"), source })?
+    } else {
+        Vec::new()
+    };
     let spec = SpawnSpec {
         exe,
-        args: worker_args(exp, &lock, address.clone()),
+        args,
         dir,
         count: exp.workers,
-        per_worker: &per_worker,
         program: exp.program.as_ref().map(|p| (p, &values as &spawn::Placeholders)),
     };
     let mut raw: Vec<RawEvent> = Vec::new();
@@ -250,7 +194,7 @@ pub fn run_trial(
         garbage: 0,
         deliveries: Vec::new(),
         end_ns: i64::MAX,
-        unsettled: (exp.program.is_none() && exp.worker.mode == crate::experiment::Mode::OneShot)
+        unsettled: (exp.program.is_none() && exp.worker.mode == crate::model::Mode::OneShot)
             .then(|| vec![true; exp.workers]),
     };
     if exp.program.as_ref().is_some_and(|p| !p.ready) {
@@ -272,12 +216,11 @@ pub fn run_trial(
     if exp.program.is_none() {
         run.check_exits(&workers)?;
     }
-    let protocol = exp.program.as_ref().is_some_and(|p| p.observe == crate::experiment::program::Observe::Protocol);
+    let protocol = exp.program.as_ref().is_some_and(|p| p.observe == crate::model::program::Observe::Protocol);
     let outcomes = run.outcomes(&workers, t0, protocol);
 
     let events: Vec<Event> = run.raw.into_iter().map(|r| r.into_event(t0)).collect();
     let history = History::new(events);
-    let metrics = check::check(&history, &exp.check_params());
     let deliveries = run
         .deliveries
         .into_iter()
@@ -292,7 +235,7 @@ pub fn run_trial(
             error: d.error,
         })
         .collect();
-    Ok(TrialRecord { trial, seed, history, deliveries, metrics, garbage_lines: run.garbage, outcomes })
+    Ok(TrialRecord { trial, seed, history, deliveries, garbage_lines: run.garbage, outcomes })
 }
 
 fn to_us(ns: i64) -> i64 {
@@ -311,7 +254,7 @@ fn release_lead_ns(workers: usize) -> i64 {
 /// The first monotonic time at least `ahead` from now at which the wall
 /// clock is `offset` past a multiple of `resolution`.
 fn next_wall_phase(resolution: i64, offset: i64, ahead: i64) -> i64 {
-    let (mono, wall) = (mono_ns(), crate::clock::wall_ns());
+    let (mono, wall) = (mono_ns(), crate::model::clock::wall_ns());
     let mut target = wall - wall.rem_euclid(resolution) + offset;
     while target < wall + ahead {
         target += resolution;
@@ -519,7 +462,7 @@ impl Run {
 
         // 3. Faults until the end.
         let end = t0 + exp.duration.as_ns() as i64;
-        let rng = StdRng::seed_from_u64(seed);
+        let rng = ChaCha8Rng::seed_from_u64(seed);
         let mut nemesis = Nemesis::new(exp, t0, rng, hit.lock, hit.server);
         loop {
             if stop.load(Ordering::SeqCst) {
@@ -677,17 +620,4 @@ impl Run {
             }
         }
     }
-}
-
-/// The exact mode a worker runs in, for reports.
-pub fn describe(exp: &Experiment) -> String {
-    format!(
-        "{} workers, {} mode, acquire {}, lease {} / renew {} / watch {}",
-        exp.workers,
-        setting_name(&exp.worker.mode),
-        setting_name(&exp.worker.acquire),
-        exp.lease.lease,
-        exp.lease.renew,
-        exp.lease.watch
-    )
 }

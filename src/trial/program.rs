@@ -8,7 +8,6 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::SyncSender;
@@ -17,15 +16,12 @@ use std::thread::JoinHandle;
 
 use serde::Deserialize;
 
-use super::spawn::Msg;
-use crate::clock::mono_ns;
-use crate::experiment::program::{Observe, Pattern, Program, Stamp, expand};
-use crate::history::{Detail, EventKind};
-use crate::worker::protocol::WireEvent;
+use super::msg::Msg;
+use crate::model::clock::mono_ns;
+use crate::model::history::{Detail, EventKind};
+use crate::model::program::{Observe, Pattern, Program, Stamp, expand};
+use crate::model::protocol::WireEvent;
 
-/// Lines read from one program per trial before the rest are dropped,
-/// unless the experiment says `max_lines`.
-pub const MAX_LINES: u64 = 200_000;
 /// Bytes of one line kept (the rest of the line is skipped).
 const MAX_LINE: usize = 64 * 1024;
 
@@ -89,49 +85,6 @@ pub fn exec_program(exe: &std::path::Path) -> Command {
     cmd
 }
 
-/// `leasequake exec-program -- argv…`, in the child: tie to the harness,
-/// move the protocol pipe (`LEASEQUAKE_EXEC_EVENTS_FD`) to fd 3, close
-/// every other descriptor from 3 up (a program must not inherit what the
-/// harness itself inherited), and exec. Returns only on failure.
-pub fn exec(argv: &[String]) -> u8 {
-    if !super::spawn::tie_to_parent() {
-        return 1;
-    }
-    let events = std::env::var("LEASEQUAKE_EXEC_EVENTS_FD").ok().and_then(|v| v.parse::<i32>().ok());
-    // SAFETY: this process is single-threaded until exec.
-    unsafe {
-        std::env::remove_var("LEASEQUAKE_EXEC_EVENTS_FD");
-        std::env::remove_var("LEASEQUAKE_PARENT");
-    }
-    match events {
-        // SAFETY: plain fcntl/dup2/close on descriptors we own.
-        Some(3) => unsafe {
-            libc::fcntl(3, libc::F_SETFD, 0);
-        },
-        Some(fd) => unsafe {
-            if libc::dup2(fd, 3) == -1 {
-                eprintln!("leasequake exec-program: cannot move the protocol pipe to fd 3");
-                return 126;
-            }
-            libc::close(fd);
-        },
-        None => {}
-    }
-    close_from(if events.is_some() { 4 } else { 3 });
-    let err = Command::new(&argv[0]).args(&argv[1..]).exec();
-    eprintln!("leasequake: cannot run {}: {err}", argv[0]);
-    127
-}
-
-/// Close every descriptor from `first` up.
-fn close_from(first: libc::c_uint) {
-    // SAFETY: close_range only closes descriptors; failure (old kernel)
-    // only leaves them open.
-    unsafe {
-        libc::syscall(libc::SYS_close_range, first, libc::c_uint::MAX, 0);
-    }
-}
-
 /// Wire the program's output: for the protocol, a pipe to us that the
 /// trampoline puts on fd 3, stdout/stderr to its log; for patterns, stdout
 /// and stderr piped to us (and copied to its log). Returns the read ends to
@@ -142,7 +95,7 @@ pub fn wire(p: &Program, cmd: &mut Command, log: &File) -> std::io::Result<(Vec<
         Observe::Protocol => {
             let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(std::io::Error::from)?;
             cmd.stdout(Stdio::from(log.try_clone()?)).stderr(Stdio::from(log.try_clone()?));
-            cmd.env("LEASEQUAKE_EXEC_EVENTS_FD", write.as_raw_fd().to_string());
+            cmd.env(crate::model::protocol::EXEC_EVENTS_FD_ENV, write.as_raw_fd().to_string());
             Ok((vec![Source::Protocol { read }], Some(write)))
         }
         Observe::Patterns => {

@@ -27,50 +27,10 @@ use nix::unistd::Pid;
 
 use std::collections::BTreeMap;
 
-use crate::clock::mono_ns;
-use crate::experiment::program::Program;
-use crate::worker::protocol::WireEvent;
-
-/// What the per-worker threads tell the trial loop.
-#[derive(Debug)]
-pub enum Msg {
-    Event {
-        worker: usize,
-        pid: i32,
-        /// Boxed: an event's detail is large next to the other messages.
-        event: Box<WireEvent>,
-    },
-    /// A line that is not a protocol event (kept for the warning count).
-    Garbage {
-        worker: usize,
-        line: String,
-    },
-    Exit {
-        worker: usize,
-        pid: i32,
-        t_ns: i64,
-        status: ExitStatus,
-    },
-    /// Lines that came faster than they were taken, sent together (one
-    /// wake-up of the trial loop, not one per line).
-    Batch(Vec<Msg>),
-}
-
-impl Msg {
-    /// The messages inside, batches unpacked.
-    pub fn unpack(self) -> Vec<Msg> {
-        match self {
-            Msg::Batch(v) => v,
-            m => vec![m],
-        }
-    }
-}
-
-#[derive(Clone, Debug, PartialEq)]
-pub enum ExitStatus {
-    Code(i32),
-    Signal(String),
-}
+use super::msg::{ExitStatus, Msg};
+use crate::model::clock::mono_ns;
+use crate::model::program::Program;
+use crate::model::protocol::{PARENT_ENV, WireEvent};
 
 #[derive(Default)]
 struct ProcState {
@@ -152,8 +112,6 @@ pub struct SpawnSpec<'a> {
     pub args: Vec<String>,
     pub dir: &'a Path,
     pub count: usize,
-    /// Extra per-worker arguments (e.g. a start delay).
-    pub per_worker: &'a dyn Fn(usize) -> Vec<String>,
     /// A program under test instead of the built-in worker, with each
     /// worker's placeholder values.
     pub program: Option<(&'a Program, &'a Placeholders<'a>)>,
@@ -173,31 +131,18 @@ pub enum SpawnError {
 
 /// Put the child in its own process group (a Ctrl-C of the terminal is the
 /// harness's to handle) and name us in `LEASEQUAKE_PARENT`, so that it has
-/// the kernel SIGKILL it if we die, even by `kill -9` (`tie_to_parent`,
+/// the kernel SIGKILL it if we die, even by `kill -9` (`child::tie_to_parent`,
 /// first thing in the built-in worker and in the `exec-program`
 /// trampoline). No pre_exec hook: the spawn can use posix_spawn instead of
 /// fork, which gets slow as our threads multiply (18 ms a child at 1000).
 pub fn tie_to_harness(cmd: &mut Command) -> &mut Command {
-    cmd.process_group(0).env("LEASEQUAKE_PARENT", std::process::id().to_string())
+    cmd.process_group(0).env(PARENT_ENV, std::process::id().to_string())
 }
 
 /// Spawning is serialised: while a program's protocol pipe is inheritable
 /// (for the moment of its spawn), any other child started would inherit it
 /// too and hold back its EOF.
 pub static SPAWN_LOCK: Mutex<()> = Mutex::new(());
-
-/// First thing in a child spawned without a pre_exec hook (the built-in
-/// worker, the program trampoline): die with the harness named in
-/// `LEASEQUAKE_PARENT`. False if the harness is already gone (then nobody
-/// would ever kill us) or the tie cannot be made.
-pub fn tie_to_parent() -> bool {
-    let Some(parent) = std::env::var("LEASEQUAKE_PARENT").ok().and_then(|p| p.parse::<i32>().ok()) else {
-        return true;
-    };
-    // SAFETY: plain syscalls.
-    let tied = unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) } == 0;
-    tied && unsafe { libc::getppid() } == parent
-}
 
 /// Spawn `count` workers blocked on a fresh barrier. Returns them with the
 /// barrier's write end: dropping it releases every worker at once.
@@ -213,7 +158,7 @@ pub fn spawn(spec: &SpawnSpec<'_>, tx: &SyncSender<Msg>) -> Result<(Workers, Own
             .map_err(|source| SpawnError::Log { path: log.clone(), source })?;
         let stdin =
             barrier_read.try_clone().map_err(|source| SpawnError::Spawn { index, exe: spec.exe.into(), source })?;
-        let budget = spec.program.map_or(super::program::MAX_LINES, |(p, _)| p.max_lines);
+        let budget = spec.program.map_or(crate::model::program::MAX_LINES, |(p, _)| p.max_lines);
         let counts = Arc::new(super::program::Counts::new(budget));
         let spawn_err = |source| SpawnError::Spawn { index, exe: spec.exe.into(), source };
         let (child, pid, spawned_ns, mut sources) = match spec.program {
@@ -224,7 +169,6 @@ pub fn spawn(spec: &SpawnSpec<'_>, tx: &SyncSender<Msg>) -> Result<(Workers, Own
                     .arg(index.to_string())
                     .arg("--log")
                     .arg(&log)
-                    .args((spec.per_worker)(index))
                     .stdin(Stdio::from(stdin))
                     .stdout(Stdio::piped())
                     .stderr(Stdio::from(stderr.try_clone().map_err(spawn_err)?));

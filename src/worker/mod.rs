@@ -8,9 +8,6 @@
 //! tick or a SIGTERM/SIGINT, so a shutdown is handled the instant it arrives
 //! and a SIGSTOP freezes everything, exactly like the Go program's process.
 
-pub mod expiry;
-pub mod protocol;
-
 use std::collections::BTreeSet;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
@@ -18,89 +15,40 @@ use std::path::PathBuf;
 
 use nix::sys::signal::{SigSet, Signal};
 
-use crate::clock::{mono_ns, utc, wall_ns};
-use crate::experiment::{Acquire, Dur, Expiry, Failpoint, JobStrategy, Mode, Unreadable};
-use crate::history::{Detail, EventKind};
+use crate::model::Resource;
+use crate::model::clock::{mono_ns, utc, wall_ns};
+use crate::model::expiry::ExpiryRule;
+use crate::model::history::{Detail, EventKind};
+use crate::model::protocol::WireEvent;
+use crate::model::worker_config::WorkerConfig;
+use crate::model::{Dur, Expiry, Failpoint, JobStrategy, Mode, Unreadable};
 use crate::substrate::lockfile::{Lease, LockFile, ReadError};
-use crate::substrate::resource::{self, JobOutcome, Resource};
+use crate::substrate::resource::{self, JobOutcome};
 use crate::substrate::{self, Renewal, Seen, Substrate};
-use expiry::ExpiryRule;
-use protocol::WireEvent;
 
 /// Consecutive failed renewals after which a leader steps down (the blog's 3).
 const MAX_RENEW_FAILURES: u32 = 3;
 
+/// `leasequake worker`: the config comes from a file (the harness's
+/// `worker.json`), from `key=value` words, or both (words win).
 #[derive(clap::Args, Debug, Clone)]
 pub struct WorkerArgs {
-    /// Path of the lock file.
+    /// The worker's config (JSON; the harness writes one per trial).
     #[arg(long)]
-    pub lock: PathBuf,
-    /// Index of this worker in the trial (for logs only).
+    pub config: Option<PathBuf>,
+    /// Settings on top of the config or of the blog's defaults, e.g.
+    /// `lock=/tmp/l lease=9s expiry=exact` (see `WorkerConfig`).
+    #[arg(value_name = "KEY=VALUE")]
+    pub settings: Vec<String>,
+    /// Index of this worker in the trial.
     #[arg(long, default_value_t = 0)]
     pub index: usize,
     /// Human-readable log in the blog's format (default: stderr).
     #[arg(long)]
     pub log: Option<PathBuf>,
-    #[arg(long, default_value = "9s", value_parser = Dur::parse)]
-    pub lease: Dur,
-    #[arg(long, default_value = "3s", value_parser = Dur::parse)]
-    pub renew: Dur,
-    #[arg(long, default_value = "3s", value_parser = Dur::parse)]
-    pub watch: Dur,
-    /// One (scaled) second: the granularity of leaseUntil under unix-seconds.
-    #[arg(long, default_value = "1s", value_parser = Dur::parse)]
-    pub resolution: Dur,
-    #[arg(long, value_enum, default_value_t = Acquire::Excl)]
-    pub acquire: Acquire,
-    #[arg(long, value_enum, default_value_t = Unreadable::Retry)]
-    pub unreadable: Unreadable,
-    #[arg(long, value_enum, default_value_t = Expiry::UnixSeconds)]
-    pub expiry: Expiry,
-    #[arg(long, value_enum, default_value_t = Mode::Loop)]
-    pub mode: Mode,
-    /// Do not remove the lock file on SIGTERM/SIGINT.
-    #[arg(long)]
-    pub no_release: bool,
-    /// Extra wait after the barrier (staggered starts).
-    #[arg(long, default_value = "0s", value_parser = Dur::parse)]
-    pub start_delay: Dur,
-    /// Start at once instead of waiting for EOF on stdin (manual runs).
+    /// Start at once instead of waiting for the barrier on stdin (manual runs).
     #[arg(long)]
     pub no_barrier: bool,
-    /// Give every grant a fencing token (stored in the lease, in events).
-    /// Server substrates always give one.
-    #[arg(long)]
-    pub fencing_tokens: bool,
-    /// Where the lease lives.
-    #[arg(long, value_enum, default_value_t = substrate::Kind::File)]
-    pub substrate: substrate::Kind,
-    /// Server address (redis://…, postgres://…); default: the local service.
-    #[arg(long)]
-    pub address: Option<String>,
-    /// The lease's name on a server (default: the lock path).
-    #[arg(long)]
-    pub lease_key: Option<String>,
-    /// Leader work: write a report to this protected resource while leading.
-    #[arg(long, value_enum, default_value_t = Resource::None)]
-    pub resource: Resource,
-    /// Directory of the protected resource.
-    #[arg(long)]
-    pub resource_dir: Option<PathBuf>,
-    /// Stall here, after reporting a `failpoint` event.
-    #[arg(long, value_enum, default_value_t = Failpoint::None)]
-    pub failpoint: Failpoint,
-    #[arg(long, default_value = "100ms", value_parser = Dur::parse)]
-    pub failpoint_delay: Dur,
-    /// Run the exactly-once job once per epoch of this length (needs --resource-dir).
-    #[arg(long, value_parser = Dur::parse)]
-    pub job_epoch: Option<Dur>,
-    #[arg(long, default_value = "1s", value_parser = Dur::parse)]
-    pub job_duration: Dur,
-    #[arg(long, value_enum, default_value_t = JobStrategy::LeaseOnly)]
-    pub job_strategy: JobStrategy,
-    /// Number of workers in the trial (partitioned jobs).
-    #[arg(long, default_value_t = 1)]
-    pub workers: usize,
     /// Write the event protocol to this file instead of stdout (to observe
     /// the built-in worker through its log lines and its events at once).
     #[arg(long)]
@@ -123,7 +71,8 @@ enum Role {
 }
 
 struct Worker {
-    args: WorkerArgs,
+    cfg: WorkerConfig,
+    index: usize,
     pid: i64,
     lease: Box<dyn Substrate>,
     rule: ExpiryRule,
@@ -147,9 +96,25 @@ struct Worker {
 
 /// Entry point of `leasequake worker`; returns the exit code.
 pub fn run(args: WorkerArgs) -> i32 {
-    if !crate::trial::spawn::tie_to_parent() {
+    if !crate::child::tie_to_parent() {
         return 1;
     }
+    let config = match &args.config {
+        Some(path) => WorkerConfig::read(path),
+        None => Ok(WorkerConfig::default()),
+    };
+    let cfg = match config.and_then(|c| c.with(&args.settings)) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("leasequake worker: {e}");
+            return 2;
+        }
+    };
+    // A skewed clock is the whole process's: every wall-clock read of this
+    // worker (its leases, its expiry checks) sees it.
+    crate::model::clock::set_wall_offset(cfg.clock_offset(args.index).as_ns());
+    let failpoint = if cfg.has_failpoint(args.index) { cfg.worker.failpoint } else { Failpoint::None };
+    let no_barrier = args.no_barrier;
     // The worker's timed waits (the release, ticks, sigtimedwait) are what
     // the trial measures: no 50 µs timer coalescing.
     let _ = nix::sys::prctl::set_timerslack(1);
@@ -183,8 +148,8 @@ pub fn run(args: WorkerArgs) -> i32 {
         },
         None => Box::new(io::stderr()),
     };
-    let lock = LockFile::new(&args.lock, args.acquire, args.expiry).with_failpoint(args.failpoint, {
-        let delay = args.failpoint_delay.as_std();
+    let lock = LockFile::new(&cfg.lock, cfg.worker.acquire, cfg.worker.expiry).with_failpoint(failpoint, {
+        let delay = cfg.worker.failpoint_delay.as_std();
         Box::new(move |at| {
             let name = match at {
                 Failpoint::AfterCreate => "after-create",
@@ -200,29 +165,26 @@ pub fn run(args: WorkerArgs) -> i32 {
     let rule = ExpiryRule {
         // A server judges expiry itself, to the millisecond: leases it
         // reports are in exact Unix seconds.
-        expiry: if args.substrate.server().is_some() { Expiry::Exact } else { args.expiry },
-        resolution_ns: args.resolution.as_ns() as i64,
-        lease_ns: args.lease.as_ns() as i64,
+        expiry: if cfg.substrate.server().is_some() { Expiry::Exact } else { cfg.worker.expiry },
+        resolution_ns: cfg.timing.resolution.as_ns() as i64,
+        lease_ns: cfg.timing.lease.as_ns() as i64,
     };
-    let key = args.lease_key.clone().unwrap_or_else(|| args.lock.display().to_string());
+    let key = cfg.lease_key.clone().unwrap_or_else(|| cfg.lock.display().to_string());
     let open = substrate::Open {
-        kind: args.substrate,
-        lock: &args.lock,
-        acquire: args.acquire,
-        expiry: args.expiry,
+        kind: cfg.substrate,
+        lock: &cfg.lock,
+        acquire: cfg.worker.acquire,
+        expiry: cfg.worker.expiry,
         rule,
-        fencing_tokens: args.fencing_tokens,
-        address: args.address.as_deref(),
+        fencing_tokens: cfg.worker.fencing_tokens,
+        address: cfg.address.as_deref(),
         key: &key,
-        lease: args.lease.as_std(),
+        lease: cfg.timing.lease.as_std(),
     };
     let lease = match substrate::open(&open, lock) {
         Ok(l) => l,
         Err(e) => {
-            eprintln!(
-                "leasequake worker: cannot open the {} lease: {e}",
-                crate::experiment::setting_name(&args.substrate)
-            );
+            eprintln!("leasequake worker: cannot open the {} lease: {e}", crate::model::setting_name(&cfg.substrate));
             return 3;
         }
     };
@@ -238,17 +200,17 @@ pub fn run(args: WorkerArgs) -> i32 {
         known_done: BTreeSet::new(),
         refused: BTreeSet::new(),
         op_us: None,
-        args,
+        index: args.index,
+        cfg,
     };
     w.emit(EventKind::Ready, Detail::default());
-    if !w.args.no_barrier
-        && let Some(release) = wait_for_barrier()
-    {
+    if !no_barrier && let Some(release) = wait_for_barrier() {
         sleep_until_mono(release);
     }
     w.origin_ns = mono_ns();
-    if w.args.start_delay > Dur::ZERO {
-        let until = mono_ns() + w.args.start_delay.as_ns() as i64;
+    let start_delay = w.cfg.start_delay(w.index);
+    if start_delay > Dur::ZERO {
+        let until = mono_ns() + start_delay.as_ns() as i64;
         if wait_until(&shutdown, until).is_some() {
             return w.shut_down(Role::Watcher);
         }
@@ -260,7 +222,7 @@ pub fn run(args: WorkerArgs) -> i32 {
     // start timestamps first (the start spread).
     std::thread::yield_now();
     emit_at(w.started_ns, EventKind::Start, Detail::default());
-    match w.args.mode {
+    match w.cfg.worker.mode {
         Mode::Loop => w.lease_loop(&shutdown),
         Mode::OneShot => w.one_shot(&shutdown),
     }
@@ -388,7 +350,7 @@ impl Worker {
             lease_until: Some(lease.lease_until),
             // No nominal expiry where the lease does not expire by time:
             // the checker then does not split gaps into lease + detection.
-            expires_in_ms: self.args.substrate.expires().then(|| self.args.lease.as_ms_f64()),
+            expires_in_ms: self.cfg.substrate.expires().then(|| self.cfg.timing.lease.as_ms_f64()),
             token: lease.token,
             ..Detail::default()
         }
@@ -403,12 +365,12 @@ impl Worker {
     /// was paused does this on its first tick after resuming, before it
     /// learns (at the renewal) that it lost the lease: the stale write.
     fn work(&mut self) {
-        let Some(dir) = self.args.resource_dir.clone() else { return };
-        if self.args.resource == Resource::None {
+        let Some(dir) = self.cfg.resource_dir.clone() else { return };
+        if self.cfg.worker.resource == Resource::None {
             return;
         }
         let token = self.token.unwrap_or(0);
-        let (kind, error) = match resource::write(&dir, self.args.resource, token, self.pid) {
+        let (kind, error) = match resource::write(&dir, self.cfg.worker.resource, token, self.pid) {
             Ok(true) => (EventKind::WriteAccepted, None),
             Ok(false) => (EventKind::WriteRejected, None),
             Err(e) => (EventKind::WriteRejected, Some(e.to_string())),
@@ -460,17 +422,22 @@ impl Worker {
         }
     }
 
+    /// How the epoch job is kept exactly-once (meaningless without a job).
+    fn job_strategy(&self) -> JobStrategy {
+        self.cfg.worker.epoch_job.map_or(JobStrategy::LeaseOnly, |j| j.strategy)
+    }
+
     fn interval(&self, role: Role) -> i64 {
         match role {
-            Role::Leader { .. } => self.args.renew.as_ns() as i64,
-            Role::Watcher => self.args.watch.as_ns() as i64,
+            Role::Leader { .. } => self.cfg.timing.renew.as_ns() as i64,
+            Role::Watcher => self.cfg.timing.watch.as_ns() as i64,
         }
     }
 
     fn lease_loop(&mut self, shutdown: &SigSet) -> i32 {
         let mut role = if self.try_acquire("start", false) { Role::Leader { failures: 0 } } else { Role::Watcher };
         let mut next = mono_ns() + self.interval(role);
-        let epoch_ns = self.args.job_epoch.map(|e| e.as_ns() as i64);
+        let epoch_ns = self.cfg.worker.epoch_job.map(|j| j.epoch.as_ns() as i64);
         let mut boundary = epoch_ns.map_or(i64::MAX, |e| self.origin_ns + e);
         loop {
             if wait_until(shutdown, next.min(boundary)).is_some() {
@@ -520,8 +487,8 @@ impl Worker {
 
     /// The epoch the worker is in now (0 before the first boundary).
     fn epoch_now(&self) -> u64 {
-        match self.args.job_epoch {
-            Some(e) => ((mono_ns() - self.origin_ns).max(0) as u64) / e.as_ns(),
+        match self.cfg.worker.epoch_job {
+            Some(j) => ((mono_ns() - self.origin_ns).max(0) as u64) / j.epoch.as_ns(),
             None => 0,
         }
     }
@@ -529,8 +496,8 @@ impl Worker {
     /// At an epoch boundary: run the job if it is ours to run.
     fn on_boundary(&mut self, role: Role, shutdown: &SigSet) -> Option<Signal> {
         let epoch = self.epoch_now();
-        let ours = match self.args.job_strategy {
-            JobStrategy::Partitioned => epoch % self.args.workers.max(1) as u64 == self.args.index as u64,
+        let ours = match self.job_strategy() {
+            JobStrategy::Partitioned => epoch % self.cfg.workers.max(1) as u64 == self.index as u64,
             _ => matches!(role, Role::Leader { .. }),
         };
         if !ours {
@@ -547,7 +514,7 @@ impl Worker {
     /// and its late result refused). One job per tick, so that catching up
     /// never costs the lease. Partitioned jobs have no leader to catch up.
     fn catch_up(&mut self, shutdown: &SigSet) -> Option<Signal> {
-        if self.args.job_epoch.is_none() || self.args.job_strategy == JobStrategy::Partitioned {
+        if self.cfg.worker.epoch_job.is_none() || self.job_strategy() == JobStrategy::Partitioned {
             return None;
         }
         for epoch in 1..=self.epoch_now() {
@@ -568,8 +535,8 @@ impl Worker {
     /// can land here), then store the result. The job does not look at the
     /// lease again: that is the point.
     fn run_job(&mut self, epoch: u64, shutdown: &SigSet) -> JobRun {
-        let Some(dir) = self.args.resource_dir.clone() else { return JobRun::AlreadyDone };
-        let strategy = self.args.job_strategy;
+        let Some(dir) = self.cfg.resource_dir.clone() else { return JobRun::AlreadyDone };
+        let strategy = self.job_strategy();
         let token = self.token.unwrap_or(0);
         if epoch == 0 || self.known_done.contains(&epoch) || self.refused.contains(&(epoch, token)) {
             return JobRun::AlreadyDone;
@@ -590,7 +557,9 @@ impl Worker {
         }
         self.emit(EventKind::JobStarted, detail(None));
         self.log(&format!("[JOB] Running the job of epoch {epoch} with token {token}"));
-        if let Some(sig) = wait_until(shutdown, mono_ns() + self.args.job_duration.as_ns() as i64) {
+        if let Some(sig) =
+            wait_until(shutdown, mono_ns() + self.cfg.worker.epoch_job.map_or(0, |j| j.duration.as_ns() as i64))
+        {
             self.log(&format!("[JOB] Epoch {epoch} interrupted"));
             return JobRun::Interrupted(sig);
         }
@@ -679,8 +648,8 @@ impl Worker {
     fn unreadable(&mut self, error: ReadError) -> Role {
         let missing = matches!(error, ReadError::Missing);
         self.emit(EventKind::Unreadable, Detail { error: Some(error.to_string()), ..Detail::default() });
-        if !missing && self.args.unreadable == Unreadable::ExpireAge {
-            let lease = self.args.lease.as_std();
+        if !missing && self.cfg.worker.unreadable == Unreadable::ExpireAge {
+            let lease = self.cfg.timing.lease.as_std();
             if let Some(age) = self.lease.age()
                 && age > lease
             {
@@ -708,7 +677,7 @@ impl Worker {
     }
 
     fn shut_down(&mut self, role: Role) -> i32 {
-        if matches!(role, Role::Leader { .. }) && !self.args.no_release {
+        if matches!(role, Role::Leader { .. }) && self.cfg.worker.release_on_term {
             // Leadership ends when the release begins, not when it is
             // done: a watcher may take the lease the moment it is gone,
             // before this worker could report it.

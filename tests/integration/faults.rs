@@ -117,3 +117,32 @@ fn a_stale_lease_of_a_dead_pid_is_taken_over() {
         assert!(of_trial("acquired").iter().any(|e| e.f64("t_ms") > fault_ms), "nobody led after the stale lease");
     }
 }
+
+#[test]
+fn a_watcher_whose_clock_runs_ahead_takes_over_a_lease_that_is_still_valid() {
+    let lab = Lab::new();
+    // Worker 1 starts 1 s later with its wall clock 10 s ahead: at its first
+    // watch (4 s) it reads the leader's leaseUntil (at most 9 s ahead of the
+    // leader's clock) as already past, and takes over. With true clocks no
+    // takeover can come before the lease runs out at 9 s.
+    let file = lab.file(
+        "skew.yaml",
+        "name: skew\nworkers: 2\nduration: 8s\nstart: staggered\nstagger: 1s\n\
+         worker:\n  expiry: exact\n  clock_offset: [0s, 10s]\n",
+    );
+    let run = lab.run(&file).scale(0.05).trials(2).jobs(2).output().expect_code(0);
+    for t in run.table("trials.csv") {
+        assert_eq!(t.get("max_leaders"), "2", "{t:?}");
+    }
+    let events = run.table("events.csv");
+    for trial in ["1", "2"] {
+        let takeover = events
+            .iter()
+            .find(|e| e.get("trial") == trial && e.get("event") == "acquired" && e.get("detail").contains("takeover"))
+            .unwrap_or_else(|| panic!("trial {trial}: no takeover"));
+        assert_eq!(takeover.get("worker"), "1");
+        // 4 s scaled is 200 ms; the lease would run out at 450 ms.
+        let at = takeover.f64("t_ms");
+        assert!((190.0..300.0).contains(&at), "trial {trial}: takeover at {at} ms");
+    }
+}

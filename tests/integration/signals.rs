@@ -19,7 +19,7 @@ fn completed_trials(out: &std::path::Path) -> usize {
 /// The same, with the built-in worker run as a program under test: it goes
 /// through the exec trampoline, whose PR_SET_PDEATHSIG must survive exec.
 const SLOW_PROGRAM: &str = "name: slow\nworkers: 5\nduration: 30s\nprogram:\n  command: [\"{leasequake}\", worker, \
-     --lock, \"{lock}\", --lease, \"{lease_ms}ms\", --renew, \"{renew_ms}ms\", --watch, \"{watch_ms}ms\"]\n\
+     \"lock={lock}\", \"lease={lease_ms}ms\", \"renew={renew_ms}ms\", \"watch={watch_ms}ms\"]\n\
      faults:\n  - at: 12s\n    target: leader\n    action: stop\n";
 
 #[test]

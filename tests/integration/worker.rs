@@ -61,8 +61,8 @@ fn a_worker_whose_harness_is_gone_exits_at_once() {
     // (the harness died before the worker got going), it must not run on.
     let lab = crate::helper::Lab::new();
     let out = std::process::Command::new(crate::helper::bin())
-        .args(["worker", "--no-barrier", "--lock"])
-        .arg(lab.path().join("lock"))
+        .args(["worker", "--no-barrier"])
+        .arg(format!("lock={}", lab.path().join("lock").display()))
         .env("LEASEQUAKE_PARENT", "1")
         .output()
         .unwrap();

@@ -104,6 +104,57 @@ impl Serialize for Dur {
     }
 }
 
+/// A signed duration: how far a clock is ahead (`250ms`) or behind
+/// (`-250ms`) the true time.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Offset {
+    us: i64,
+}
+
+impl Offset {
+    pub const ZERO: Offset = Offset { us: 0 };
+
+    pub fn as_ns(self) -> i64 {
+        self.us * 1000
+    }
+
+    /// Multiply by the time scale, rounding to the nearest µs.
+    pub fn scaled(self, scale: f64) -> Offset {
+        Offset { us: (self.us as f64 * scale).round() as i64 }
+    }
+
+    pub fn parse(text: &str) -> Result<Offset, String> {
+        let t = text.trim();
+        let (sign, magnitude) = match t.strip_prefix('-') {
+            Some(rest) => (-1, rest),
+            None => (1, t.strip_prefix('+').unwrap_or(t)),
+        };
+        let d = Dur::parse(magnitude)?;
+        let us = i64::try_from(d.as_us()).map_err(|_| format!("offset {t:?} is out of range"))?;
+        Ok(Offset { us: sign * us })
+    }
+}
+
+impl fmt::Display for Offset {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let sign = if self.us < 0 { "-" } else { "" };
+        write!(f, "{sign}{}", Dur::from_us(self.us.unsigned_abs()))
+    }
+}
+
+impl<'de> Deserialize<'de> for Offset {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Offset, D::Error> {
+        let text = String::deserialize(d)?;
+        Offset::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+impl Serialize for Offset {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_string())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -131,5 +182,12 @@ mod tests {
             assert_eq!(Dur::parse(&scaled.to_string()).unwrap(), scaled);
         }
         assert_eq!(Dur::from_secs(9).scaled(0.1).to_string(), "900ms");
+    }
+    #[test]
+    fn offsets_carry_a_sign() {
+        assert_eq!(Offset::parse("-250ms").unwrap().as_ns(), -250_000_000);
+        assert_eq!(Offset::parse("+1s").unwrap().as_ns(), 1_000_000_000);
+        assert_eq!(Offset::parse("-1.5s").unwrap().scaled(0.1).to_string(), "-150ms");
+        assert!(Offset::parse("-9").is_err());
     }
 }

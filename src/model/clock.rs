@@ -2,6 +2,8 @@
 //! system-wide on Linux), `CLOCK_REALTIME` is what the blog's lease files
 //! hold. Neither call can fail for these clock ids on Linux.
 
+use std::sync::atomic::{AtomicI64, Ordering};
+
 use nix::time::{ClockId, clock_gettime};
 
 fn ns(id: ClockId) -> i64 {
@@ -14,9 +16,19 @@ pub fn mono_ns() -> i64 {
     ns(ClockId::CLOCK_MONOTONIC)
 }
 
-/// Wall-clock nanoseconds since the Unix epoch.
+/// This process's wall-clock offset (ns): zero but in a worker given a
+/// skewed clock.
+static WALL_OFFSET_NS: AtomicI64 = AtomicI64::new(0);
+
+/// Make this process's wall clock read `offset_ns` off the true time.
+pub fn set_wall_offset(offset_ns: i64) {
+    WALL_OFFSET_NS.store(offset_ns, Ordering::Relaxed);
+}
+
+/// Wall-clock nanoseconds since the Unix epoch, as this process's clock
+/// reads them (see `set_wall_offset`).
 pub fn wall_ns() -> i64 {
-    ns(ClockId::CLOCK_REALTIME)
+    ns(ClockId::CLOCK_REALTIME) + WALL_OFFSET_NS.load(Ordering::Relaxed)
 }
 
 /// UTC civil date and time of a Unix time in seconds: (y, m, d, hh, mm, ss).

@@ -2,7 +2,7 @@
 //! strict `<`, or exact. Under a time scale `s`, "whole seconds" become whole
 //! units of `s` seconds, so the truncation keeps its shape.
 
-use crate::experiment::Expiry;
+use super::settings::Expiry;
 
 #[derive(Clone, Copy, Debug)]
 pub struct ExpiryRule {

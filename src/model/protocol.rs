@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::history::{Detail, EventKind};
+use super::history::{Detail, EventKind};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -32,6 +32,12 @@ impl WireEvent {
         serde_json::from_str(line)
     }
 }
+
+/// Names the harness's pid in every child it spawns; the child ties itself
+/// to that process (`child::tie_to_parent`).
+pub const PARENT_ENV: &str = "LEASEQUAKE_PARENT";
+/// The protocol pipe's descriptor, for the exec trampoline to move to fd 3.
+pub const EXEC_EVENTS_FD_ENV: &str = "LEASEQUAKE_EXEC_EVENTS_FD";
 
 #[cfg(test)]
 mod tests {

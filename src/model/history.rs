@@ -77,6 +77,14 @@ pub enum EventKind {
 }
 
 impl EventKind {
+    /// Reported by a worker, not recorded by the harness.
+    pub fn is_worker_event(self) -> bool {
+        !matches!(
+            self,
+            EventKind::Spawn | EventKind::Barrier | EventKind::Fault | EventKind::Exit | EventKind::TrialEnd
+        )
+    }
+
     pub const ALL: [EventKind; 25] = [
         EventKind::Spawn,
         EventKind::Barrier,
@@ -300,7 +308,7 @@ mod tests {
     #[test]
     fn history_sorts_by_time_and_keeps_arrival_order_at_equal_times() {
         use rand::{Rng, SeedableRng};
-        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
         for n in [0usize, 1, 2, 3, 10, 1000] {
             // Few distinct times, so that ties are common; the pid records arrival.
             let events: Vec<Event> = (0..n)

@@ -1,0 +1,82 @@
+//! `leasequake calibrate`: every measurement, each beside its shell
+//! baseline, printed.
+
+use std::time::Duration;
+
+use super::delays::event_delay;
+use super::harness;
+use crate::error::Error;
+use crate::model::calibration::Delay;
+
+fn show(name: &str, d: &Option<Delay>) {
+    match d {
+        Some(x) => println!(
+            "  {name:<34} median {:>9.1} µs   p99 {:>9.1} µs   max {:>9.1} µs   (n {})",
+            x.median_us, x.p99_us, x.max_us, x.n
+        ),
+        None => println!("  {name:<34} not measured"),
+    }
+}
+
+/// How many times tighter than the shell, at the median and the p99.
+fn show_ratio(ours: &Option<Delay>, shell: &Option<Delay>) {
+    if let (Some(o), Some(s)) = (ours, shell) {
+        let ratio = |a: f64, b: f64| if a > 0.0 { format!("{:.0}×", b / a) } else { "∞".into() };
+        println!(
+            "  {:<34} median {:>9}      p99 {:>9}",
+            "→ shell / leasequake",
+            ratio(o.median_us, s.median_us),
+            ratio(o.p99_us, s.p99_us)
+        );
+    }
+}
+
+/// `leasequake calibrate`: print the measurements.
+pub fn run(lines: usize) -> Result<(), Error> {
+    let dir = match tempfile::Builder::new().prefix("leasequake-calibrate-").tempdir() {
+        Ok(d) => d,
+        Err(source) => return Err(Error::Scratch(source)),
+    };
+    println!("Start spread: first timestamp after release, latest − earliest");
+    for (n, trials) in [(3usize, 10u32), (30, 10), (300, 3)] {
+        let ours = match harness::start_spread(n, trials, dir.path()) {
+            Ok(v) => harness::summarize(v),
+            Err(e) => {
+                println!("  {n} workers, barrier: failed: {e}");
+                None
+            }
+        };
+        show(&format!("{n} workers, barrier"), &ours);
+        let shell = harness::summarize(harness::shell_start_spread(n, trials));
+        show(&format!("{n} processes, shell `&` loop"), &shell);
+        show_ratio(&ours, &shell);
+    }
+    println!("Fault error: actual − scheduled (20 trials each)");
+    let ours = harness::fault_error(20, dir.path()).unwrap_or_else(|e| {
+        println!("  harness: failed: {e}");
+        Default::default()
+    });
+    for (name, v) in ours {
+        let ours = harness::summarize(v);
+        let Ok(signal) = name.parse::<nix::sys::signal::Signal>() else {
+            show(&name, &ours);
+            continue;
+        };
+        show(&format!("{name}, harness"), &ours);
+        let shell = harness::summarize(harness::shell_fault_error(signal, 20));
+        show(&format!("{name}, shell `sleep; kill`"), &shell);
+        show_ratio(&ours, &shell);
+    }
+    println!("Event delay: program's timestamp → harness has the event ({lines} lines, one per ms)");
+    let d = event_delay(lines, Duration::from_millis(1));
+    for (name, delay) in [("protocol (fd 3)", &d.protocol), ("log patterns (stdout)", &d.patterns)] {
+        match delay {
+            Some(x) => println!(
+                "  {name:<22} median {:>7.1} µs   p99 {:>8.1} µs   max {:>8.1} µs   (n {})",
+                x.median_us, x.p99_us, x.max_us, x.n
+            ),
+            None => println!("  {name:<22} not measured (the emitter did not run)"),
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,74 @@
+//! What the checker computes for one trial.
+
+use super::evictions::Evictions;
+use super::jobs::Jobs;
+use super::latency::Latency;
+use super::spans::Spans;
+use super::writes::Writes;
+use crate::model::history::Micros;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Gap {
+    pub start_us: Micros,
+    /// End of the gap, or the trial end if it never ended.
+    pub end_us: Micros,
+    pub ended: bool,
+    /// The fault action that opened it (kill, term, stop, lock-empty, …), or
+    /// the holder's own event (stepped_down, released, exit) if no fault did.
+    pub cause: String,
+    /// Index of the fault that opened it, if any.
+    pub cause_fault: Option<usize>,
+    /// Worker whose active leadership ended the gap (acquired or resumed).
+    pub ended_by: Option<usize>,
+    /// Fault time → nominal expiry of the holder's last write.
+    pub lease_remainder_us: Option<Micros>,
+    /// Nominal expiry → end of the gap (only for ended gaps).
+    pub detection_lag_us: Option<Micros>,
+}
+
+impl Gap {
+    pub fn duration_us(&self) -> Micros {
+        self.end_us - self.start_us
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct TrialMetrics {
+    /// Max − min of the workers' `start` events.
+    pub start_spread_us: Option<Micros>,
+    pub first_leader_us: Option<Micros>,
+    pub max_leaders: usize,
+    pub double_leader_us: Micros,
+    pub double_leader_active_us: Micros,
+    /// Sum of all gap durations.
+    pub leaderless_us: Micros,
+    pub gaps: Vec<Gap>,
+    pub wedged: bool,
+    /// Trial end (the `trial_end` event, else the last event).
+    pub end_us: Micros,
+    /// The intervals behind the numbers, for timelines.
+    pub spans: Spans,
+    /// Leader pauses and the false evictions among them.
+    pub evictions: Evictions,
+    /// Writes to the protected resource, stale ones counted.
+    pub writes: Writes,
+    /// The exactly-once job per epoch (zero if the trial runs none).
+    pub jobs: Jobs,
+    /// Substrate operation durations.
+    pub latency: Latency,
+}
+
+impl TrialMetrics {
+    /// One word for the trials.csv `outcome` column, worst first.
+    pub fn outcome(&self) -> &'static str {
+        if self.max_leaders >= 2 {
+            "double_leader"
+        } else if self.wedged {
+            "wedged"
+        } else if self.first_leader_us.is_none() {
+            "no_leader"
+        } else {
+            "ok"
+        }
+    }
+}

@@ -1,0 +1,51 @@
+//! The exec trampoline (`leasequake exec-program -- argv…`): how a program
+//! under test is started, so that the harness's spawn needs no pre_exec
+//! hook.
+
+use std::os::unix::process::CommandExt;
+use std::process::Command;
+
+use crate::model::protocol::{EXEC_EVENTS_FD_ENV, PARENT_ENV};
+
+/// `leasequake exec-program -- argv…`, in the child: tie to the harness,
+/// move the protocol pipe (`LEASEQUAKE_EXEC_EVENTS_FD`) to fd 3, close
+/// every other descriptor from 3 up (a program must not inherit what the
+/// harness itself inherited), and exec. Returns only on failure.
+pub fn exec(argv: &[String]) -> u8 {
+    if !super::tie::tie_to_parent() {
+        return 1;
+    }
+    let events = std::env::var(EXEC_EVENTS_FD_ENV).ok().and_then(|v| v.parse::<i32>().ok());
+    // SAFETY: this process is single-threaded until exec.
+    unsafe {
+        std::env::remove_var(EXEC_EVENTS_FD_ENV);
+        std::env::remove_var(PARENT_ENV);
+    }
+    match events {
+        // SAFETY: plain fcntl/dup2/close on descriptors we own.
+        Some(3) => unsafe {
+            libc::fcntl(3, libc::F_SETFD, 0);
+        },
+        Some(fd) => unsafe {
+            if libc::dup2(fd, 3) == -1 {
+                eprintln!("leasequake exec-program: cannot move the protocol pipe to fd 3");
+                return 126;
+            }
+            libc::close(fd);
+        },
+        None => {}
+    }
+    close_from(if events.is_some() { 4 } else { 3 });
+    let err = Command::new(&argv[0]).args(&argv[1..]).exec();
+    eprintln!("leasequake: cannot run {}: {err}", argv[0]);
+    127
+}
+
+/// Close every descriptor from `first` up.
+fn close_from(first: libc::c_uint) {
+    // SAFETY: close_range only closes descriptors; failure (old kernel)
+    // only leaves them open.
+    unsafe {
+        libc::syscall(libc::SYS_close_range, first, libc::c_uint::MAX, 0);
+    }
+}

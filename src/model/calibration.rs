@@ -1,0 +1,29 @@
+//! The instrument's error bars as recorded in host.json (`calibration`).
+
+use serde::{Deserialize, Serialize};
+
+/// Delays in µs: median, p99, max over `n` lines.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Delay {
+    pub n: usize,
+    pub median_us: f64,
+    pub p99_us: f64,
+    pub max_us: f64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EventDelay {
+    pub protocol: Option<Delay>,
+    pub patterns: Option<Delay>,
+}
+
+/// The short calibration recorded in every run's host.json.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Quick {
+    pub start_spread_3_workers: Option<Delay>,
+    pub start_spread_30_workers: Option<Delay>,
+    pub sigterm_error: Option<Delay>,
+    pub sigstop_error: Option<Delay>,
+    pub sigkill_error: Option<Delay>,
+    pub event_delay: EventDelay,
+}

@@ -1,0 +1,124 @@
+//! The typed, validated experiment: what `experiment::load` returns and
+//! every later layer reads. Its durations are already multiplied by the
+//! time scale: nothing after loading scales anything.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use super::duration::Dur;
+use super::faults::Fault;
+use super::program::Program;
+use super::settings::{InitialLock, LeaseSettings, StartMode, SubstrateSettings, WorkerSettings};
+
+/// Conditions on the whole run; a failure makes the run exit 1.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Expect {
+    /// No trial may see more concurrent believers than this.
+    pub max_leaders: Option<usize>,
+    /// Every ended gap lasts at least this long.
+    pub gap_min: Option<Dur>,
+    /// Every gap (ended or not) lasts at most this long.
+    pub gap_max: Option<Dur>,
+    /// true: every trial wedges; false: none does.
+    pub wedged: Option<bool>,
+    /// At most this many trials with two leaders.
+    pub double_leader_trials: Option<usize>,
+}
+
+impl Expect {
+    pub fn is_empty(&self) -> bool {
+        *self == Expect::default()
+    }
+}
+
+/// What a published source reported for this experiment, so a run can be
+/// set beside it (`leasequake run DIR --out OUT` writes OUT/README.md).
+/// Durations here are in the source's time, never scaled.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Reference {
+    /// The number as the source states it, e.g. "9.53 s leaderless".
+    pub claim: String,
+    /// A leaderless gap the source measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gap: Option<Dur>,
+    /// The source's worst case for the gap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worst_gap: Option<Dur>,
+    /// Trials with two or more leaders, as [k, n].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub double_leader_trials: Option<[usize; 2]>,
+    /// The most leaders at once the source claims possible.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_leaders: Option<usize>,
+    /// Whether the source saw the system wedge.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wedged: Option<bool>,
+    /// The theoretical bound on gaps, [min, max].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bound: Option<[Dur; 2]>,
+    /// Why our number may differ (written before the run, from the design).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub note: String,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Experiment {
+    pub name: String,
+    pub description: String,
+    /// The file it was loaded from.
+    pub source: PathBuf,
+    pub trials: u32,
+    pub seed: u64,
+    /// Trial duration (scaled).
+    pub duration: Dur,
+    pub workers: usize,
+    pub lease: LeaseSettings,
+    pub worker: WorkerSettings,
+    pub start: StartMode,
+    pub stagger: Dur,
+    /// Release the barrier when the wall clock is this far past a whole
+    /// (scaled) second, to put ticks at a chosen phase of the expiry
+    /// resolution (worst and best cases of the whole-second truncation).
+    pub align: Option<Dur>,
+    pub initial_lock: InitialLock,
+    pub faults: Vec<Fault>,
+    pub expect: Expect,
+    /// The scale that was applied to every duration above.
+    pub time_scale: f64,
+    /// Time between SIGTERM and SIGKILL at cleanup (not scaled: it is about
+    /// the harness, not the lease).
+    pub grace: Dur,
+    /// Trials run at once.
+    pub jobs: usize,
+    pub reference: Option<Reference>,
+    pub substrate: SubstrateSettings,
+    /// A program under test instead of the built-in worker.
+    pub program: Option<Program>,
+    /// A sweep's points (empty for a plain experiment): each a complete
+    /// experiment with some settings replaced.
+    pub points: Vec<Point>,
+}
+
+/// One point of a sweep.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Point {
+    /// The swept settings as they run (durations scaled), e.g. lease=450ms.
+    pub settings: Vec<(String, String)>,
+    pub exp: Experiment,
+}
+
+impl Point {
+    /// `lease=450ms renew=150ms`.
+    pub fn label(&self) -> String {
+        self.settings.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")
+    }
+}
+
+impl Experiment {
+    /// Seed of trial `i` (1-based): distinct, reproducible, printed in trials.csv.
+    pub fn trial_seed(&self, trial: u32) -> u64 {
+        self.seed.wrapping_add(u64::from(trial))
+    }
+}

@@ -1,0 +1,222 @@
+//! Faults: what the experiment schedules (`Fault`), and what the harness
+//! delivered (`FaultRow`, a faults.csv row).
+
+use serde::{Deserialize, Serialize};
+
+use super::duration::Dur;
+use super::history::EventKind;
+
+/// Whom a fault hits. Resolved at the moment of firing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// The worker that currently believes it leads (the latest to acquire).
+    Leader,
+    /// A seeded random live worker that does not believe it leads.
+    Watcher,
+    /// Every live worker.
+    All,
+    /// With `after:`, the worker whose event triggered the fault; otherwise
+    /// a seeded random live worker.
+    Any,
+    /// The lock file itself (lock-* actions).
+    Lock,
+    /// The harness-managed lease server (server-* actions).
+    Server,
+    /// Worker by index.
+    Worker(usize),
+}
+
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Target::Leader => write!(f, "leader"),
+            Target::Watcher => write!(f, "watcher"),
+            Target::All => write!(f, "all"),
+            Target::Any => write!(f, "any"),
+            Target::Lock => write!(f, "lock"),
+            Target::Server => write!(f, "server"),
+            Target::Worker(i) => write!(f, "{i}"),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Action {
+    /// SIGKILL.
+    Kill,
+    /// SIGTERM.
+    Term,
+    /// SIGSTOP.
+    Stop,
+    /// SIGCONT.
+    Cont,
+    /// SIGSTOP, then SIGCONT after `duration`.
+    Pause,
+    LockEmpty,
+    LockDelete,
+    LockCorrupt,
+    LockStale,
+    /// SIGSTOP the harness-managed server, SIGCONT after `duration`.
+    ServerPause,
+    /// SIGKILL the server (it stays down).
+    ServerKill,
+    /// SIGKILL the server and start it again, empty (no persistence).
+    ServerRestart,
+}
+
+impl Action {
+    pub fn name(self) -> &'static str {
+        match self {
+            Action::Kill => "kill",
+            Action::Term => "term",
+            Action::Stop => "stop",
+            Action::Cont => "cont",
+            Action::Pause => "pause",
+            Action::LockEmpty => "lock-empty",
+            Action::LockDelete => "lock-delete",
+            Action::LockCorrupt => "lock-corrupt",
+            Action::LockStale => "lock-stale",
+            Action::ServerPause => "server-pause",
+            Action::ServerKill => "server-kill",
+            Action::ServerRestart => "server-restart",
+        }
+    }
+
+    pub fn is_server(self) -> bool {
+        matches!(self, Action::ServerPause | Action::ServerKill | Action::ServerRestart)
+    }
+
+    /// Pauses take a `duration`.
+    pub fn is_pause(self) -> bool {
+        matches!(self, Action::Pause | Action::ServerPause)
+    }
+
+    pub fn is_lock(self) -> bool {
+        matches!(self, Action::LockEmpty | Action::LockDelete | Action::LockCorrupt | Action::LockStale)
+    }
+}
+
+/// Fire a fault relative to the protocol instead of the clock: `delay` after
+/// the next `event` of a matching target at or after the fault's `at`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct After {
+    pub event: EventKind,
+    pub delay: Dur,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Fault {
+    pub at: Dur,
+    /// Fire at a seeded uniform moment in `[at, at + jitter)` instead (the
+    /// "kill at a uniform moment" of the theoretical bounds).
+    pub jitter: Dur,
+    pub after: Option<After>,
+    pub target: Target,
+    pub action: Action,
+    /// Pause length (pause only).
+    pub duration: Option<PauseLen>,
+    /// Fire again every `every` (each time with its own jitter and pause
+    /// length) until the trial ends: the busy-leader workload. With
+    /// `after:`, the fault is re-armed from each period's start and fires
+    /// after the next matching event (e.g. a pause inside every job).
+    pub every: Option<Dur>,
+}
+
+/// How long a pause lasts: fixed, or drawn (seeded) per pause.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PauseLen {
+    Fixed(Dur),
+    /// Uniform in [min, max).
+    Uniform([Dur; 2]),
+    /// Exponential with this mean (memoryless stalls: GC, swapping).
+    Exponential(Dur),
+    /// One of these, equally likely.
+    Choice(Vec<Dur>),
+}
+
+impl PauseLen {
+    pub fn scaled(&self, s: f64) -> PauseLen {
+        match self {
+            PauseLen::Fixed(d) => PauseLen::Fixed(d.scaled(s)),
+            PauseLen::Uniform([a, b]) => PauseLen::Uniform([a.scaled(s), b.scaled(s)]),
+            PauseLen::Exponential(m) => PauseLen::Exponential(m.scaled(s)),
+            PauseLen::Choice(v) => PauseLen::Choice(v.iter().map(|d| d.scaled(s)).collect()),
+        }
+    }
+
+    /// Draw one length.
+    pub fn sample(&self, rng: &mut impl rand::Rng) -> Dur {
+        match self {
+            PauseLen::Fixed(d) => *d,
+            PauseLen::Uniform([a, b]) if b > a => Dur::from_us(rng.random_range(a.as_us()..b.as_us())),
+            PauseLen::Uniform([a, _]) => *a,
+            PauseLen::Exponential(mean) => {
+                let u: f64 = rng.random_range(f64::EPSILON..1.0);
+                Dur::from_us((-u.ln() * mean.as_us() as f64).round() as u64)
+            }
+            PauseLen::Choice(v) => v[rng.random_range(0..v.len())],
+        }
+    }
+
+    /// As written in YAML: `15s`, or a one-key mapping in flow style.
+    pub fn to_yaml(&self) -> String {
+        match self {
+            PauseLen::Fixed(d) => d.to_string(),
+            PauseLen::Uniform([a, b]) => format!("{{uniform: [{a}, {b}]}}"),
+            PauseLen::Exponential(m) => format!("{{exponential: {m}}}"),
+            PauseLen::Choice(v) => {
+                format!("{{choice: [{}]}}", v.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", "))
+            }
+        }
+    }
+
+    pub(crate) fn is_positive(&self) -> bool {
+        match self {
+            PauseLen::Fixed(d) | PauseLen::Exponential(d) => *d > Dur::ZERO,
+            PauseLen::Uniform([a, b]) => b >= a && *b > Dur::ZERO,
+            PauseLen::Choice(v) => !v.is_empty() && v.iter().all(|d| *d > Dur::ZERO),
+        }
+    }
+}
+
+/// A fault delivery with times relative to the barrier (a faults.csv row).
+#[derive(Clone, Debug, PartialEq)]
+pub struct FaultRow {
+    pub fault: usize,
+    pub action: String,
+    pub target: String,
+    pub worker: Option<usize>,
+    pub pid: Option<i32>,
+    pub scheduled_us: i64,
+    pub actual_us: i64,
+    pub error: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::SeedableRng;
+
+    use super::*;
+
+    #[test]
+    fn pause_lengths_are_drawn_from_their_distribution() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
+        let n = 20_000;
+        let mean = |len: &PauseLen, rng: &mut rand_chacha::ChaCha8Rng| {
+            (0..n).map(|_| len.sample(rng).as_ms_f64()).sum::<f64>() / n as f64
+        };
+        let exp = PauseLen::Exponential(Dur::from_secs(2));
+        assert!((mean(&exp, &mut rng) - 2000.0).abs() < 60.0, "exponential mean");
+        let uni = PauseLen::Uniform([Dur::from_secs(1), Dur::from_secs(3)]);
+        assert!((mean(&uni, &mut rng) - 2000.0).abs() < 30.0, "uniform mean");
+        assert!((0..1000).all(|_| {
+            let d = uni.sample(&mut rng);
+            d >= Dur::from_secs(1) && d < Dur::from_secs(3)
+        }));
+        let choice = PauseLen::Choice(vec![Dur::from_secs(1), Dur::from_secs(4)]);
+        assert!((0..1000).all(|_| [Dur::from_secs(1), Dur::from_secs(4)].contains(&choice.sample(&mut rng))));
+        assert_eq!(PauseLen::Fixed(Dur::from_ms(5)).sample(&mut rng), Dur::from_ms(5));
+    }
+}

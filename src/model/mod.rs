@@ -1,0 +1,23 @@
+//! The model: what an experiment is, what a trial records, and what the
+//! harness and its children say to each other. It imports nothing else of
+//! the crate; every other layer builds on it.
+
+pub mod calibration;
+pub mod clock;
+pub mod duration;
+pub mod experiment;
+pub mod expiry;
+pub mod faults;
+pub mod history;
+pub mod program;
+pub mod protocol;
+pub mod settings;
+pub mod worker_config;
+
+pub use duration::{Dur, Offset};
+pub use experiment::{Expect, Experiment, Point, Reference};
+pub use faults::{Action, After, Fault, FaultRow, PauseLen, Target};
+pub use settings::{
+    Acquire, ClockOffset, EpochJob, Expiry, Failpoint, InitialLock, JobStrategy, Kind, LeaseSettings, Mode, Resource,
+    Server, StartMode, SubstrateSettings, Unreadable, WorkerSettings, setting_name,
+};

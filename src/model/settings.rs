@@ -1,0 +1,316 @@
+//! The settings of a lease and of the built-in worker, as experiment files
+//! name them: one type per concept, shared by the experiment file, the
+//! worker's config and the reports.
+
+use serde::{Deserialize, Serialize};
+
+use super::duration::{Dur, Offset};
+
+/// The name of a setting's value as written in experiment files, on the
+/// worker's command line and in CSVs (kebab-case: serde and clap agree).
+pub fn setting_name<T: Serialize>(v: &T) -> String {
+    match serde_json::to_value(v) {
+        Ok(serde_json::Value::String(s)) => s,
+        _ => unreachable!("unit enums serialise to strings"),
+    }
+}
+
+/// How the lock file is created (DESIGN.md "Variants").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Acquire {
+    /// stat, then create: the blog's first, racy attempt.
+    Naive,
+    /// `O_CREAT|O_EXCL`, close, then a truncating write (the blog's program).
+    Excl,
+    /// Write a temp file, then `link(2)` it into place: atomic create-with-content.
+    Link,
+    /// stat, then write a temp file and `rename(2)` it into place: content is
+    /// atomic, but rename silently replaces a lock created in between.
+    Rename,
+}
+
+/// What a watcher does with a lock file it cannot read or parse.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Unreadable {
+    /// Try an O_EXCL acquire and retry next tick (the blog: wedges on an empty file).
+    Retry,
+    /// Treat the file as expired once its mtime is older than the lease.
+    ExpireAge,
+}
+
+/// How `leaseUntil` is written and compared.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Expiry {
+    /// Whole (scaled) Unix seconds, compared with strict `<` (the blog).
+    UnixSeconds,
+    /// Fractional seconds, compared exactly.
+    Exact,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    /// The blog's lease loop: acquire, renew, watch, take over.
+    Loop,
+    /// Election race: try to acquire once, report, then hold until the end.
+    /// The trial ends as soon as every worker has made its attempt (or
+    /// died) and no fault is pending: nothing can change after that, so
+    /// `duration` is only the upper bound.
+    OneShot,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StartMode {
+    /// All workers wait on one barrier and are released together.
+    Barrier,
+    /// Worker i starts `stagger × i` after the barrier.
+    Staggered,
+}
+
+/// State of the lock file before the workers start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum InitialLock {
+    None,
+    /// A zero-byte file: a crash between create and write.
+    Empty,
+    /// Garbage bytes.
+    Corrupt,
+    /// A well-formed lease of a dead pid, already expired.
+    Stale,
+}
+
+/// A place in the worker where it can be told to stall (emitting a
+/// `failpoint` event first), so a fault triggered `after: failpoint` lands
+/// exactly inside a window that is otherwise microseconds wide.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Failpoint {
+    None,
+    /// Acquire (naive/excl): the file exists but is still empty.
+    AfterCreate,
+    /// Renewal (naive/excl): the file is truncated, the lease not yet written.
+    AfterTruncate,
+    /// Takeover: the lease was seen expired, the stale file not yet removed.
+    BeforeRemove,
+}
+
+/// Settings of the built-in worker.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WorkerSettings {
+    pub acquire: Acquire,
+    pub unreadable: Unreadable,
+    pub expiry: Expiry,
+    pub release_on_term: bool,
+    pub mode: Mode,
+    pub failpoint: Failpoint,
+    /// How long the worker stalls at the failpoint (scaled).
+    pub failpoint_delay: Dur,
+    /// Only these workers get the failpoint (default: all).
+    pub failpoint_workers: Option<Vec<usize>>,
+    /// Give every grant a fencing token (in the lease and in events).
+    pub fencing_tokens: bool,
+    /// Leader work against a protected resource (needs fencing tokens).
+    pub resource: Resource,
+    /// The exactly-once job: one run per epoch (the "nightly report").
+    pub epoch_job: Option<EpochJob>,
+    /// How far each worker's wall clock is off the true time (scaled).
+    pub clock_offset: ClockOffset,
+}
+
+/// A worker's wall-clock offset: one for every worker, or one per worker
+/// index (`[0s, 2s, -1s]`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ClockOffset {
+    All(Offset),
+    PerWorker(Vec<Offset>),
+}
+
+impl Default for ClockOffset {
+    fn default() -> Self {
+        ClockOffset::All(Offset::ZERO)
+    }
+}
+
+impl ClockOffset {
+    /// Worker `index`'s offset (zero past the end of a per-worker list).
+    pub fn of(&self, index: usize) -> Offset {
+        match self {
+            ClockOffset::All(o) => *o,
+            ClockOffset::PerWorker(v) => v.get(index).copied().unwrap_or(Offset::ZERO),
+        }
+    }
+
+    pub fn scaled(&self, scale: f64) -> ClockOffset {
+        match self {
+            ClockOffset::All(o) => ClockOffset::All(o.scaled(scale)),
+            ClockOffset::PerWorker(v) => ClockOffset::PerWorker(v.iter().map(|o| o.scaled(scale)).collect()),
+        }
+    }
+}
+
+/// How the workers try to run the epoch job exactly once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum JobStrategy {
+    /// The leader runs it; the result is stored unconditionally.
+    LeaseOnly,
+    /// The leader runs it; the store rejects a result whose fencing token is
+    /// lower than one it has seen (the job registers its token when it starts).
+    Fencing,
+    /// The leader runs it; the result is a put under the epoch's key, so a
+    /// repeat leaves the store as it was.
+    Idempotent,
+    /// The leader runs it; the store creates the epoch's result at most once
+    /// (O_EXCL, a unique constraint) and refuses a second.
+    Unique,
+    /// No lease: worker `epoch mod workers` owns the epoch's job.
+    Partitioned,
+}
+
+/// The exactly-once job: at every epoch boundary every worker wakes (two
+/// instances at 02:00); whoever should run it does, for `duration`, then
+/// stores the result. A leader also catches up on the current epoch when it
+/// acquires, and at each renewal, if the store has no result yet.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EpochJob {
+    /// Length of an epoch; boundaries at `epoch`, `2 × epoch`, … after the start.
+    pub epoch: Dur,
+    /// How long one run of the job takes (a pause can land inside it).
+    pub duration: Dur,
+    pub strategy: JobStrategy,
+}
+
+impl Default for WorkerSettings {
+    /// The blog's program.
+    fn default() -> Self {
+        WorkerSettings {
+            acquire: Acquire::Excl,
+            unreadable: Unreadable::Retry,
+            expiry: Expiry::UnixSeconds,
+            release_on_term: true,
+            mode: Mode::Loop,
+            failpoint: Failpoint::None,
+            failpoint_delay: Dur::from_ms(100),
+            failpoint_workers: None,
+            fencing_tokens: false,
+            resource: Resource::None,
+            epoch_job: None,
+            clock_offset: ClockOffset::default(),
+        }
+    }
+}
+
+/// Where the lease lives (DESIGN.md "Substrates").
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SubstrateSettings {
+    pub kind: Kind,
+    /// Server address; default: the local service.
+    #[serde(default)]
+    pub address: Option<String>,
+    /// Redis only: the harness runs its own redis-server per trial, which
+    /// server-* faults can hit.
+    #[serde(default)]
+    pub managed: bool,
+}
+
+impl Default for SubstrateSettings {
+    fn default() -> Self {
+        SubstrateSettings { kind: Kind::File, address: None, managed: false }
+    }
+}
+
+impl SubstrateSettings {
+    /// The address workers use (a managed server's is known per trial).
+    pub fn address(&self) -> Option<String> {
+        self.kind.server().map(|s| self.address.clone().unwrap_or_else(|| s.default_address().to_string()))
+    }
+}
+
+/// Lease timing, already scaled.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LeaseSettings {
+    pub lease: Dur,
+    pub renew: Dur,
+    pub watch: Dur,
+    /// Granularity of `leaseUntil` under `unix-seconds` (1 s × scale).
+    pub resolution: Dur,
+}
+
+impl Default for LeaseSettings {
+    /// The blog's: a 9 s lease renewed and watched every 3 s, in whole seconds.
+    fn default() -> Self {
+        LeaseSettings {
+            lease: Dur::from_secs(9),
+            renew: Dur::from_secs(3),
+            watch: Dur::from_secs(3),
+            resolution: Dur::from_secs(1),
+        }
+    }
+}
+
+/// The kind of substrate an experiment runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Kind {
+    File,
+    Flock,
+    Redis,
+    Postgres,
+    /// `pg_try_advisory_lock`: held by the holder's database session.
+    PostgresAdvisory,
+}
+
+impl Kind {
+    /// Does a lease of this kind expire by time? flock and advisory locks
+    /// last as long as their holder (process or session) lives.
+    pub fn expires(self) -> bool {
+        !matches!(self, Kind::Flock | Kind::PostgresAdvisory)
+    }
+
+    /// Does this substrate talk to a server?
+    pub fn server(self) -> Option<Server> {
+        match self {
+            Kind::File | Kind::Flock => None,
+            Kind::Redis => Some(Server::Redis),
+            Kind::Postgres | Kind::PostgresAdvisory => Some(Server::Postgres),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Server {
+    Redis,
+    Postgres,
+}
+
+impl Server {
+    /// The local service a fresh machine is expected to run.
+    pub fn default_address(self) -> &'static str {
+        match self {
+            Server::Redis => "redis://127.0.0.1:6379/",
+            Server::Postgres => "postgres://postgres@127.0.0.1:5432/test",
+        }
+    }
+}
+
+/// The protected resource a leader writes to (report storage).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Resource {
+    /// No leader work.
+    None,
+    /// Last writer wins.
+    Unfenced,
+    /// Rejects a write whose token is lower than the highest seen.
+    Fenced,
+}

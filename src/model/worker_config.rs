@@ -1,0 +1,171 @@
+//! The built-in worker's whole configuration, as one typed value: the
+//! harness writes it once per trial (`worker.json` in the trial directory)
+//! and every worker reads it (`leasequake worker --config FILE --index I`).
+//! By hand, or as a program under test, the same settings are given as
+//! `key=value` words on top of the blog's defaults.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use super::duration::{Dur, Offset};
+use super::settings::{Kind, LeaseSettings, WorkerSettings};
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WorkerConfig {
+    /// The lock file (file, flock substrates), and the lease's name on a
+    /// server unless `lease_key` says otherwise.
+    pub lock: PathBuf,
+    pub timing: LeaseSettings,
+    pub worker: WorkerSettings,
+    pub substrate: Kind,
+    /// Server address (redis://…, postgres://…); default: the local service.
+    pub address: Option<String>,
+    /// The lease's name on a server (default: the lock path).
+    pub lease_key: Option<String>,
+    /// Directory of the protected resource and the epoch job's store.
+    pub resource_dir: Option<PathBuf>,
+    /// Workers in the trial (the partitioned job's modulus).
+    pub workers: usize,
+    /// Worker i starts `stagger × i` after the barrier.
+    pub stagger: Dur,
+}
+
+impl Default for WorkerConfig {
+    /// The blog's program on `./leader.lock`.
+    fn default() -> Self {
+        WorkerConfig {
+            lock: PathBuf::from("leader.lock"),
+            timing: LeaseSettings::default(),
+            worker: WorkerSettings::default(),
+            substrate: Kind::File,
+            address: None,
+            lease_key: None,
+            resource_dir: None,
+            workers: 1,
+            stagger: Dur::ZERO,
+        }
+    }
+}
+
+impl WorkerConfig {
+    /// Read a config file.
+    pub fn read(path: &std::path::Path) -> Result<WorkerConfig, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    /// Apply `key=value` settings. A key is a dotted path into the config
+    /// (`timing.lease`, `worker.expiry`), or its last part alone where that
+    /// names one setting (`lease`, `expiry`, `lock`). A value is read as
+    /// JSON where it parses (numbers, booleans, `[…]`, `{…}`), else as text
+    /// (`9s`, `exact`).
+    pub fn with(self, settings: &[String]) -> Result<WorkerConfig, String> {
+        let mut tree = serde_json::to_value(&self).map_err(|e| e.to_string())?;
+        for s in settings {
+            let (key, text) = s.split_once('=').ok_or_else(|| format!("{s:?}: expected key=value, e.g. lease=9s"))?;
+            let path = resolve(&tree, key)?;
+            let value = serde_json::from_str(text).unwrap_or_else(|_| serde_json::Value::String(text.to_string()));
+            let mut slot = &mut tree;
+            for part in &path {
+                slot = slot.get_mut(part.as_str()).expect("resolve found this path");
+            }
+            *slot = value;
+        }
+        serde_json::from_value(tree).map_err(|e| format!("{}: {e}", settings.join(" ")))
+    }
+
+    /// Worker `index`'s start delay after the barrier.
+    pub fn start_delay(&self, index: usize) -> Dur {
+        self.stagger.scaled(index as f64)
+    }
+
+    /// Does worker `index` stall at the failpoint?
+    pub fn has_failpoint(&self, index: usize) -> bool {
+        self.worker.failpoint_workers.as_ref().is_none_or(|ws| ws.contains(&index))
+    }
+
+    /// Worker `index`'s wall-clock offset.
+    pub fn clock_offset(&self, index: usize) -> Offset {
+        self.worker.clock_offset.of(index)
+    }
+}
+
+/// The path of `key` in the config's tree: dotted, or a last part that
+/// names exactly one setting.
+fn resolve(tree: &serde_json::Value, key: &str) -> Result<Vec<String>, String> {
+    let dotted: Vec<String> = key.split('.').map(str::to_string).collect();
+    let mut node = Some(tree);
+    for part in &dotted {
+        node = node.and_then(|n| n.get(part.as_str()));
+    }
+    if node.is_some() {
+        return Ok(dotted);
+    }
+    let mut found = Vec::new();
+    leaves(tree, &mut Vec::new(), &mut found);
+    let matching: Vec<&Vec<String>> = found.iter().filter(|p| p.last().is_some_and(|l| l == key)).collect();
+    match matching.as_slice() {
+        [one] => Ok((*one).clone()),
+        [] => Err(format!(
+            "unknown worker setting {key:?}: expected one of {}",
+            found.iter().map(|p| p.join(".")).collect::<Vec<_>>().join(", ")
+        )),
+        many => {
+            Err(format!("{key:?} is ambiguous: {}", many.iter().map(|p| p.join(".")).collect::<Vec<_>>().join(", ")))
+        }
+    }
+}
+
+/// Every setting's path (objects are descended, anything else is a leaf).
+fn leaves(node: &serde_json::Value, prefix: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
+    match node {
+        serde_json::Value::Object(map) => {
+            for (k, v) in map {
+                prefix.push(k.clone());
+                leaves(v, prefix, out);
+                prefix.pop();
+            }
+        }
+        _ => out.push(prefix.clone()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::settings::Expiry;
+
+    #[test]
+    fn settings_by_short_or_dotted_name() {
+        let args: Vec<String> =
+            ["lock=/t/l", "lease=4s", "worker.expiry=exact", "fencing_tokens=true", "clock_offset=[\"0s\", \"-1s\"]"]
+                .map(String::from)
+                .to_vec();
+        let c = WorkerConfig::default().with(&args).unwrap();
+        assert_eq!(c.lock, PathBuf::from("/t/l"));
+        assert_eq!(c.timing.lease, Dur::from_secs(4));
+        assert_eq!(c.timing.renew, Dur::from_secs(3), "the rest stays the blog's");
+        assert_eq!(c.worker.expiry, Expiry::Exact);
+        assert!(c.worker.fencing_tokens);
+        assert_eq!(c.clock_offset(1), Offset::parse("-1s").unwrap());
+        assert_eq!(c.clock_offset(5), Offset::ZERO);
+    }
+
+    #[test]
+    fn unknown_keys_and_bad_values_are_named() {
+        let err = WorkerConfig::default().with(&["leese=9s".to_string()]).unwrap_err();
+        assert!(err.contains("unknown worker setting \"leese\"") && err.contains("timing.lease"), "{err}");
+        let err = WorkerConfig::default().with(&["lease=9".to_string()]).unwrap_err();
+        assert!(err.contains("lease=9"), "{err}");
+        assert!(WorkerConfig::default().with(&["lease".to_string()]).unwrap_err().contains("key=value"));
+    }
+
+    #[test]
+    fn the_file_round_trips() {
+        let c = WorkerConfig::default().with(&["expiry=exact".to_string(), "stagger=5ms".to_string()]).unwrap();
+        let text = serde_json::to_string(&c).unwrap();
+        assert_eq!(serde_json::from_str::<WorkerConfig>(&text).unwrap(), c);
+    }
+}
