@@ -1,5 +1,15 @@
 //! One error type for everything a command can fail with, and the exit
-//! code of each: the contract scripts rely on.
+//! code of each: the contract scripts rely on. Commands return
+//! `Result<(), Error>`; `main` prints the error once and exits with
+//! `exit_code()`.
+
+use std::path::PathBuf;
+
+use crate::experiment::ExperimentError;
+use crate::report::csv::WriteError;
+use crate::report::read::ReadError;
+use crate::trial::TrialError;
+use crate::trial::limits::LimitError;
 
 /// Exit codes.
 pub mod exit {
@@ -12,14 +22,79 @@ pub mod exit {
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// Experiment files that do not load, each naming file:line:column.
+    #[error("{}", join(.0))]
+    Experiments(Vec<ExperimentError>),
+    /// A path given on the command line that cannot be used as asked.
+    #[error("{}: {problem}", path.display())]
+    Path { path: PathBuf, problem: String },
+    /// Inputs that are valid one by one but not together.
+    #[error("{0}")]
+    Conflict(String),
+    /// A results directory that cannot be read back.
+    #[error(transparent)]
+    Results(#[from] ReadError),
+    /// The machine cannot hold the run as asked.
+    #[error("{}: {source}", experiment.display())]
+    Limits { experiment: PathBuf, source: LimitError },
+    /// A lease server or a program the run needs is not there.
+    #[error("{}: {problem}", experiment.display())]
+    Missing { experiment: PathBuf, problem: String },
+    #[error("{}: {source}", path.display())]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error(transparent)]
+    Write(#[from] WriteError),
+    #[error("trial {trial}: {source}")]
+    Trial { trial: u32, source: TrialError },
     #[error("cannot create a scratch directory: {0}")]
     Scratch(std::io::Error),
+    /// The run finished, and some `expect:` did not hold.
+    #[error("expectations failed in {}", .0.join(", "))]
+    ExpectFailed(Vec<String>),
+    #[error("interrupted: {done} of {total} trials completed and kept in {}", dir.display())]
+    Interrupted { done: usize, total: u32, dir: PathBuf },
+}
+
+fn join(errors: &[ExperimentError]) -> String {
+    errors.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("\nerror: ")
 }
 
 impl Error {
     pub fn exit_code(&self) -> u8 {
         match self {
-            Error::Scratch(_) => exit::HARNESS,
+            Error::Experiments(_) | Error::Path { .. } | Error::Conflict(_) | Error::Results(_) => exit::BAD_INPUT,
+            Error::Limits { .. }
+            | Error::Missing { .. }
+            | Error::Io { .. }
+            | Error::Write(_)
+            | Error::Trial { .. }
+            | Error::Scratch(_) => exit::HARNESS,
+            Error::ExpectFailed(_) => exit::EXPECT_FAILED,
+            Error::Interrupted { .. } => exit::INTERRUPTED,
         }
+    }
+
+    /// How bad, for keeping the worst of several: interrupted, then a broken
+    /// harness, then bad input, then a failed expectation.
+    pub fn severity(&self) -> u8 {
+        match self.exit_code() {
+            exit::EXPECT_FAILED => 1,
+            exit::BAD_INPUT => 2,
+            exit::HARNESS => 3,
+            _ => 4,
+        }
+    }
+}
+
+/// The worse of two outcomes (an error beats success).
+pub fn worse(a: Result<(), Error>, b: Result<(), Error>) -> Result<(), Error> {
+    match (a, b) {
+        (Ok(()), b) => b,
+        (a, Ok(())) => a,
+        (Err(Error::ExpectFailed(mut a)), Err(Error::ExpectFailed(b))) => {
+            a.extend(b);
+            Err(Error::ExpectFailed(a))
+        }
+        (Err(a), Err(b)) => Err(if b.severity() > a.severity() { b } else { a }),
     }
 }

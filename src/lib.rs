@@ -7,6 +7,7 @@ pub mod check;
 pub mod child;
 pub mod cli;
 pub mod commands;
+pub mod console;
 pub mod error;
 pub mod experiment;
 pub mod model;

@@ -7,14 +7,18 @@ use super::delays::event_delay;
 use super::harness;
 use crate::error::Error;
 use crate::model::calibration::Delay;
+use crate::sayln;
 
 fn show(name: &str, d: &Option<Delay>) {
     match d {
-        Some(x) => println!(
+        Some(x) => sayln!(
             "  {name:<34} median {:>9.1} µs   p99 {:>9.1} µs   max {:>9.1} µs   (n {})",
-            x.median_us, x.p99_us, x.max_us, x.n
+            x.median_us,
+            x.p99_us,
+            x.max_us,
+            x.n
         ),
-        None => println!("  {name:<34} not measured"),
+        None => sayln!("  {name:<34} not measured"),
     }
 }
 
@@ -22,7 +26,7 @@ fn show(name: &str, d: &Option<Delay>) {
 fn show_ratio(ours: &Option<Delay>, shell: &Option<Delay>) {
     if let (Some(o), Some(s)) = (ours, shell) {
         let ratio = |a: f64, b: f64| if a > 0.0 { format!("{:.0}×", b / a) } else { "∞".into() };
-        println!(
+        sayln!(
             "  {:<34} median {:>9}      p99 {:>9}",
             "→ shell / leasequake",
             ratio(o.median_us, s.median_us),
@@ -37,12 +41,12 @@ pub fn run(lines: usize) -> Result<(), Error> {
         Ok(d) => d,
         Err(source) => return Err(Error::Scratch(source)),
     };
-    println!("Start spread: first timestamp after release, latest − earliest");
+    sayln!("Start spread: first timestamp after release, latest − earliest");
     for (n, trials) in [(3usize, 10u32), (30, 10), (300, 3)] {
         let ours = match harness::start_spread(n, trials, dir.path()) {
             Ok(v) => harness::summarize(v),
             Err(e) => {
-                println!("  {n} workers, barrier: failed: {e}");
+                sayln!("  {n} workers, barrier: failed: {e}");
                 None
             }
         };
@@ -51,9 +55,9 @@ pub fn run(lines: usize) -> Result<(), Error> {
         show(&format!("{n} processes, shell `&` loop"), &shell);
         show_ratio(&ours, &shell);
     }
-    println!("Fault error: actual − scheduled (20 trials each)");
+    sayln!("Fault error: actual − scheduled (20 trials each)");
     let ours = harness::fault_error(20, dir.path()).unwrap_or_else(|e| {
-        println!("  harness: failed: {e}");
+        sayln!("  harness: failed: {e}");
         Default::default()
     });
     for (name, v) in ours {
@@ -67,15 +71,18 @@ pub fn run(lines: usize) -> Result<(), Error> {
         show(&format!("{name}, shell `sleep; kill`"), &shell);
         show_ratio(&ours, &shell);
     }
-    println!("Event delay: program's timestamp → harness has the event ({lines} lines, one per ms)");
+    sayln!("Event delay: program's timestamp → harness has the event ({lines} lines, one per ms)");
     let d = event_delay(lines, Duration::from_millis(1));
     for (name, delay) in [("protocol (fd 3)", &d.protocol), ("log patterns (stdout)", &d.patterns)] {
         match delay {
-            Some(x) => println!(
+            Some(x) => sayln!(
                 "  {name:<22} median {:>7.1} µs   p99 {:>8.1} µs   max {:>8.1} µs   (n {})",
-                x.median_us, x.p99_us, x.max_us, x.n
+                x.median_us,
+                x.p99_us,
+                x.max_us,
+                x.n
             ),
-            None => println!("  {name:<22} not measured (the emitter did not run)"),
+            None => sayln!("  {name:<22} not measured (the emitter did not run)"),
         }
     }
     Ok(())

@@ -12,6 +12,7 @@ use nix::sys::signal::Signal;
 use nix::sys::wait::{Id, WaitPidFlag, waitid};
 use nix::unistd::Pid;
 
+use crate::error::Error;
 use crate::experiment::{Overrides, load_str};
 use crate::model::clock::wall_ns;
 use crate::model::history::EventKind;
@@ -20,15 +21,16 @@ use crate::trial::run_trial;
 
 /// Start spread (µs) of `n` built-in workers released by the barrier, over
 /// `trials` trials.
-pub fn start_spread(n: usize, trials: u32, dir: &Path) -> Result<Vec<f64>, String> {
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+pub fn start_spread(n: usize, trials: u32, dir: &Path) -> Result<Vec<f64>, Error> {
+    let exe = std::env::current_exe().map_err(|source| Error::Io { path: "leasequake".into(), source })?;
     let yaml = format!("name: spread\nworkers: {n}\nduration: 200ms\nworker: {{mode: one-shot}}\n");
-    let exp = load_str(Path::new("calibrate"), &yaml, &Overrides::default()).map_err(|e| e.to_string())?;
+    let exp =
+        load_str(Path::new("calibrate"), &yaml, &Overrides::default()).map_err(|e| Error::Experiments(vec![e]))?;
     let stop = AtomicBool::new(false);
     let mut out = Vec::new();
     for t in 1..=trials {
         let r = run_trial(&exp, t, u64::from(t), &dir.join(format!("spread-{n}-{t}")), &exe, &stop)
-            .map_err(|e| e.to_string())?;
+            .map_err(|source| Error::Trial { trial: t, source })?;
         let metrics = crate::check::check(&r.history, &crate::check::CheckParams::of(&exp));
         out.extend(metrics.start_spread_us.map(|us| us as f64));
     }
@@ -60,17 +62,17 @@ pub fn shell_start_spread(n: usize, trials: u32) -> Vec<f64> {
 /// A fourth series is the kernel's share of the SIGKILL figure: from the
 /// kill() call to the death being observed (tearing down a process takes
 /// a few hundred µs here, whoever sends the signal).
-pub fn fault_error(trials: u32, dir: &Path) -> Result<[(String, Vec<f64>); 4], String> {
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+pub fn fault_error(trials: u32, dir: &Path) -> Result<[(String, Vec<f64>); 4], Error> {
+    let exe = std::env::current_exe().map_err(|source| Error::Io { path: "leasequake".into(), source })?;
     let yaml = "name: fault-error\nworkers: 4\nduration: 400ms\nworker: {mode: one-shot}\nfaults:\n  \
                 - {at: 100ms, target: watcher, action: term}\n  - {at: 200ms, target: watcher, action: stop}\n  \
                 - {at: 300ms, target: leader, action: kill}\n  - {at: 380ms, target: all, action: cont}\n";
-    let exp = load_str(Path::new("calibrate"), yaml, &Overrides::default()).map_err(|e| e.to_string())?;
+    let exp = load_str(Path::new("calibrate"), yaml, &Overrides::default()).map_err(|e| Error::Experiments(vec![e]))?;
     let stop = AtomicBool::new(false);
     let (mut term, mut stp, mut kill, mut teardown) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for t in 1..=trials {
         let r = run_trial(&exp, t, u64::from(t), &dir.join(format!("faults-{t}")), &exe, &stop)
-            .map_err(|e| e.to_string())?;
+            .map_err(|source| Error::Trial { trial: t, source })?;
         let first = |w: usize, kind: EventKind| {
             r.history.events.iter().find(|e| e.worker == Some(w) && e.kind == kind).map(|e| e.t_us)
         };

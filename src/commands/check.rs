@@ -1,61 +1,36 @@
 use std::path::Path;
 
-use crate::error::exit;
+use crate::error::Error;
 use crate::experiment::{Overrides, load};
 use crate::report::csv::{ResultsWriter, Tables};
 use crate::report::read::read_histories;
 use crate::report::summary::{per_unit, summarize, units};
 use crate::report::terminal;
+use crate::say;
 
 /// Recompute the derived tables of a results directory from its history.
-pub fn check(dir: &Path, out: Option<&Path>) -> u8 {
-    let exp = match load(&dir.join("experiment.yaml"), &Overrides::default()) {
-        Ok(e) => e,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return exit::BAD_INPUT;
-        }
-    };
-    let histories = match read_histories(dir) {
-        Ok(h) => h,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return exit::BAD_INPUT;
-        }
-    };
+pub fn check(dir: &Path, out: Option<&Path>) -> Result<(), Error> {
+    let exp = load(&dir.join("experiment.yaml"), &Overrides::default()).map_err(|e| Error::Experiments(vec![e]))?;
+    let histories = read_histories(dir)?;
     let out = out.unwrap_or(dir);
-    if let Err(e) = std::fs::create_dir_all(out) {
-        eprintln!("error: {}: {e}", out.display());
-        return exit::HARNESS;
-    }
+    std::fs::create_dir_all(out).map_err(|source| Error::Io { path: out.to_path_buf(), source })?;
     let units = units(&exp);
     let trials_per_unit = exp.trials.max(1);
     let metrics = super::inputs::recheck(&exp, &histories);
     // What the run saw of each worker's output is not in the history:
     // carry it over from the run's own trials.csv.
     let outcomes = crate::report::read::worker_outcomes(dir);
-    let result = (|| {
-        let mut w = ResultsWriter::create(out, Tables::Derived)?;
-        for ((trial, history), (_, unit, m)) in histories.iter().zip(&metrics) {
-            let (unit_exp, label) = &units[*unit];
-            let local = (trial.max(&1) - 1) % trials_per_unit + 1;
-            let said = outcomes.get(trial).map_or("", String::as_str);
-            w.append(unit_exp, label, *trial, exp.trial_seed(local), history, &[], m, said)?;
-        }
-        w.write_summary(&per_unit(&units, &metrics))?;
-        let all: Vec<_> = metrics.iter().map(|(_, _, m)| m).collect();
-        Ok::<_, crate::report::csv::WriteError>(summarize(&all))
-    })();
-    match result {
-        Ok(summary) => {
-            print!("{}", terminal::render(&exp, &summary, out));
-            // The same verdict as the run that produced the history.
-            let by_trial: Vec<_> = metrics.iter().map(|(t, _, m)| (*t, m)).collect();
-            super::inputs::verdict(&exp, &by_trial)
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            exit::HARNESS
-        }
+    let mut w = ResultsWriter::create(out, Tables::Derived)?;
+    for ((trial, history), (_, unit, m)) in histories.iter().zip(&metrics) {
+        let (unit_exp, label) = &units[*unit];
+        let local = (trial.max(&1) - 1) % trials_per_unit + 1;
+        let said = outcomes.get(trial).map_or("", String::as_str);
+        w.append(unit_exp, label, *trial, exp.trial_seed(local), history, &[], m, said)?;
     }
+    w.write_summary(&per_unit(&units, &metrics))?;
+    let all: Vec<_> = metrics.iter().map(|(_, _, m)| m).collect();
+    say!("{}", terminal::render(&exp, &summarize(&all), out));
+    // The same verdict as the run that produced the history.
+    let by_trial: Vec<_> = metrics.iter().map(|(t, _, m)| (*t, m)).collect();
+    super::inputs::verdict(&exp, &by_trial)
 }

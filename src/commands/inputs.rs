@@ -1,22 +1,30 @@
-//! What the commands share: finding experiment files, re-checking a
-//! results directory's histories, and the verdict on `expect:`.
+//! What the commands share: finding and loading experiment files,
+//! re-checking a results directory's histories, and the verdict on
+//! `expect:`.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use crate::error::exit;
+use crate::check::{CheckParams, TrialMetrics, check};
+use crate::error::Error;
+use crate::experiment::{Overrides, load};
+use crate::model::Experiment;
+use crate::model::history::History;
+use crate::report::summary::{expectation_failures, unit_of, units};
+use crate::sayln;
 
 /// Files as given; directories become their *.yaml files, sorted.
-pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Error> {
     let mut files = Vec::new();
     for p in paths {
         if p.is_dir() {
-            let entries = std::fs::read_dir(p).map_err(|e| format!("{}: {e}", p.display()))?;
+            let entries = std::fs::read_dir(p).map_err(|source| Error::Io { path: p.clone(), source })?;
             let mut found: Vec<PathBuf> = entries
                 .filter_map(|e| e.ok().map(|e| e.path()))
                 .filter(|f| f.extension().is_some_and(|x| x == "yaml" || x == "yml"))
                 .collect();
             if found.is_empty() {
-                return Err(format!("{}: directory holds no .yaml experiment", p.display()));
+                return Err(Error::Path { path: p.clone(), problem: "directory holds no .yaml experiment".into() });
             }
             found.sort();
             files.extend(found);
@@ -27,36 +35,45 @@ pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
     Ok(files)
 }
 
+/// Load every file, each error collected: all are reported together,
+/// before anything is spawned or written.
+pub fn load_all(files: &[PathBuf], overrides: &Overrides) -> Result<Vec<Experiment>, Error> {
+    let (mut exps, mut errors) = (Vec::new(), Vec::new());
+    for f in files {
+        match load(f, overrides) {
+            Ok(e) => exps.push(e),
+            Err(e) => errors.push(e),
+        }
+    }
+    if errors.is_empty() { Ok(exps) } else { Err(Error::Experiments(errors)) }
+}
+
 /// Check every history of a results directory with the settings of its
 /// trial's sweep point: (trial, point index, metrics).
-pub fn recheck(
-    exp: &crate::model::Experiment,
-    histories: &std::collections::BTreeMap<u32, crate::model::history::History>,
-) -> Vec<(u32, usize, crate::check::TrialMetrics)> {
-    let units = crate::report::summary::units(exp);
+pub fn recheck(exp: &Experiment, histories: &BTreeMap<u32, History>) -> Vec<(u32, usize, TrialMetrics)> {
+    let units = units(exp);
     histories
         .iter()
         .map(|(t, h)| {
-            let unit = crate::report::summary::unit_of(exp, units.len(), *t);
-            (*t, unit, crate::check::check(h, &crate::check::CheckParams::of(units[unit].0)))
+            let unit = unit_of(exp, units.len(), *t);
+            (*t, unit, check(h, &CheckParams::of(units[unit].0)))
         })
         .collect()
 }
 
-/// Print whether the experiment's `expect:` held over these trials; the
-/// exit code that says so.
-pub fn verdict(exp: &crate::model::Experiment, trials: &[(u32, &crate::check::TrialMetrics)]) -> u8 {
-    let failures = crate::report::summary::expectation_failures(exp, trials);
+/// Print whether the experiment's `expect:` held over these trials.
+pub fn verdict(exp: &Experiment, trials: &[(u32, &TrialMetrics)]) -> Result<(), Error> {
+    let failures = expectation_failures(exp, trials);
     if failures.is_empty() {
         if !exp.expect.is_empty() {
-            println!("  expectations:   all held");
+            sayln!("  expectations:   all held");
         }
-        exit::OK
+        Ok(())
     } else {
-        println!("  expectations:   {} failed", failures.len());
+        sayln!("  expectations:   {} failed", failures.len());
         for f in failures.iter().take(20) {
-            println!("    - {f}");
+            sayln!("    - {f}");
         }
-        exit::EXPECT_FAILED
+        Err(Error::ExpectFailed(vec![exp.name.clone()]))
     }
 }

@@ -1,5 +1,6 @@
-//! The subcommands, each a small pipeline over the library, and the mapping
-//! of their failures to exit codes.
+//! The subcommands, each a small pipeline over the library. Each returns
+//! `Result<(), Error>`; the error is printed here, once, and becomes the
+//! exit code.
 
 mod check;
 mod inputs;
@@ -7,36 +8,38 @@ mod run;
 mod validate;
 
 use crate::cli::{Cli, Command};
-use crate::error::exit;
+use crate::error::{Error, exit};
+use crate::{sayln, warnln};
 
 pub fn dispatch(cli: Cli) -> u8 {
-    match cli.command {
+    let result = match cli.command {
         Command::Run(args) | Command::Sweep(args) => run::run(&args),
         Command::Validate { files } => validate::validate(&files),
         Command::Check { dir, out } => check::check(&dir, out.as_deref()),
-        Command::Plot { dir } => {
-            let title = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            match crate::report::plots::draw(&dir, &title) {
-                Ok(()) => {
-                    println!("{}\n{}", dir.join("dial.svg").display(), dir.join("histograms.svg").display());
-                    exit::OK
-                }
-                Err(e) => {
-                    eprintln!("error: {}: {e}", dir.display());
-                    exit::BAD_INPUT
-                }
-            }
+        Command::Plot { dir } => plot(&dir),
+        Command::Calibrate { lines } => crate::calibrate::run(lines),
+        // The children's own entry points: their exit codes are their own.
+        Command::CalibrateTarget => return crate::calibrate::emit::target(),
+        Command::CalibrateEmit { lines, interval_us } => return crate::calibrate::emit::run(lines, interval_us),
+        Command::ExecProgram { argv } => return crate::child::exec(&argv),
+        Command::Worker(args) => return crate::worker::run(args).clamp(0, 255) as u8,
+    };
+    match result {
+        Ok(()) => exit::OK,
+        // The run said which expectations failed, and how, as it went.
+        Err(e @ Error::ExpectFailed(_)) => e.exit_code(),
+        Err(e) => {
+            warnln!("error: {e}");
+            e.exit_code()
         }
-        Command::Calibrate { lines } => crate::calibrate::run(lines).map_or_else(
-            |e| {
-                eprintln!("error: {e}");
-                e.exit_code()
-            },
-            |()| exit::OK,
-        ),
-        Command::CalibrateTarget => crate::calibrate::emit::target(),
-        Command::CalibrateEmit { lines, interval_us } => crate::calibrate::emit::run(lines, interval_us),
-        Command::ExecProgram { argv } => crate::child::exec(&argv),
-        Command::Worker(args) => crate::worker::run(args).clamp(0, 255) as u8,
     }
+}
+
+/// `leasequake plot DIR`: redraw the plots from the CSVs alone.
+fn plot(dir: &std::path::Path) -> Result<(), Error> {
+    let title = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    crate::report::plots::draw(dir, &title)
+        .map_err(|e| Error::Path { path: dir.to_path_buf(), problem: e.to_string() })?;
+    sayln!("{}\n{}", dir.join("dial.svg").display(), dir.join("histograms.svg").display());
+    Ok(())
 }

@@ -9,10 +9,10 @@ use std::sync::{Arc, Mutex};
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::inputs::expand;
+use super::inputs::{expand, load_all};
 use crate::check::{CheckParams, TrialMetrics, check};
 use crate::cli::RunArgs;
-use crate::error::exit;
+use crate::error::{Error, exit, worse};
 use crate::experiment::{Overrides, load, to_yaml};
 use crate::model::Experiment;
 use crate::model::calibration::Quick;
@@ -22,8 +22,9 @@ use crate::report::csv::{ResultsWriter, Tables};
 use crate::report::summary::{Summary, per_unit, summarize, unit_of, units};
 use crate::report::{host, terminal, timeline};
 use crate::trial::{TrialError, TrialRecord, run_trial};
+use crate::{say, sayln, warnln};
 
-pub fn run(args: &RunArgs) -> u8 {
+pub fn run(args: &RunArgs) -> Result<(), Error> {
     let overrides = Overrides {
         time_scale: args.time_scale,
         trials: args.trials,
@@ -34,89 +35,68 @@ pub fn run(args: &RunArgs) -> u8 {
     if let Some(dir) = &args.resume {
         return resume(dir, args);
     }
-    let files = match expand(&args.paths) {
-        Ok(f) => f,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return exit::BAD_INPUT;
-        }
-    };
     // Every file is checked before anything is spawned or written.
-    let mut exps = Vec::new();
-    let mut bad = false;
-    for f in &files {
-        match load(f, &overrides) {
-            Ok(e) => exps.push(e),
-            Err(e) => {
-                eprintln!("error: {e}");
-                bad = true;
-            }
-        }
-    }
-    if bad {
-        return exit::BAD_INPUT;
-    }
+    let files = expand(&args.paths)?;
+    let exps = load_all(&files, &overrides)?;
     let suite = files.len() > 1 || args.paths.iter().any(|p| p.is_dir());
     if suite && let Some(dup) = duplicate_name(&exps) {
-        eprintln!("error: two experiments are named {dup:?}; names must be unique to share an output directory");
-        return exit::BAD_INPUT;
+        return Err(Error::Conflict(format!(
+            "two experiments are named {dup:?}; names must be unique to share an output directory"
+        )));
     }
     if let Some(out) = &args.out {
-        if out.exists() && !out.is_dir() {
-            eprintln!("error: --out {}: exists and is not a directory", out.display());
-            return exit::BAD_INPUT;
-        }
-        if out.read_dir().is_ok_and(|mut d| d.next().is_some()) {
-            eprintln!("error: --out {}: directory exists and is not empty; refusing to mix two runs", out.display());
-            return exit::BAD_INPUT;
+        let problem = if out.exists() && !out.is_dir() {
+            Some("--out: exists and is not a directory")
+        } else if out.read_dir().is_ok_and(|mut d| d.next().is_some()) {
+            Some("--out: directory exists and is not empty; refusing to mix two runs")
+        } else {
+            None
+        };
+        if let Some(p) = problem {
+            return Err(Error::Path { path: out.clone(), problem: p.into() });
         }
     }
     for exp in &exps {
         let most = units(exp).iter().map(|(u, _)| u.workers).max().unwrap_or(exp.workers);
-        if let Err(e) = crate::trial::limits::ensure(most, exp.jobs) {
-            eprintln!("error: {}: {e}", exp.source.display());
-            return exit::HARNESS;
-        }
+        crate::trial::limits::ensure(most, exp.jobs)
+            .map_err(|source| Error::Limits { experiment: exp.source.clone(), source })?;
     }
-    if let Err(e) = servers_ready(&exps) {
-        eprintln!("error: {e}");
-        return exit::HARNESS;
-    }
-    let Some(exe) = worker_exe() else { return exit::HARNESS };
+    servers_ready(&exps)?;
+    let exe = std::env::current_exe().map_err(|source| Error::Io { path: "leasequake".into(), source })?;
     let calibration = if args.no_calibrate { None } else { crate::calibrate::measure_quick() };
     let ctx = Ctx { exe, flags: install_signal_flags(), started_ns, calibration, quiet: args.quiet };
 
     let mut done = Vec::new();
-    let mut code = exit::OK;
+    let mut result = Ok(());
     for exp in &exps {
         let dir = match (&args.out, suite) {
             (Some(out), true) => out.join(&exp.name),
             (Some(out), false) => out.clone(),
             (None, _) => default_dir(&args.results_root, &exp.name),
         };
-        let outcome = run_experiment(exp, &dir, args.out.is_none(), &ctx, None);
-        code = worse(code, outcome.code);
-        let stopped = matches!(outcome.code, exit::INTERRUPTED | exit::HARNESS);
+        let mut outcome = run_experiment(exp, &dir, args.out.is_none(), &ctx, None);
+        // A broken harness or an interrupt stops the suite; a failed
+        // expectation does not.
+        let stopped = outcome.result.as_ref().is_err_and(|e| e.exit_code() != exit::EXPECT_FAILED);
+        result = worse(result, std::mem::replace(&mut outcome.result, Ok(())));
         done.push((exp, outcome));
         if stopped {
             break;
         }
         if suite {
-            println!();
+            sayln!();
         }
     }
-    if let (Some(out), true) = (&args.out, suite)
-        && let Err(e) = write_suite_readme(out, &args.paths, &done, &ctx)
-    {
-        eprintln!("error: {}: {e}", out.display());
-        code = worse(code, exit::HARNESS);
+    if let (Some(out), true) = (&args.out, suite) {
+        let written = write_suite_readme(out, &args.paths, &done, &ctx);
+        result = worse(result, written.map_err(|source| Error::Io { path: out.clone(), source }));
     }
-    code
+    result
 }
 
 /// Every lease server the experiments (and their sweep points) use answers,
 /// checked before anything is spawned or written.
-fn servers_ready(exps: &[Experiment]) -> Result<(), String> {
+fn servers_ready(exps: &[Experiment]) -> Result<(), Error> {
     let mut checked = std::collections::BTreeSet::new();
     for exp in exps {
         for (unit, _) in units(exp) {
@@ -131,38 +111,20 @@ fn servers_ready(exps: &[Experiment]) -> Result<(), String> {
                     .status()
                     .is_ok_and(|st| st.success());
                 if !found {
-                    return Err(format!(
-                        "{}: a managed Redis needs `redis-server` on PATH (`apt-get install redis-server`)",
-                        exp.source.display()
-                    ));
+                    return Err(Error::Missing {
+                        experiment: exp.source.clone(),
+                        problem: "a managed Redis needs `redis-server` on PATH (`apt-get install redis-server`)".into(),
+                    });
                 }
             } else if let Some(address) = s.address()
                 && checked.insert((crate::model::setting_name(&s.kind), address.clone()))
             {
-                crate::substrate::preflight(s.kind, &address).map_err(|e| format!("{}: {e}", exp.source.display()))?;
+                crate::substrate::preflight(s.kind, &address)
+                    .map_err(|e| Error::Missing { experiment: exp.source.clone(), problem: e.to_string() })?;
             }
         }
     }
     Ok(())
-}
-
-/// The executable that runs `leasequake worker`: this one.
-fn worker_exe() -> Option<PathBuf> {
-    std::env::current_exe()
-        .map_err(|e| eprintln!("error: cannot find the leasequake executable to spawn workers: {e}"))
-        .ok()
-}
-
-/// Severity order of exit codes: interrupted > harness > expect > ok.
-fn worse(a: u8, b: u8) -> u8 {
-    let rank = |c: u8| match c {
-        exit::OK => 0,
-        exit::EXPECT_FAILED => 1,
-        exit::BAD_INPUT => 2,
-        exit::HARNESS => 3,
-        _ => 4,
-    };
-    if rank(b) > rank(a) { b } else { a }
 }
 
 fn duplicate_name(exps: &[Experiment]) -> Option<String> {
@@ -212,7 +174,7 @@ struct StopFlags {
 }
 
 struct Outcome {
-    code: u8,
+    result: Result<(), Error>,
     summary: Summary,
     metrics: Vec<(u32, TrialMetrics)>,
     dir: PathBuf,
@@ -232,14 +194,12 @@ struct Ctx {
 
 fn run_experiment(exp: &Experiment, dir: &Path, link_latest: bool, ctx: &Ctx, done: Option<Done>) -> Outcome {
     let (exe, flags, quiet) = (&ctx.exe, &ctx.flags, ctx.quiet);
-    let failed = |code: u8, message: String| {
-        eprintln!("error: {message}");
-        Outcome { code, summary: summarize(&[]), metrics: Vec::new(), dir: dir.to_path_buf() }
-    };
+    let failed =
+        |e: Error| Outcome { result: Err(e), summary: summarize(&[]), metrics: Vec::new(), dir: dir.to_path_buf() };
     let resuming = done.is_some();
     let done = done.unwrap_or_default();
     if !resuming && let Err(e) = prepare_dir(exp, dir, link_latest, ctx) {
-        return failed(exit::HARNESS, e);
+        return failed(e);
     }
     let writer = if resuming {
         let completed = done.iter().map(|(t, _, _)| *t).collect();
@@ -249,7 +209,7 @@ fn run_experiment(exp: &Experiment, dir: &Path, link_latest: bool, ctx: &Ctx, do
     };
     let writer = match writer {
         Ok(w) => w,
-        Err(e) => return failed(exit::HARNESS, e.to_string()),
+        Err(e) => return failed(e.into()),
     };
     // A plain experiment is one unit; a sweep has one unit per point. Trial
     // numbers are unique across the run; point p's trials share seeds with
@@ -262,7 +222,7 @@ fn run_experiment(exp: &Experiment, dir: &Path, link_latest: bool, ctx: &Ctx, do
     let todo: Vec<u32> = (0..total).filter(|i| !finished.contains(&(i + 1))).collect();
     if !quiet {
         let what = if resuming { format!("{} missing of {total}", todo.len()) } else { total.to_string() };
-        eprintln!("leasequake: {what} trials of {} → {}", exp.name, dir.display());
+        warnln!("leasequake: {what} trials of {} → {}", exp.name, dir.display());
     }
     let progress = if quiet { ProgressBar::hidden() } else { ProgressBar::new(u64::from(total)) };
     progress.set_position(u64::from(total) - todo.len() as u64);
@@ -312,8 +272,8 @@ fn run_experiment(exp: &Experiment, dir: &Path, link_latest: bool, ctx: &Ctx, do
                     progress.inc(1);
                 }
                 Err(TrialError::Interrupted) => return,
-                Err(e) => {
-                    sink.error.get_or_insert(format!("trial {trial}: {e}"));
+                Err(source) => {
+                    sink.error.get_or_insert(Error::Trial { trial, source });
                     stop.store(true, Ordering::SeqCst);
                     return;
                 }
@@ -336,30 +296,29 @@ fn run_experiment(exp: &Experiment, dir: &Path, link_latest: bool, ctx: &Ctx, do
     let sink = sink.into_inner().unwrap_or_else(|p| p.into_inner());
     let all: Vec<&TrialMetrics> = sink.metrics.iter().map(|(_, _, m)| m).collect();
     let summary = summarize(&all);
-    print!("{}", terminal::render(exp, &summary, dir));
+    say!("{}", terminal::render(exp, &summary, dir));
     if !exp.points.is_empty() {
         // Drawn from the CSVs just written, exactly as `leasequake plot` would.
         if let Err(e) = crate::report::plots::draw(dir, &exp.name) {
-            eprintln!("warning: plots in {}: {e}", dir.display());
+            warnln!("warning: plots in {}: {e}", dir.display());
         }
-        print!("{}", terminal::points(&per_unit(&units, &sink.metrics)));
+        say!("{}", terminal::points(&per_unit(&units, &sink.metrics)));
     }
     let by_trial: Vec<(u32, &TrialMetrics)> = sink.metrics.iter().map(|(t, _, m)| (*t, m)).collect();
     let parts = terminal::decomposition(&by_trial);
     if !parts.is_empty() {
-        print!("  decomposition:\n{parts}");
+        say!("  decomposition:\n{parts}");
     }
-    let code = if let Some(e) = &sink.error {
-        eprintln!("error: {e}");
-        exit::HARNESS
+    let done = all.len();
+    let result = if let Some(e) = sink.error {
+        Err(e)
     } else if flags.signalled.load(Ordering::SeqCst) {
-        eprintln!("interrupted: {} of {total} trials completed and kept in {}", all.len(), dir.display());
-        exit::INTERRUPTED
+        Err(Error::Interrupted { done, total, dir: dir.to_path_buf() })
     } else {
         super::inputs::verdict(exp, &by_trial)
     };
     let metrics = sink.metrics.into_iter().map(|(t, _, m)| (t, m)).collect();
-    Outcome { code, summary, metrics, dir: dir.to_path_buf() }
+    Outcome { result, summary, metrics, dir: dir.to_path_buf() }
 }
 
 /// The trials a resumed run already has: (trial, unit, metrics).
@@ -367,37 +326,22 @@ type Done = Vec<(u32, usize, TrialMetrics)>;
 
 /// `run --resume DIR`: the experiment as it ran (DIR/experiment.yaml), the
 /// finished trials re-checked from DIR/events.csv, then the missing ones.
-fn resume(dir: &Path, args: &RunArgs) -> u8 {
+fn resume(dir: &Path, args: &RunArgs) -> Result<(), Error> {
     let overrides = Overrides { jobs: args.jobs.map(|j| j as usize), ..Overrides::default() };
-    let exp = match load(&dir.join("experiment.yaml"), &overrides) {
-        Ok(e) => e,
-        Err(e) => {
-            eprintln!("error: --resume {}: {e}", dir.display());
-            return exit::BAD_INPUT;
-        }
-    };
+    let exp = load(&dir.join("experiment.yaml"), &overrides).map_err(|e| Error::Experiments(vec![e]))?;
     let trials_csv = dir.join("trials.csv");
     let completed: std::collections::BTreeSet<u32> = match csv::Reader::from_path(&trials_csv) {
         Ok(mut r) => r.records().filter_map(|rec| rec.ok()?.get(0)?.parse().ok()).collect(),
-        Err(e) => {
-            eprintln!("error: --resume {}: {e}", trials_csv.display());
-            return exit::BAD_INPUT;
-        }
+        Err(e) => return Err(Error::Path { path: trials_csv, problem: format!("--resume: {e}") }),
     };
-    let mut histories = match crate::report::read::read_histories(dir) {
-        Ok(h) => h,
-        Err(e) => {
-            eprintln!("error: --resume: {e}");
-            return exit::BAD_INPUT;
-        }
-    };
+    let mut histories = crate::report::read::read_histories(dir)?;
     // A trial interrupted half-written has events but no trials.csv row.
     histories.retain(|t, _| completed.contains(t));
     let done: Done = super::inputs::recheck(&exp, &histories);
-    let Some(exe) = worker_exe() else { return exit::HARNESS };
+    let exe = std::env::current_exe().map_err(|source| Error::Io { path: "leasequake".into(), source })?;
     // A resumed run keeps its host.json: no new calibration.
     let ctx = Ctx { exe, flags: install_signal_flags(), started_ns: wall_ns(), calibration: None, quiet: args.quiet };
-    run_experiment(&exp, dir, false, &ctx, Some(done)).code
+    run_experiment(&exp, dir, false, &ctx, Some(done)).result
 }
 
 struct Sink {
@@ -405,7 +349,7 @@ struct Sink {
     dir: PathBuf,
     /// (trial, unit, metrics) of every finished trial.
     metrics: Vec<(u32, usize, TrialMetrics)>,
-    error: Option<String>,
+    error: Option<Error>,
 }
 
 impl Sink {
@@ -416,32 +360,30 @@ impl Sink {
         unit: usize,
         r: TrialRecord,
         metrics: TrialMetrics,
-    ) -> Result<(), String> {
+    ) -> Result<(), Error> {
         let (exp, label) = &units[unit];
-        self.writer
-            .append(exp, label, r.trial, r.seed, &r.history, &r.deliveries, &metrics, &r.outcomes.join("; "))
-            .map_err(|e| e.to_string())?;
+        self.writer.append(exp, label, r.trial, r.seed, &r.history, &r.deliveries, &metrics, &r.outcomes.join("; "))?;
         if r.trial == 1 {
             // The first trial's timeline, to set beside the blog's diagram. A
             // plot is derived output: failing to draw it loses no result.
             let title = format!("{}: trial 1 ({})", exp.name, terminal::describe(exp));
             let path = self.dir.join("timeline.svg");
             if let Err(e) = timeline::render(&path, &title, &r.history, &metrics, exp.workers) {
-                eprintln!("warning: {}: {e}", path.display());
+                warnln!("warning: {}: {e}", path.display());
             }
         }
         self.metrics.push((r.trial, unit, metrics));
         let rows = per_unit(units, &self.metrics);
-        self.writer.write_summary(&rows).map_err(|e| e.to_string())
+        Ok(self.writer.write_summary(&rows)?)
     }
 }
 
 /// Create the results directory, write experiment.yaml and host.json, and
 /// (for default locations) point `<root>/<name>/latest` at it.
-fn prepare_dir(exp: &Experiment, dir: &Path, link_latest: bool, ctx: &Ctx) -> Result<(), String> {
+fn prepare_dir(exp: &Experiment, dir: &Path, link_latest: bool, ctx: &Ctx) -> Result<(), Error> {
     let io = |p: &Path| {
-        let p = p.to_path_buf();
-        move |e: std::io::Error| format!("{}: {e}", p.display())
+        let path = p.to_path_buf();
+        move |source: std::io::Error| Error::Io { path, source }
     };
     std::fs::create_dir_all(dir).map_err(io(dir))?;
     std::fs::write(dir.join("experiment.yaml"), to_yaml(exp)).map_err(io(dir))?;

@@ -1,22 +1,16 @@
 use std::path::PathBuf;
 
 use super::inputs::expand;
-use crate::error::exit;
+use crate::error::Error;
 use crate::experiment::{Overrides, load};
+use crate::sayln;
 
-/// Load every file; report each; exit 2 if any is invalid.
-pub fn validate(files: &[PathBuf]) -> u8 {
-    let files = match expand(files) {
-        Ok(f) => f,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return exit::BAD_INPUT;
-        }
-    };
-    let mut bad = 0;
-    for f in &files {
+/// Load every file and report each; every invalid one is in the error.
+pub fn validate(files: &[PathBuf]) -> Result<(), Error> {
+    let mut errors = Vec::new();
+    for f in &expand(files)? {
         match load(f, &Overrides { seed: Some(0), ..Overrides::default() }) {
-            Ok(e) => println!(
+            Ok(e) => sayln!(
                 "ok: {} ({}: {} trials × {}, {} workers, {} faults)",
                 f.display(),
                 e.name,
@@ -25,11 +19,8 @@ pub fn validate(files: &[PathBuf]) -> u8 {
                 e.workers,
                 e.faults.len()
             ),
-            Err(e) => {
-                eprintln!("error: {e}");
-                bad += 1;
-            }
+            Err(e) => errors.push(e),
         }
     }
-    if bad > 0 { exit::BAD_INPUT } else { exit::OK }
+    if errors.is_empty() { Ok(()) } else { Err(Error::Experiments(errors)) }
 }

@@ -15,7 +15,7 @@ pub fn setting_name<T: Serialize>(v: &T) -> String {
     }
 }
 
-/// How the lock file is created (DESIGN.md "Variants").
+/// How the lock file is created (docs/metrics.md, the variants).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Acquire {
@@ -208,7 +208,7 @@ impl Default for WorkerSettings {
     }
 }
 
-/// Where the lease lives (DESIGN.md "Substrates").
+/// Where the lease lives (the `Substrate` implementations).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SubstrateSettings {

@@ -51,9 +51,9 @@ impl Default for WorkerConfig {
 
 impl WorkerConfig {
     /// Read a config file.
-    pub fn read(path: &std::path::Path) -> Result<WorkerConfig, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+    pub fn read(path: &std::path::Path) -> Result<WorkerConfig, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError(format!("{}: {e}", path.display())))?;
+        serde_json::from_str(&text).map_err(|e| ConfigError(format!("{}: {e}", path.display())))
     }
 
     /// Apply `key=value` settings. A key is a dotted path into the config
@@ -61,11 +61,12 @@ impl WorkerConfig {
     /// names one setting (`lease`, `expiry`, `lock`). A value is read as
     /// JSON where it parses (numbers, booleans, `[…]`, `{…}`), else as text
     /// (`9s`, `exact`).
-    pub fn with(self, settings: &[String]) -> Result<WorkerConfig, String> {
-        let mut tree = serde_json::to_value(&self).map_err(|e| e.to_string())?;
+    pub fn with(self, settings: &[String]) -> Result<WorkerConfig, ConfigError> {
+        let mut tree = serde_json::to_value(&self).map_err(|e| ConfigError(e.to_string()))?;
         for s in settings {
-            let (key, text) = s.split_once('=').ok_or_else(|| format!("{s:?}: expected key=value, e.g. lease=9s"))?;
-            let path = resolve(&tree, key)?;
+            let (key, text) =
+                s.split_once('=').ok_or_else(|| ConfigError(format!("{s:?}: expected key=value, e.g. lease=9s")))?;
+            let path = resolve(&tree, key).map_err(ConfigError)?;
             let value = serde_json::from_str(text).unwrap_or_else(|_| serde_json::Value::String(text.to_string()));
             let mut slot = &mut tree;
             for part in &path {
@@ -73,7 +74,7 @@ impl WorkerConfig {
             }
             *slot = value;
         }
-        serde_json::from_value(tree).map_err(|e| format!("{}: {e}", settings.join(" ")))
+        serde_json::from_value(tree).map_err(|e| ConfigError(format!("{}: {e}", settings.join(" "))))
     }
 
     /// Worker `index`'s start delay after the barrier.
@@ -91,6 +92,11 @@ impl WorkerConfig {
         self.worker.clock_offset.of(index)
     }
 }
+
+/// A config that cannot be read, or a setting that does not fit it.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ConfigError(String);
 
 /// The path of `key` in the config's tree: dotted, or a last part that
 /// names exactly one setting.
@@ -155,11 +161,11 @@ mod tests {
 
     #[test]
     fn unknown_keys_and_bad_values_are_named() {
-        let err = WorkerConfig::default().with(&["leese=9s".to_string()]).unwrap_err();
+        let err = WorkerConfig::default().with(&["leese=9s".to_string()]).unwrap_err().to_string();
         assert!(err.contains("unknown worker setting \"leese\"") && err.contains("timing.lease"), "{err}");
-        let err = WorkerConfig::default().with(&["lease=9".to_string()]).unwrap_err();
+        let err = WorkerConfig::default().with(&["lease=9".to_string()]).unwrap_err().to_string();
         assert!(err.contains("lease=9"), "{err}");
-        assert!(WorkerConfig::default().with(&["lease".to_string()]).unwrap_err().contains("key=value"));
+        assert!(WorkerConfig::default().with(&["lease".to_string()]).unwrap_err().to_string().contains("key=value"));
     }
 
     #[test]

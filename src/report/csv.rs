@@ -1,4 +1,4 @@
-//! The durable result: the CSV files of DESIGN.md, appended and flushed
+//! The durable result: the CSV files of docs/results-format.md, appended and flushed
 //! after every trial so that an interrupted run keeps every finished trial.
 
 use std::collections::BTreeSet;
@@ -452,7 +452,7 @@ impl ResultsWriter {
 }
 
 /// The theory's bound on the gap after a SIGKILL at a uniform moment:
-/// `[lease - renew, lease + watch + resolution]` (DESIGN.md).
+/// `[lease - renew, lease + watch + resolution]` (docs/metrics.md).
 pub fn crash_bound_ms(exp: &Experiment) -> (f64, f64) {
     let p = crate::check::CheckParams::of(exp);
     let ms = |us: i64| us as f64 / 1000.0;

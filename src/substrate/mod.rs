@@ -116,27 +116,38 @@ pub fn forget(kind: Kind, address: &str, key: &str) {
     }
 }
 
-/// Before a run: is the server there, and ready? The message says what to
+/// A lease server that does not answer, and what to start.
+#[derive(Debug, thiserror::Error)]
+#[error("{server} at {address} does not answer ({reason}): {advice}")]
+pub struct Unanswered {
+    pub server: &'static str,
+    pub address: String,
+    pub reason: String,
+    pub advice: &'static str,
+}
+
+/// Before a run: is the server there, and ready? The error says what to
 /// start if not.
-pub fn preflight(kind: Kind, address: &str) -> Result<(), String> {
+pub fn preflight(kind: Kind, address: &str) -> Result<(), Unanswered> {
     match kind.server() {
         Some(Server::Redis) => {
             let ping = ::redis::Client::open(address)
                 .and_then(|c| c.get_connection_with_timeout(Duration::from_secs(2)))
                 .and_then(|mut conn| ::redis::cmd("PING").query::<String>(&mut conn));
-            ping.map(|_| ()).map_err(|e| {
-                format!(
-                    "Redis at {address} does not answer ({e}): start it (`redis-server --daemonize yes`, \
-                     or `apt-get install redis-server`), or set `substrate.address`, or use `managed: true`"
-                )
+            ping.map(|_| ()).map_err(|e| Unanswered {
+                server: "Redis",
+                address: address.into(),
+                reason: e.to_string(),
+                advice: "start it (`redis-server --daemonize yes`, or `apt-get install redis-server`), \
+                         or set `substrate.address`, or use `managed: true`",
             })
         }
-        Some(Server::Postgres) => postgres::ensure_table(address).map_err(|e| {
-            format!(
-                "PostgreSQL at {address} does not answer ({e}): start it (`apt-get install postgresql`, \
-                 `pg_ctlcluster 15 main start`) with a database `test` that trusts local connections, \
-                 or set `substrate.address`"
-            )
+        Some(Server::Postgres) => postgres::ensure_table(address).map_err(|e| Unanswered {
+            server: "PostgreSQL",
+            address: address.into(),
+            reason: e.to_string(),
+            advice: "start it (`apt-get install postgresql`, `pg_ctlcluster 15 main start`) with a database \
+                     `test` that trusts local connections, or set `substrate.address`",
         }),
         None => Ok(()),
     }

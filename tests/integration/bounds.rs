@@ -1,4 +1,4 @@
-//! Leaderless gaps against the theoretical bounds of DESIGN.md, with real
+//! Leaderless gaps against the theoretical bounds of docs/metrics.md, with real
 //! workers and real signals at time scale 0.05 (lease 450 ms, renew and
 //! watch 150 ms, expiry resolution 50 ms).
 //!

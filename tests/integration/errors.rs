@@ -133,3 +133,33 @@ fn a_bad_pattern_or_program_is_an_error() {
         "4:12: no-such-program-xyz: no such program in PATH",
     );
 }
+
+/// Run leasequake with its stdout a pipe whose reader has already gone
+/// (`leasequake … | head -1` once head has exited): exit code and stderr.
+fn with_stdout_closed(args: &[&str]) -> (Option<i32>, String) {
+    let mut child = std::process::Command::new(bin())
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[test]
+fn a_closed_stdout_costs_neither_the_files_nor_the_exit_code() {
+    let lab = Lab::new();
+    let blog = repo().join("experiments/blog");
+    let (code, stderr) = with_stdout_closed(&["validate", blog.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let out = lab.path().join("out");
+    let file = lab.file("x.yaml", "name: x\nworkers: 2\nduration: 6s\nexpect:\n  max_leaders: 1\n");
+    let args = ["run", file.to_str().unwrap(), "--time-scale", "0.05", "--trials", "2", "--quiet", "--no-calibrate"];
+    let (code, stderr) = with_stdout_closed(&[&args[..], &["--out", out.to_str().unwrap()]].concat());
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(crate::helper::read_table(&out.join("trials.csv")).len(), 2);
+    assert!(out.join("summary.csv").exists());
+}

@@ -2,7 +2,7 @@
 //!
 //! Every test works in its own temporary directory, so tests run in
 //! parallel. Time-dependent tests use a small time scale and compare with
-//! the theoretical bounds of DESIGN.md (see `bounds.rs` for the tolerance).
+//! the theoretical bounds of docs/metrics.md (see `bounds.rs` for the tolerance).
 
 mod blog;
 mod bounds;
