@@ -16,7 +16,7 @@ use crate::error::Error;
 use crate::experiment::{Overrides, load_str};
 use crate::model::clock::wall_ns;
 use crate::model::history::EventKind;
-use crate::trial::faults::{Stop, poll_stopped};
+use crate::trial::nemesis::{Stop, poll_stopped};
 use crate::trial::run_trial;
 
 /// Start spread (µs) of `n` built-in workers released by the barrier, over

@@ -42,3 +42,12 @@ pub enum ExitStatus {
     Code(i32),
     Signal(String),
 }
+
+/// Messages queued between the readers and the trial loop (a message is an
+/// exit, a line, or a batch of up to 32 lines: at most about 65,000 lines,
+/// 20 MB). A full queue blocks the readers, and so the programs that write
+/// faster than the harness takes their lines, instead of growing the
+/// harness's memory without bound. Room for 2048 messages: 1000 workers
+/// started together tick together, and a burst of one line each must not
+/// cost a blocked sender and a wake-up per line.
+pub const EVENT_BACKLOG: usize = 2048;

@@ -1,0 +1,33 @@
+//! How a trial can fail (as opposed to what it measures).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::msg::ExitStatus;
+use super::server;
+use super::spawn::SpawnError;
+
+/// How long workers may take to start up and reach the barrier.
+pub const READY_TIMEOUT: Duration = Duration::from_secs(20);
+/// How long SIGKILLed workers may take to be reaped before we give up.
+pub const KILL_TIMEOUT: Duration = Duration::from_secs(10);
+
+#[derive(Debug, thiserror::Error)]
+pub enum TrialError {
+    #[error("trial directory {}: {source}", path.display())]
+    Dir { path: PathBuf, source: std::io::Error },
+    #[error(transparent)]
+    Spawn(#[from] SpawnError),
+    #[error("worker {worker} exited before the barrier ({status:?}); see {}", log.display())]
+    DiedEarly { worker: usize, status: ExitStatus, log: PathBuf },
+    #[error("workers did not reach the barrier within {READY_TIMEOUT:?} ({ready} of {total} ready)")]
+    NotReady { ready: usize, total: usize },
+    #[error("interrupted")]
+    Interrupted,
+    #[error("{0} worker(s) survived SIGKILL for {KILL_TIMEOUT:?} (uninterruptible sleep?); giving up on them")]
+    Unkillable(usize),
+    #[error("worker {worker} crashed ({status:?}), not by a fault of this experiment; see {}", log.display())]
+    Crashed { worker: usize, status: ExitStatus, log: PathBuf },
+    #[error(transparent)]
+    Server(#[from] server::ServerError),
+}

@@ -1,0 +1,281 @@
+//! The trial loop: wait for every worker to be ready, release them, deliver
+//! faults on time while folding every message into the history, then clean
+//! up: SIGCONT, SIGTERM, grace, SIGKILL, reap.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+use super::barrier::{SPIN_NS, release};
+use super::error::{KILL_TIMEOUT, READY_TIMEOUT, TrialError};
+use super::msg::{ExitStatus, Msg};
+use super::nemesis::{Delivery, Nemesis};
+use super::schedule::Live;
+use super::server;
+use super::spawn::Workers;
+use crate::model::Experiment;
+use crate::model::clock::mono_ns;
+use crate::model::history::{Detail, Event, EventKind};
+
+pub fn to_us(ns: i64) -> i64 {
+    // Round half away from zero, so -0.5 µs and 0.5 µs are symmetric.
+    (ns as f64 / 1000.0).round() as i64
+}
+
+/// An event with its absolute monotonic time, before the barrier is known.
+pub struct RawEvent {
+    pub(super) t_ns: i64,
+    pub(super) worker: Option<usize>,
+    pub(super) pid: Option<i32>,
+    pub(super) kind: EventKind,
+    pub(super) detail: Detail,
+}
+
+impl RawEvent {
+    pub(super) fn harness(
+        t_ns: i64,
+        worker: Option<usize>,
+        pid: Option<i32>,
+        kind: EventKind,
+        detail: Detail,
+    ) -> RawEvent {
+        RawEvent { t_ns, worker, pid, kind, detail }
+    }
+
+    pub(super) fn into_event(self, t0: i64) -> Event {
+        Event { t_us: to_us(self.t_ns - t0), worker: self.worker, pid: self.pid, kind: self.kind, detail: self.detail }
+    }
+}
+
+/// What faults other than signals to workers hit: the lock file, the
+/// managed server.
+pub struct Hit<'a> {
+    pub(super) lock: &'a Path,
+    pub(super) server: Option<&'a mut server::ManagedRedis>,
+}
+
+/// The state of the trial loop.
+pub struct Run {
+    pub(super) rx: Receiver<Msg>,
+    pub(super) raw: Vec<RawEvent>,
+    pub(super) live: Live,
+    pub(super) exited: usize,
+    pub(super) ready: usize,
+    pub(super) garbage: usize,
+    pub(super) deliveries: Vec<Delivery>,
+    /// Trial end (monotonic ns), once known.
+    pub(super) end_ns: i64,
+    /// One-shot trials: workers that have not yet made their attempt (nor
+    /// died). `None` for trials that run their whole duration.
+    pub(super) unsettled: Option<Vec<bool>>,
+}
+
+impl Run {
+    /// Fold one message into the history and the live view.
+    pub(super) fn absorb(&mut self, msg: Msg, mut nemesis: Option<&mut Nemesis>) {
+        match msg {
+            Msg::Batch(msgs) => {
+                for m in msgs {
+                    self.absorb(m, nemesis.as_deref_mut());
+                }
+            }
+            Msg::Event { worker, pid, event } => {
+                if event.event == EventKind::Ready {
+                    self.ready += 1;
+                }
+                if matches!(event.event, EventKind::Acquired | EventKind::NotAcquired) {
+                    self.settle(worker);
+                }
+                self.live.observe(worker, event.event);
+                if let Some(n) = nemesis {
+                    n.on_event(worker, event.event, event.t_ns, &self.live);
+                }
+                self.raw.push(RawEvent::harness(event.t_ns, Some(worker), Some(pid), event.event, event.detail));
+            }
+            Msg::Garbage { worker, line } => {
+                self.garbage += 1;
+                if self.garbage <= 3 {
+                    eprintln!("warning: worker {worker} wrote a line that is not an event: {line:?}");
+                }
+            }
+            Msg::Exit { worker, pid, t_ns, status } => {
+                self.exited += 1;
+                self.settle(worker);
+                self.live.observe(worker, EventKind::Exit);
+                let detail = match status {
+                    ExitStatus::Code(c) => Detail { code: Some(c), ..Detail::default() },
+                    ExitStatus::Signal(s) => Detail { signal: Some(s), ..Detail::default() },
+                };
+                self.raw.push(RawEvent::harness(t_ns, Some(worker), Some(pid), EventKind::Exit, detail));
+            }
+        }
+    }
+
+    pub(super) fn settle(&mut self, worker: usize) {
+        if let Some(w) = self.unsettled.as_mut().and_then(|u| u.get_mut(worker)) {
+            *w = false;
+        }
+    }
+
+    /// A one-shot trial whose workers have all made their attempt, with no
+    /// fault left to fire, cannot change any more: end it now rather than
+    /// sleep out `duration` (the 30 × 30 race would otherwise be 9 s of
+    /// waiting).
+    pub(super) fn settled(&self, nemesis: &Nemesis) -> bool {
+        self.unsettled.as_ref().is_some_and(|u| !u.contains(&true)) && nemesis.idle()
+    }
+
+    pub(super) fn record(&mut self, deliveries: Vec<Delivery>) {
+        for d in &deliveries {
+            let detail = Detail {
+                fault: Some(d.fault),
+                action: Some(d.action.to_string()),
+                error: d.error.clone(),
+                ..Detail::default()
+            };
+            self.raw.push(RawEvent::harness(d.actual_ns, d.worker, d.pid, EventKind::Fault, detail));
+        }
+        self.deliveries.extend(deliveries);
+    }
+
+    /// Barrier, faults, until the trial's end. Returns the barrier time.
+    pub(super) fn drive(
+        &mut self,
+        exp: &Experiment,
+        seed: u64,
+        workers: &Workers,
+        barrier: std::os::fd::OwnedFd,
+        stop: &AtomicBool,
+        hit: Hit<'_>,
+    ) -> Result<i64, TrialError> {
+        // 1. Everyone ready.
+        let ready_deadline = mono_ns() + READY_TIMEOUT.as_nanos() as i64;
+        while self.ready < exp.workers {
+            if stop.load(Ordering::SeqCst) {
+                return Err(TrialError::Interrupted);
+            }
+            let left = ready_deadline - mono_ns();
+            if left <= 0 {
+                return Err(TrialError::NotReady { ready: self.ready, total: exp.workers });
+            }
+            match self.rx.recv_timeout(Duration::from_nanos(left.min(50_000_000) as u64)) {
+                Ok(Msg::Exit { worker, status, .. }) => {
+                    return Err(TrialError::DiedEarly { worker, status, log: workers.procs[worker].log.clone() });
+                }
+                Ok(msg) => self.absorb(msg, None),
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Err(TrialError::NotReady { ready: self.ready, total: exp.workers });
+                }
+            }
+        }
+
+        // 2. Release.
+        let t0 = release(exp, barrier);
+        let at = Detail { mono_ns: Some(t0), ..Detail::default() };
+        self.raw.push(RawEvent::harness(t0, None, None, EventKind::Barrier, at));
+        if exp.program.is_some() {
+            // Programs start when spawned; the harness's clock starts here.
+            for p in &workers.procs {
+                self.raw.push(RawEvent::harness(
+                    t0,
+                    Some(p.index),
+                    Some(p.pid.as_raw()),
+                    EventKind::Start,
+                    Detail::default(),
+                ));
+            }
+        }
+
+        // 3. Faults until the end.
+        let end = t0 + exp.duration.as_ns() as i64;
+        let rng = ChaCha8Rng::seed_from_u64(seed);
+        let mut nemesis = Nemesis::new(exp, t0, rng, hit.lock, hit.server);
+        loop {
+            if stop.load(Ordering::SeqCst) {
+                return Err(TrialError::Interrupted);
+            }
+            let now = mono_ns();
+            let fired = nemesis.fire_due(now, &workers.procs, &mut self.live);
+            self.record(fired);
+            let now = mono_ns();
+            if now >= end || self.settled(&nemesis) {
+                break;
+            }
+            // Wake for the next fault, the end, or at least every 50 ms to
+            // notice Ctrl-C.
+            let due = nemesis.next_due().unwrap_or(end).min(end);
+            if due - now < SPIN_NS {
+                // A timed wait can oversleep by 50–150 µs on a VM; for the
+                // last stretch before a fault, poll instead.
+                match self.rx.try_recv() {
+                    Ok(msg) => self.absorb(msg, Some(&mut nemesis)),
+                    Err(_) => std::hint::spin_loop(),
+                }
+                continue;
+            }
+            let wake = (due - SPIN_NS).min(now + 50_000_000);
+            match self.rx.recv_timeout(Duration::from_nanos((wake - now).max(0) as u64)) {
+                Ok(msg) => self.absorb(msg, Some(&mut nemesis)),
+                Err(RecvTimeoutError::Timeout) => {}
+                // All workers gone and all pipes closed: sleep out the trial.
+                Err(RecvTimeoutError::Disconnected) => {
+                    std::thread::sleep(Duration::from_nanos((wake - now).max(0) as u64));
+                }
+            }
+        }
+        self.end_ns = mono_ns();
+        self.raw.push(RawEvent::harness(self.end_ns, None, None, EventKind::TrialEnd, Detail::default()));
+        // Faults still waiting for their moment never happened: say so.
+        let never = nemesis.never_fired(self.end_ns);
+        self.record(never);
+        Ok(t0)
+    }
+
+    /// SIGCONT, SIGTERM, grace, SIGKILL, reap — and keep recording, so the
+    /// exits appear in the history (after `trial_end`, which the checker cuts).
+    pub(super) fn clean_up(&mut self, exp: &Experiment, workers: &mut Workers) -> Result<(), TrialError> {
+        for p in &workers.procs {
+            let _ = p.signal(Signal::SIGCONT);
+            let _ = p.signal(Signal::SIGTERM);
+        }
+        let grace_end = mono_ns() + exp.grace.as_ns() as i64;
+        self.drain_until(grace_end, exp.workers);
+        if self.exited < exp.workers {
+            for p in &workers.procs {
+                let _ = p.signal(Signal::SIGKILL);
+            }
+            self.drain_until(mono_ns() + KILL_TIMEOUT.as_nanos() as i64, exp.workers);
+        }
+        if self.exited < exp.workers {
+            workers.detach();
+            return Err(TrialError::Unkillable(exp.workers - self.exited));
+        }
+        // Every process is gone; read on until every reader has reached EOF
+        // and every thread has dropped its sender (a reader may be blocked
+        // on a full queue), then the history is complete.
+        while let Ok(msg) = self.rx.recv() {
+            self.absorb(msg, None);
+        }
+        workers.join();
+        Ok(())
+    }
+
+    pub(super) fn drain_until(&mut self, deadline: i64, total: usize) {
+        while self.exited < total {
+            let left = deadline - mono_ns();
+            if left <= 0 {
+                return;
+            }
+            match self.rx.recv_timeout(Duration::from_nanos(left as u64)) {
+                Ok(msg) => self.absorb(msg, None),
+                Err(RecvTimeoutError::Timeout) | Err(RecvTimeoutError::Disconnected) => return,
+            }
+        }
+    }
+}

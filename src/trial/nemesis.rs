@@ -1,0 +1,278 @@
+//! The nemesis: carries out what the fault schedule orders (signals to
+//! workers, lock-file faults, server faults) and records each delivery as
+//! it happened. When and whom is decided by `schedule.rs`.
+
+use std::path::Path;
+
+use nix::sys::signal::Signal;
+use rand_chacha::ChaCha8Rng;
+
+use super::schedule::{Live, Order, Schedule};
+use super::server::ManagedRedis;
+use super::spawn::WorkerProc;
+use crate::model::clock::{mono_ns, wall_ns};
+use crate::model::expiry::ExpiryRule;
+use crate::model::history::EventKind;
+use crate::model::{Action, Experiment, InitialLock};
+use crate::substrate::lockfile::{self, LockFault};
+
+/// One delivered (or undeliverable) primitive fault: a row of faults.csv.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Delivery {
+    pub fault: usize,
+    /// kill, term, stop, cont, lock-empty, … (a pause is a stop and a cont).
+    pub action: &'static str,
+    /// The target as written (leader, watcher, all, lock, or an index).
+    pub target: String,
+    pub worker: Option<usize>,
+    pub pid: Option<i32>,
+    pub scheduled_ns: i64,
+    pub actual_ns: i64,
+    /// Why it was not delivered (no leader, worker already dead, …).
+    pub error: Option<String>,
+}
+
+pub struct Nemesis<'s> {
+    schedule: Schedule,
+    rule: ExpiryRule,
+    lock: std::path::PathBuf,
+    /// The harness-managed lease server, for server-* faults.
+    server: Option<&'s mut ManagedRedis>,
+}
+
+impl<'s> Nemesis<'s> {
+    pub fn new(
+        exp: &Experiment,
+        t0: i64,
+        rng: ChaCha8Rng,
+        lock: &Path,
+        server: Option<&'s mut ManagedRedis>,
+    ) -> Nemesis<'s> {
+        Nemesis {
+            schedule: Schedule::new(&exp.faults, t0, rng),
+            rule: expiry_rule(exp),
+            lock: lock.to_path_buf(),
+            server,
+        }
+    }
+
+    /// Whether no fault is waiting any more.
+    pub fn idle(&self) -> bool {
+        self.schedule.idle()
+    }
+
+    /// The earliest time a timed fault is due.
+    pub fn next_due(&self) -> Option<i64> {
+        self.schedule.next_due()
+    }
+
+    /// An event arrived (it may trigger an armed fault).
+    pub fn on_event(&mut self, worker: usize, kind: EventKind, t_ns: i64, live: &Live) {
+        self.schedule.on_event(worker, kind, t_ns, live);
+    }
+
+    /// Deliver every fault due at `now`. Returns the deliveries in order.
+    pub fn fire_due(&mut self, now: i64, procs: &[WorkerProc], live: &mut Live) -> Vec<Delivery> {
+        let mut out = Vec::new();
+        while let Some(order) = self.schedule.next_order(now, live) {
+            out.extend(self.deliver(order, procs, live));
+        }
+        out
+    }
+
+    /// A row for every fault that never fired (its trigger never came, or
+    /// its time fell after the end), so a schedule cannot vanish silently.
+    pub fn never_fired(&mut self, end_ns: i64) -> Vec<Delivery> {
+        self.schedule
+            .never_fired()
+            .into_iter()
+            .map(|u| Delivery {
+                fault: u.fault,
+                action: u.action.name(),
+                target: u.target.to_string(),
+                worker: None,
+                pid: None,
+                scheduled_ns: u.scheduled_ns,
+                actual_ns: end_ns,
+                error: Some(format!("never fired: {}", u.why)),
+            })
+            .collect()
+    }
+
+    fn deliver(&mut self, o: Order, procs: &[WorkerProc], live: &mut Live) -> Vec<Delivery> {
+        let target_text = o.target.to_string();
+        let base = |action: &'static str| Delivery {
+            fault: o.fault,
+            action,
+            target: target_text.clone(),
+            worker: None,
+            pid: None,
+            scheduled_ns: o.scheduled_ns,
+            actual_ns: 0,
+            error: None,
+        };
+        if o.action.is_server() || o.target == crate::model::Target::Server {
+            return vec![self.deliver_to_server(&o, base)];
+        }
+        if o.action.is_lock() {
+            let fault = match o.action {
+                Action::LockEmpty => LockFault::Empty,
+                Action::LockDelete => LockFault::Delete,
+                Action::LockCorrupt => LockFault::Corrupt,
+                _ => LockFault::Stale { dead_pid: dead_pid(), lease_until: self.rule.stale(wall_ns()) },
+            };
+            let result = lockfile::inject(&self.lock, fault, self.rule.expiry);
+            return vec![Delivery {
+                actual_ns: mono_ns(),
+                error: result.err().map(|e| e.to_string()),
+                ..base(o.action.name())
+            }];
+        }
+        let targets = match o.workers {
+            Ok(t) => t,
+            Err(error) => return vec![Delivery { actual_ns: mono_ns(), error: Some(error), ..base(o.action.name()) }],
+        };
+        let signal = match o.action {
+            Action::Kill => Signal::SIGKILL,
+            Action::Term => Signal::SIGTERM,
+            Action::Stop => Signal::SIGSTOP,
+            Action::Cont => Signal::SIGCONT,
+            other => unreachable!("the schedule orders no {}", other.name()),
+        };
+        let mut out = Vec::new();
+        for w in &targets {
+            let proc_ = &procs[*w];
+            let (actual_ns, error) = send(proc_, signal);
+            if error.is_none() {
+                match signal {
+                    Signal::SIGSTOP => live.paused[*w] = true,
+                    Signal::SIGCONT => live.paused[*w] = false,
+                    _ => {}
+                }
+            }
+            out.push(Delivery {
+                worker: Some(*w),
+                pid: Some(proc_.pid.as_raw()),
+                actual_ns,
+                error,
+                ..base(o.action.name())
+            });
+        }
+        out
+    }
+
+    /// server-pause (a stop now, a cont later), server-kill, server-restart.
+    fn deliver_to_server(&mut self, o: &Order, base: impl Fn(&'static str) -> Delivery) -> Delivery {
+        let Some(server) = self.server.as_deref_mut() else {
+            return Delivery { actual_ns: mono_ns(), error: Some("no managed server".into()), ..base("server") };
+        };
+        let pid = server.pid().map(|p| p.as_raw());
+        let (action, result) = match o.action {
+            Action::ServerPause => ("server-stop", server.signal(Signal::SIGSTOP).map_err(|e| e.to_string())),
+            Action::Cont => ("server-cont", server.signal(Signal::SIGCONT).map_err(|e| e.to_string())),
+            Action::ServerKill => {
+                server.kill();
+                ("server-kill", Ok(()))
+            }
+            // Stamped at the kill: from here on the leases are gone.
+            _ => ("server-restart", server.restart().map_err(|e| e.to_string())),
+        };
+        let actual_ns = mono_ns();
+        if let (Some(at), Ok(())) = (o.resume_at, &result) {
+            self.schedule.resume_server(o.fault, at);
+        }
+        Delivery { pid, actual_ns, error: result.err(), ..base(action) }
+    }
+}
+
+/// Send a signal and return when it took effect, chosen so the history stays
+/// causal. KILL/TERM/CONT: just before the syscall (a death, or the first
+/// event after a resume, is never earlier than its cause). STOP: once /proc
+/// shows the process stopped (its last event is never after its pause).
+fn send(proc_: &WorkerProc, signal: Signal) -> (i64, Option<String>) {
+    let before = mono_ns();
+    match proc_.signal(signal) {
+        Ok(true) => {}
+        Ok(false) => return (mono_ns(), Some("worker already exited".into())),
+        Err(e) => return (mono_ns(), Some(format!("kill failed: {e}"))),
+    }
+    match signal {
+        Signal::SIGSTOP => stopped_at(proc_.pid),
+        Signal::SIGCONT => continued(proc_.pid, before),
+        _ => (before, None),
+    }
+}
+
+/// The moment the kernel reports `pid` stopped: a SIGSTOP is delivered only
+/// when the target next runs.
+fn stopped_at(pid: nix::unistd::Pid) -> (i64, Option<String>) {
+    match poll_stopped(pid, 100_000_000) {
+        // Gone (reaped): it died, which the waiter reports as an exit.
+        Stop::Stopped | Stop::Gone => (mono_ns(), None),
+        Stop::NotYet => (mono_ns(), Some("not stopped after 100 ms".into())),
+    }
+}
+
+/// What `poll_stopped` saw.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Stop {
+    Stopped,
+    Gone,
+    NotYet,
+}
+
+/// Poll for up to `within_ns` until the kernel reports our child `pid`
+/// stopped. `waitid(WSTOPPED | WNOWAIT | WNOHANG)` is a cheap syscall that
+/// neither blocks nor consumes the report (the waiter thread only waits for
+/// exits), so it can be polled tightly; return, then read the clock.
+pub fn poll_stopped(pid: nix::unistd::Pid, within_ns: i64) -> Stop {
+    use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid};
+    let deadline = mono_ns() + within_ns;
+    loop {
+        match waitid(Id::Pid(pid), WaitPidFlag::WSTOPPED | WaitPidFlag::WNOWAIT | WaitPidFlag::WNOHANG) {
+            Ok(WaitStatus::Stopped(..)) => return Stop::Stopped,
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(_) => return Stop::Gone,
+            Ok(_) if mono_ns() < deadline => std::thread::yield_now(),
+            Ok(_) => return Stop::NotYet,
+        }
+    }
+}
+
+/// SIGCONT takes effect when sent; wait (briefly) until /proc agrees, so
+/// that the next fault sees a running process.
+fn continued(pid: nix::unistd::Pid, sent: i64) -> (i64, Option<String>) {
+    let deadline = mono_ns() + 100_000_000;
+    loop {
+        match procfs::process::Process::new(pid.as_raw()).and_then(|p| p.stat()).map(|s| s.state) {
+            Ok('T') if mono_ns() < deadline => std::thread::yield_now(),
+            Ok('T') => return (mono_ns(), Some("state still 'T' after 100 ms".into())),
+            _ => return (sent, None),
+        }
+    }
+}
+
+/// A pid with no process behind it, for stale leases.
+fn dead_pid() -> i64 {
+    (1..4_000_000i64).rev().step_by(7919).find(|p| !Path::new(&format!("/proc/{p}")).exists()).unwrap_or(3_999_999)
+}
+
+pub fn expiry_rule(exp: &Experiment) -> ExpiryRule {
+    ExpiryRule {
+        expiry: exp.worker.expiry,
+        resolution_ns: exp.lease.resolution.as_ns() as i64,
+        lease_ns: exp.lease.lease.as_ns() as i64,
+    }
+}
+
+/// Put the lock file in its starting state, before any worker exists.
+pub fn prepare_lock(exp: &Experiment, lock: &Path) -> std::io::Result<()> {
+    let rule = expiry_rule(exp);
+    let fault = match exp.initial_lock {
+        InitialLock::None => return Ok(()),
+        InitialLock::Empty => LockFault::Empty,
+        InitialLock::Corrupt => LockFault::Corrupt,
+        InitialLock::Stale => LockFault::Stale { dead_pid: dead_pid(), lease_until: rule.stale(wall_ns()) },
+    };
+    lockfile::inject(lock, fault, exp.worker.expiry)
+}

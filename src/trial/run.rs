@@ -1,0 +1,130 @@
+//! One trial, from its directory to its history.
+
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::sync::mpsc;
+
+use super::error::TrialError;
+use super::event_loop::{Hit, RawEvent, Run, to_us};
+use super::msg::EVENT_BACKLOG;
+use super::nemesis;
+use super::schedule::Live;
+use super::server;
+use super::setup::{placeholder_values, write_worker_config};
+use super::spawn::{self, SpawnSpec};
+use crate::model::history::{Detail, Event, EventKind, History};
+use crate::model::{Experiment, FaultRow};
+
+/// Everything one trial produced.
+#[derive(Debug)]
+pub struct TrialRecord {
+    pub trial: u32,
+    pub seed: u64,
+    pub history: History,
+    pub deliveries: Vec<FaultRow>,
+    /// Lines on a worker's stdout that were not protocol events.
+    pub garbage_lines: usize,
+    /// What became of each worker, in words (trials.csv `worker_outcomes`).
+    pub outcomes: Vec<String>,
+}
+
+/// Run trial number `trial` (1-based, unique in the run) in `dir` with the
+/// randomness of `seed` (the points of a sweep share seeds trial by trial,
+/// so that they differ only in their settings).
+pub fn run_trial(
+    exp: &Experiment,
+    trial: u32,
+    seed: u64,
+    dir: &Path,
+    exe: &Path,
+    stop: &AtomicBool,
+) -> Result<TrialRecord, TrialError> {
+    std::fs::create_dir_all(dir).map_err(|source| TrialError::Dir { path: dir.into(), source })?;
+    let lock = dir.join("leader.lock");
+    nemesis::prepare_lock(exp, &lock).map_err(|source| TrialError::Dir { path: lock.clone(), source })?;
+    // Fault times are our precision budget: ask the kernel not to coalesce
+    // this thread's timer wake-ups (default slack is 50 µs).
+    let _ = nix::sys::prctl::set_timerslack(1);
+
+    let (tx, rx) = mpsc::sync_channel(EVENT_BACKLOG);
+    let mut server = if exp.substrate.managed { Some(server::ManagedRedis::start(dir)?) } else { None };
+    let address = server.as_ref().map(|s| s.address()).or_else(|| exp.substrate.address());
+    let values = |i: usize| placeholder_values(exp, i, dir, &lock, address.as_deref());
+    let args = if exp.program.is_none() {
+        write_worker_config(exp, dir, &lock, address.clone())
+            .map_err(|source| TrialError::Dir { path: dir.join("worker.json"), source })?
+    } else {
+        Vec::new()
+    };
+    let spec = SpawnSpec {
+        exe,
+        args,
+        dir,
+        count: exp.workers,
+        program: exp.program.as_ref().map(|p| (p, &values as &spawn::Placeholders)),
+    };
+    let mut raw: Vec<RawEvent> = Vec::new();
+    let (mut workers, barrier) = spawn::spawn(&spec, &tx)?;
+    drop(tx);
+    for p in &workers.procs {
+        raw.push(RawEvent::harness(
+            p.spawned_ns,
+            Some(p.index),
+            Some(p.pid.as_raw()),
+            EventKind::Spawn,
+            Detail::default(),
+        ));
+    }
+
+    let mut run = Run {
+        rx,
+        raw,
+        live: Live::new(exp.workers),
+        exited: 0,
+        ready: 0,
+        garbage: 0,
+        deliveries: Vec::new(),
+        end_ns: i64::MAX,
+        unsettled: (exp.program.is_none() && exp.worker.mode == crate::model::Mode::OneShot)
+            .then(|| vec![true; exp.workers]),
+    };
+    if exp.program.as_ref().is_some_and(|p| !p.ready) {
+        // Without `ready: true` a program knows no barrier handshake: it is
+        // ready once spawned (it may still wait for EOF on stdin, which
+        // comes at the release).
+        run.ready = exp.workers;
+    }
+    let outcome = run.drive(exp, seed, &workers, barrier, stop, Hit { lock: &lock, server: server.as_mut() });
+    run.clean_up(exp, &mut workers)?;
+    drop(server);
+    if !exp.substrate.managed
+        && let Some(address) = &address
+    {
+        // A shared server keeps the lease after the trial: remove it.
+        crate::substrate::forget(exp.substrate.kind, address, &lock.display().to_string());
+    }
+    let t0 = outcome?;
+    if exp.program.is_none() {
+        run.check_exits(&workers)?;
+    }
+    let protocol = exp.program.as_ref().is_some_and(|p| p.observe == crate::model::program::Observe::Protocol);
+    let outcomes = run.outcomes(&workers, t0, protocol);
+
+    let events: Vec<Event> = run.raw.into_iter().map(|r| r.into_event(t0)).collect();
+    let history = History::new(events);
+    let deliveries = run
+        .deliveries
+        .into_iter()
+        .map(|d| FaultRow {
+            fault: d.fault,
+            action: d.action.to_string(),
+            target: d.target,
+            worker: d.worker,
+            pid: d.pid,
+            scheduled_us: to_us(d.scheduled_ns - t0),
+            actual_us: to_us(d.actual_ns - t0),
+            error: d.error,
+        })
+        .collect();
+    Ok(TrialRecord { trial, seed, history, deliveries, garbage_lines: run.garbage, outcomes })
+}
