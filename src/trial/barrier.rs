@@ -10,7 +10,7 @@ pub const SPIN_NS: i64 = 1_000_000;
 
 /// How far ahead of the release the built-in workers are told its time:
 /// long enough for every one of them to wake from the pipe and go back to
-/// sleep on its timer (about 40 µs each on 2 cores), so all of them are
+/// sleep on its timer, one after another on few cores, so all of them are
 /// asleep until the same instant.
 fn release_lead_ns(workers: usize) -> i64 {
     2_000_000 + 60_000 * workers as i64
@@ -28,7 +28,7 @@ fn next_wall_phase(resolution: i64, offset: i64, ahead: i64) -> i64 {
 }
 
 /// Sleep until the monotonic `deadline`, spinning for the last stretch
-/// (a timed sleep can oversleep by 50–150 µs on a VM).
+/// (a timed sleep can oversleep, more so on a VM).
 pub fn sleep_until(deadline: i64) {
     let left = deadline - SPIN_NS - mono_ns();
     if left > 0 {

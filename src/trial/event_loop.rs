@@ -211,7 +211,7 @@ impl Run {
             // notice Ctrl-C.
             let due = nemesis.next_due().unwrap_or(end).min(end);
             if due - now < SPIN_NS {
-                // A timed wait can oversleep by 50–150 µs on a VM; for the
+                // A timed wait can oversleep, more so on a VM; for the
                 // last stretch before a fault, poll instead.
                 match self.rx.try_recv() {
                     Ok(msg) => self.absorb(msg, Some(&mut nemesis)),

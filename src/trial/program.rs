@@ -56,7 +56,7 @@ struct ProgramLine {
 /// The command for worker `index`, with its placeholders filled: the
 /// trampoline `exe exec-program -- argv…`, so that the spawn itself needs no
 /// pre_exec hook and can use posix_spawn (a fork of a harness with
-/// thousands of threads costs 18 ms per program at 1000 programs).
+/// thousands of threads is slow: docs/architecture.md, "Measured reasons").
 pub fn command(p: &Program, values: &BTreeMap<&str, String>, exe: &std::path::Path) -> Command {
     let mut cmd = exec_program(exe);
     if p.shell {

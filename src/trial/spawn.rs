@@ -134,7 +134,8 @@ pub enum SpawnError {
 /// the kernel SIGKILL it if we die, even by `kill -9` (`child::tie_to_parent`,
 /// first thing in the built-in worker and in the `exec-program`
 /// trampoline). No pre_exec hook: the spawn can use posix_spawn instead of
-/// fork, which gets slow as our threads multiply (18 ms a child at 1000).
+/// fork, whose cost grows with the harness's threads (docs/architecture.md,
+/// "Measured reasons").
 pub fn tie_to_harness(cmd: &mut Command) -> &mut Command {
     cmd.process_group(0).env(PARENT_ENV, std::process::id().to_string())
 }

@@ -1,0 +1,509 @@
+//! The built-in system under test: the blog's lease program, step by step,
+//! as a state machine over a `Substrate` (where the lease lives) and an
+//! `Env` (clocks, waiting, reporting). Roles: leader (renew every `renew`)
+//! and watcher (look every `watch`, take over an expired lease); shutdown
+//! releases; the optional epoch job runs at every boundary.
+
+use std::collections::BTreeSet;
+
+use nix::sys::signal::Signal;
+
+use super::env::Env;
+use crate::model::Resource;
+use crate::model::clock::utc;
+use crate::model::expiry::ExpiryRule;
+use crate::model::history::{Detail, EventKind};
+use crate::model::worker_config::WorkerConfig;
+use crate::model::{Dur, JobStrategy, Mode, Unreadable};
+use crate::substrate::lockfile::{Lease, ReadError};
+use crate::substrate::resource::{self, JobOutcome};
+use crate::substrate::{Renewal, Seen, Substrate};
+
+/// Consecutive failed renewals after which a leader steps down (the blog's 3).
+const MAX_RENEW_FAILURES: u32 = 3;
+
+/// What became of one attempt to run the epoch job.
+enum JobRun {
+    /// The store (or this worker) already had the epoch's result.
+    AlreadyDone,
+    Ran,
+    /// A shutdown signal arrived mid-job.
+    Interrupted(Signal),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Role {
+    Leader { failures: u32 },
+    Watcher,
+}
+
+pub struct Worker<E: Env> {
+    env: E,
+    cfg: WorkerConfig,
+    index: usize,
+    pid: i64,
+    lease: Box<dyn Substrate>,
+    rule: ExpiryRule,
+    started_ns: i64,
+    /// This worker's current fencing token (while it leads, with tokens on).
+    token: Option<u64>,
+    /// The highest token seen in the lock file.
+    seen_token: u64,
+    /// Time of the barrier release as this worker saw it: epoch 0 starts here.
+    origin_ns: i64,
+    /// Epochs whose job this worker knows is done (by itself or, as the
+    /// store said, by anyone): they are not asked about again.
+    known_done: BTreeSet<u64>,
+    /// (epoch, token) pairs the store refused: not retried under the same
+    /// grant, but a new grant may run the epoch again.
+    refused: BTreeSet<(u64, u64)>,
+    /// Duration of the last substrate operation, until an event carries it.
+    op_us: Option<u64>,
+}
+
+impl<E: Env> Worker<E> {
+    /// A worker of index `index` with process id `pid`, its lease opened.
+    pub fn new(env: E, cfg: WorkerConfig, index: usize, pid: i64, lease: Box<dyn Substrate>, rule: ExpiryRule) -> Self {
+        let now = env.mono_ns();
+        Worker {
+            env,
+            cfg,
+            index,
+            pid,
+            lease,
+            rule,
+            started_ns: now,
+            token: None,
+            seen_token: 0,
+            origin_ns: now,
+            known_done: BTreeSet::new(),
+            refused: BTreeSet::new(),
+            op_us: None,
+        }
+    }
+
+    /// Set up and waiting for the barrier.
+    pub fn ready(&mut self) {
+        self.emit(EventKind::Ready, Detail::default());
+    }
+
+    /// Released: wait out this worker's start delay, report `start`, and run
+    /// the configured mode until a shutdown signal. Returns the exit code.
+    pub fn begin(&mut self) -> i32 {
+        self.origin_ns = self.env.mono_ns();
+        let start_delay = self.cfg.start_delay(self.index);
+        if start_delay > Dur::ZERO {
+            let until = self.env.mono_ns() + start_delay.as_ns() as i64;
+            if self.env.wait_until(until).is_some() {
+                return self.shut_down(Role::Watcher);
+            }
+        }
+        self.started_ns = self.env.mono_ns();
+        // Every worker woke at the same instant, but they run one after the
+        // other on few cores: step aside before reporting (a write that wakes
+        // the harness) or doing any real work, so that the others take their
+        // start timestamps first (the start spread).
+        std::thread::yield_now();
+        self.env.emit_at(self.started_ns, EventKind::Start, Detail::default());
+        match self.cfg.worker.mode {
+            Mode::Loop => self.lease_loop(),
+            Mode::OneShot => self.one_shot(),
+        }
+    }
+
+    /// Report an event; the first one after a substrate operation carries
+    /// that operation's duration (`op_us`).
+    fn emit(&mut self, event: EventKind, detail: Detail) {
+        let now = self.env.mono_ns();
+        self.env.emit_at(now, event, Detail { op_us: self.op_us.take(), ..detail });
+    }
+
+    /// Time one substrate operation, for the next event.
+    fn timed<T>(&mut self, op: impl FnOnce(&mut dyn Substrate) -> T) -> T {
+        let start = self.env.mono_ns();
+        let out = op(self.lease.as_mut());
+        self.op_us = Some(((self.env.mono_ns() - start) / 1000) as u64);
+        out
+    }
+
+    /// A line in the blog's format: `12.53s [Process: 60222] [WATCHER] …`.
+    fn log(&mut self, text: &str) {
+        let elapsed = (self.env.mono_ns() - self.started_ns) as f64 / 1e9;
+        let line = format!("{elapsed:.2}s [Process: {}] {text}", self.pid);
+        self.env.log(&line);
+    }
+
+    /// Wall-clock time of a `leaseUntil`, as HH:MM:SS (with ms when scaled).
+    fn clock_text(&self, wall_ns: i64) -> String {
+        let (_, _, _, h, m, s) = utc(wall_ns.div_euclid(1_000_000_000));
+        if self.rule.resolution_ns >= 1_000_000_000 {
+            format!("{h:02}:{m:02}:{s:02}")
+        } else {
+            format!("{h:02}:{m:02}:{s:02}.{:03}", wall_ns.rem_euclid(1_000_000_000) / 1_000_000)
+        }
+    }
+
+    fn until_text(&self, lease_until: f64) -> String {
+        self.clock_text(self.rule.to_wall_ns(lease_until))
+    }
+
+    fn fresh_lease(&self) -> Lease {
+        Lease { process_id: self.pid, lease_until: self.rule.lease_until(self.env.wall_ns()), token: self.token }
+    }
+
+    fn lease_detail(&self, lease: Lease) -> Detail {
+        Detail {
+            holder: Some(lease.process_id),
+            lease_until: Some(lease.lease_until),
+            // No nominal expiry where the lease does not expire by time:
+            // the checker then does not split gaps into lease + detection.
+            expires_in_ms: self.cfg.substrate.expires().then(|| self.cfg.timing.lease.as_ms_f64()),
+            token: lease.token,
+            ..Detail::default()
+        }
+    }
+
+    /// Remember the highest fencing token seen in the lock file.
+    fn saw(&mut self, lease: &Lease) {
+        self.seen_token = self.seen_token.max(lease.token.unwrap_or(0));
+    }
+
+    /// Leader work: write the report with this grant's token. A leader that
+    /// was paused does this on its first tick after resuming, before it
+    /// learns (at the renewal) that it lost the lease: the stale write.
+    fn work(&mut self) {
+        let Some(dir) = self.cfg.resource_dir.clone() else { return };
+        if self.cfg.worker.resource == Resource::None {
+            return;
+        }
+        let token = self.token.unwrap_or(0);
+        let (kind, error) = match resource::write(&dir, self.cfg.worker.resource, token, self.pid) {
+            Ok(true) => (EventKind::WriteAccepted, None),
+            Ok(false) => (EventKind::WriteRejected, None),
+            Err(e) => (EventKind::WriteRejected, Some(e.to_string())),
+        };
+        self.emit(kind, Detail { token: Some(token), error, ..Detail::default() });
+        let verdict = if kind == EventKind::WriteAccepted { "accepted" } else { "rejected" };
+        self.log(&format!("[LEADER] Wrote report with token {token}: {verdict}"));
+    }
+
+    /// Try the configured acquire; report and log the outcome.
+    fn try_acquire(&mut self, how: &str, take_over: bool) -> bool {
+        self.token = None;
+        let lease = self.fresh_lease();
+        let seen = self.seen_token;
+        let granted = self.timed(|s| if take_over { s.take_over(lease, seen) } else { s.acquire(lease, seen) });
+        match granted {
+            Ok(Some(lease)) => {
+                self.token = lease.token;
+                self.seen_token = self.seen_token.max(lease.token.unwrap_or(0));
+                let detail = Detail { how: Some(how.into()), ..self.lease_detail(lease) };
+                self.emit(EventKind::Acquired, detail);
+                let text = if how == "takeover" {
+                    format!("[WATCHER] Takeover successful, now leader until {}", self.until_text(lease.lease_until))
+                } else {
+                    format!(
+                        "[LEADER] Acquired lease at {}, valid until {}",
+                        self.clock_text(self.env.wall_ns()),
+                        self.until_text(lease.lease_until)
+                    )
+                };
+                self.log(&text);
+                self.work();
+                true
+            }
+            Ok(None) => {
+                let kind = if how == "takeover" { EventKind::TakeoverLost } else { EventKind::NotAcquired };
+                self.emit(kind, Detail::default());
+                if how == "takeover" {
+                    self.log("[WATCHER] Lost the takeover race, still watching");
+                }
+                false
+            }
+            Err(e) => {
+                let kind = if how == "takeover" { EventKind::TakeoverLost } else { EventKind::NotAcquired };
+                self.emit(kind, Detail { error: Some(e.to_string()), ..Detail::default() });
+                self.log(&format!("Could not acquire lease: {e}"));
+                false
+            }
+        }
+    }
+
+    /// How the epoch job is kept exactly-once (meaningless without a job).
+    fn job_strategy(&self) -> JobStrategy {
+        self.cfg.worker.epoch_job.map_or(JobStrategy::LeaseOnly, |j| j.strategy)
+    }
+
+    fn interval(&self, role: Role) -> i64 {
+        match role {
+            Role::Leader { .. } => self.cfg.timing.renew.as_ns() as i64,
+            Role::Watcher => self.cfg.timing.watch.as_ns() as i64,
+        }
+    }
+
+    fn lease_loop(&mut self) -> i32 {
+        let mut role = if self.try_acquire("start", false) { Role::Leader { failures: 0 } } else { Role::Watcher };
+        let mut next = self.env.mono_ns() + self.interval(role);
+        let epoch_ns = self.cfg.worker.epoch_job.map(|j| j.epoch.as_ns() as i64);
+        let mut boundary = epoch_ns.map_or(i64::MAX, |e| self.origin_ns + e);
+        loop {
+            if self.env.wait_until(next.min(boundary)).is_some() {
+                return self.shut_down(role);
+            }
+            if let Some(epoch_ns) = epoch_ns
+                && self.env.mono_ns() >= boundary
+            {
+                // Every worker wakes at the boundary; whoever should run the
+                // job does. Boundaries missed while stopped are not replayed.
+                let now = self.env.mono_ns();
+                while boundary <= now {
+                    boundary += epoch_ns;
+                }
+                if self.on_boundary(role).is_some() {
+                    return self.shut_down(role);
+                }
+                continue;
+            }
+            let was_leader = matches!(role, Role::Leader { .. });
+            role = match role {
+                Role::Leader { failures } => {
+                    self.work();
+                    self.renew(failures)
+                }
+                Role::Watcher => self.watch(),
+            };
+            // A leader, new or renewed, catches up on an epoch nobody ran.
+            if matches!(role, Role::Leader { .. }) && self.catch_up().is_some() {
+                return self.shut_down(role);
+            }
+            let now = self.env.mono_ns();
+            if was_leader != matches!(role, Role::Leader { .. }) {
+                // First tick of a new role is one interval after the change.
+                next = now + self.interval(role);
+            } else {
+                // Keep the grid, like Go's time.Ticker: ticks missed while
+                // stopped or slow are dropped, not replayed.
+                let step = self.interval(role);
+                next += step;
+                if next <= now {
+                    next += ((now - next) / step + 1) * step;
+                }
+            }
+        }
+    }
+
+    /// The epoch the worker is in now (0 before the first boundary).
+    fn epoch_now(&self) -> u64 {
+        match self.cfg.worker.epoch_job {
+            Some(j) => ((self.env.mono_ns() - self.origin_ns).max(0) as u64) / j.epoch.as_ns(),
+            None => 0,
+        }
+    }
+
+    /// At an epoch boundary: run the job if it is ours to run.
+    fn on_boundary(&mut self, role: Role) -> Option<Signal> {
+        let epoch = self.epoch_now();
+        let ours = match self.job_strategy() {
+            JobStrategy::Partitioned => epoch % self.cfg.workers.max(1) as u64 == self.index as u64,
+            _ => matches!(role, Role::Leader { .. }),
+        };
+        if !ours {
+            return None;
+        }
+        match self.run_job(epoch) {
+            JobRun::Interrupted(sig) => Some(sig),
+            JobRun::AlreadyDone | JobRun::Ran => None,
+        }
+    }
+
+    /// A leader's catch-up: the oldest epoch up to now whose job nobody ran
+    /// (the leader that should have died, or was paused past the boundary
+    /// and its late result refused). One job per tick, so that catching up
+    /// never costs the lease. Partitioned jobs have no leader to catch up.
+    fn catch_up(&mut self) -> Option<Signal> {
+        if self.cfg.worker.epoch_job.is_none() || self.job_strategy() == JobStrategy::Partitioned {
+            return None;
+        }
+        for epoch in 1..=self.epoch_now() {
+            if self.known_done.contains(&epoch) {
+                continue;
+            }
+            match self.run_job(epoch) {
+                JobRun::AlreadyDone => continue,
+                JobRun::Ran => return None,
+                JobRun::Interrupted(sig) => return Some(sig),
+            }
+        }
+        None
+    }
+
+    /// One run of the epoch's job: ask the store whether it is done (under
+    /// fencing, presenting the token), work for the job's duration (a pause
+    /// can land here), then store the result. The job does not look at the
+    /// lease again: that is the point.
+    fn run_job(&mut self, epoch: u64) -> JobRun {
+        let Some(dir) = self.cfg.resource_dir.clone() else { return JobRun::AlreadyDone };
+        let strategy = self.job_strategy();
+        let token = self.token.unwrap_or(0);
+        if epoch == 0 || self.known_done.contains(&epoch) || self.refused.contains(&(epoch, token)) {
+            return JobRun::AlreadyDone;
+        }
+        // A partitioned job runs on no lease: it has no token to carry.
+        let carried = (strategy != JobStrategy::Partitioned).then_some(token);
+        let detail = |error: Option<String>| Detail { epoch: Some(epoch), token: carried, error, ..Detail::default() };
+        match resource::begin_job(&dir, strategy, epoch, token) {
+            Ok(true) => {
+                self.known_done.insert(epoch);
+                return JobRun::AlreadyDone;
+            }
+            Ok(false) => {}
+            Err(e) => {
+                self.emit(EventKind::JobRejected, detail(Some(e.to_string())));
+                return JobRun::Ran;
+            }
+        }
+        self.emit(EventKind::JobStarted, detail(None));
+        self.log(&format!("[JOB] Running the job of epoch {epoch} with token {token}"));
+        if let Some(sig) =
+            self.env.wait_until(self.env.mono_ns() + self.cfg.worker.epoch_job.map_or(0, |j| j.duration.as_ns() as i64))
+        {
+            self.log(&format!("[JOB] Epoch {epoch} interrupted"));
+            return JobRun::Interrupted(sig);
+        }
+        let (kind, error) = match resource::commit_job(&dir, strategy, epoch, token, self.pid) {
+            Ok(JobOutcome::Applied) => (EventKind::JobApplied, None),
+            Ok(JobOutcome::Repeated) => (EventKind::JobRepeated, None),
+            Ok(JobOutcome::Rejected) => (EventKind::JobRejected, None),
+            Err(e) => (EventKind::JobRejected, Some(e.to_string())),
+        };
+        if kind == EventKind::JobRejected {
+            self.refused.insert((epoch, token));
+        } else {
+            self.known_done.insert(epoch);
+        }
+        self.emit(kind, detail(error));
+        self.log(&format!("[JOB] Epoch {epoch} stored: {}", kind.name()));
+        JobRun::Ran
+    }
+
+    fn renew(&mut self, failures: u32) -> Role {
+        let fresh = self.fresh_lease();
+        match self.timed(|s| s.renew(fresh)) {
+            Err(e) => self.renew_failed(failures, e.to_string()),
+            Ok(Renewal::Lost { holder }) => {
+                self.emit(
+                    EventKind::SteppedDown,
+                    Detail { reason: Some("other-holder".into()), holder, ..Detail::default() },
+                );
+                let who = holder.map_or_else(|| "nobody".to_string(), |h| h.to_string());
+                self.log(&format!("[LEADER] Lease now held by {who}, stepping down"));
+                Role::Watcher
+            }
+            Ok(Renewal::Renewed(lease)) => {
+                self.saw(&lease);
+                self.emit(EventKind::Renewed, self.lease_detail(lease));
+                self.log(&format!("[LEADER] Lease renewed, valid until {}", self.until_text(lease.lease_until)));
+                Role::Leader { failures: 0 }
+            }
+        }
+    }
+
+    fn renew_failed(&mut self, failures: u32, error: String) -> Role {
+        let count = failures + 1;
+        self.log(&format!("[LEADER] Could not renew lease ({error}), failure {count}/{MAX_RENEW_FAILURES}"));
+        self.emit(EventKind::RenewFailed, Detail { count: Some(count), error: Some(error), ..Detail::default() });
+        if count >= MAX_RENEW_FAILURES {
+            // The blog steps down without deleting the file.
+            self.emit(EventKind::SteppedDown, Detail { reason: Some("failures".into()), ..Detail::default() });
+            self.log("[LEADER] Too many failed renewals, stepping down");
+            Role::Watcher
+        } else {
+            Role::Leader { failures: count }
+        }
+    }
+
+    fn watch(&mut self) -> Role {
+        let (current, expired) = match self.timed(|s| s.observe()) {
+            Ok(Seen::Held(l)) => (l, false),
+            Ok(Seen::Expired(l)) => (l, true),
+            Ok(Seen::Free) => return self.unreadable(ReadError::Missing),
+            Err(e) => return self.unreadable(e),
+        };
+        self.saw(&current);
+        let seen = Detail {
+            holder: Some(current.process_id),
+            lease_until: Some(current.lease_until),
+            token: current.token,
+            ..Detail::default()
+        };
+        let (holder, until) = (current.process_id, self.until_text(current.lease_until));
+        if expired {
+            self.emit(EventKind::ExpiredSeen, seen);
+            self.log(&format!("[WATCHER] Lease held by {holder} expired at {until}, attempting takeover"));
+            self.take_over()
+        } else {
+            self.emit(EventKind::HeldBy, seen);
+            self.log(&format!("[WATCHER] Lease held by {holder}, valid until {until}"));
+            Role::Watcher
+        }
+    }
+
+    fn take_over(&mut self) -> Role {
+        if self.try_acquire("takeover", true) { Role::Leader { failures: 0 } } else { Role::Watcher }
+    }
+
+    fn unreadable(&mut self, error: ReadError) -> Role {
+        let missing = matches!(error, ReadError::Missing);
+        self.emit(EventKind::Unreadable, Detail { error: Some(error.to_string()), ..Detail::default() });
+        if !missing && self.cfg.worker.unreadable == Unreadable::ExpireAge {
+            let lease = self.cfg.timing.lease.as_std();
+            if let Some(age) = self.lease.age()
+                && age > lease
+            {
+                self.emit(EventKind::ExpiredSeen, Detail { error: Some(error.to_string()), ..Detail::default() });
+                self.log("[WATCHER] Unreadable lease file is older than the lease, attempting takeover");
+                return self.take_over();
+            }
+        }
+        if !missing {
+            self.log("[WATCHER] Could not read lease file, will retry");
+        }
+        // The blog treats any read error as a chance to acquire; with an
+        // empty file O_EXCL fails here forever.
+        if self.try_acquire("retry", false) { Role::Leader { failures: 0 } } else { Role::Watcher }
+    }
+
+    fn one_shot(&mut self) -> i32 {
+        let role = if self.try_acquire("start", false) { Role::Leader { failures: 0 } } else { Role::Watcher };
+        if role == Role::Watcher {
+            self.log("Did not become leader");
+        }
+        // Hold (or not) until the harness ends the trial.
+        let _ = self.env.wait_until(i64::MAX);
+        self.shut_down(role)
+    }
+
+    fn shut_down(&mut self, role: Role) -> i32 {
+        if matches!(role, Role::Leader { .. }) && self.cfg.worker.release_on_term {
+            // Leadership ends when the release begins, not when it is
+            // done: a watcher may take the lease the moment it is gone,
+            // before this worker could report it.
+            let began = self.env.mono_ns();
+            self.log("Received shutdown signal, releasing lease");
+            let detail = match self.lease.release(self.pid) {
+                Ok(()) => Detail::default(),
+                Err(e) => Detail { error: Some(e.to_string()), ..Detail::default() },
+            };
+            self.env.emit_at(began, EventKind::Released, detail);
+            self.log("Lease released");
+        } else {
+            self.log("Received shutdown signal, exiting");
+        }
+        self.emit(EventKind::Exiting, Detail { code: Some(0), ..Detail::default() });
+        0
+    }
+}
+
+#[cfg(test)]
+#[path = "machine_tests.rs"]
+mod tests;
