@@ -34,6 +34,13 @@ pub enum Error {
     /// A results directory that cannot be read back.
     #[error(transparent)]
     Results(#[from] ReadError),
+    /// A results directory written in another layout than this version's.
+    #[error(
+        "{}: written in results format {found}; this leasequake reads format {wanted} \
+         (run the experiment again, or use the leasequake that wrote it)",
+        dir.display()
+    )]
+    Format { dir: PathBuf, found: u32, wanted: u32 },
     /// The machine cannot hold the run as asked.
     #[error("{}: {source}", experiment.display())]
     Limits { experiment: PathBuf, source: LimitError },
@@ -62,7 +69,11 @@ fn join(errors: &[ExperimentError]) -> String {
 impl Error {
     pub fn exit_code(&self) -> u8 {
         match self {
-            Error::Experiments(_) | Error::Path { .. } | Error::Conflict(_) | Error::Results(_) => exit::BAD_INPUT,
+            Error::Experiments(_)
+            | Error::Path { .. }
+            | Error::Conflict(_)
+            | Error::Results(_)
+            | Error::Format { .. } => exit::BAD_INPUT,
             Error::Limits { .. }
             | Error::Missing { .. }
             | Error::Io { .. }

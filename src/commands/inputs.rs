@@ -48,6 +48,13 @@ pub fn load_all(files: &[PathBuf], overrides: &Overrides) -> Result<Vec<Experime
     if errors.is_empty() { Ok(exps) } else { Err(Error::Experiments(errors)) }
 }
 
+/// Refuse a results directory written in another layout.
+pub fn same_format(dir: &std::path::Path) -> Result<(), Error> {
+    let found = crate::report::read::results_format(dir)?;
+    let wanted = crate::report::rows::RESULTS_FORMAT;
+    if found == wanted { Ok(()) } else { Err(Error::Format { dir: dir.to_path_buf(), found, wanted }) }
+}
+
 /// Check every history of a results directory with the settings of its
 /// trial's sweep point: (trial, point index, metrics).
 pub fn recheck(exp: &Experiment, histories: &BTreeMap<u32, History>) -> Vec<(u32, usize, TrialMetrics)> {

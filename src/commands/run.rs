@@ -18,8 +18,8 @@ use crate::model::Experiment;
 use crate::model::calibration::Quick;
 use crate::model::clock::{utc_stamp, wall_ns};
 use crate::report::compare::{Measured, markdown, points_markdown};
-use crate::report::csv::{ResultsWriter, Tables};
-use crate::report::summary::{Summary, per_unit, summarize, unit_of, units};
+use crate::report::csv::{ResultsWriter, Tables, TrialData};
+use crate::report::summary::{Summary, per_unit, setting_label, summarize, unit_of, units};
 use crate::report::{host, terminal, timeline};
 use crate::trial::{TrialError, TrialRecord, run_trial};
 use crate::{say, sayln, warnln};
@@ -203,9 +203,9 @@ fn run_experiment(exp: &Experiment, dir: &Path, link_latest: bool, ctx: &Ctx, do
     }
     let writer = if resuming {
         let completed = done.iter().map(|(t, _, _)| *t).collect();
-        ResultsWriter::resume(dir, &completed)
+        ResultsWriter::resume(dir, exp, &completed)
     } else {
-        ResultsWriter::create(dir, Tables::All)
+        ResultsWriter::create(dir, exp, Tables::All)
     };
     let writer = match writer {
         Ok(w) => w,
@@ -254,7 +254,7 @@ fn run_experiment(exp: &Experiment, dir: &Path, link_latest: bool, ctx: &Ctx, do
                     // The trial hands back its history; judging it is ours.
                     let metrics = check(&record.history, &CheckParams::of(unit_exp));
                     let outcome = metrics.outcome();
-                    if let Err(e) = sink.record(&units, unit, record, metrics) {
+                    if let Err(e) = sink.record(exp, &units, unit, record, metrics) {
                         sink.error.get_or_insert(e);
                         stop.store(true, Ordering::SeqCst);
                     }
@@ -293,7 +293,10 @@ fn run_experiment(exp: &Experiment, dir: &Path, link_latest: bool, ctx: &Ctx, do
     }
     progress.finish_and_clear();
 
-    let sink = sink.into_inner().unwrap_or_else(|p| p.into_inner());
+    let mut sink = sink.into_inner().unwrap_or_else(|p| p.into_inner());
+    if let Err(e) = sink.writer.finish() {
+        sink.error.get_or_insert(e.into());
+    }
     let all: Vec<&TrialMetrics> = sink.metrics.iter().map(|(_, _, m)| m).collect();
     let summary = summarize(&all);
     say!("{}", terminal::render(exp, &summary, dir));
@@ -327,6 +330,7 @@ type Done = Vec<(u32, usize, TrialMetrics)>;
 /// `run --resume DIR`: the experiment as it ran (DIR/experiment.yaml), the
 /// finished trials re-checked from DIR/events.csv, then the missing ones.
 fn resume(dir: &Path, args: &RunArgs) -> Result<(), Error> {
+    super::inputs::same_format(dir)?;
     let overrides = Overrides { jobs: args.jobs.map(|j| j as usize), ..Overrides::default() };
     let exp = load(&dir.join("experiment.yaml"), &overrides).map_err(|e| Error::Experiments(vec![e]))?;
     let trials_csv = dir.join("trials.csv");
@@ -356,13 +360,22 @@ impl Sink {
     /// Write the trial and a fresh summary before anything else happens.
     fn record(
         &mut self,
+        run: &Experiment,
         units: &[(&Experiment, String)],
         unit: usize,
         r: TrialRecord,
         metrics: TrialMetrics,
     ) -> Result<(), Error> {
         let (exp, label) = &units[unit];
-        self.writer.append(exp, label, r.trial, r.seed, &r.history, &r.deliveries, &metrics, &r.outcomes.join("; "))?;
+        let trial = TrialData {
+            trial: r.trial,
+            seed: r.seed,
+            history: &r.history,
+            faults: &r.deliveries,
+            metrics: &metrics,
+            outcomes: &r.outcomes.join("; "),
+        };
+        self.writer.append(run, (exp, &setting_label(exp, label)), trial)?;
         if r.trial == 1 {
             // The first trial's timeline, to set beside the blog's diagram. A
             // plot is derived output: failing to draw it loses no result.
@@ -374,7 +387,7 @@ impl Sink {
         }
         self.metrics.push((r.trial, unit, metrics));
         let rows = per_unit(units, &self.metrics);
-        Ok(self.writer.write_summary(&rows)?)
+        Ok(self.writer.write_summary(run, &rows)?)
     }
 }
 

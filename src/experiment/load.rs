@@ -48,6 +48,11 @@ struct RawExperiment {
     expiry_resolution: Option<Spanned<Dur>>,
     #[serde(default)]
     time_scale: Option<Spanned<f64>>,
+    /// The durations of this file are already multiplied by this time
+    /// scale (a resolved experiment.yaml says so): they are not scaled
+    /// again, but the experiment keeps its scale.
+    #[serde(default)]
+    scaled_by: Option<Spanned<f64>>,
     #[serde(default)]
     worker: WorkerSettings,
     #[serde(default)]
@@ -167,11 +172,12 @@ pub fn load_str(path: &Path, text: &str, overrides: &Overrides) -> Result<Experi
             shown.push((key.clone(), text_value));
         }
         let exp = build(path, text, point_raw, overrides)?;
+        let applied = raw.scaled_by.as_ref().map_or(1.0, |s| s.value);
         // Durations as they run (scaled), so the resolved file reloads as is.
         let settings = shown
             .into_iter()
             .map(|(k, v)| match Dur::parse(&v) {
-                Ok(d) if super::sweep::is_duration(&k) => (k, d.scaled(exp.time_scale).to_string()),
+                Ok(d) if super::sweep::is_duration(&k) => (k, d.scaled(exp.time_scale / applied).to_string()),
                 _ => (k, v),
             })
             .collect();
@@ -315,6 +321,13 @@ fn build(path: &Path, text: &str, raw: RawExperiment, overrides: &Overrides) -> 
             s.value
         }
         (None, None) => 1.0,
+    };
+    let applied = match &raw.scaled_by {
+        Some(s) if !(s.value > 0.0 && s.value.is_finite()) => {
+            return Err(err_at(&s.referenced, format!("scaled_by must be a positive number, not {}", s.value)));
+        }
+        Some(s) => s.value,
+        None => 1.0,
     };
     let sc = |d: Dur| d.scaled(scale);
     let get = |v: &Option<Spanned<Dur>>, default: Dur| v.as_ref().map_or(default, |s| s.value);
@@ -542,7 +555,7 @@ fn build(path: &Path, text: &str, raw: RawExperiment, overrides: &Overrides) -> 
             })
             .collect(),
         expect,
-        time_scale: scale,
+        time_scale: scale * applied,
         grace: raw.grace.unwrap_or(Dur::from_secs(2)),
         jobs,
         substrate: raw.substrate.clone(),

@@ -40,6 +40,15 @@ impl ExpiryRule {
         }
     }
 
+    /// `leaseUntil` in Unix seconds, whatever the time scale: under a scale
+    /// the lock file counts whole units of the scaled second.
+    pub fn unix_seconds(&self, lease_until: f64) -> f64 {
+        match self.expiry {
+            Expiry::UnixSeconds => lease_until * self.resolution_ns as f64 / 1e9,
+            Expiry::Exact => lease_until,
+        }
+    }
+
     /// A `leaseUntil` already in the past (for the lock-stale fault).
     pub fn stale(&self, wall_ns: i64) -> f64 {
         self.now_units(wall_ns - 2 * self.lease_ns - 2 * self.resolution_ns)

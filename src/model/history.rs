@@ -157,7 +157,8 @@ pub struct Detail {
     /// pid named in the lock file (watchers) or the holder itself (leaders).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub holder: Option<i64>,
-    /// `leaseUntil` exactly as written to / read from the lock file.
+    /// `leaseUntil` of the lease written or read, in Unix seconds (the lock
+    /// file itself counts units of the scaled second under a time scale).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lease_until: Option<f64>,
     /// Nominal expiry of the lease just written, relative to this event

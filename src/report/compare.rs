@@ -335,7 +335,7 @@ pub fn substrates_markdown(rows: &[super::summary::SummaryRow<'_>]) -> String {
         }
         let cell = |v: &mut Vec<u64>| {
             v.sort_unstable();
-            match (super::csv::pct_us(v, 0.5), super::csv::pct_us(v, 0.99)) {
+            match (super::summary::pct_us(v, 0.5), super::summary::pct_us(v, 0.99)) {
                 (Some(a), Some(b)) => format!("{a} / {b} (n {})", v.len()),
                 _ => "-".into(),
             }
@@ -377,7 +377,7 @@ pub fn points_markdown(name: &str, scale: f64, rows: &[super::summary::SummaryRo
     );
     for r in rows {
         let s = &r.summary;
-        let (lo, hi) = super::csv::crash_bound_ms(r.exp);
+        let (lo, hi) = super::summary::crash_bound_ms(r.exp);
         let gap = match (s.crash_gap(0.5), s.crash_gap(0.1), s.crash_gap(0.9)) {
             (Some(m), Some(a), Some(b)) => {
                 format!("{:.2} s [{:.2}–{:.2}] (n {})", s_(m), s_(a), s_(b), s.crash_gaps_ms.len())

@@ -1,155 +1,22 @@
-//! The durable result: the CSV files of docs/results-format.md, appended and flushed
-//! after every trial so that an interrupted run keeps every finished trial.
+//! The durable result: the CSV files of docs/results-format.md, one serde
+//! row type each (`rows.rs`), appended and flushed after every trial so
+//! that an interrupted run keeps every finished trial.
 
 use std::collections::BTreeSet;
 use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use serde::Serialize;
+
+use super::rows::{
+    EventRow, EvictionRow, EvictionSummaryRow, FaultCsvRow, GapRow, JobRow, JobSummaryRow, LatencyRow, SettingColumns,
+    SummaryKey, SummaryStats, TrialKey, TrialMeasures, WriteRow, WriteSummaryRow, ms, round_ms,
+};
+use super::summary::{SummaryRow, crash_bound_ms, pct_us};
 use crate::check::TrialMetrics;
-use crate::model::FaultRow;
-use crate::model::history::{Event, History, us_to_ms};
-use crate::model::{Experiment, setting_name};
-
-use super::summary::SummaryRow;
-
-pub const EVENTS_HEADER: [&str; 6] = ["trial", "t_ms", "worker", "pid", "event", "detail"];
-pub const FAULTS_HEADER: [&str; 10] =
-    ["trial", "fault", "action", "target", "worker", "pid", "scheduled_ms", "actual_ms", "error_us", "error"];
-pub const GAPS_HEADER: [&str; 11] = [
-    "trial",
-    "gap",
-    "start_ms",
-    "end_ms",
-    "duration_ms",
-    "ended",
-    "cause",
-    "ended_by",
-    "lease_remainder_ms",
-    "detection_lag_ms",
-    "cause_fault",
-];
-pub const TRIALS_HEADER: [&str; 42] = [
-    "trial",
-    "seed",
-    "workers",
-    "lease_ms",
-    "renew_ms",
-    "watch_ms",
-    "resolution_ms",
-    "acquire",
-    "expiry",
-    "unreadable",
-    "start_spread_us",
-    "first_leader_ms",
-    "max_leaders",
-    "double_leader_ms",
-    "double_leader_active_ms",
-    "leaderless_ms",
-    "gaps",
-    "wedged",
-    "outcome",
-    "end_ms",
-    "point",
-    "leader_pauses",
-    "false_evictions",
-    "predicted_evictions",
-    "writes",
-    "stale_writes",
-    "stale_writes_accepted",
-    "stale_writes_rejected",
-    "stale_writes_superseded",
-    "epochs",
-    "job_runs",
-    "jobs_applied",
-    "jobs_repeated",
-    "jobs_rejected",
-    "missed_epochs",
-    "duplicate_executions",
-    "stale_results",
-    "stale_results_applied",
-    "stale_believers",
-    "stale_belief_ms",
-    "stale_belief_max_ms",
-    "worker_outcomes",
-];
-pub const SUMMARY_HEADER: [&str; 57] = [
-    "setting",
-    "lease_ms",
-    "renew_ms",
-    "watch_ms",
-    "n",
-    "gaps",
-    "open_gaps",
-    "gap_min_ms",
-    "gap_p50_ms",
-    "gap_p90_ms",
-    "gap_p99_ms",
-    "gap_max_ms",
-    "double_leader_trials",
-    "double_leader",
-    "double_leader_ci_low",
-    "double_leader_ci_high",
-    "wedged_trials",
-    "wedged",
-    "no_leader_trials",
-    "leader_pauses",
-    "false_evictions",
-    "false_eviction_rate",
-    "false_eviction_ci_low",
-    "false_eviction_ci_high",
-    "predicted_evictions",
-    "crash_gap_bound_min_ms",
-    "crash_gap_bound_max_ms",
-    "crash_gaps",
-    "crash_gap_p10_ms",
-    "crash_gap_p50_ms",
-    "crash_gap_p90_ms",
-    "crash_gap_max_ms",
-    "writes",
-    "stale_writes",
-    "stale_writes_accepted",
-    "stale_writes_rejected",
-    "stale_writes_superseded",
-    "epochs",
-    "job_runs",
-    "jobs_applied",
-    "jobs_repeated",
-    "jobs_rejected",
-    "missed_epochs",
-    "missed_epoch_trials",
-    "duplicate_executions",
-    "duplicate_trials",
-    "stale_results",
-    "stale_results_applied",
-    "stale_believers",
-    "stale_belief_ms",
-    "stale_belief_max_ms",
-    "acquire_p50_us",
-    "acquire_p99_us",
-    "renew_p50_us",
-    "renew_p99_us",
-    "observe_p50_us",
-    "observe_p99_us",
-];
-
-fn ms(us: i64) -> String {
-    format!("{:.3}", us_to_ms(us))
-}
-
-fn opt<T: ToString>(v: Option<T>) -> String {
-    v.map(|v| v.to_string()).unwrap_or_default()
-}
-
-/// A percentile of sorted µs values, rounded to whole µs.
-pub fn pct_us(sorted: &[u64], q: f64) -> Option<u64> {
-    let v: Vec<f64> = sorted.iter().map(|&x| x as f64).collect();
-    crate::check::stats::percentile(&v, q).map(|p| p.round() as u64)
-}
-
-fn opt_ms(v: Option<f64>) -> String {
-    v.map(|v| format!("{v:.3}")).unwrap_or_default()
-}
+use crate::model::history::{Event, History};
+use crate::model::{Action, Experiment, FaultRow, Resource, setting_name};
 
 #[derive(Debug, thiserror::Error)]
 #[error("{}: {source}", path.display())]
@@ -167,25 +34,124 @@ fn csv_err(path: &Path) -> impl Fn(csv::Error) -> WriteError + '_ {
     move |e| WriteError { path: path.to_path_buf(), source: io::Error::other(e) }
 }
 
+/// The column names of a row type, as serde writes them.
+fn header_of<T: Serialize + Default>() -> Vec<String> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.serialize(T::default()).expect("a default row serialises");
+    let bytes = w.into_inner().expect("writing to memory");
+    let mut r = csv::ReaderBuilder::new().has_headers(false).from_reader(bytes.as_slice());
+    let first = r.records().next().and_then(Result::ok).unwrap_or_default();
+    first.iter().map(str::to_string).collect()
+}
+
+/// What the experiment's trials can measure beyond the core: each feature's
+/// rows go to a file of its own, only when the feature runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Features {
+    /// Workers are paused or stopped: leader pauses and evictions.
+    pub evictions: bool,
+    /// A protected resource takes the leader's writes.
+    pub writes: bool,
+    /// An epoch job runs.
+    pub jobs: bool,
+}
+
+impl Features {
+    pub fn of(exp: &Experiment) -> Features {
+        let units: Vec<&Experiment> =
+            if exp.points.is_empty() { vec![exp] } else { exp.points.iter().map(|p| &p.exp).collect() };
+        Features {
+            evictions: units.iter().any(|e| e.faults.iter().any(|f| matches!(f.action, Action::Pause | Action::Stop))),
+            writes: units.iter().any(|e| e.worker.resource != Resource::None),
+            jobs: units.iter().any(|e| e.worker.epoch_job.is_some()),
+        }
+    }
+}
+
+/// The settings a sweep varies beyond those every row carries: their
+/// column names (durations in ms) and each unit's values.
+pub struct Swept {
+    names: Vec<String>,
+    keys: Vec<String>,
+}
+
+/// Settings every trials.csv and summary.csv row carries anyway.
+const CARRIED: [&str; 9] =
+    ["lease", "renew", "watch", "expiry_resolution", "workers", "substrate", "acquire", "expiry", "unreadable"];
+
+impl Swept {
+    pub fn of(exp: &Experiment) -> Swept {
+        let mut keys: Vec<String> = Vec::new();
+        for p in &exp.points {
+            for (k, _) in &p.settings {
+                if !CARRIED.contains(&k.as_str()) && !keys.contains(k) {
+                    keys.push(k.clone());
+                }
+            }
+        }
+        let names = keys
+            .iter()
+            .map(|k| {
+                let name = k.replace('.', "_");
+                if crate::experiment::is_duration_setting(k) { format!("{name}_ms") } else { name }
+            })
+            .collect();
+        Swept { names, keys }
+    }
+
+    /// The swept values of the point labelled `label` (empty where none is).
+    fn values(&self, exp: &Experiment, label: &str) -> Vec<String> {
+        let point = exp.points.iter().find(|p| p.label() == label);
+        self.keys
+            .iter()
+            .map(|k| {
+                let v = point.and_then(|p| p.settings.iter().find(|(key, _)| key == k)).map(|(_, v)| v.as_str());
+                match (v, crate::model::Dur::parse(v.unwrap_or_default())) {
+                    (Some(_), Ok(d)) if crate::experiment::is_duration_setting(k) => d.as_ms_f64().to_string(),
+                    (Some(v), _) => v.to_string(),
+                    (None, _) => String::new(),
+                }
+            })
+            .collect()
+    }
+}
+
+/// The settings columns of a unit.
+fn settings(exp: &Experiment) -> SettingColumns {
+    SettingColumns {
+        time_scale: exp.time_scale,
+        workers: exp.workers,
+        substrate: setting_name(&exp.substrate.kind),
+        lease_ms: exp.lease.lease.as_ms_f64(),
+        renew_ms: exp.lease.renew.as_ms_f64(),
+        watch_ms: exp.lease.watch.as_ms_f64(),
+        resolution_ms: exp.lease.resolution.as_ms_f64(),
+        acquire: setting_name(&exp.worker.acquire),
+        expiry: setting_name(&exp.worker.expiry),
+        unreadable: setting_name(&exp.worker.unreadable),
+    }
+}
+
 struct Table {
     path: PathBuf,
     writer: csv::Writer<File>,
 }
 
 impl Table {
-    fn create(dir: &Path, name: &str, header: &[&str]) -> Result<Table, WriteError> {
+    fn create(dir: &Path, name: &str, header: &[String]) -> Result<Table, WriteError> {
         let path = dir.join(name);
         let file = File::create(&path).map_err(io_err(&path))?;
-        let mut writer = csv::Writer::from_writer(file);
+        // Rows may be tuples of row types: the header is written here.
+        let mut writer = csv::WriterBuilder::new().has_headers(false).from_writer(file);
         writer.write_record(header).map_err(csv_err(&path))?;
         writer.flush().map_err(io_err(&path))?;
         Ok(Table { path, writer })
     }
 
     /// Reopen a table for appending, keeping only the rows whose `trial`
-    /// (first column) is in `keep`: a trial interrupted half-written leaves
-    /// no rows behind to be duplicated by its rerun.
-    fn reopen(dir: &Path, name: &str, header: &[&str], keep: &BTreeSet<u32>) -> Result<Table, WriteError> {
+    /// (first column) is in `keep`, in trial order: a trial interrupted
+    /// half-written leaves no rows behind to be duplicated by its rerun.
+    fn reopen(dir: &Path, name: &str, header: &[String], keep: &BTreeSet<u32>) -> Result<Table, WriteError> {
         let path = dir.join(name);
         let mut kept = Vec::new();
         if path.exists() {
@@ -194,11 +160,14 @@ impl Table {
                 // A torn last line (killed mid-write) is dropped like any
                 // other row of an unfinished trial.
                 let Ok(record) = record else { continue };
-                if record.get(0).and_then(|t| t.parse().ok()).is_some_and(|t| keep.contains(&t)) {
-                    kept.push(record);
+                if let Some(t) = record.get(0).and_then(|t| t.parse::<u32>().ok()).filter(|t| keep.contains(t)) {
+                    kept.push((t, record));
                 }
             }
         }
+        // Stable: a trial's own rows keep their order.
+        kept.sort_by_key(|(t, _)| *t);
+        let kept = kept.into_iter().map(|(_, r)| r);
         // Written beside the original and renamed over it: a crash now
         // loses nothing. The open handle follows the file through the rename.
         let tmp_name = format!(".{name}.tmp");
@@ -212,8 +181,8 @@ impl Table {
         Ok(table)
     }
 
-    fn row(&mut self, fields: &[String]) -> Result<(), WriteError> {
-        self.writer.write_record(fields).map_err(csv_err(&self.path))
+    fn row(&mut self, row: impl Serialize) -> Result<(), WriteError> {
+        self.writer.serialize(row).map_err(csv_err(&self.path))
     }
 
     fn flush(&mut self) -> Result<(), WriteError> {
@@ -229,242 +198,422 @@ pub enum Tables {
     Derived,
 }
 
+/// The per-trial tables and their headers.
+struct Layout {
+    trials: Vec<String>,
+    features: Features,
+}
+
+impl Layout {
+    fn of(exp: &Experiment) -> Layout {
+        let trials = [
+            header_of::<TrialKey>(),
+            header_of::<SettingColumns>(),
+            Swept::of(exp).names,
+            header_of::<TrialMeasures>(),
+        ]
+        .concat();
+        Layout { trials, features: Features::of(exp) }
+    }
+
+    /// (file, header) of every per-trial table, history first.
+    fn tables(&self, tables: Tables) -> Vec<(&'static str, Vec<String>)> {
+        let mut out = Vec::new();
+        if tables == Tables::All {
+            out.push(("events.csv", header_of::<EventRow>()));
+            out.push(("faults.csv", header_of::<FaultCsvRow>()));
+        }
+        out.push(("gaps.csv", header_of::<GapRow>()));
+        out.push(("trials.csv", self.trials.clone()));
+        if self.features.evictions {
+            out.push(("evictions.csv", header_of::<EvictionRow>()));
+        }
+        if self.features.writes {
+            out.push(("writes.csv", header_of::<WriteRow>()));
+        }
+        if self.features.jobs {
+            out.push(("jobs.csv", header_of::<JobRow>()));
+        }
+        out
+    }
+}
+
 /// Appends trials to the results directory.
 pub struct ResultsWriter {
     dir: PathBuf,
-    events: Option<Table>,
-    faults: Option<Table>,
-    gaps: Table,
-    trials: Table,
+    swept: Swept,
+    features: Features,
+    tables: std::collections::BTreeMap<&'static str, Table>,
+    /// The highest trial written, and whether every trial so far came after
+    /// the one before (with --jobs they finish in any order).
+    last: u32,
+    in_order: bool,
 }
 
 impl ResultsWriter {
-    pub fn create(dir: &Path, tables: Tables) -> Result<ResultsWriter, WriteError> {
-        let (events, faults) = if tables == Tables::All {
-            (
-                Some(Table::create(dir, "events.csv", &EVENTS_HEADER)?),
-                Some(Table::create(dir, "faults.csv", &FAULTS_HEADER)?),
-            )
-        } else {
-            (None, None)
-        };
-        Ok(ResultsWriter {
-            dir: dir.to_path_buf(),
-            events,
-            faults,
-            gaps: Table::create(dir, "gaps.csv", &GAPS_HEADER)?,
-            trials: Table::create(dir, "trials.csv", &TRIALS_HEADER)?,
-        })
+    pub fn create(dir: &Path, exp: &Experiment, tables: Tables) -> Result<ResultsWriter, WriteError> {
+        let layout = Layout::of(exp);
+        let mut open = std::collections::BTreeMap::new();
+        for (name, header) in layout.tables(tables) {
+            open.insert(name, Table::create(dir, name, &header)?);
+        }
+        Ok(ResultsWriter::with(dir, exp, layout.features, open, 0))
+    }
+
+    fn with(
+        dir: &Path,
+        exp: &Experiment,
+        features: Features,
+        tables: std::collections::BTreeMap<&'static str, Table>,
+        last: u32,
+    ) -> ResultsWriter {
+        ResultsWriter { dir: dir.to_path_buf(), swept: Swept::of(exp), features, tables, last, in_order: true }
     }
 
     /// Continue a run in `dir`: keep the rows of the `completed` trials,
     /// drop everything else, append from there.
-    pub fn resume(dir: &Path, completed: &BTreeSet<u32>) -> Result<ResultsWriter, WriteError> {
-        Ok(ResultsWriter {
-            dir: dir.to_path_buf(),
-            events: Some(Table::reopen(dir, "events.csv", &EVENTS_HEADER, completed)?),
-            faults: Some(Table::reopen(dir, "faults.csv", &FAULTS_HEADER, completed)?),
-            gaps: Table::reopen(dir, "gaps.csv", &GAPS_HEADER, completed)?,
-            trials: Table::reopen(dir, "trials.csv", &TRIALS_HEADER, completed)?,
-        })
+    pub fn resume(dir: &Path, exp: &Experiment, completed: &BTreeSet<u32>) -> Result<ResultsWriter, WriteError> {
+        let layout = Layout::of(exp);
+        let mut open = std::collections::BTreeMap::new();
+        for (name, header) in layout.tables(Tables::All) {
+            open.insert(name, Table::reopen(dir, name, &header, completed)?);
+        }
+        let last = completed.iter().next_back().copied().unwrap_or(0);
+        Ok(ResultsWriter::with(dir, exp, layout.features, open, last))
     }
 
-    /// Write one finished trial to every table and flush them all.
-    #[allow(clippy::too_many_arguments)]
+    /// Put every per-trial table in trial order, if trials finished out of
+    /// it: each table is rewritten sorted beside itself and renamed over it,
+    /// so a crash meanwhile leaves the unsorted but complete file.
+    pub fn finish(&mut self) -> Result<(), WriteError> {
+        if self.in_order {
+            return Ok(());
+        }
+        for (name, table) in self.tables.iter_mut() {
+            table.flush()?;
+            let header = csv::Reader::from_path(&table.path)
+                .and_then(|mut r| r.headers().cloned())
+                .map_err(csv_err(&table.path))?;
+            let header: Vec<String> = header.iter().map(str::to_string).collect();
+            let all: BTreeSet<u32> = (0..=self.last).collect();
+            *table = Table::reopen(&self.dir, name, &header, &all)?;
+        }
+        self.in_order = true;
+        Ok(())
+    }
+
+    fn table(&mut self, name: &str) -> Option<&mut Table> {
+        self.tables.get_mut(name)
+    }
+
+    /// Write one finished trial to every table and flush them all. `unit`
+    /// is the sweep point's experiment (or the experiment) and `setting`
+    /// its label in the summary.
     pub fn append(
         &mut self,
-        exp: &Experiment,
-        point: &str,
-        trial: u32,
-        seed: u64,
-        history: &History,
-        faults: &[FaultRow],
-        m: &TrialMetrics,
-        outcomes: &str,
+        run: &Experiment,
+        unit: (&Experiment, &str),
+        trial: TrialData<'_>,
     ) -> Result<(), WriteError> {
-        if let Some(t) = &mut self.events {
+        let (exp, setting) = unit;
+        let TrialData { trial, seed, history, faults, metrics: m, outcomes } = trial;
+        self.in_order &= trial > self.last;
+        self.last = self.last.max(trial);
+        if let Some(t) = self.table("events.csv") {
             for e in &history.events {
-                t.row(&event_row(trial, e))?;
+                t.row(event_row(trial, e))?;
             }
-            t.flush()?;
         }
-        if let Some(t) = &mut self.faults {
+        if let Some(t) = self.table("faults.csv") {
             for f in faults {
-                t.row(&[
-                    trial.to_string(),
-                    f.fault.to_string(),
-                    f.action.clone(),
-                    f.target.clone(),
-                    opt(f.worker),
-                    opt(f.pid),
-                    ms(f.scheduled_us),
-                    ms(f.actual_us),
-                    (f.actual_us - f.scheduled_us).to_string(),
-                    f.error.clone().unwrap_or_default(),
-                ])?;
+                t.row(FaultCsvRow {
+                    trial,
+                    fault: f.fault,
+                    action: f.action.clone(),
+                    target: f.target.clone(),
+                    worker: f.worker,
+                    pid: f.pid,
+                    scheduled_ms: ms(f.scheduled_us),
+                    actual_ms: ms(f.actual_us),
+                    error_us: f.actual_us - f.scheduled_us,
+                    error: f.error.clone().unwrap_or_default(),
+                })?;
             }
+        }
+        if let Some(t) = self.table("gaps.csv") {
+            for (i, g) in m.gaps.iter().enumerate() {
+                t.row(GapRow {
+                    trial,
+                    gap: i + 1,
+                    start_ms: ms(g.start_us),
+                    end_ms: ms(g.end_us),
+                    duration_ms: ms(g.duration_us()),
+                    ended: g.ended,
+                    cause: g.cause.clone(),
+                    ended_by: g.ended_by,
+                    lease_remainder_ms: g.lease_remainder_us.map(ms),
+                    detection_lag_ms: g.detection_lag_us.map(ms),
+                    cause_fault: g.cause_fault,
+                })?;
+            }
+        }
+        let key = TrialKey { trial, setting: setting.to_string(), seed };
+        let measures = TrialMeasures {
+            start_spread_us: m.start_spread_us,
+            first_leader_ms: m.first_leader_us.map(ms),
+            max_leaders: m.max_leaders,
+            double_leader_ms: ms(m.double_leader_us),
+            double_leader_active_ms: ms(m.double_leader_active_us),
+            leaderless_ms: ms(m.leaderless_us),
+            gaps: m.gaps.len(),
+            open_gaps: m.gaps.iter().filter(|g| !g.ended).count(),
+            wedged: m.wedged,
+            outcome: m.outcome().to_string(),
+            end_ms: ms(m.end_us),
+            worker_outcomes: outcomes.to_string(),
+        };
+        let swept = self.swept.values(run, setting);
+        if let Some(t) = self.table("trials.csv") {
+            t.row((key, settings(exp), swept, measures))?;
+        }
+        let (setting, e) = (setting.to_string(), &m.evictions);
+        if let Some(t) = self.table("evictions.csv") {
+            t.row(EvictionRow {
+                trial,
+                setting: setting.clone(),
+                leader_pauses: e.leader_pauses,
+                false_evictions: e.false_evictions,
+                predicted_evictions: e.predicted,
+                stale_believers: e.stale_believers,
+                stale_belief_ms: ms(e.stale_belief_us),
+                stale_belief_max_ms: ms(e.stale_belief_max_us),
+            })?;
+        }
+        if let Some(t) = self.table("writes.csv") {
+            let w = &m.writes;
+            t.row(WriteRow {
+                trial,
+                setting: setting.clone(),
+                writes: w.attempted,
+                stale_writes: w.stale,
+                stale_writes_accepted: w.stale_accepted,
+                stale_writes_rejected: w.stale_rejected,
+                stale_writes_superseded: w.stale_superseded,
+            })?;
+        }
+        if let Some(t) = self.table("jobs.csv") {
+            let j = &m.jobs;
+            t.row(JobRow {
+                trial,
+                setting,
+                epochs: j.expected,
+                job_runs: j.runs,
+                jobs_applied: j.applied,
+                jobs_repeated: j.repeated,
+                jobs_rejected: j.rejected,
+                missed_epochs: j.missed,
+                duplicate_executions: j.duplicates,
+                stale_results: j.stale_results,
+                stale_results_applied: j.stale_applied,
+            })?;
+        }
+        for t in self.tables.values_mut() {
             t.flush()?;
         }
-        for (i, g) in m.gaps.iter().enumerate() {
-            self.gaps.row(&[
-                trial.to_string(),
-                (i + 1).to_string(),
-                ms(g.start_us),
-                ms(g.end_us),
-                ms(g.duration_us()),
-                g.ended.to_string(),
-                g.cause.clone(),
-                opt(g.ended_by),
-                g.lease_remainder_us.map(ms).unwrap_or_default(),
-                g.detection_lag_us.map(ms).unwrap_or_default(),
-                opt(g.cause_fault),
-            ])?;
-        }
-        self.gaps.flush()?;
-        let [lease, renew, watch] = lease_columns(exp);
-        self.trials.row(&[
-            trial.to_string(),
-            seed.to_string(),
-            exp.workers.to_string(),
-            lease,
-            renew,
-            watch,
-            format!("{:.3}", exp.lease.resolution.as_ms_f64()),
-            setting_name(&exp.worker.acquire),
-            setting_name(&exp.worker.expiry),
-            setting_name(&exp.worker.unreadable),
-            opt(m.start_spread_us),
-            m.first_leader_us.map(ms).unwrap_or_default(),
-            m.max_leaders.to_string(),
-            ms(m.double_leader_us),
-            ms(m.double_leader_active_us),
-            ms(m.leaderless_us),
-            m.gaps.len().to_string(),
-            m.wedged.to_string(),
-            m.outcome().to_string(),
-            ms(m.end_us),
-            point.to_string(),
-            m.evictions.leader_pauses.to_string(),
-            m.evictions.false_evictions.to_string(),
-            m.evictions.predicted.to_string(),
-            m.writes.attempted.to_string(),
-            m.writes.stale.to_string(),
-            m.writes.stale_accepted.to_string(),
-            m.writes.stale_rejected.to_string(),
-            m.writes.stale_superseded.to_string(),
-            m.jobs.expected.to_string(),
-            m.jobs.runs.to_string(),
-            m.jobs.applied.to_string(),
-            m.jobs.repeated.to_string(),
-            m.jobs.rejected.to_string(),
-            m.jobs.missed.to_string(),
-            m.jobs.duplicates.to_string(),
-            m.jobs.stale_results.to_string(),
-            m.jobs.stale_applied.to_string(),
-            m.evictions.stale_believers.to_string(),
-            ms(m.evictions.stale_belief_us),
-            ms(m.evictions.stale_belief_max_us),
-            outcomes.to_string(),
-        ])?;
-        self.trials.flush()
+        Ok(())
     }
 
-    /// Rewrite summary.csv, one row per setting (temp file + rename: never
-    /// half-written).
-    pub fn write_summary(&self, rows: &[SummaryRow<'_>]) -> Result<(), WriteError> {
-        let path = self.dir.join("summary.csv");
-        let tmp = self.dir.join(".summary.csv.tmp");
-        let mut w = csv::Writer::from_path(&tmp).map_err(csv_err(&tmp))?;
-        w.write_record(SUMMARY_HEADER).map_err(csv_err(&tmp))?;
-        for row in rows {
-            let s = &row.summary;
-            let (lo, hi) = s.double_leader_ci;
-            let [lease, renew, watch] = lease_columns(row.exp);
-            w.write_record([
-                row.setting.clone(),
-                lease,
-                renew,
-                watch,
-                s.n.to_string(),
-                s.gaps.to_string(),
-                s.open_gaps.to_string(),
-                opt_ms(s.gap_min_ms),
-                opt_ms(s.gap_p50_ms),
-                opt_ms(s.gap_p90_ms),
-                opt_ms(s.gap_p99_ms),
-                opt_ms(s.gap_max_ms),
-                s.double_leader_trials.to_string(),
-                format!("{}/{}", s.double_leader_trials, s.n),
-                format!("{lo:.4}"),
-                format!("{hi:.4}"),
-                s.wedged_trials.to_string(),
-                format!("{}/{}", s.wedged_trials, s.n),
-                s.no_leader_trials.to_string(),
-                s.leader_pauses.to_string(),
-                s.false_evictions.to_string(),
-                if s.leader_pauses > 0 {
-                    format!("{:.4}", s.false_evictions as f64 / s.leader_pauses as f64)
-                } else {
-                    String::new()
-                },
-                format!("{:.4}", s.false_eviction_ci.0),
-                format!("{:.4}", s.false_eviction_ci.1),
-                s.predicted_evictions.to_string(),
-                format!("{:.3}", crash_bound_ms(row.exp).0),
-                format!("{:.3}", crash_bound_ms(row.exp).1),
-                s.crash_gaps_ms.len().to_string(),
-                opt_ms(s.crash_gap(0.1)),
-                opt_ms(s.crash_gap(0.5)),
-                opt_ms(s.crash_gap(0.9)),
-                opt_ms(s.crash_gap(1.0)),
-                s.writes.attempted.to_string(),
-                s.writes.stale.to_string(),
-                s.writes.stale_accepted.to_string(),
-                s.writes.stale_rejected.to_string(),
-                s.writes.stale_superseded.to_string(),
-                s.jobs.expected.to_string(),
-                s.jobs.runs.to_string(),
-                s.jobs.applied.to_string(),
-                s.jobs.repeated.to_string(),
-                s.jobs.rejected.to_string(),
-                s.jobs.missed.to_string(),
-                s.missed_trials.to_string(),
-                s.jobs.duplicates.to_string(),
-                s.duplicate_trials.to_string(),
-                s.jobs.stale_results.to_string(),
-                s.jobs.stale_applied.to_string(),
-                s.stale_believers.to_string(),
-                format!("{:.3}", s.stale_belief_ms),
-                opt_ms(s.stale_belief_max_ms),
-                opt(pct_us(&s.latency.acquire_us, 0.5)),
-                opt(pct_us(&s.latency.acquire_us, 0.99)),
-                opt(pct_us(&s.latency.renew_us, 0.5)),
-                opt(pct_us(&s.latency.renew_us, 0.99)),
-                opt(pct_us(&s.latency.observe_us, 0.5)),
-                opt(pct_us(&s.latency.observe_us, 0.99)),
-            ])
-            .map_err(csv_err(&tmp))?;
+    /// Rewrite the per-setting tables: summary.csv, and each feature's
+    /// summary (temp file + rename: never half-written).
+    pub fn write_summary(&self, run: &Experiment, rows: &[SummaryRow<'_>]) -> Result<(), WriteError> {
+        let header = [
+            header_of::<SummaryKey>(),
+            header_of::<SettingColumns>(),
+            self.swept.names.clone(),
+            header_of::<SummaryStats>(),
+        ]
+        .concat();
+        self.replace(
+            "summary.csv",
+            &header,
+            rows.iter().map(|r| {
+                (
+                    SummaryKey { setting: r.setting.clone() },
+                    settings(r.exp),
+                    self.swept.values(run, &r.setting),
+                    stats(r),
+                )
+            }),
+        )?;
+        if self.features.evictions {
+            self.replace(
+                "summary-evictions.csv",
+                &header_of::<EvictionSummaryRow>(),
+                rows.iter().map(eviction_summary),
+            )?;
         }
-        w.flush().map_err(io_err(&tmp))?;
-        drop(w);
+        if self.features.writes {
+            self.replace("summary-writes.csv", &header_of::<WriteSummaryRow>(), rows.iter().map(write_summary))?;
+        }
+        if self.features.jobs {
+            self.replace("summary-jobs.csv", &header_of::<JobSummaryRow>(), rows.iter().map(job_summary))?;
+        }
+        let timed = rows.iter().any(|r| {
+            let l = &r.summary.latency;
+            !(l.acquire_us.is_empty() && l.renew_us.is_empty() && l.observe_us.is_empty())
+        });
+        if timed {
+            self.replace("latency.csv", &header_of::<LatencyRow>(), rows.iter().map(latency))?;
+        }
+        Ok(())
+    }
+
+    fn replace<R: Serialize>(
+        &self,
+        name: &str,
+        header: &[String],
+        rows: impl Iterator<Item = R>,
+    ) -> Result<(), WriteError> {
+        let path = self.dir.join(name);
+        let mut t = Table::create(&self.dir, &format!(".{name}.tmp"), header)?;
+        for r in rows {
+            t.row(r)?;
+        }
+        t.flush()?;
+        let tmp = t.path.clone();
+        drop(t);
         std::fs::rename(&tmp, &path).map_err(io_err(&path))
     }
 }
 
-/// The theory's bound on the gap after a SIGKILL at a uniform moment:
-/// `[lease - renew, lease + watch + resolution]` (docs/metrics.md).
-pub fn crash_bound_ms(exp: &Experiment) -> (f64, f64) {
-    let p = crate::check::CheckParams::of(exp);
-    let ms = |us: i64| us as f64 / 1000.0;
-    (ms(p.lease_us - p.renew_us), ms(p.wedge_threshold_us()))
+/// One finished trial, as `ResultsWriter::append` takes it.
+pub struct TrialData<'a> {
+    pub trial: u32,
+    pub seed: u64,
+    pub history: &'a History,
+    pub faults: &'a [FaultRow],
+    pub metrics: &'a TrialMetrics,
+    /// What became of each worker, in words.
+    pub outcomes: &'a str,
 }
 
-/// lease_ms, renew_ms, watch_ms: the setting a row belongs to.
-fn lease_columns(exp: &Experiment) -> [String; 3] {
-    let l = &exp.lease;
-    [l.lease, l.renew, l.watch].map(|d| format!("{:.3}", d.as_ms_f64()))
+fn event_row(trial: u32, e: &Event) -> EventRow {
+    EventRow {
+        trial,
+        t_ms: ms(e.t_us),
+        worker: e.worker,
+        pid: e.pid,
+        event: e.kind.name().to_string(),
+        detail: e.detail.to_json(),
+    }
 }
 
-fn event_row(trial: u32, e: &Event) -> Vec<String> {
-    vec![trial.to_string(), ms(e.t_us), opt(e.worker), opt(e.pid), e.kind.name().to_string(), e.detail.to_json()]
+fn stats(r: &SummaryRow<'_>) -> SummaryStats {
+    let s = &r.summary;
+    let (lo, hi) = crash_bound_ms(r.exp);
+    let round = |v: Option<f64>| v.map(round_ms);
+    SummaryStats {
+        n: s.n,
+        gaps: s.gaps,
+        open_gaps: s.open_gaps,
+        gap_min_ms: round(s.gap_min_ms),
+        gap_p50_ms: round(s.gap_p50_ms),
+        gap_p90_ms: round(s.gap_p90_ms),
+        gap_p99_ms: round(s.gap_p99_ms),
+        gap_max_ms: round(s.gap_max_ms),
+        double_leader_trials: s.double_leader_trials,
+        double_leader_ci_low: round4(s.double_leader_ci.0),
+        double_leader_ci_high: round4(s.double_leader_ci.1),
+        wedged_trials: s.wedged_trials,
+        no_leader_trials: s.no_leader_trials,
+        crash_gap_bound_min_ms: round_ms(lo),
+        crash_gap_bound_max_ms: round_ms(hi),
+        crash_gaps: s.crash_gaps_ms.len(),
+        crash_gap_p10_ms: round(s.crash_gap(0.1)),
+        crash_gap_p50_ms: round(s.crash_gap(0.5)),
+        crash_gap_p90_ms: round(s.crash_gap(0.9)),
+        crash_gap_max_ms: round(s.crash_gap(1.0)),
+    }
+}
+
+/// A proportion to four decimals.
+fn round4(v: f64) -> f64 {
+    (v * 10_000.0).round() / 10_000.0
+}
+
+fn eviction_summary(r: &SummaryRow<'_>) -> EvictionSummaryRow {
+    let s = &r.summary;
+    EvictionSummaryRow {
+        setting: r.setting.clone(),
+        leader_pauses: s.leader_pauses,
+        false_evictions: s.false_evictions,
+        false_eviction_rate: (s.leader_pauses > 0).then(|| round4(s.false_evictions as f64 / s.leader_pauses as f64)),
+        false_eviction_ci_low: round4(s.false_eviction_ci.0),
+        false_eviction_ci_high: round4(s.false_eviction_ci.1),
+        predicted_evictions: s.predicted_evictions,
+        stale_believers: s.stale_believers,
+        stale_belief_ms: round_ms(s.stale_belief_ms),
+        stale_belief_max_ms: s.stale_belief_max_ms.map(round_ms),
+    }
+}
+
+fn write_summary(r: &SummaryRow<'_>) -> WriteSummaryRow {
+    let w = &r.summary.writes;
+    WriteSummaryRow {
+        setting: r.setting.clone(),
+        writes: w.attempted,
+        stale_writes: w.stale,
+        stale_writes_accepted: w.stale_accepted,
+        stale_writes_rejected: w.stale_rejected,
+        stale_writes_superseded: w.stale_superseded,
+    }
+}
+
+fn job_summary(r: &SummaryRow<'_>) -> JobSummaryRow {
+    let (s, j) = (&r.summary, &r.summary.jobs);
+    JobSummaryRow {
+        setting: r.setting.clone(),
+        epochs: j.expected,
+        job_runs: j.runs,
+        jobs_applied: j.applied,
+        jobs_repeated: j.repeated,
+        jobs_rejected: j.rejected,
+        missed_epochs: j.missed,
+        missed_epoch_trials: s.missed_trials,
+        duplicate_executions: j.duplicates,
+        duplicate_trials: s.duplicate_trials,
+        stale_results: j.stale_results,
+        stale_results_applied: j.stale_applied,
+    }
+}
+
+fn latency(r: &SummaryRow<'_>) -> LatencyRow {
+    let l = &r.summary.latency;
+    LatencyRow {
+        setting: r.setting.clone(),
+        acquire_p50_us: pct_us(&l.acquire_us, 0.5),
+        acquire_p99_us: pct_us(&l.acquire_us, 0.99),
+        renew_p50_us: pct_us(&l.renew_us, 0.5),
+        renew_p99_us: pct_us(&l.renew_us, 0.99),
+        observe_p50_us: pct_us(&l.observe_us, 0.5),
+        observe_p99_us: pct_us(&l.observe_us, 0.99),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headers_come_from_the_row_types() {
+        assert_eq!(header_of::<EventRow>(), ["trial", "t_ms", "worker", "pid", "event", "detail"]);
+        assert_eq!(header_of::<SummaryKey>(), ["setting"]);
+    }
+
+    #[test]
+    fn ms_print_to_the_microsecond() {
+        let mut w = csv::WriterBuilder::new().has_headers(false).from_writer(Vec::new());
+        w.serialize((ms(12_345), ms(-7), round_ms(2.0 / 3.0), Option::<f64>::None)).unwrap();
+        assert_eq!(String::from_utf8(w.into_inner().unwrap()).unwrap(), "12.345,-0.007,0.667,\n");
+    }
 }

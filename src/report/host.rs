@@ -17,6 +17,8 @@ pub struct Host {
     pub memory_bytes: u64,
     pub load_average: [f64; 3],
     pub leasequake_version: &'static str,
+    /// The layout of the CSV files beside this record (docs/results-format.md).
+    pub results_format: u32,
     pub started_utc: String,
     pub command: Vec<String>,
     pub seed: u64,
@@ -59,6 +61,7 @@ pub fn describe(exp: &Experiment, started_ns: i64, calibration: Option<Quick>) -
         memory_bytes,
         load_average: load,
         leasequake_version: env!("CARGO_PKG_VERSION"),
+        results_format: super::rows::RESULTS_FORMAT,
         started_utc: utc_stamp(started_ns / 1_000_000_000),
         command: std::env::args().collect(),
         seed: exp.seed,

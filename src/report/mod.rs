@@ -5,6 +5,7 @@ pub mod csv;
 pub mod host;
 pub mod plots;
 pub mod read;
+pub mod rows;
 pub mod summary;
 pub mod terminal;
 pub mod timeline;

@@ -50,12 +50,20 @@ pub fn load(dir: &Path) -> Result<Vec<PointData>, ReadError> {
     let index: HashMap<String, usize> = points.iter().enumerate().map(|(i, p)| (p.label.clone(), i)).collect();
     let mut point_of_trial = HashMap::new();
     for r in &trials {
-        let point = get(&th, r, "point");
+        let point = get(&th, r, "setting");
         let Some(&i) = (if single { Some(&0) } else { index.get(&point) }) else { continue };
         point_of_trial.insert(get(&th, r, "trial"), i);
-        let n = |name: &str| get(&th, r, name).parse::<usize>().unwrap_or(0);
-        points[i].leader_pauses += n("leader_pauses");
-        points[i].false_evictions += n("false_evictions");
+    }
+    // Leader pauses, where the experiment paused workers.
+    let evictions = dir.join("evictions.csv");
+    if evictions.exists() {
+        let (eh, rows) = table(&evictions)?;
+        for r in &rows {
+            let Some(&i) = point_of_trial.get(&get(&eh, r, "trial")) else { continue };
+            let n = |name: &str| get(&eh, r, name).parse::<usize>().unwrap_or(0);
+            points[i].leader_pauses += n("leader_pauses");
+            points[i].false_evictions += n("false_evictions");
+        }
     }
     let any_kill = gaps.iter().any(|g| get(&gh, g, "cause") == "kill");
     for g in &gaps {

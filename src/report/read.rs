@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use super::rows::EventRow;
 use crate::model::history::{Detail, Event, EventKind, History, ms_to_us};
 
 #[derive(Debug, thiserror::Error)]
@@ -13,14 +14,27 @@ pub enum ReadError {
     Row { path: std::path::PathBuf, line: u64, message: String },
 }
 
-#[derive(serde::Deserialize)]
-struct Row {
-    trial: u32,
-    t_ms: f64,
-    worker: Option<usize>,
-    pid: Option<i32>,
-    event: String,
-    detail: String,
+/// The results format a directory was written in (host.json's
+/// `results_format`; runs from before it was recorded are format 1). A
+/// directory without host.json was not written by a run (a history put
+/// together by hand, to be checked): it is taken to be in this format.
+pub fn results_format(dir: &Path) -> Result<u32, ReadError> {
+    #[derive(serde::Deserialize)]
+    struct Recorded {
+        results_format: Option<u32>,
+    }
+    let path = dir.join("host.json");
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(super::rows::RESULTS_FORMAT),
+        Err(e) => return Err(ReadError::Row { path: path.clone(), line: 0, message: e.to_string() }),
+    };
+    let recorded: Recorded = serde_json::from_str(&text).map_err(|e| ReadError::Row {
+        path: path.clone(),
+        line: e.line() as u64,
+        message: e.to_string(),
+    })?;
+    Ok(recorded.results_format.unwrap_or(1))
 }
 
 /// Every trial's history in `dir/events.csv`, by trial number.
@@ -33,7 +47,7 @@ pub fn read_histories(dir: &Path) -> Result<BTreeMap<u32, History>, ReadError> {
     let headers = reader.headers().map_err(csv_err)?.clone();
     while reader.read_record(&mut record).map_err(csv_err)? {
         let line = record.position().map_or(0, |p| p.line());
-        let row: Row = record.deserialize(Some(&headers)).map_err(csv_err)?;
+        let row: EventRow = record.deserialize(Some(&headers)).map_err(csv_err)?;
         let bad = |message: String| ReadError::Row { path: path.clone(), line, message };
         let kind = EventKind::from_name(&row.event).ok_or_else(|| bad(format!("unknown event {:?}", row.event)))?;
         let detail = Detail::from_json(&row.detail).map_err(|e| bad(format!("bad detail: {e}")))?;

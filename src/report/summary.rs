@@ -60,6 +60,26 @@ pub struct SummaryRow<'a> {
     pub summary: Summary,
 }
 
+/// The name of a unit in trials.csv and summary.csv: its sweep point's
+/// label, or the experiment's name.
+pub fn setting_label(exp: &Experiment, label: &str) -> String {
+    if label.is_empty() { exp.name.clone() } else { label.to_string() }
+}
+
+/// A percentile of sorted µs values, rounded to whole µs.
+pub fn pct_us(sorted: &[u64], q: f64) -> Option<u64> {
+    let v: Vec<f64> = sorted.iter().map(|&x| x as f64).collect();
+    percentile(&v, q).map(|p| p.round() as u64)
+}
+
+/// The theory's bound on the gap after a SIGKILL at a uniform moment:
+/// `[lease - renew, lease + watch + resolution]` (docs/metrics.md).
+pub fn crash_bound_ms(exp: &Experiment) -> (f64, f64) {
+    let p = crate::check::CheckParams::of(exp);
+    let ms = |us: i64| us as f64 / 1000.0;
+    (ms(p.lease_us - p.renew_us), ms(p.wedge_threshold_us()))
+}
+
 /// The units of a run: the experiment itself, or each point of its sweep,
 /// with the label that names it in trials.csv and summary.csv.
 pub fn units(exp: &Experiment) -> Vec<(&Experiment, String)> {
@@ -85,7 +105,7 @@ pub fn per_unit<'a>(units: &[(&'a Experiment, String)], metrics: &[(u32, usize, 
         .filter_map(|(i, (exp, label))| {
             let mine: Vec<&TrialMetrics> = metrics.iter().filter(|(_, u, _)| *u == i).map(|(_, _, m)| m).collect();
             (!mine.is_empty()).then(|| SummaryRow {
-                setting: if label.is_empty() { exp.name.clone() } else { label.clone() },
+                setting: setting_label(exp, label),
                 exp,
                 summary: summarize(&mine),
             })

@@ -112,7 +112,7 @@ pub fn points(rows: &[SummaryRow<'_>]) -> String {
     );
     for r in rows {
         let s = &r.summary;
-        let (lo, hi) = crate::report::csv::crash_bound_ms(r.exp);
+        let (lo, hi) = super::summary::crash_bound_ms(r.exp);
         let gap = match (s.crash_gap(0.5), s.crash_gap(0.1), s.crash_gap(0.9)) {
             (Some(m), Some(a), Some(b)) => format!("{:.3} s [{:.3}–{:.3}]", m / 1e3, a / 1e3, b / 1e3),
             _ => "-".to_string(),

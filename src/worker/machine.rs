@@ -154,7 +154,7 @@ impl<E: Env> Worker<E> {
     fn lease_detail(&self, lease: Lease) -> Detail {
         Detail {
             holder: Some(lease.process_id),
-            lease_until: Some(lease.lease_until),
+            lease_until: Some(self.rule.unix_seconds(lease.lease_until)),
             // No nominal expiry where the lease does not expire by time:
             // the checker then does not split gaps into lease + detection.
             expires_in_ms: self.cfg.substrate.expires().then(|| self.cfg.timing.lease.as_ms_f64()),
@@ -432,7 +432,7 @@ impl<E: Env> Worker<E> {
         self.saw(&current);
         let seen = Detail {
             holder: Some(current.process_id),
-            lease_until: Some(current.lease_until),
+            lease_until: Some(self.rule.unix_seconds(current.lease_until)),
             token: current.token,
             ..Detail::default()
         };

@@ -54,7 +54,7 @@ fn under_random_long_pauses_only_the_fenced_store_accepts_no_stale_write() {
     let stale = |mode: &str| {
         let file = repo().join(format!("experiments/fencing/random-pauses-{mode}.yaml"));
         let run = lab.run(file).scale(0.05).trials(8).jobs(8).output().expect_code(0);
-        let s = &run.table("summary.csv")[0];
+        let s = &run.table("summary-writes.csv")[0];
         let n = |c: &str| s.f64(c) as u64;
         (n("stale_writes"), n("stale_writes_accepted"), n("stale_writes_rejected"))
     };

@@ -22,7 +22,7 @@ fn mid_job(strategy: &str, extra_fault: &str) -> String {
 }
 
 /// Run each (strategy, extra fault) at once, each in its own lab; return
-/// trial 1's trials.csv row and events.
+/// trial 1's jobs.csv and evictions.csv columns, and its events.
 fn run_all(cases: &[(&str, &str)]) -> Vec<(Row, Vec<Row>)> {
     std::thread::scope(|s| {
         let handles: Vec<_> = cases
@@ -32,7 +32,9 @@ fn run_all(cases: &[(&str, &str)]) -> Vec<(Row, Vec<Row>)> {
                     let lab = Lab::new();
                     let file = lab.file("job.yaml", &mid_job(strategy, extra));
                     let run = lab.run(file).scale(0.05).trials(1).output().expect_code(0);
-                    (run.table("trials.csv").remove(0), run.table("events.csv"))
+                    let mut row = run.table("jobs.csv").remove(0);
+                    row.0.extend(run.table("evictions.csv").remove(0).0);
+                    (row, run.table("events.csv"))
                 })
             })
             .collect();
@@ -107,7 +109,7 @@ fn over_random_pauses_and_kills_only_lease_only_executes_an_epoch_twice() {
                     let lab = Lab::new();
                     let file = repo().join(format!("experiments/fencing/job-{st}.yaml"));
                     let run = lab.run(file).scale(0.05).trials(3).jobs(3).output().expect_code(0);
-                    run.table("summary.csv").remove(0)
+                    run.table("summary-jobs.csv").remove(0)
                 })
             })
             .collect();

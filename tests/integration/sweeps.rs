@@ -26,14 +26,19 @@ fn a_sweep_has_one_summary_row_per_point_whatever_the_jobs() {
     let parallel = lab.run(&file).arg("--time-scale=0.1").trials(3).jobs(8).output().expect_code(0);
     let trials = parallel.table("trials.csv");
     assert_eq!(trials.len(), 9);
+    let order: Vec<u32> = trials.iter().map(|t| t.get("trial").parse().unwrap()).collect();
+    assert_eq!(order, (1..=9).collect::<Vec<u32>>(), "rows in trial order, however the trials finished");
+    let events = parallel.table("events.csv");
+    assert!(events.windows(2).all(|w| w[0].f64("trial") <= w[1].f64("trial")), "events.csv in trial order");
     for t in &trials {
-        let expected_lease = match t.get("point") {
-            "lease=300ms renew=100ms watch=100ms" => "300.000",
-            "lease=600ms renew=200ms watch=200ms" => "600.000",
-            "lease=900ms renew=300ms watch=300ms" => "900.000",
+        let expected_lease = match t.get("setting") {
+            "lease=300ms renew=100ms watch=100ms" => 300.0,
+            "lease=600ms renew=200ms watch=200ms" => 600.0,
+            "lease=900ms renew=300ms watch=300ms" => 900.0,
             other => panic!("unexpected point {other:?}"),
         };
-        assert_eq!(t.get("lease_ms"), expected_lease, "each row carries its point's settings: {t:?}");
+        assert_eq!(t.f64("lease_ms"), expected_lease, "each row carries its point's settings: {t:?}");
+        assert_eq!(t.f64("time_scale"), 0.1);
     }
     for r in parallel.table("summary.csv") {
         assert_eq!(r.get("n"), "3");

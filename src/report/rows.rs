@@ -1,0 +1,235 @@
+//! The rows of every CSV file of a results directory, one serde struct per
+//! file (docs/results-format.md lists them with units and meanings). Times
+//! are milliseconds with microsecond precision unless a column says `_us`;
+//! every `_ms` of a trial is as it ran (scaled: `time_scale` converts back).
+
+use serde::{Deserialize, Serialize};
+
+/// The version of this layout, recorded in host.json: a directory written
+/// in another layout is refused by `check` and `--resume`.
+pub const RESULTS_FORMAT: u32 = 2;
+
+/// µs → ms, exactly representable to the µs when printed.
+pub fn ms(us: i64) -> f64 {
+    us as f64 / 1000.0
+}
+
+/// A computed ms value (a percentile, a sum) rounded to the µs.
+pub fn round_ms(v: f64) -> f64 {
+    (v * 1000.0).round() / 1000.0
+}
+
+/// events.csv: the history, one row per event.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct EventRow {
+    pub trial: u32,
+    pub t_ms: f64,
+    pub worker: Option<usize>,
+    pub pid: Option<i32>,
+    pub event: String,
+    /// The event's detail as a JSON object.
+    pub detail: String,
+}
+
+/// faults.csv: one row per delivered (or undeliverable) primitive fault.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FaultCsvRow {
+    pub trial: u32,
+    pub fault: usize,
+    pub action: String,
+    pub target: String,
+    pub worker: Option<usize>,
+    pub pid: Option<i32>,
+    pub scheduled_ms: f64,
+    pub actual_ms: f64,
+    pub error_us: i64,
+    pub error: String,
+}
+
+/// gaps.csv: one row per leaderless gap.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct GapRow {
+    pub trial: u32,
+    pub gap: usize,
+    pub start_ms: f64,
+    pub end_ms: f64,
+    pub duration_ms: f64,
+    pub ended: bool,
+    pub cause: String,
+    pub ended_by: Option<usize>,
+    pub lease_remainder_ms: Option<f64>,
+    pub detection_lag_ms: Option<f64>,
+    pub cause_fault: Option<usize>,
+}
+
+/// The settings a row was measured under: trials.csv and summary.csv carry
+/// them after their key columns, followed by one column per other setting a
+/// sweep varies, then their measurements.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SettingColumns {
+    pub time_scale: f64,
+    pub workers: usize,
+    pub substrate: String,
+    pub lease_ms: f64,
+    pub renew_ms: f64,
+    pub watch_ms: f64,
+    pub resolution_ms: f64,
+    pub acquire: String,
+    pub expiry: String,
+    pub unreadable: String,
+}
+
+/// trials.csv, first: which trial.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TrialKey {
+    pub trial: u32,
+    /// The sweep point's label (empty for a plain experiment).
+    pub setting: String,
+    pub seed: u64,
+}
+
+/// trials.csv, last: what the checker found in the trial.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TrialMeasures {
+    pub start_spread_us: Option<i64>,
+    pub first_leader_ms: Option<f64>,
+    pub max_leaders: usize,
+    pub double_leader_ms: f64,
+    pub double_leader_active_ms: f64,
+    pub leaderless_ms: f64,
+    pub gaps: usize,
+    pub open_gaps: usize,
+    pub wedged: bool,
+    pub outcome: String,
+    pub end_ms: f64,
+    pub worker_outcomes: String,
+}
+
+/// evictions.csv (experiments that pause or stop workers): leader pauses
+/// and what they cost, one row per trial.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct EvictionRow {
+    pub trial: u32,
+    pub setting: String,
+    pub leader_pauses: usize,
+    pub false_evictions: usize,
+    pub predicted_evictions: usize,
+    pub stale_believers: usize,
+    pub stale_belief_ms: f64,
+    pub stale_belief_max_ms: f64,
+}
+
+/// writes.csv (experiments with a protected resource): one row per trial.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct WriteRow {
+    pub trial: u32,
+    pub setting: String,
+    pub writes: usize,
+    pub stale_writes: usize,
+    pub stale_writes_accepted: usize,
+    pub stale_writes_rejected: usize,
+    pub stale_writes_superseded: usize,
+}
+
+/// jobs.csv (experiments with an epoch job): one row per trial.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct JobRow {
+    pub trial: u32,
+    pub setting: String,
+    pub epochs: u64,
+    pub job_runs: usize,
+    pub jobs_applied: usize,
+    pub jobs_repeated: usize,
+    pub jobs_rejected: usize,
+    pub missed_epochs: u64,
+    pub duplicate_executions: usize,
+    pub stale_results: usize,
+    pub stale_results_applied: usize,
+}
+
+/// summary.csv, first: which setting (the experiment, or a sweep point).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SummaryKey {
+    pub setting: String,
+}
+
+/// summary.csv, last: the statistics over the setting's trials.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SummaryStats {
+    pub n: usize,
+    pub gaps: usize,
+    pub open_gaps: usize,
+    pub gap_min_ms: Option<f64>,
+    pub gap_p50_ms: Option<f64>,
+    pub gap_p90_ms: Option<f64>,
+    pub gap_p99_ms: Option<f64>,
+    pub gap_max_ms: Option<f64>,
+    pub double_leader_trials: usize,
+    pub double_leader_ci_low: f64,
+    pub double_leader_ci_high: f64,
+    pub wedged_trials: usize,
+    pub no_leader_trials: usize,
+    pub crash_gap_bound_min_ms: f64,
+    pub crash_gap_bound_max_ms: f64,
+    pub crash_gaps: usize,
+    pub crash_gap_p10_ms: Option<f64>,
+    pub crash_gap_p50_ms: Option<f64>,
+    pub crash_gap_p90_ms: Option<f64>,
+    pub crash_gap_max_ms: Option<f64>,
+}
+
+/// summary-evictions.csv: leader pauses per setting.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct EvictionSummaryRow {
+    pub setting: String,
+    pub leader_pauses: usize,
+    pub false_evictions: usize,
+    pub false_eviction_rate: Option<f64>,
+    pub false_eviction_ci_low: f64,
+    pub false_eviction_ci_high: f64,
+    pub predicted_evictions: usize,
+    pub stale_believers: usize,
+    pub stale_belief_ms: f64,
+    pub stale_belief_max_ms: Option<f64>,
+}
+
+/// summary-writes.csv: writes to the protected resource per setting.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct WriteSummaryRow {
+    pub setting: String,
+    pub writes: usize,
+    pub stale_writes: usize,
+    pub stale_writes_accepted: usize,
+    pub stale_writes_rejected: usize,
+    pub stale_writes_superseded: usize,
+}
+
+/// summary-jobs.csv: the epoch job per setting.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct JobSummaryRow {
+    pub setting: String,
+    pub epochs: u64,
+    pub job_runs: usize,
+    pub jobs_applied: usize,
+    pub jobs_repeated: usize,
+    pub jobs_rejected: usize,
+    pub missed_epochs: u64,
+    pub missed_epoch_trials: usize,
+    pub duplicate_executions: usize,
+    pub duplicate_trials: usize,
+    pub stale_results: usize,
+    pub stale_results_applied: usize,
+}
+
+/// latency.csv: substrate operation durations per setting, where the
+/// workers timed them.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LatencyRow {
+    pub setting: String,
+    pub acquire_p50_us: Option<u64>,
+    pub acquire_p99_us: Option<u64>,
+    pub renew_p50_us: Option<u64>,
+    pub renew_p99_us: Option<u64>,
+    pub observe_p50_us: Option<u64>,
+    pub observe_p99_us: Option<u64>,
+}
