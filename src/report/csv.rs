@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::rows::{
-    EventRow, EvictionRow, EvictionSummaryRow, FaultCsvRow, GapRow, JobRow, JobSummaryRow, LatencyRow, SettingColumns,
-    SummaryKey, SummaryStats, TrialKey, TrialMeasures, WriteRow, WriteSummaryRow, ms, round_ms,
+    EventRow, EvictionCounts, EvictionRate, FaultCsvRow, GapRow, JobCounts, JobTrials, LatencyRow, SettingColumns,
+    SummaryKey, SummaryStats, TrialKey, TrialMeasures, TrialRef, WriteCounts, ms, round_ms,
 };
 use super::summary::{SummaryRow, crash_bound_ms, pct_us};
 use crate::check::TrialMetrics;
@@ -225,14 +225,15 @@ impl Layout {
         }
         out.push(("gaps.csv", header_of::<GapRow>()));
         out.push(("trials.csv", self.trials.clone()));
+        let per_trial = |counts: Vec<String>| [header_of::<TrialRef>(), counts].concat();
         if self.features.evictions {
-            out.push(("evictions.csv", header_of::<EvictionRow>()));
+            out.push(("evictions.csv", per_trial(header_of::<EvictionCounts>())));
         }
         if self.features.writes {
-            out.push(("writes.csv", header_of::<WriteRow>()));
+            out.push(("writes.csv", per_trial(header_of::<WriteCounts>())));
         }
         if self.features.jobs {
-            out.push(("jobs.csv", header_of::<JobRow>()));
+            out.push(("jobs.csv", per_trial(header_of::<JobCounts>())));
         }
         out
     }
@@ -376,46 +377,15 @@ impl ResultsWriter {
         if let Some(t) = self.table("trials.csv") {
             t.row((key, settings(exp), swept, measures))?;
         }
-        let (setting, e) = (setting.to_string(), &m.evictions);
+        let key = || TrialRef { trial, setting: setting.to_string() };
         if let Some(t) = self.table("evictions.csv") {
-            t.row(EvictionRow {
-                trial,
-                setting: setting.clone(),
-                leader_pauses: e.leader_pauses,
-                false_evictions: e.false_evictions,
-                predicted_evictions: e.predicted,
-                stale_believers: e.stale_believers,
-                stale_belief_ms: ms(e.stale_belief_us),
-                stale_belief_max_ms: ms(e.stale_belief_max_us),
-            })?;
+            t.row((key(), eviction_counts(&m.evictions)))?;
         }
         if let Some(t) = self.table("writes.csv") {
-            let w = &m.writes;
-            t.row(WriteRow {
-                trial,
-                setting: setting.clone(),
-                writes: w.attempted,
-                stale_writes: w.stale,
-                stale_writes_accepted: w.stale_accepted,
-                stale_writes_rejected: w.stale_rejected,
-                stale_writes_superseded: w.stale_superseded,
-            })?;
+            t.row((key(), write_counts(&m.writes)))?;
         }
         if let Some(t) = self.table("jobs.csv") {
-            let j = &m.jobs;
-            t.row(JobRow {
-                trial,
-                setting,
-                epochs: j.expected,
-                job_runs: j.runs,
-                jobs_applied: j.applied,
-                jobs_repeated: j.repeated,
-                jobs_rejected: j.rejected,
-                missed_epochs: j.missed,
-                duplicate_executions: j.duplicates,
-                stale_results: j.stale_results,
-                stale_results_applied: j.stale_applied,
-            })?;
+            t.row((key(), job_counts(&m.jobs)))?;
         }
         for t in self.tables.values_mut() {
             t.flush()?;
@@ -445,25 +415,34 @@ impl ResultsWriter {
                 )
             }),
         )?;
+        let key = |r: &SummaryRow<'_>| SummaryKey { setting: r.setting.clone() };
         if self.features.evictions {
-            self.replace(
-                "summary-evictions.csv",
-                &header_of::<EvictionSummaryRow>(),
-                rows.iter().map(eviction_summary),
-            )?;
+            let header =
+                [header_of::<SummaryKey>(), header_of::<EvictionCounts>(), header_of::<EvictionRate>()].concat();
+            let row = |r: &SummaryRow<'_>| (key(r), summed_evictions(r), eviction_rate(r));
+            self.replace("summary-evictions.csv", &header, rows.iter().map(row))?;
         }
         if self.features.writes {
-            self.replace("summary-writes.csv", &header_of::<WriteSummaryRow>(), rows.iter().map(write_summary))?;
+            let header = [header_of::<SummaryKey>(), header_of::<WriteCounts>()].concat();
+            let row = |r: &SummaryRow<'_>| (key(r), write_counts(&r.summary.writes));
+            self.replace("summary-writes.csv", &header, rows.iter().map(row))?;
         }
         if self.features.jobs {
-            self.replace("summary-jobs.csv", &header_of::<JobSummaryRow>(), rows.iter().map(job_summary))?;
+            let header = [header_of::<SummaryKey>(), header_of::<JobCounts>(), header_of::<JobTrials>()].concat();
+            let trials = |r: &SummaryRow<'_>| JobTrials {
+                missed_epoch_trials: r.summary.missed_trials,
+                duplicate_trials: r.summary.duplicate_trials,
+            };
+            let row = |r: &SummaryRow<'_>| (key(r), job_counts(&r.summary.jobs), trials(r));
+            self.replace("summary-jobs.csv", &header, rows.iter().map(row))?;
         }
         let timed = rows.iter().any(|r| {
             let l = &r.summary.latency;
             !(l.acquire_us.is_empty() && l.renew_us.is_empty() && l.observe_us.is_empty())
         });
         if timed {
-            self.replace("latency.csv", &header_of::<LatencyRow>(), rows.iter().map(latency))?;
+            let header = [header_of::<SummaryKey>(), header_of::<LatencyRow>()].concat();
+            self.replace("latency.csv", &header, rows.iter().map(|r| (key(r), latency(r))))?;
         }
         Ok(())
     }
@@ -541,15 +520,23 @@ fn round4(v: f64) -> f64 {
     (v * 10_000.0).round() / 10_000.0
 }
 
-fn eviction_summary(r: &SummaryRow<'_>) -> EvictionSummaryRow {
+fn eviction_counts(e: &crate::check::Evictions) -> EvictionCounts {
+    EvictionCounts {
+        leader_pauses: e.leader_pauses,
+        false_evictions: e.false_evictions,
+        predicted_evictions: e.predicted,
+        stale_believers: e.stale_believers,
+        stale_belief_ms: ms(e.stale_belief_us),
+        stale_belief_max_ms: (e.stale_believers > 0).then(|| ms(e.stale_belief_max_us)),
+    }
+}
+
+/// The eviction counts of a setting, summed over its trials.
+fn summed_evictions(r: &SummaryRow<'_>) -> EvictionCounts {
     let s = &r.summary;
-    EvictionSummaryRow {
-        setting: r.setting.clone(),
+    EvictionCounts {
         leader_pauses: s.leader_pauses,
         false_evictions: s.false_evictions,
-        false_eviction_rate: (s.leader_pauses > 0).then(|| round4(s.false_evictions as f64 / s.leader_pauses as f64)),
-        false_eviction_ci_low: round4(s.false_eviction_ci.0),
-        false_eviction_ci_high: round4(s.false_eviction_ci.1),
         predicted_evictions: s.predicted_evictions,
         stale_believers: s.stale_believers,
         stale_belief_ms: round_ms(s.stale_belief_ms),
@@ -557,10 +544,17 @@ fn eviction_summary(r: &SummaryRow<'_>) -> EvictionSummaryRow {
     }
 }
 
-fn write_summary(r: &SummaryRow<'_>) -> WriteSummaryRow {
-    let w = &r.summary.writes;
-    WriteSummaryRow {
-        setting: r.setting.clone(),
+fn eviction_rate(r: &SummaryRow<'_>) -> EvictionRate {
+    let s = &r.summary;
+    EvictionRate {
+        false_eviction_rate: (s.leader_pauses > 0).then(|| round4(s.false_evictions as f64 / s.leader_pauses as f64)),
+        false_eviction_ci_low: round4(s.false_eviction_ci.0),
+        false_eviction_ci_high: round4(s.false_eviction_ci.1),
+    }
+}
+
+fn write_counts(w: &crate::check::Writes) -> WriteCounts {
+    WriteCounts {
         writes: w.attempted,
         stale_writes: w.stale,
         stale_writes_accepted: w.stale_accepted,
@@ -569,19 +563,15 @@ fn write_summary(r: &SummaryRow<'_>) -> WriteSummaryRow {
     }
 }
 
-fn job_summary(r: &SummaryRow<'_>) -> JobSummaryRow {
-    let (s, j) = (&r.summary, &r.summary.jobs);
-    JobSummaryRow {
-        setting: r.setting.clone(),
+fn job_counts(j: &crate::check::Jobs) -> JobCounts {
+    JobCounts {
         epochs: j.expected,
         job_runs: j.runs,
         jobs_applied: j.applied,
         jobs_repeated: j.repeated,
         jobs_rejected: j.rejected,
         missed_epochs: j.missed,
-        missed_epoch_trials: s.missed_trials,
         duplicate_executions: j.duplicates,
-        duplicate_trials: s.duplicate_trials,
         stale_results: j.stale_results,
         stale_results_applied: j.stale_applied,
     }
@@ -590,7 +580,6 @@ fn job_summary(r: &SummaryRow<'_>) -> JobSummaryRow {
 fn latency(r: &SummaryRow<'_>) -> LatencyRow {
     let l = &r.summary.latency;
     LatencyRow {
-        setting: r.setting.clone(),
         acquire_p50_us: pct_us(&l.acquire_us, 0.5),
         acquire_p99_us: pct_us(&l.acquire_us, 0.99),
         renew_p50_us: pct_us(&l.renew_us, 0.5),
@@ -608,6 +597,19 @@ mod tests {
     fn headers_come_from_the_row_types() {
         assert_eq!(header_of::<EventRow>(), ["trial", "t_ms", "worker", "pid", "event", "detail"]);
         assert_eq!(header_of::<SummaryKey>(), ["setting"]);
+    }
+
+    #[test]
+    fn a_sweep_adds_a_column_for_each_setting_rows_do_not_carry() {
+        let text = "name: s\nworkers: 3\nfaults:\n  - at: 5s\n    target: leader\n    action: pause\n    duration: 1s\n\
+                    sweep:\n  pause: [2s]\n  release_on_term: [true, false]\n  lease: [9s]\n";
+        let o = crate::experiment::Overrides { time_scale: Some(0.1), ..Default::default() };
+        let exp = crate::experiment::load_str(Path::new("s.yaml"), text, &o).unwrap();
+        let swept = Swept::of(&exp);
+        assert_eq!(swept.names, ["pause_ms", "release_on_term"], "lease is carried by every row anyway");
+        let label = exp.points[1].label();
+        assert_eq!(swept.values(&exp, &label), ["200", "false"], "{label}: scaled ms, as it ran");
+        assert_eq!(swept.values(&exp, "not a point"), ["", ""]);
     }
 
     #[test]

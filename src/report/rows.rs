@@ -105,25 +105,30 @@ pub struct TrialMeasures {
     pub worker_outcomes: String,
 }
 
-/// evictions.csv (experiments that pause or stop workers): leader pauses
-/// and what they cost, one row per trial.
+/// evictions.csv, writes.csv, jobs.csv, first: which trial.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct EvictionRow {
+pub struct TrialRef {
     pub trial: u32,
     pub setting: String,
+}
+
+/// evictions.csv (experiments that pause or stop workers), after the
+/// trial; summary-evictions.csv sums them per setting.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct EvictionCounts {
     pub leader_pauses: usize,
     pub false_evictions: usize,
     pub predicted_evictions: usize,
     pub stale_believers: usize,
     pub stale_belief_ms: f64,
-    pub stale_belief_max_ms: f64,
+    /// The longest (empty without a stale believer).
+    pub stale_belief_max_ms: Option<f64>,
 }
 
-/// writes.csv (experiments with a protected resource): one row per trial.
+/// writes.csv (experiments with a protected resource), after the trial;
+/// summary-writes.csv sums them per setting.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct WriteRow {
-    pub trial: u32,
-    pub setting: String,
+pub struct WriteCounts {
     pub writes: usize,
     pub stale_writes: usize,
     pub stale_writes_accepted: usize,
@@ -131,11 +136,10 @@ pub struct WriteRow {
     pub stale_writes_superseded: usize,
 }
 
-/// jobs.csv (experiments with an epoch job): one row per trial.
+/// jobs.csv (experiments with an epoch job), after the trial;
+/// summary-jobs.csv sums them per setting.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct JobRow {
-    pub trial: u32,
-    pub setting: String,
+pub struct JobCounts {
     pub epochs: u64,
     pub job_runs: usize,
     pub jobs_applied: usize,
@@ -178,54 +182,27 @@ pub struct SummaryStats {
     pub crash_gap_max_ms: Option<f64>,
 }
 
-/// summary-evictions.csv: leader pauses per setting.
+/// summary-evictions.csv, after the summed counts: how often a leader
+/// pause was a false eviction.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct EvictionSummaryRow {
-    pub setting: String,
-    pub leader_pauses: usize,
-    pub false_evictions: usize,
+pub struct EvictionRate {
     pub false_eviction_rate: Option<f64>,
     pub false_eviction_ci_low: f64,
     pub false_eviction_ci_high: f64,
-    pub predicted_evictions: usize,
-    pub stale_believers: usize,
-    pub stale_belief_ms: f64,
-    pub stale_belief_max_ms: Option<f64>,
 }
 
-/// summary-writes.csv: writes to the protected resource per setting.
+/// summary-jobs.csv, after the summed counts: trials with at least one
+/// missed epoch, and with at least one duplicate execution.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct WriteSummaryRow {
-    pub setting: String,
-    pub writes: usize,
-    pub stale_writes: usize,
-    pub stale_writes_accepted: usize,
-    pub stale_writes_rejected: usize,
-    pub stale_writes_superseded: usize,
-}
-
-/// summary-jobs.csv: the epoch job per setting.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct JobSummaryRow {
-    pub setting: String,
-    pub epochs: u64,
-    pub job_runs: usize,
-    pub jobs_applied: usize,
-    pub jobs_repeated: usize,
-    pub jobs_rejected: usize,
-    pub missed_epochs: u64,
+pub struct JobTrials {
     pub missed_epoch_trials: usize,
-    pub duplicate_executions: usize,
     pub duplicate_trials: usize,
-    pub stale_results: usize,
-    pub stale_results_applied: usize,
 }
 
-/// latency.csv: substrate operation durations per setting, where the
-/// workers timed them.
+/// latency.csv, after the setting: substrate operation durations, where
+/// the workers timed them.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct LatencyRow {
-    pub setting: String,
     pub acquire_p50_us: Option<u64>,
     pub acquire_p99_us: Option<u64>,
     pub renew_p50_us: Option<u64>,
