@@ -1,7 +1,7 @@
 //! One error type for everything a command can fail with, and the exit
 //! code of each: the contract scripts rely on. Commands return
-//! `Result<(), Error>`; `main` prints the error once and exits with
-//! `exit_code()`.
+//! `Result<(), Error>`; `commands::dispatch` prints the error once and
+//! exits with `exit_code()`.
 
 use std::path::PathBuf;
 
@@ -106,6 +106,12 @@ pub fn worse(a: Result<(), Error>, b: Result<(), Error>) -> Result<(), Error> {
             a.extend(b);
             Err(Error::ExpectFailed(a))
         }
-        (Err(a), Err(b)) => Err(if b.severity() > a.severity() { b } else { a }),
+        (Err(a), Err(b)) => {
+            // The worse one is returned (and printed by the caller); the
+            // other is not lost.
+            let (kept, dropped) = if b.severity() > a.severity() { (b, a) } else { (a, b) };
+            crate::warnln!("error: {dropped}");
+            Err(kept)
+        }
     }
 }

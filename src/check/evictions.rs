@@ -3,7 +3,7 @@
 //! it leads next to the worker that took over. The other side of the
 //! lease-length dial from the failover gap.
 
-use super::Spans;
+use super::spans::Spans;
 use crate::model::history::{EventKind, History, Micros, ms_to_us};
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -85,7 +85,8 @@ pub fn evictions(history: &History, spans: &Spans, end_us: Micros) -> Evictions 
 
 #[cfg(test)]
 mod tests {
-    use super::super::{CheckParams, check};
+    use super::super::intervals::check;
+    use super::super::params::CheckParams;
     use crate::model::history::{Detail, Event, EventKind, History};
 
     fn s(x: f64) -> i64 {

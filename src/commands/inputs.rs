@@ -18,7 +18,7 @@ pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Error> {
     let mut files = Vec::new();
     for p in paths {
         if p.is_dir() {
-            let entries = std::fs::read_dir(p).map_err(|source| Error::Io { path: p.clone(), source })?;
+            let entries = std::fs::read_dir(p).map_err(|e| Error::Path { path: p.clone(), problem: e.to_string() })?;
             let mut found: Vec<PathBuf> = entries
                 .filter_map(|e| e.ok().map(|e| e.path()))
                 .filter(|f| f.extension().is_some_and(|x| x == "yaml" || x == "yml"))

@@ -37,6 +37,7 @@ pub fn dispatch(cli: Cli) -> u8 {
 
 /// `leasequake plot DIR`: redraw the plots from the CSVs alone.
 fn plot(dir: &std::path::Path) -> Result<(), Error> {
+    inputs::same_format(dir)?;
     let title = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     crate::report::plots::draw(dir, &title)
         .map_err(|e| Error::Path { path: dir.to_path_buf(), problem: e.to_string() })?;

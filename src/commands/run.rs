@@ -15,10 +15,10 @@ use crate::cli::RunArgs;
 use crate::error::{Error, exit, worse};
 use crate::experiment::{Overrides, load, to_yaml};
 use crate::model::Experiment;
-use crate::model::calibration::Quick;
 use crate::model::clock::{utc_stamp, wall_ns};
 use crate::report::compare::{Measured, markdown, points_markdown};
 use crate::report::csv::{ResultsWriter, Tables, TrialData};
+use crate::report::host::RunFacts;
 use crate::report::summary::{Summary, per_unit, setting_label, summarize, unit_of, units};
 use crate::report::{host, terminal, timeline};
 use crate::trial::{TrialError, TrialRecord, run_trial};
@@ -64,7 +64,8 @@ pub fn run(args: &RunArgs) -> Result<(), Error> {
     servers_ready(&exps)?;
     let exe = std::env::current_exe().map_err(|source| Error::Io { path: "leasequake".into(), source })?;
     let calibration = if args.no_calibrate { None } else { crate::calibrate::measure_quick() };
-    let ctx = Ctx { exe, flags: install_signal_flags(), started_ns, calibration, quiet: args.quiet };
+    let facts = RunFacts { command: std::env::args().collect(), started_ns, calibration };
+    let ctx = Ctx { exe, flags: install_signal_flags(), facts, quiet: args.quiet };
 
     let mut done = Vec::new();
     let mut result = Ok(());
@@ -185,10 +186,9 @@ struct Ctx {
     /// The executable that runs `leasequake worker`.
     exe: PathBuf,
     flags: StopFlags,
-    /// When the run began (wall clock): a suite's host.json, written at the
-    /// end, still says when the run began.
-    started_ns: i64,
-    calibration: Option<Quick>,
+    /// For host.json: a suite's, written at the end, still says when the
+    /// run began.
+    facts: RunFacts,
     quiet: bool,
 }
 
@@ -344,7 +344,8 @@ fn resume(dir: &Path, args: &RunArgs) -> Result<(), Error> {
     let done: Done = super::inputs::recheck(&exp, &histories);
     let exe = std::env::current_exe().map_err(|source| Error::Io { path: "leasequake".into(), source })?;
     // A resumed run keeps its host.json: no new calibration.
-    let ctx = Ctx { exe, flags: install_signal_flags(), started_ns: wall_ns(), calibration: None, quiet: args.quiet };
+    let facts = RunFacts { command: std::env::args().collect(), started_ns: wall_ns(), calibration: None };
+    let ctx = Ctx { exe, flags: install_signal_flags(), facts, quiet: args.quiet };
     run_experiment(&exp, dir, false, &ctx, Some(done)).result
 }
 
@@ -400,8 +401,7 @@ fn prepare_dir(exp: &Experiment, dir: &Path, link_latest: bool, ctx: &Ctx) -> Re
     };
     std::fs::create_dir_all(dir).map_err(io(dir))?;
     std::fs::write(dir.join("experiment.yaml"), to_yaml(exp)).map_err(io(dir))?;
-    std::fs::write(dir.join("host.json"), host::to_json(&host::describe(exp, ctx.started_ns, ctx.calibration.clone())))
-        .map_err(io(dir))?;
+    std::fs::write(dir.join("host.json"), host::to_json(&host::describe(exp, &ctx.facts))).map_err(io(dir))?;
     if link_latest && let (Some(parent), Some(name)) = (dir.parent(), dir.file_name()) {
         // Replace the link atomically: a new link under a temp name, renamed.
         let tmp = parent.join(".latest.tmp");
@@ -420,7 +420,7 @@ fn write_suite_readme(
     ctx: &Ctx,
 ) -> std::io::Result<()> {
     let Some((first, _)) = done.first() else { return Ok(()) };
-    let h = host::describe(first, ctx.started_ns, ctx.calibration.clone());
+    let h = host::describe(first, &ctx.facts);
     std::fs::write(out.join("host.json"), host::to_json(&h))?;
     let runs: Vec<Measured<'_>> = done
         .iter()

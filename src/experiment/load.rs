@@ -164,6 +164,8 @@ pub fn load_str(path: &Path, text: &str, overrides: &Overrides) -> Result<Experi
     // base with some settings replaced, validated the same way (errors point
     // at the sweep's values).
     let mut base = build(path, text, raw.clone(), overrides)?;
+    // One seed for the run, drawn once: every point runs the same seeds.
+    let overrides = &Overrides { seed: Some(base.seed), ..overrides.clone() };
     for settings in super::sweep::points(&sweep).map_err(|(loc, msg)| err_at(&loc, msg))? {
         let mut point_raw = raw.clone();
         let mut shown = Vec::new();
@@ -172,13 +174,12 @@ pub fn load_str(path: &Path, text: &str, overrides: &Overrides) -> Result<Experi
             shown.push((key.clone(), text_value));
         }
         let exp = build(path, text, point_raw, overrides)?;
-        let applied = raw.scaled_by.as_ref().map_or(1.0, |s| s.value);
-        // Durations as they run (scaled), so the resolved file reloads as is.
+        // As they run (durations scaled), so the resolved file reloads as is.
         let settings = shown
             .into_iter()
-            .map(|(k, v)| match Dur::parse(&v) {
-                Ok(d) if super::sweep::is_duration(&k) => (k, d.scaled(exp.time_scale / applied).to_string()),
-                _ => (k, v),
+            .map(|(k, v)| {
+                let ran = super::sweep::as_run(&exp, &k).unwrap_or(v);
+                (k, ran)
             })
             .collect();
         base.points.push(Point { settings, exp });

@@ -122,10 +122,9 @@ pub fn to_yaml(e: &Experiment) -> String {
                 .settings
                 .iter()
                 .map(|(k, v)| {
-                    let value = match v.parse::<i64>() {
-                        Ok(n) if k == "workers" => serde_json::Value::from(n),
-                        _ => serde_json::Value::from(v.clone()),
-                    };
+                    // Numbers, booleans, lists and mappings as such; `9s`,
+                    // `excl` as text.
+                    let value = serde_json::from_str(v).unwrap_or_else(|_| serde_json::Value::from(v.clone()));
                     (k.clone(), value)
                 })
                 .collect();

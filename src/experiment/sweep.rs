@@ -7,6 +7,8 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 use serde_saphyr::{Location, Spanned};
 
+use crate::model::{Experiment, Offset, WorkerSettings, setting_name};
+
 /// Settings of the experiment itself that a sweep can vary.
 const EXPERIMENT_KEYS: [&str; 7] = ["substrate", "lease", "renew", "watch", "duration", "expiry_resolution", "workers"];
 /// A fault's settings a sweep can vary (`pause` sets every pause's length).
@@ -26,9 +28,13 @@ pub fn keys() -> Vec<String> {
 
 /// The names of the built-in worker's settings, as its type writes them.
 fn worker_fields() -> Vec<String> {
-    match serde_json::to_value(crate::model::WorkerSettings::default()) {
-        Ok(Value::Object(map)) => map.keys().cloned().collect(),
-        _ => Vec::new(),
+    worker_defaults().map(|map| map.keys().cloned().collect()).unwrap_or_default()
+}
+
+fn worker_defaults() -> Option<serde_json::Map<String, Value>> {
+    match serde_json::to_value(WorkerSettings::default()) {
+        Ok(Value::Object(map)) => Some(map),
+        _ => None,
     }
 }
 
@@ -38,8 +44,51 @@ pub fn worker_key(key: &str) -> Option<String> {
     worker_fields().into_iter().find(|f| f == name)
 }
 
+/// Is this swept setting a duration (scaled by the time scale)? The
+/// worker's are those whose default is written as one (`failpoint_delay`,
+/// `clock_offset`).
 pub fn is_duration(key: &str) -> bool {
-    matches!(key, "lease" | "renew" | "watch" | "duration" | "expiry_resolution" | "pause") || fault_key(key).is_some()
+    let worker_duration = || {
+        let field = worker_key(key)?;
+        let default = worker_defaults()?.remove(&field)?;
+        Some(default.as_str().is_some_and(|s| Offset::parse(s).is_ok()))
+    };
+    matches!(key, "lease" | "renew" | "watch" | "duration" | "expiry_resolution" | "pause")
+        || fault_key(key).is_some()
+        || worker_duration().unwrap_or(false)
+}
+
+/// A swept setting's value as the point runs it (durations scaled), as
+/// written in an experiment file: what a point's label shows and what the
+/// resolved experiment.yaml holds.
+pub fn as_run(exp: &Experiment, key: &str) -> Option<String> {
+    let text = |v: Value| match v {
+        Value::String(s) => s,
+        other => other.to_string(),
+    };
+    Some(match key {
+        "lease" => exp.lease.lease.to_string(),
+        "renew" => exp.lease.renew.to_string(),
+        "watch" => exp.lease.watch.to_string(),
+        "expiry_resolution" => exp.lease.resolution.to_string(),
+        "duration" => exp.duration.to_string(),
+        "workers" => exp.workers.to_string(),
+        "substrate" => setting_name(&exp.substrate.kind),
+        "pause" => exp.faults.iter().find(|f| f.action.is_pause())?.duration.as_ref()?.to_yaml(),
+        _ => match (worker_key(key), fault_key(key)) {
+            (Some(field), _) => text(serde_json::to_value(&exp.worker).ok()?.get(&field)?.clone()),
+            (None, Some((i, field))) => {
+                let f = exp.faults.get(i)?;
+                match field {
+                    "at" => f.at.to_string(),
+                    "jitter" => f.jitter.to_string(),
+                    "delay" => f.after?.delay.to_string(),
+                    _ => f.duration.as_ref()?.to_yaml(),
+                }
+            }
+            (None, None) => return None,
+        },
+    })
 }
 
 /// `fault.2.at` → (2, "at").

@@ -13,7 +13,7 @@ use super::rows::{
     EventRow, EvictionCounts, EvictionRate, FaultCsvRow, GapRow, JobCounts, JobTrials, LatencyRow, SettingColumns,
     SummaryKey, SummaryStats, TrialKey, TrialMeasures, TrialRef, WriteCounts, ms, round_ms,
 };
-use super::summary::{SummaryRow, crash_bound_ms, pct_us};
+use super::summary::{SummaryRow, crash_bound_ms, pct_us, units};
 use crate::check::TrialMetrics;
 use crate::model::history::{Event, History};
 use crate::model::{Action, Experiment, FaultRow, Resource, setting_name};
@@ -58,8 +58,7 @@ pub struct Features {
 
 impl Features {
     pub fn of(exp: &Experiment) -> Features {
-        let units: Vec<&Experiment> =
-            if exp.points.is_empty() { vec![exp] } else { exp.points.iter().map(|p| &p.exp).collect() };
+        let units: Vec<&Experiment> = units(exp).into_iter().map(|(e, _)| e).collect();
         Features {
             evictions: units.iter().any(|e| e.faults.iter().any(|f| matches!(f.action, Action::Pause | Action::Stop))),
             writes: units.iter().any(|e| e.worker.resource != Resource::None),
@@ -75,28 +74,28 @@ pub struct Swept {
     keys: Vec<String>,
 }
 
-/// Settings every trials.csv and summary.csv row carries anyway.
-const CARRIED: [&str; 9] =
-    ["lease", "renew", "watch", "expiry_resolution", "workers", "substrate", "acquire", "expiry", "unreadable"];
+/// The column of a swept setting: its name (a worker setting's without
+/// `worker.`), dots as underscores, `_ms` for a duration.
+fn column_of(key: &str) -> String {
+    let name = key.strip_prefix("worker.").unwrap_or(key).replace('.', "_");
+    // The one setting whose column is named apart from its key.
+    let name = if name == "expiry_resolution" { "resolution".to_string() } else { name };
+    if crate::experiment::is_duration_setting(key) { format!("{name}_ms") } else { name }
+}
 
 impl Swept {
     pub fn of(exp: &Experiment) -> Swept {
+        // Settings every trials.csv and summary.csv row carries anyway.
+        let carried = header_of::<SettingColumns>();
         let mut keys: Vec<String> = Vec::new();
         for p in &exp.points {
             for (k, _) in &p.settings {
-                if !CARRIED.contains(&k.as_str()) && !keys.contains(k) {
+                if !carried.contains(&column_of(k)) && !keys.contains(k) {
                     keys.push(k.clone());
                 }
             }
         }
-        let names = keys
-            .iter()
-            .map(|k| {
-                let name = k.replace('.', "_");
-                if crate::experiment::is_duration_setting(k) { format!("{name}_ms") } else { name }
-            })
-            .collect();
-        Swept { names, keys }
+        Swept { names: keys.iter().map(|k| column_of(k)).collect(), keys }
     }
 
     /// The swept values of the point labelled `label` (empty where none is).
@@ -106,8 +105,10 @@ impl Swept {
             .iter()
             .map(|k| {
                 let v = point.and_then(|p| p.settings.iter().find(|(key, _)| key == k)).map(|(_, v)| v.as_str());
-                match (v, crate::model::Dur::parse(v.unwrap_or_default())) {
-                    (Some(_), Ok(d)) if crate::experiment::is_duration_setting(k) => d.as_ms_f64().to_string(),
+                match (v, crate::model::Offset::parse(v.unwrap_or_default())) {
+                    (Some(_), Ok(d)) if crate::experiment::is_duration_setting(k) => {
+                        (d.as_ns() as f64 / 1e6).to_string()
+                    }
                     (Some(v), _) => v.to_string(),
                     (None, _) => String::new(),
                 }
@@ -608,8 +609,17 @@ mod tests {
         let swept = Swept::of(&exp);
         assert_eq!(swept.names, ["pause_ms", "release_on_term"], "lease is carried by every row anyway");
         let label = exp.points[1].label();
+        assert_eq!(label, "lease=900ms pause=200ms release_on_term=false", "as it ran");
         assert_eq!(swept.values(&exp, &label), ["200", "false"], "{label}: scaled ms, as it ran");
         assert_eq!(swept.values(&exp, "not a point"), ["", ""]);
+        // The resolved file holds the same points, and the same values.
+        let again = crate::experiment::load_str(
+            Path::new("s.yaml"),
+            &crate::experiment::to_yaml(&exp),
+            &crate::experiment::Overrides::default(),
+        )
+        .unwrap();
+        assert_eq!(again, exp);
     }
 
     #[test]

@@ -38,9 +38,17 @@ pub struct Host {
 /// that a printed seed replays after an upgrade.
 pub const GENERATOR: &str = "ChaCha8 (rand_chacha 0.9), seeded with seed_from_u64(trial seed)";
 
-/// The host record of a run of `exp` that began at `started_ns` (wall
-/// clock), with the calibration measured before it, if any.
-pub fn describe(exp: &Experiment, started_ns: i64, calibration: Option<Quick>) -> Host {
+/// What a run knows of itself: its command line, when it began (wall
+/// clock, ns), and the calibration measured before it, if any.
+#[derive(Clone, Debug)]
+pub struct RunFacts {
+    pub command: Vec<String>,
+    pub started_ns: i64,
+    pub calibration: Option<Quick>,
+}
+
+/// The host record of a run of `exp`.
+pub fn describe(exp: &Experiment, run: &RunFacts) -> Host {
     // Every field is best effort: a missing fact must not stop a run.
     let (cpu, cores, memory_bytes) = match sysinfo::System::new() {
         Ok(mut sys) => {
@@ -62,13 +70,13 @@ pub fn describe(exp: &Experiment, started_ns: i64, calibration: Option<Quick>) -
         load_average: load,
         leasequake_version: env!("CARGO_PKG_VERSION"),
         results_format: super::rows::RESULTS_FORMAT,
-        started_utc: utc_stamp(started_ns / 1_000_000_000),
-        command: std::env::args().collect(),
+        started_utc: utc_stamp(run.started_ns / 1_000_000_000),
+        command: run.command.clone(),
         seed: exp.seed,
         time_scale: exp.time_scale,
         jobs: exp.jobs,
         generator: GENERATOR,
-        calibration,
+        calibration: run.calibration.clone(),
     }
 }
 

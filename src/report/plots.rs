@@ -35,8 +35,8 @@ fn column(headers: &[String], name: &str) -> Option<usize> {
     headers.iter().position(|h| h == name)
 }
 
-/// Read summary.csv (point order), trials.csv (trial → point, evictions)
-/// and gaps.csv.
+/// Read summary.csv (point order), trials.csv (trial → point),
+/// evictions.csv (where there is one) and gaps.csv.
 pub fn load(dir: &Path) -> Result<Vec<PointData>, ReadError> {
     let (sh, summary) = table(&dir.join("summary.csv"))?;
     let (th, trials) = table(&dir.join("trials.csv"))?;

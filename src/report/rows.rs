@@ -83,7 +83,7 @@ pub struct SettingColumns {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct TrialKey {
     pub trial: u32,
-    /// The sweep point's label (empty for a plain experiment).
+    /// The sweep point's label, or the experiment's name.
     pub setting: String,
     pub seed: u64,
 }

@@ -6,8 +6,9 @@
 use std::io;
 use std::time::Duration;
 
+use super::lease::{Renewal, Seen, Substrate};
 use super::lockfile::{Lease, LockFile, ReadError};
-use super::{Renewal, Seen, Substrate, tokens};
+use super::tokens;
 use crate::model::Failpoint;
 use crate::model::clock::wall_ns;
 use crate::model::expiry::ExpiryRule;

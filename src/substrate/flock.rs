@@ -11,8 +11,9 @@ use std::path::{Path, PathBuf};
 
 use nix::fcntl::{Flock, FlockArg};
 
+use super::lease::{Renewal, Seen, Substrate};
 use super::lockfile::{Lease, ReadError};
-use super::{Renewal, Seen, Substrate, tokens};
+use super::tokens;
 use crate::model::Expiry;
 
 pub struct FlockLease {

@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use postgres::{Client, NoTls};
 
+use super::lease::{Renewal, Seen, Substrate};
 use super::lockfile::{Lease, ReadError};
-use super::{Renewal, Seen, Substrate};
 
 /// The harness creates it before a run (see `ensure_table`).
 pub const TABLE: &str = "leasequake_leases";

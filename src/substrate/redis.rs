@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use redis::{Client, Connection, Value};
 
+use super::lease::{Renewal, Seen, Substrate};
 use super::lockfile::{Lease, ReadError};
-use super::{Renewal, Seen, Substrate};
 use crate::model::clock::wall_ns;
 
 // The token counter starts at the server's clock in µs: INCR is strictly

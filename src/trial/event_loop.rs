@@ -100,7 +100,7 @@ impl Run {
             Msg::Garbage { worker, line } => {
                 self.garbage += 1;
                 if self.garbage <= 3 {
-                    eprintln!("warning: worker {worker} wrote a line that is not an event: {line:?}");
+                    crate::warnln!("warning: worker {worker} wrote a line that is not an event: {line:?}");
                 }
             }
             Msg::Exit { worker, pid, t_ns, status } => {

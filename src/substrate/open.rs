@@ -1,0 +1,93 @@
+//! Opening a substrate for a worker, and the harness's dealings with a
+//! lease server: is it there before a run, and forgetting a trial's lease
+//! after it.
+
+use std::io;
+use std::time::Duration;
+
+use super::lease::Substrate;
+use super::lockfile::LockFile;
+use super::{file, flock, postgres, redis};
+use crate::model::{Kind, Server};
+
+/// Everything a worker needs to open its substrate.
+#[derive(Clone, Debug)]
+pub struct Open<'a> {
+    pub kind: Kind,
+    pub lock: &'a std::path::Path,
+    pub acquire: crate::model::Acquire,
+    pub expiry: crate::model::Expiry,
+    pub rule: crate::model::expiry::ExpiryRule,
+    pub fencing_tokens: bool,
+    pub address: Option<&'a str>,
+    /// The lease's name on a server (unique per trial).
+    pub key: &'a str,
+    pub lease: Duration,
+}
+
+/// Open the substrate, with the file's failpoint hook where it applies.
+pub fn open(o: &Open<'_>, lock: LockFile) -> io::Result<Box<dyn Substrate>> {
+    let address = |s: Server| o.address.unwrap_or(s.default_address()).to_string();
+    Ok(match o.kind {
+        Kind::File => Box::new(file::FileLease::new(lock, o.rule, o.fencing_tokens)),
+        Kind::Flock => Box::new(flock::FlockLease::new(o.lock, o.fencing_tokens)),
+        Kind::Redis => Box::new(redis::RedisLease::connect(&address(Server::Redis), o.key, o.lease)?),
+        Kind::Postgres => Box::new(postgres::PgLease::connect(&address(Server::Postgres), o.key, o.lease, false)?),
+        Kind::PostgresAdvisory => {
+            Box::new(postgres::PgLease::connect(&address(Server::Postgres), o.key, o.lease, true)?)
+        }
+    })
+}
+
+/// Remove a trial's lease from a shared server (best effort: a leftover key
+/// is harmless, every trial has its own).
+pub fn forget(kind: Kind, address: &str, key: &str) {
+    match kind.server() {
+        Some(Server::Redis) => {
+            if let Ok(mut conn) = ::redis::Client::open(address).and_then(|c| c.get_connection()) {
+                let _ = ::redis::cmd("DEL").arg(key).arg(format!("{key}:token")).query::<i64>(&mut conn);
+            }
+        }
+        Some(Server::Postgres) => {
+            let _ = postgres::drop_lease(address, key);
+        }
+        None => {}
+    }
+}
+
+/// A lease server that does not answer, and what to start.
+#[derive(Debug, thiserror::Error)]
+#[error("{server} at {address} does not answer ({reason}): {advice}")]
+pub struct Unanswered {
+    pub server: &'static str,
+    pub address: String,
+    pub reason: String,
+    pub advice: &'static str,
+}
+
+/// Before a run: is the server there, and ready? The error says what to
+/// start if not.
+pub fn preflight(kind: Kind, address: &str) -> Result<(), Unanswered> {
+    match kind.server() {
+        Some(Server::Redis) => {
+            let ping = ::redis::Client::open(address)
+                .and_then(|c| c.get_connection_with_timeout(Duration::from_secs(2)))
+                .and_then(|mut conn| ::redis::cmd("PING").query::<String>(&mut conn));
+            ping.map(|_| ()).map_err(|e| Unanswered {
+                server: "Redis",
+                address: address.into(),
+                reason: e.to_string(),
+                advice: "start it (`redis-server --daemonize yes`, or `apt-get install redis-server`), \
+                         or set `substrate.address`, or use `managed: true`",
+            })
+        }
+        Some(Server::Postgres) => postgres::ensure_table(address).map_err(|e| Unanswered {
+            server: "PostgreSQL",
+            address: address.into(),
+            reason: e.to_string(),
+            advice: "start it (`apt-get install postgresql`, `pg_ctlcluster 15 main start`) with a database \
+                     `test` that trusts local connections, or set `substrate.address`",
+        }),
+        None => Ok(()),
+    }
+}
