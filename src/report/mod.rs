@@ -1,5 +1,6 @@
 //! Reports: CSV first (the durable result), then the terminal summary.
 
+pub mod columns;
 pub mod compare;
 pub mod csv;
 pub mod host;
