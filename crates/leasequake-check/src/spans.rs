@@ -1,7 +1,7 @@
 //! The intervals behind the numbers: who believed it led, who was paused,
 //! when two believed at once.
 
-use crate::model::history::Micros;
+use leasequake_model::history::Micros;
 
 /// A time span of one worker.
 #[derive(Clone, Copy, Debug, PartialEq)]

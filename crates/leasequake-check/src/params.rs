@@ -1,9 +1,9 @@
 //! What the checker needs to know of the settings: the scaled lease
 //! timing, in µs (the wedge threshold, the crash bound, the epochs).
 
-use crate::model::experiment::Experiment;
-use crate::model::history::Micros;
-use crate::model::settings::Expiry;
+use leasequake_model::experiment::Experiment;
+use leasequake_model::history::Micros;
+use leasequake_model::settings::Expiry;
 
 /// Scaled lease settings of the trial, in µs.
 #[derive(Clone, Copy, Debug, PartialEq)]

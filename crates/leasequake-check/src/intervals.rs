@@ -21,8 +21,8 @@
 use super::metrics::{Gap, TrialMetrics};
 use super::params::CheckParams;
 use super::spans::{Span, Spans};
-use crate::model::history::{Event, EventKind, ms_to_us};
-use crate::model::history::{History, Micros};
+use leasequake_model::history::{Event, EventKind, ms_to_us};
+use leasequake_model::history::{History, Micros};
 
 /// Fault actions that open a pause and close it.
 const STOP: &str = "stop";
@@ -438,7 +438,7 @@ fn last_expiry(worker: usize, at_us: Micros, past: &[Event]) -> Option<Micros> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::history::Detail;
+    use leasequake_model::history::Detail;
 
     /// The blog's defaults, unscaled: threshold = 9 + 3 + 1 = 13 s.
     const PARAMS: CheckParams = CheckParams {

@@ -5,7 +5,7 @@ use super::jobs::Jobs;
 use super::latency::Latency;
 use super::spans::Spans;
 use super::writes::Writes;
-use crate::model::history::Micros;
+use leasequake_model::history::Micros;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Gap {

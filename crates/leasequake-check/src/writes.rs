@@ -6,7 +6,7 @@
 //! * accepted before the newer holder wrote anything: no store can refuse
 //!   a token it has not seen yet, and the newer write supersedes it.
 
-use crate::model::history::{Event, EventKind};
+use leasequake_model::history::{Event, EventKind};
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Writes {
@@ -52,7 +52,7 @@ pub fn writes(events: &[Event]) -> Writes {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::history::Detail;
+    use leasequake_model::history::Detail;
 
     fn ev(t: i64, w: usize, kind: EventKind, token: u64) -> Event {
         Event::new(t, Some(w), kind).with_detail(Detail { token: Some(token), ..Detail::default() })

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::model::history::{Event, EventKind, Micros};
+use leasequake_model::history::{Event, EventKind, Micros};
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Jobs {
@@ -96,7 +96,7 @@ pub fn jobs(events: &[Event], epoch_us: Micros, end_us: Micros) -> Jobs {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::history::Detail;
+    use leasequake_model::history::Detail;
 
     fn ev(t: Micros, w: usize, kind: EventKind, epoch: u64, token: u64) -> Event {
         Event::new(t, Some(w), kind).with_detail(Detail { epoch: Some(epoch), token: Some(token), ..Detail::default() })

@@ -172,7 +172,7 @@ impl PauseLen {
         }
     }
 
-    pub(crate) fn is_positive(&self) -> bool {
+    pub fn is_positive(&self) -> bool {
         match self {
             PauseLen::Fixed(d) | PauseLen::Exponential(d) => *d > Dur::ZERO,
             PauseLen::Uniform([a, b]) => b >= a && *b > Dur::ZERO,

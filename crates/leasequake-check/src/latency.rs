@@ -1,7 +1,7 @@
 //! How long the substrate's operations took, as the workers timed them
 //! (`op_us` on the event that reports each operation's outcome).
 
-use crate::model::history::{Event, EventKind};
+use leasequake_model::history::{Event, EventKind};
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Latency {
@@ -29,7 +29,7 @@ pub fn latency(events: &[Event]) -> Latency {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::history::Detail;
+    use leasequake_model::history::Detail;
 
     #[test]
     fn each_operation_is_counted_once_by_its_outcome() {

@@ -4,7 +4,7 @@
 //! lease-length dial from the failover gap.
 
 use super::spans::Spans;
-use crate::model::history::{EventKind, History, Micros, ms_to_us};
+use leasequake_model::history::{EventKind, History, Micros, ms_to_us};
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Evictions {
@@ -87,7 +87,7 @@ pub fn evictions(history: &History, spans: &Spans, end_us: Micros) -> Evictions 
 mod tests {
     use super::super::intervals::check;
     use super::super::params::CheckParams;
-    use crate::model::history::{Detail, Event, EventKind, History};
+    use leasequake_model::history::{Detail, Event, EventKind, History};
 
     fn s(x: f64) -> i64 {
         (x * 1e6).round() as i64

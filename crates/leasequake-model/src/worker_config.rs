@@ -141,7 +141,7 @@ fn leaves(node: &serde_json::Value, prefix: &mut Vec<String>, out: &mut Vec<Vec<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::settings::Expiry;
+    use crate::settings::Expiry;
 
     #[test]
     fn settings_by_short_or_dotted_name() {
