@@ -10,10 +10,10 @@ use serde::Deserialize;
 use serde_saphyr::Spanned;
 
 use super::diagnostic::{Diagnostic, ExperimentError};
-use crate::model::history::EventKind;
+use super::faults::{RawFault, RawLen, validate_fault};
 use crate::model::{
-    Action, After, ClockOffset, Dur, EpochJob, Expect, Experiment, Fault, InitialLock, JobStrategy, LeaseSettings,
-    PauseLen, Point, Reference, StartMode, SubstrateSettings, Target, WorkerSettings, setting_name,
+    After, ClockOffset, Dur, EpochJob, Expect, Experiment, Fault, InitialLock, JobStrategy, LeaseSettings, Point,
+    Reference, StartMode, SubstrateSettings, WorkerSettings, setting_name,
 };
 
 /// Command-line settings that take precedence over the file.
@@ -80,50 +80,6 @@ struct RawExperiment {
     /// setting → values (cross product), or `points:` → list of mappings.
     #[serde(default)]
     sweep: Option<std::collections::BTreeMap<String, Spanned<Vec<serde_json::Value>>>>,
-}
-
-#[derive(Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawFault {
-    at: Spanned<Dur>,
-    #[serde(default)]
-    jitter: Option<Dur>,
-    #[serde(default)]
-    after: Option<Spanned<String>>,
-    #[serde(default)]
-    delay: Option<Dur>,
-    #[serde(default)]
-    target: Option<Spanned<RawTarget>>,
-    action: Spanned<Action>,
-    #[serde(default)]
-    duration: Option<Spanned<RawLen>>,
-    #[serde(default)]
-    every: Option<Spanned<Dur>>,
-}
-
-/// A pause length: `15s`, or `{uniform: [1s, 5s]}`, `{exponential: 2s}`,
-/// `{choice: [1s, 3s]}`.
-#[derive(Clone, Deserialize)]
-#[serde(untagged)]
-enum RawLen {
-    Fixed(Dur),
-    Drawn(PauseLen),
-}
-
-impl RawLen {
-    fn into_len(self) -> PauseLen {
-        match self {
-            RawLen::Fixed(d) => PauseLen::Fixed(d),
-            RawLen::Drawn(l) => l,
-        }
-    }
-}
-
-#[derive(Clone, Deserialize)]
-#[serde(untagged)]
-enum RawTarget {
-    Index(i64),
-    Name(String),
 }
 
 #[derive(Clone, Deserialize)]
@@ -566,139 +522,10 @@ fn build(path: &Path, text: &str, raw: RawExperiment, overrides: &Overrides) -> 
     })
 }
 
-/// Check one fault against the experiment (unscaled values).
-fn validate_fault(
-    f: &RawFault,
-    workers: usize,
-    duration: Dur,
-    err_at: &dyn Fn(&serde_saphyr::Location, String) -> ExperimentError,
-) -> Result<Fault, ExperimentError> {
-    let action = f.action.value;
-    let jitter = f.jitter.unwrap_or(Dur::ZERO);
-    if f.at.value >= duration || Dur::from_us(f.at.value.as_us() + jitter.as_us()) > duration {
-        return Err(err_at(
-            &f.at.referenced,
-            if jitter == Dur::ZERO {
-                format!("fault at {} is not before the trial ends (duration: {duration})", f.at.value)
-            } else {
-                format!("fault at {} + jitter {jitter} is past the trial's end (duration: {duration})", f.at.value)
-            },
-        ));
-    }
-    let target = match &f.target {
-        None if action.is_lock() => Target::Lock,
-        None if action.is_server() => Target::Server,
-        None => {
-            return Err(err_at(
-                &f.action.referenced,
-                format!("action {} needs a target: leader, watcher, all, any or a worker index", action.name()),
-            ));
-        }
-        Some(t) => {
-            let target = match &t.value {
-                RawTarget::Index(i) if *i >= 0 && (*i as usize) < workers => Target::Worker(*i as usize),
-                RawTarget::Index(i) => {
-                    return Err(err_at(
-                        &t.referenced,
-                        format!("worker index {i} is out of range: this experiment has workers 0..{}", workers - 1),
-                    ));
-                }
-                RawTarget::Name(n) => match n.as_str() {
-                    "leader" => Target::Leader,
-                    "watcher" => Target::Watcher,
-                    "all" => Target::All,
-                    "any" => Target::Any,
-                    "lock" => Target::Lock,
-                    "server" => Target::Server,
-                    other => {
-                        return Err(err_at(
-                            &t.referenced,
-                            format!(
-                                "unknown target {other:?}: expected leader, watcher, all, any, lock, server or a worker index"
-                            ),
-                        ));
-                    }
-                },
-            };
-            if action.is_lock() != (target == Target::Lock) || action.is_server() != (target == Target::Server) {
-                return Err(err_at(
-                    &t.referenced,
-                    format!(
-                        "action {} cannot target {target}: lock-* actions target the lock, server-* actions the server, signals target workers",
-                        action.name()
-                    ),
-                ));
-            }
-            target
-        }
-    };
-    let pause_len = match (&f.duration, action) {
-        (Some(d), a) if a.is_pause() && d.value.clone().into_len().is_positive() => Some(d.value.clone().into_len()),
-        (Some(d), a) if a.is_pause() => {
-            return Err(err_at(&d.referenced, "pause duration must be longer than zero".into()));
-        }
-        (None, a) if a.is_pause() => {
-            return Err(err_at(&f.action.referenced, format!("{} needs a duration, e.g. `duration: 15s`", a.name())));
-        }
-        (Some(d), _) => {
-            return Err(err_at(&d.referenced, format!("duration applies to pause only, not to {}", action.name())));
-        }
-        (None, _) => None,
-    };
-    let delay = f.delay.unwrap_or(Dur::ZERO);
-    if f.after.is_some() && Dur::from_us(f.at.value.as_us() + delay.as_us()) >= duration {
-        return Err(err_at(
-            &f.at.referenced,
-            format!("fault at {} + delay {delay} is not before the trial ends (duration: {duration})", f.at.value),
-        ));
-    }
-    let after = match &f.after {
-        None => {
-            if f.delay.is_some() {
-                return Err(err_at(&f.at.referenced, "delay needs `after: <event>`".into()));
-            }
-            None
-        }
-        Some(a) => {
-            // `ready` is reported before the barrier: it can never trigger.
-            let after_barrier = |k: &EventKind| k.is_worker_event() && *k != EventKind::Ready;
-            let event = EventKind::from_name(&a.value).filter(after_barrier).ok_or_else(|| {
-                err_at(
-                    &a.referenced,
-                    format!("unknown worker event {:?}: expected one of {}", a.value, worker_event_names()),
-                )
-            })?;
-            if target == Target::Lock {
-                return Err(err_at(&a.referenced, "after: needs a worker target, not the lock".into()));
-            }
-            Some(After { event, delay: f.delay.unwrap_or(Dur::ZERO) })
-        }
-    };
-    if let Some(e) = &f.every
-        && e.value == Dur::ZERO
-    {
-        return Err(err_at(&e.referenced, "every must be longer than zero".into()));
-    }
-    Ok(Fault {
-        at: f.at.value,
-        jitter,
-        after,
-        target,
-        action,
-        duration: pause_len,
-        every: f.every.as_ref().map(|e| e.value),
-    })
-}
-
 /// 1-based line and column of the first occurrence of `key:` (0, 0 if absent).
 fn locate(text: &str, key: &str) -> (u64, u64) {
     let needle = format!("{key}:");
     text.lines().enumerate().find_map(|(i, l)| l.find(&needle).map(|c| (i as u64 + 1, c as u64 + 1))).unwrap_or((0, 0))
-}
-
-fn worker_event_names() -> String {
-    let after_barrier = |k: &EventKind| k.is_worker_event() && *k != EventKind::Ready;
-    EventKind::ALL.into_iter().filter(after_barrier).map(|k| k.name()).collect::<Vec<_>>().join(", ")
 }
 
 /// serde-saphyr's message without its own location prefix and snippet (we
@@ -715,94 +542,5 @@ fn saphyr_message(e: &serde_saphyr::Error) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn load_text(text: &str) -> Result<Experiment, String> {
-        load_str(Path::new("t.yaml"), text, &Overrides::default()).map_err(|e| e.to_string())
-    }
-
-    const MINIMAL: &str = "name: t\nworkers: 3\n";
-
-    #[test]
-    fn defaults_are_the_blogs() {
-        let e = load_text(MINIMAL).unwrap();
-        assert_eq!(e.lease.lease, Dur::from_secs(9));
-        assert_eq!(e.lease.renew, Dur::from_secs(3));
-        assert_eq!(e.lease.watch, Dur::from_secs(3));
-        assert_eq!(e.worker, WorkerSettings::default());
-    }
-
-    #[test]
-    fn time_scale_scales_every_duration() {
-        let text = "name: t\nworkers: 3\nduration: 30s\nfaults:\n  - at: 12s\n    target: leader\n    action: pause\n    duration: 15s\n";
-        let o = Overrides { time_scale: Some(0.1), ..Overrides::default() };
-        let e = load_str(Path::new("t.yaml"), text, &o).unwrap();
-        assert_eq!(e.duration, Dur::from_secs(3));
-        assert_eq!(e.lease.resolution, Dur::from_ms(100));
-        assert_eq!(e.faults[0].at, Dur::from_ms(1200));
-        assert_eq!(e.faults[0].duration, Some(PauseLen::Fixed(Dur::from_ms(1500))));
-    }
-
-    #[test]
-    fn errors_name_line_and_column() {
-        let cases = [
-            ("name: t\nworkers: 3\nbogus: 1\n", "t.yaml:3:1: unknown field `bogus`"),
-            ("name: t\nworkers: 3\nrenew: 9s\n", "t.yaml:3:8: renew (9s) must be shorter than lease (9s)"),
-            ("name: t\nworkers: 0\n", "t.yaml:2:10: workers must be at least 1"),
-            ("name: t\nworkers: [3\n", "t.yaml:2:"),
-            (
-                "name: t\nworkers: 3\nfaults:\n  - at: 12s\n    target: leader\n    action: nuke\n",
-                "t.yaml:6:13: unknown variant `nuke`",
-            ),
-            (
-                "name: t\nworkers: 3\nduration: 10s\nfaults:\n  - at: 12s\n    target: leader\n    action: kill\n",
-                "t.yaml:5:9: fault at 12s is not before the trial ends",
-            ),
-            (
-                "name: t\nworkers: 3\nfaults:\n  - at: 1s\n    target: 3\n    action: kill\n",
-                "t.yaml:5:13: worker index 3 is out of range",
-            ),
-            (
-                "name: t\nworkers: 3\nfaults:\n  - at: 1s\n    target: leader\n    action: pause\n",
-                "t.yaml:6:13: pause needs a duration",
-            ),
-            (
-                "name: t\nworkers: 3\nfaults:\n  - at: 1s\n    after: renewd\n    target: leader\n    action: kill\n",
-                "t.yaml:5:12: unknown worker event \"renewd\"",
-            ),
-            ("name: t\nworkers: 3\nlease: 9\n", "t.yaml:3:8: duration \"9\" has no unit"),
-            (
-                "name: t\nworkers: 3\nworker:\n  failpoint: before-remove\n  failpoint_workers: [3]\n",
-                "t.yaml:5:3: failpoint_workers: worker 3 is out of range",
-            ),
-            (
-                "name: t\nworkers: 3\nworker:\n  clock_offset: [1s, -1s]\n",
-                "t.yaml:4:3: clock_offset: a list gives one offset per worker: 2 for 3 workers",
-            ),
-            ("name: t\nworkers: 3\nworker:\n  clock_offset: -2000m\n", "t.yaml:4:3: clock_offset: -120000s is more"),
-        ];
-        for (text, want) in cases {
-            let got = load_text(text).unwrap_err();
-            assert!(got.starts_with(want), "for {text:?}\n got: {got}\nwant: {want}");
-        }
-    }
-
-    #[test]
-    fn scaling_that_breaks_a_setting_names_the_flag() {
-        let o = Overrides { time_scale: Some(1e-7), ..Overrides::default() };
-        let err = load_str(Path::new("t.yaml"), MINIMAL, &o).unwrap_err().to_string();
-        assert!(err.contains("--time-scale 0.0000001 makes a duration round to zero"), "{err}");
-        let o = Overrides { time_scale: Some(1e6), ..Overrides::default() };
-        let err = load_str(Path::new("t.yaml"), MINIMAL, &o).unwrap_err().to_string();
-        assert!(err.contains("makes a trial last"), "{err}");
-    }
-
-    #[test]
-    fn lock_actions_default_to_the_lock_and_signals_need_a_target() {
-        let e = load_text("name: t\nworkers: 3\nfaults:\n  - at: 1s\n    action: lock-empty\n").unwrap();
-        assert_eq!(e.faults[0].target, Target::Lock);
-        let err = load_text("name: t\nworkers: 3\nfaults:\n  - at: 1s\n    action: kill\n").unwrap_err();
-        assert!(err.contains("needs a target"), "{err}");
-    }
-}
+#[path = "load_tests.rs"]
+mod tests;

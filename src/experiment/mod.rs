@@ -4,6 +4,7 @@
 //! model's (`crate::model`).
 
 mod diagnostic;
+mod faults;
 mod load;
 mod program;
 mod resolved;

@@ -1,0 +1,182 @@
+//! The `faults:` list of an experiment file: each fault as written (with
+//! the location of each value), and its validation against the experiment.
+
+use serde::Deserialize;
+use serde_saphyr::Spanned;
+
+use super::diagnostic::ExperimentError;
+use crate::model::history::EventKind;
+use crate::model::{Action, After, Dur, Fault, PauseLen, Target};
+
+#[derive(Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawFault {
+    pub(super) at: Spanned<Dur>,
+    #[serde(default)]
+    pub(super) jitter: Option<Dur>,
+    #[serde(default)]
+    pub(super) after: Option<Spanned<String>>,
+    #[serde(default)]
+    pub(super) delay: Option<Dur>,
+    #[serde(default)]
+    pub(super) target: Option<Spanned<RawTarget>>,
+    pub(super) action: Spanned<Action>,
+    #[serde(default)]
+    pub(super) duration: Option<Spanned<RawLen>>,
+    #[serde(default)]
+    pub(super) every: Option<Spanned<Dur>>,
+}
+
+/// A pause length: `15s`, or `{uniform: [1s, 5s]}`, `{exponential: 2s}`,
+/// `{choice: [1s, 3s]}`.
+#[derive(Clone, Deserialize)]
+#[serde(untagged)]
+pub(super) enum RawLen {
+    Fixed(Dur),
+    Drawn(PauseLen),
+}
+
+impl RawLen {
+    pub(super) fn into_len(self) -> PauseLen {
+        match self {
+            RawLen::Fixed(d) => PauseLen::Fixed(d),
+            RawLen::Drawn(l) => l,
+        }
+    }
+}
+
+#[derive(Clone, Deserialize)]
+#[serde(untagged)]
+pub(super) enum RawTarget {
+    Index(i64),
+    Name(String),
+}
+
+/// Check one fault against the experiment (unscaled values).
+pub(super) fn validate_fault(
+    f: &RawFault,
+    workers: usize,
+    duration: Dur,
+    err_at: &dyn Fn(&serde_saphyr::Location, String) -> ExperimentError,
+) -> Result<Fault, ExperimentError> {
+    let action = f.action.value;
+    let jitter = f.jitter.unwrap_or(Dur::ZERO);
+    if f.at.value >= duration || Dur::from_us(f.at.value.as_us() + jitter.as_us()) > duration {
+        return Err(err_at(
+            &f.at.referenced,
+            if jitter == Dur::ZERO {
+                format!("fault at {} is not before the trial ends (duration: {duration})", f.at.value)
+            } else {
+                format!("fault at {} + jitter {jitter} is past the trial's end (duration: {duration})", f.at.value)
+            },
+        ));
+    }
+    let target = match &f.target {
+        None if action.is_lock() => Target::Lock,
+        None if action.is_server() => Target::Server,
+        None => {
+            return Err(err_at(
+                &f.action.referenced,
+                format!("action {} needs a target: leader, watcher, all, any or a worker index", action.name()),
+            ));
+        }
+        Some(t) => {
+            let target = match &t.value {
+                RawTarget::Index(i) if *i >= 0 && (*i as usize) < workers => Target::Worker(*i as usize),
+                RawTarget::Index(i) => {
+                    return Err(err_at(
+                        &t.referenced,
+                        format!("worker index {i} is out of range: this experiment has workers 0..{}", workers - 1),
+                    ));
+                }
+                RawTarget::Name(n) => match n.as_str() {
+                    "leader" => Target::Leader,
+                    "watcher" => Target::Watcher,
+                    "all" => Target::All,
+                    "any" => Target::Any,
+                    "lock" => Target::Lock,
+                    "server" => Target::Server,
+                    other => {
+                        return Err(err_at(
+                            &t.referenced,
+                            format!(
+                                "unknown target {other:?}: expected leader, watcher, all, any, lock, server or a worker index"
+                            ),
+                        ));
+                    }
+                },
+            };
+            if action.is_lock() != (target == Target::Lock) || action.is_server() != (target == Target::Server) {
+                return Err(err_at(
+                    &t.referenced,
+                    format!(
+                        "action {} cannot target {target}: lock-* actions target the lock, server-* actions the server, signals target workers",
+                        action.name()
+                    ),
+                ));
+            }
+            target
+        }
+    };
+    let pause_len = match (&f.duration, action) {
+        (Some(d), a) if a.is_pause() && d.value.clone().into_len().is_positive() => Some(d.value.clone().into_len()),
+        (Some(d), a) if a.is_pause() => {
+            return Err(err_at(&d.referenced, "pause duration must be longer than zero".into()));
+        }
+        (None, a) if a.is_pause() => {
+            return Err(err_at(&f.action.referenced, format!("{} needs a duration, e.g. `duration: 15s`", a.name())));
+        }
+        (Some(d), _) => {
+            return Err(err_at(&d.referenced, format!("duration applies to pause only, not to {}", action.name())));
+        }
+        (None, _) => None,
+    };
+    let delay = f.delay.unwrap_or(Dur::ZERO);
+    if f.after.is_some() && Dur::from_us(f.at.value.as_us() + delay.as_us()) >= duration {
+        return Err(err_at(
+            &f.at.referenced,
+            format!("fault at {} + delay {delay} is not before the trial ends (duration: {duration})", f.at.value),
+        ));
+    }
+    let after = match &f.after {
+        None => {
+            if f.delay.is_some() {
+                return Err(err_at(&f.at.referenced, "delay needs `after: <event>`".into()));
+            }
+            None
+        }
+        Some(a) => {
+            // `ready` is reported before the barrier: it can never trigger.
+            let after_barrier = |k: &EventKind| k.is_worker_event() && *k != EventKind::Ready;
+            let event = EventKind::from_name(&a.value).filter(after_barrier).ok_or_else(|| {
+                err_at(
+                    &a.referenced,
+                    format!("unknown worker event {:?}: expected one of {}", a.value, worker_event_names()),
+                )
+            })?;
+            if target == Target::Lock {
+                return Err(err_at(&a.referenced, "after: needs a worker target, not the lock".into()));
+            }
+            Some(After { event, delay: f.delay.unwrap_or(Dur::ZERO) })
+        }
+    };
+    if let Some(e) = &f.every
+        && e.value == Dur::ZERO
+    {
+        return Err(err_at(&e.referenced, "every must be longer than zero".into()));
+    }
+    Ok(Fault {
+        at: f.at.value,
+        jitter,
+        after,
+        target,
+        action,
+        duration: pause_len,
+        every: f.every.as_ref().map(|e| e.value),
+    })
+}
+
+fn worker_event_names() -> String {
+    let after_barrier = |k: &EventKind| k.is_worker_event() && *k != EventKind::Ready;
+    EventKind::ALL.into_iter().filter(after_barrier).map(|k| k.name()).collect::<Vec<_>>().join(", ")
+}

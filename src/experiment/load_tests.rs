@@ -1,0 +1,93 @@
+//! Loading experiment files: defaults, scaling, and errors that name
+//! file:line:column.
+
+use super::*;
+use crate::model::{PauseLen, Target};
+
+fn load_text(text: &str) -> Result<Experiment, String> {
+    load_str(Path::new("t.yaml"), text, &Overrides::default()).map_err(|e| e.to_string())
+}
+
+const MINIMAL: &str = "name: t\nworkers: 3\n";
+
+#[test]
+fn defaults_are_the_blogs() {
+    let e = load_text(MINIMAL).unwrap();
+    assert_eq!(e.lease.lease, Dur::from_secs(9));
+    assert_eq!(e.lease.renew, Dur::from_secs(3));
+    assert_eq!(e.lease.watch, Dur::from_secs(3));
+    assert_eq!(e.worker, WorkerSettings::default());
+}
+
+#[test]
+fn time_scale_scales_every_duration() {
+    let text = "name: t\nworkers: 3\nduration: 30s\nfaults:\n  - at: 12s\n    target: leader\n    action: pause\n    duration: 15s\n";
+    let o = Overrides { time_scale: Some(0.1), ..Overrides::default() };
+    let e = load_str(Path::new("t.yaml"), text, &o).unwrap();
+    assert_eq!(e.duration, Dur::from_secs(3));
+    assert_eq!(e.lease.resolution, Dur::from_ms(100));
+    assert_eq!(e.faults[0].at, Dur::from_ms(1200));
+    assert_eq!(e.faults[0].duration, Some(PauseLen::Fixed(Dur::from_ms(1500))));
+}
+
+#[test]
+fn errors_name_line_and_column() {
+    let cases = [
+        ("name: t\nworkers: 3\nbogus: 1\n", "t.yaml:3:1: unknown field `bogus`"),
+        ("name: t\nworkers: 3\nrenew: 9s\n", "t.yaml:3:8: renew (9s) must be shorter than lease (9s)"),
+        ("name: t\nworkers: 0\n", "t.yaml:2:10: workers must be at least 1"),
+        ("name: t\nworkers: [3\n", "t.yaml:2:"),
+        (
+            "name: t\nworkers: 3\nfaults:\n  - at: 12s\n    target: leader\n    action: nuke\n",
+            "t.yaml:6:13: unknown variant `nuke`",
+        ),
+        (
+            "name: t\nworkers: 3\nduration: 10s\nfaults:\n  - at: 12s\n    target: leader\n    action: kill\n",
+            "t.yaml:5:9: fault at 12s is not before the trial ends",
+        ),
+        (
+            "name: t\nworkers: 3\nfaults:\n  - at: 1s\n    target: 3\n    action: kill\n",
+            "t.yaml:5:13: worker index 3 is out of range",
+        ),
+        (
+            "name: t\nworkers: 3\nfaults:\n  - at: 1s\n    target: leader\n    action: pause\n",
+            "t.yaml:6:13: pause needs a duration",
+        ),
+        (
+            "name: t\nworkers: 3\nfaults:\n  - at: 1s\n    after: renewd\n    target: leader\n    action: kill\n",
+            "t.yaml:5:12: unknown worker event \"renewd\"",
+        ),
+        ("name: t\nworkers: 3\nlease: 9\n", "t.yaml:3:8: duration \"9\" has no unit"),
+        (
+            "name: t\nworkers: 3\nworker:\n  failpoint: before-remove\n  failpoint_workers: [3]\n",
+            "t.yaml:5:3: failpoint_workers: worker 3 is out of range",
+        ),
+        (
+            "name: t\nworkers: 3\nworker:\n  clock_offset: [1s, -1s]\n",
+            "t.yaml:4:3: clock_offset: a list gives one offset per worker: 2 for 3 workers",
+        ),
+        ("name: t\nworkers: 3\nworker:\n  clock_offset: -2000m\n", "t.yaml:4:3: clock_offset: -120000s is more"),
+    ];
+    for (text, want) in cases {
+        let got = load_text(text).unwrap_err();
+        assert!(got.starts_with(want), "for {text:?}\n got: {got}\nwant: {want}");
+    }
+}
+
+#[test]
+fn scaling_that_breaks_a_setting_names_the_flag() {
+    let o = Overrides { time_scale: Some(1e-7), ..Overrides::default() };
+    let err = load_str(Path::new("t.yaml"), MINIMAL, &o).unwrap_err().to_string();
+    assert!(err.contains("--time-scale 0.0000001 makes a duration round to zero"), "{err}");
+    let o = Overrides { time_scale: Some(1e6), ..Overrides::default() };
+    let err = load_str(Path::new("t.yaml"), MINIMAL, &o).unwrap_err().to_string();
+    assert!(err.contains("makes a trial last"), "{err}");
+}
+
+#[test]
+fn lock_actions_default_to_the_lock_and_signals_need_a_target() {
+    let e = load_text("name: t\nworkers: 3\nfaults:\n  - at: 1s\n    action: lock-empty\n").unwrap();
+    assert_eq!(e.faults[0].target, Target::Lock);
+    let err = load_text("name: t\nworkers: 3\nfaults:\n  - at: 1s\n    action: kill\n").unwrap_err();
+    assert!(err.contains("needs a target"), "{err}");
+}
