@@ -37,13 +37,20 @@ pub enum Command {
         files: Vec<PathBuf>,
     },
     /// Recompute trials.csv, gaps.csv and summary.csv from a results
-    /// directory's events.csv (offline re-check of a past run).
+    /// directory's events.csv (offline re-check of a past run). They go to
+    /// a new directory, DIR/checks/<UTC timestamp>/, unless --out or
+    /// --in-place says otherwise; a history missing a trial of trials.csv
+    /// is refused.
     Check {
         /// A results directory (with experiment.yaml and events.csv).
         dir: PathBuf,
-        /// Write the recomputed files here instead of into DIR.
-        #[arg(long)]
+        /// Write the recomputed files into this new (or empty) directory.
+        #[arg(long, conflicts_with = "in_place")]
         out: Option<PathBuf>,
+        /// Replace DIR's own derived tables (each file swapped whole once
+        /// all are written); the history is never touched.
+        #[arg(long)]
+        in_place: bool,
     },
     /// Redraw a results directory's plots (dial.svg, histograms.svg) from
     /// its CSVs alone.

@@ -1,39 +1,136 @@
-use std::path::Path;
+//! `leasequake check DIR`: re-check a results directory's history. What the
+//! run wrote is never destroyed: the recomputed tables go to a new
+//! directory unless an in-place rewrite is asked for, and even then each
+//! file is replaced whole, only after all of them were written.
 
+use std::path::{Path, PathBuf};
+
+use super::inputs::most_workers;
 use crate::error::Error;
 use crate::experiment::{Overrides, load};
+use crate::model::clock::{utc_stamp, wall_ns};
 use crate::report::csv::{ResultsWriter, Tables, TrialData};
-use crate::report::read::read_histories;
+use crate::report::read::{finished_trials, read_histories};
 use crate::report::summary::{per_unit, setting_label, summarize, units};
 use crate::report::terminal;
-use crate::say;
+use crate::{say, warnln};
+
+/// Where the recomputed tables go.
+pub enum Target<'a> {
+    /// `DIR/checks/<UTC timestamp>/`.
+    New,
+    /// A directory of the user's, which must be new or empty.
+    Out(&'a Path),
+    /// DIR itself: the derived tables replaced.
+    InPlace,
+}
 
 /// Recompute the derived tables of a results directory from its history.
-pub fn check(dir: &Path, out: Option<&Path>) -> Result<(), Error> {
+pub fn check(dir: &Path, target: Target<'_>) -> Result<(), Error> {
     super::inputs::same_format(dir)?;
     let exp = load(&dir.join("experiment.yaml"), &Overrides::default()).map_err(|e| Error::Experiments(vec![e]))?;
-    let histories = read_histories(dir)?;
-    let out = out.unwrap_or(dir);
-    std::fs::create_dir_all(out).map_err(|source| Error::Io { path: out.to_path_buf(), source })?;
+    // A run's trials are those in its trials.csv; a history put together by
+    // hand (no trials.csv) is checked whole.
+    let listed = if dir.join("trials.csv").exists() { Some(finished_trials(dir)?) } else { None };
+    let histories = read_histories(dir, listed.as_ref(), most_workers(&exp))?;
+    if let Some(listed) = &listed {
+        let missing: Vec<String> = listed.iter().filter(|t| !histories.contains_key(t)).map(u32::to_string).collect();
+        if !missing.is_empty() {
+            return Err(Error::Path {
+                path: dir.join("events.csv"),
+                problem: format!(
+                    "holds no events of trial(s) {} listed in trials.csv; refusing to re-check a partial history",
+                    abbreviate(&missing)
+                ),
+            });
+        }
+    }
+    if histories.is_empty() {
+        return Err(Error::Path { path: dir.join("events.csv"), problem: "holds no trial; nothing to check".into() });
+    }
+    let out = match target {
+        Target::New => new_dir(&dir.join("checks"))?,
+        Target::Out(out) => {
+            super::inputs::ensure_empty(out, "--out")?;
+            out.to_path_buf()
+        }
+        Target::InPlace => dir.join(format!(".check-{}.tmp", std::process::id())),
+    };
+    let io = |p: &Path| {
+        let path = p.to_path_buf();
+        move |source: std::io::Error| Error::Io { path, source }
+    };
+    std::fs::create_dir_all(&out).map_err(io(&out))?;
     let units = units(&exp);
     let trials_per_unit = exp.trials.max(1);
     let metrics = super::inputs::recheck(&exp, &histories);
     // What the run saw of each worker's output is not in the history:
     // carry it over from the run's own trials.csv.
     let outcomes = crate::report::read::worker_outcomes(dir);
-    let mut w = ResultsWriter::create(out, &exp, Tables::Derived)?;
+    let mut w = ResultsWriter::create(&out, &exp, Tables::Derived)?;
     for ((trial, history), (_, unit, m)) in histories.iter().zip(&metrics) {
         let (unit_exp, label) = &units[*unit];
-        let local = (trial.max(&1) - 1) % trials_per_unit + 1;
+        let local = (trial - 1) % trials_per_unit + 1;
         let said = outcomes.get(trial).map_or("", String::as_str);
         let data =
             TrialData { trial: *trial, seed: exp.trial_seed(local), history, faults: &[], metrics: m, outcomes: said };
         w.append(&exp, (unit_exp, &setting_label(unit_exp, label)), data)?;
     }
     w.write_summary(&exp, &per_unit(&units, &metrics))?;
+    w.finish()?;
+    drop(w);
+    let shown = if matches!(target, Target::InPlace) {
+        replace_derived(&out, dir)?;
+        dir.to_path_buf()
+    } else {
+        // The new directory is a results directory of its own (for `plot`).
+        for name in ["experiment.yaml", "host.json"] {
+            if dir.join(name).exists() {
+                std::fs::copy(dir.join(name), out.join(name)).map_err(io(&out))?;
+            }
+        }
+        out
+    };
     let all: Vec<_> = metrics.iter().map(|(_, _, m)| m).collect();
-    say!("{}", terminal::render(&exp, &summarize(&all), out));
+    say!("{}", terminal::render(&exp, &summarize(&all), &shown));
+    warnln!("leasequake: re-checked {} trial(s) of {} → {}", metrics.len(), dir.display(), shown.display());
     // The same verdict as the run that produced the history.
     let by_trial: Vec<_> = metrics.iter().map(|(t, _, m)| (*t, m)).collect();
     super::inputs::verdict(&exp, &by_trial)
+}
+
+/// Move every file of `from` over its namesake in `dir`, then remove `from`.
+/// Each rename is atomic: a crash leaves every table either old or new.
+fn replace_derived(from: &Path, dir: &Path) -> Result<(), Error> {
+    let entries = std::fs::read_dir(from).map_err(|source| Error::Io { path: from.to_path_buf(), source })?;
+    for entry in entries {
+        let entry = entry.map_err(|source| Error::Io { path: from.to_path_buf(), source })?;
+        let to = dir.join(entry.file_name());
+        std::fs::rename(entry.path(), &to).map_err(|source| Error::Io { path: to, source })?;
+    }
+    std::fs::remove_dir(from).map_err(|source| Error::Io { path: from.to_path_buf(), source })
+}
+
+/// `parent/<UTC timestamp>`, created here, never an existing one.
+fn new_dir(parent: &Path) -> Result<PathBuf, Error> {
+    std::fs::create_dir_all(parent).map_err(|source| Error::Io { path: parent.to_path_buf(), source })?;
+    let stamp = utc_stamp(wall_ns() / 1_000_000_000);
+    for n in 1..1000 {
+        let dir = if n == 1 { parent.join(&stamp) } else { parent.join(format!("{stamp}-{n}")) };
+        match std::fs::create_dir(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(source) => return Err(Error::Io { path: dir, source }),
+        }
+    }
+    Err(Error::Path { path: parent.to_path_buf(), problem: "no free directory name for this second".into() })
+}
+
+/// "1, 2, 3, … (12 in all)".
+fn abbreviate(items: &[String]) -> String {
+    if items.len() <= 10 {
+        items.join(", ")
+    } else {
+        format!("{}, … ({} in all)", items[..10].join(", "), items.len())
+    }
 }

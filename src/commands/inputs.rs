@@ -3,7 +3,7 @@
 //! `expect:`.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::check::{CheckParams, TrialMetrics, check};
 use crate::error::Error;
@@ -48,11 +48,28 @@ pub fn load_all(files: &[PathBuf], overrides: &Overrides) -> Result<Vec<Experime
     if errors.is_empty() { Ok(exps) } else { Err(Error::Experiments(errors)) }
 }
 
+/// A directory to write into must be new or empty: two runs never mix.
+pub fn ensure_empty(out: &Path, flag: &str) -> Result<(), Error> {
+    let problem = if out.exists() && !out.is_dir() {
+        format!("{flag}: exists and is not a directory")
+    } else if out.read_dir().is_ok_and(|mut d| d.next().is_some()) {
+        format!("{flag}: directory exists and is not empty; refusing to mix two runs")
+    } else {
+        return Ok(());
+    };
+    Err(Error::Path { path: out.to_path_buf(), problem })
+}
+
 /// Refuse a results directory written in another layout.
 pub fn same_format(dir: &std::path::Path) -> Result<(), Error> {
     let found = crate::report::read::results_format(dir)?;
     let wanted = crate::report::rows::RESULTS_FORMAT;
     if found == wanted { Ok(()) } else { Err(Error::Format { dir: dir.to_path_buf(), found, wanted }) }
+}
+
+/// The most workers any trial of the experiment (any sweep point) runs.
+pub fn most_workers(exp: &Experiment) -> usize {
+    units(exp).iter().map(|(u, _)| u.workers).max().unwrap_or(exp.workers)
 }
 
 /// Check every history of a results directory with the settings of its

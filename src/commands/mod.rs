@@ -15,7 +15,14 @@ pub fn dispatch(cli: Cli) -> u8 {
     let result = match cli.command {
         Command::Run(args) | Command::Sweep(args) => run::run(&args),
         Command::Validate { files } => validate::validate(&files),
-        Command::Check { dir, out } => check::check(&dir, out.as_deref()),
+        Command::Check { dir, out, in_place } => {
+            let target = match (&out, in_place) {
+                (Some(out), _) => check::Target::Out(out),
+                (None, true) => check::Target::InPlace,
+                (None, false) => check::Target::New,
+            };
+            check::check(&dir, target)
+        }
         Command::Plot { dir } => plot(&dir),
         Command::Calibrate { lines } => crate::calibrate::run(lines),
         // The children's own entry points: their exit codes are their own.

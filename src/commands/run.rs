@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::inputs::{expand, load_all};
+use super::inputs::{ensure_empty, expand, load_all, most_workers};
 use crate::check::{CheckParams, TrialMetrics, check};
 use crate::cli::RunArgs;
 use crate::error::{Error, exit, worse};
@@ -45,20 +45,10 @@ pub fn run(args: &RunArgs) -> Result<(), Error> {
         )));
     }
     if let Some(out) = &args.out {
-        let problem = if out.exists() && !out.is_dir() {
-            Some("--out: exists and is not a directory")
-        } else if out.read_dir().is_ok_and(|mut d| d.next().is_some()) {
-            Some("--out: directory exists and is not empty; refusing to mix two runs")
-        } else {
-            None
-        };
-        if let Some(p) = problem {
-            return Err(Error::Path { path: out.clone(), problem: p.into() });
-        }
+        ensure_empty(out, "--out")?;
     }
     for exp in &exps {
-        let most = units(exp).iter().map(|(u, _)| u.workers).max().unwrap_or(exp.workers);
-        crate::trial::limits::ensure(most, exp.jobs)
+        crate::trial::limits::ensure(most_workers(exp), exp.jobs)
             .map_err(|source| Error::Limits { experiment: exp.source.clone(), source })?;
     }
     servers_ready(&exps)?;
@@ -333,14 +323,16 @@ fn resume(dir: &Path, args: &RunArgs) -> Result<(), Error> {
     super::inputs::same_format(dir)?;
     let overrides = Overrides { jobs: args.jobs.map(|j| j as usize), ..Overrides::default() };
     let exp = load(&dir.join("experiment.yaml"), &overrides).map_err(|e| Error::Experiments(vec![e]))?;
-    let trials_csv = dir.join("trials.csv");
-    let completed: std::collections::BTreeSet<u32> = match csv::Reader::from_path(&trials_csv) {
-        Ok(mut r) => r.records().filter_map(|rec| rec.ok()?.get(0)?.parse().ok()).collect(),
-        Err(e) => return Err(Error::Path { path: trials_csv, problem: format!("--resume: {e}") }),
-    };
-    let mut histories = crate::report::read::read_histories(dir)?;
-    // A trial interrupted half-written has events but no trials.csv row.
-    histories.retain(|t, _| completed.contains(t));
+    // A trial interrupted half-written has events but no trials.csv row:
+    // it is run again from the start.
+    let completed = crate::report::read::finished_trials(dir)?;
+    let histories = crate::report::read::read_histories(dir, Some(&completed), most_workers(&exp))?;
+    if let Some(t) = completed.iter().find(|t| !histories.contains_key(t)) {
+        return Err(Error::Path {
+            path: dir.join("events.csv"),
+            problem: format!("--resume: trial {t} is in trials.csv but has no events; this is not as a run left it"),
+        });
+    }
     let done: Done = super::inputs::recheck(&exp, &histories);
     let exe = std::env::current_exe().map_err(|source| Error::Io { path: "leasequake".into(), source })?;
     // A resumed run keeps its host.json: no new calibration.

@@ -58,10 +58,11 @@ impl Table {
         let path = dir.join(name);
         let mut kept = Vec::new();
         if path.exists() {
-            let mut reader = csv::Reader::from_path(&path).map_err(csv_err(&path))?;
+            // A torn last line (killed mid-write) is dropped like any other
+            // row of an unfinished trial.
+            let bytes = super::read::whole_lines(&path).map_err(io_err(&path))?;
+            let mut reader = csv::Reader::from_reader(bytes.as_slice());
             for record in reader.records() {
-                // A torn last line (killed mid-write) is dropped like any
-                // other row of an unfinished trial.
                 let Ok(record) = record else { continue };
                 if let Some(t) = record.get(0).and_then(|t| t.parse::<u32>().ok()).filter(|t| keep.contains(t)) {
                     kept.push((t, record));

@@ -1,6 +1,6 @@
 //! Reading a results directory back: events.csv → one History per trial.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use super::rows::EventRow;
@@ -37,18 +37,74 @@ pub fn results_format(dir: &Path) -> Result<u32, ReadError> {
     Ok(recorded.results_format.unwrap_or(1))
 }
 
-/// Every trial's history in `dir/events.csv`, by trial number.
-pub fn read_histories(dir: &Path) -> Result<BTreeMap<u32, History>, ReadError> {
+/// No trial lasts a year: a time beyond it is not one a run wrote.
+const MAX_T_MS: f64 = 365.0 * 86_400_000.0;
+
+/// A results table up to its last complete line. Every row is written
+/// whole and flushed with its trial, so what follows the last newline is a
+/// row torn by a kill or a full disk, and belongs to no finished trial.
+pub fn whole_lines(path: &Path) -> std::io::Result<Vec<u8>> {
+    let mut bytes = std::fs::read(path)?;
+    let keep = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    bytes.truncate(keep);
+    Ok(bytes)
+}
+
+/// The trials listed in `dir/trials.csv`, which a run writes last for each
+/// trial: a trial is finished exactly when its row is there.
+pub fn finished_trials(dir: &Path) -> Result<BTreeSet<u32>, ReadError> {
+    let path = dir.join("trials.csv");
+    let bytes = whole_lines(&path).map_err(|e| ReadError::Csv { path: path.clone(), source: e.into() })?;
+    let mut reader = csv::Reader::from_reader(bytes.as_slice());
+    let mut out = BTreeSet::new();
+    for record in reader.records() {
+        let record = record.map_err(|source| ReadError::Csv { path: path.clone(), source })?;
+        let line = record.position().map_or(0, |p| p.line());
+        let trial = record.get(0).and_then(|t| t.parse::<u32>().ok()).filter(|&t| t > 0);
+        let trial = trial.ok_or_else(|| ReadError::Row {
+            path: path.clone(),
+            line,
+            message: format!("{:?} is not a trial number", record.get(0).unwrap_or("")),
+        })?;
+        out.insert(trial);
+    }
+    Ok(out)
+}
+
+/// Every trial's history in `dir/events.csv`, by trial number; with `only`,
+/// just those trials (the rows of others, such as one interrupted
+/// half-written, are not even parsed). Worker indices must be below
+/// `workers`, the most any of the experiment's trials ran.
+pub fn read_histories(
+    dir: &Path,
+    only: Option<&BTreeSet<u32>>,
+    workers: usize,
+) -> Result<BTreeMap<u32, History>, ReadError> {
     let path = dir.join("events.csv");
     let csv_err = |source| ReadError::Csv { path: path.clone(), source };
-    let mut reader = csv::Reader::from_path(&path).map_err(csv_err)?;
+    let bytes = whole_lines(&path).map_err(|e| csv_err(e.into()))?;
+    let mut reader = csv::Reader::from_reader(bytes.as_slice());
     let mut by_trial: BTreeMap<u32, Vec<Event>> = BTreeMap::new();
     let mut record = csv::StringRecord::new();
     let headers = reader.headers().map_err(csv_err)?.clone();
     while reader.read_record(&mut record).map_err(csv_err)? {
         let line = record.position().map_or(0, |p| p.line());
+        if let Some(only) = only
+            && !record.get(0).and_then(|t| t.parse().ok()).is_some_and(|t| only.contains(&t))
+        {
+            continue;
+        }
         let row: EventRow = record.deserialize(Some(&headers)).map_err(csv_err)?;
         let bad = |message: String| ReadError::Row { path: path.clone(), line, message };
+        if row.trial == 0 {
+            return Err(bad("trial 0: trials are numbered from 1".into()));
+        }
+        if !row.t_ms.is_finite() || row.t_ms.abs() > MAX_T_MS {
+            return Err(bad(format!("t_ms {} is not a time within a trial", row.t_ms)));
+        }
+        if let Some(w) = row.worker.filter(|&w| w >= workers) {
+            return Err(bad(format!("worker {w}: the experiment has {workers} worker(s), numbered from 0")));
+        }
         let kind = EventKind::from_name(&row.event).ok_or_else(|| bad(format!("unknown event {:?}", row.event)))?;
         let detail = Detail::from_json(&row.detail).map_err(|e| bad(format!("bad detail: {e}")))?;
         by_trial.entry(row.trial).or_default().push(Event {

@@ -39,7 +39,7 @@ pub fn run_trial(
     exe: &Path,
     stop: &AtomicBool,
 ) -> Result<TrialRecord, TrialError> {
-    std::fs::create_dir_all(dir).map_err(|source| TrialError::Dir { path: dir.into(), source })?;
+    fresh_dir(dir).map_err(|source| TrialError::Dir { path: dir.into(), source })?;
     let lock = dir.join("leader.lock");
     nemesis::prepare_lock(exp, &lock).map_err(|source| TrialError::Dir { path: lock.clone(), source })?;
     // Fault times are our precision budget: ask the kernel not to coalesce
@@ -49,6 +49,14 @@ pub fn run_trial(
     let (tx, rx) = mpsc::sync_channel(EVENT_BACKLOG);
     let mut server = if exp.substrate.managed { Some(server::ManagedRedis::start(dir)?) } else { None };
     let address = server.as_ref().map(|s| s.address()).or_else(|| exp.substrate.address());
+    if !exp.substrate.managed
+        && let Some(address) = &address
+    {
+        // The lease's name on a shared server is derived from the lock
+        // path, which a rerun of an interrupted trial shares with the
+        // attempt before it: that attempt's lease must not outlive it.
+        crate::substrate::forget(exp.substrate.kind, address, &lock.display().to_string());
+    }
     let values = |i: usize| placeholder_values(exp, i, dir, &lock, address.as_deref());
     let args = if exp.program.is_none() {
         write_worker_config(exp, dir, &lock, address.clone())
@@ -127,4 +135,38 @@ pub fn run_trial(
         })
         .collect();
     Ok(TrialRecord { trial, seed, history, deliveries, garbage_lines: run.garbage, outcomes })
+}
+
+/// Make `dir` an empty directory. What an earlier attempt at this trial left
+/// there (a run interrupted and resumed) is moved aside, kept, never reused:
+/// its lock file may still hold the dead leader's lease.
+fn fresh_dir(dir: &Path) -> std::io::Result<()> {
+    if dir.symlink_metadata().is_ok() {
+        let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let aside = (1..)
+            .map(|k| dir.with_file_name(format!("{name}.interrupted-{k}")))
+            .find(|p| p.symlink_metadata().is_err())
+            .expect("an unused name");
+        std::fs::rename(dir, aside)?;
+    }
+    std::fs::create_dir_all(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fresh_dir;
+
+    #[test]
+    fn an_earlier_attempt_is_moved_aside_and_kept() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("0003");
+        fresh_dir(&dir).unwrap();
+        std::fs::write(dir.join("leader.lock"), "{\"pid\":1}").unwrap();
+        fresh_dir(&dir).unwrap();
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+        let kept = tmp.path().join("0003.interrupted-1").join("leader.lock");
+        assert_eq!(std::fs::read_to_string(kept).unwrap(), "{\"pid\":1}");
+        fresh_dir(&dir).unwrap();
+        assert!(tmp.path().join("0003.interrupted-2").is_dir());
+    }
 }

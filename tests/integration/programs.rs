@@ -170,7 +170,8 @@ fn the_built_in_worker_gives_the_same_metrics_through_its_log_lines_and_its_even
     eprintln!("receipt delay over {} lines: median {median:.3} ms, max {max:.3} ms", delays.len());
     assert!(delays[0] >= -0.002, "a line arrived before it was written: {:.3} ms", delays[0]);
 
-    let check = std::process::Command::new(crate::helper::bin()).arg("check").arg(&rebuilt).output().unwrap();
+    let check =
+        std::process::Command::new(crate::helper::bin()).arg("check").arg("--in-place").arg(&rebuilt).output().unwrap();
     assert!(check.status.success(), "{}", String::from_utf8_lossy(&check.stderr));
     // Parallel trials append in the order they finish; check writes in order.
     let sorted = |mut rows: Vec<Row>| {

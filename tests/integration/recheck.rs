@@ -52,3 +52,54 @@ fn a_directory_of_another_results_format_is_refused_by_check_and_resume() {
     }
     assert_eq!(std::fs::read_to_string(run.out.join("trials.csv")).unwrap(), before, "nothing rewritten");
 }
+
+/// Every file of a directory and its bytes (sub-directories skipped).
+fn snapshot(dir: &std::path::Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().is_file())
+        .map(|e| (e.file_name().to_string_lossy().into_owned(), std::fs::read(e.path()).unwrap()))
+        .collect()
+}
+
+#[test]
+fn check_writes_a_new_directory_and_never_touches_the_run() {
+    let lab = Lab::new();
+    let file = lab.file(
+        "k.yaml",
+        "name: k\nworkers: 2\nduration: 8s\nfaults:\n  - at: 3s\n    target: leader\n    action: kill\n",
+    );
+    let run = lab.run(&file).scale(0.05).trials(2).output().expect_code(0);
+    let before = snapshot(&run.out);
+    let out = std::process::Command::new(bin()).arg("check").arg(&run.out).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(snapshot(&run.out), before, "check changed the run's own files");
+    let made: Vec<_> = std::fs::read_dir(run.out.join("checks")).unwrap().flatten().map(|e| e.path()).collect();
+    assert_eq!(made.len(), 1, "{made:?}");
+    assert!(stderr.contains(&made[0].display().to_string()), "says where: {stderr}");
+    assert_eq!(read_table(&made[0].join("trials.csv")).len(), 2);
+    assert_eq!(std::fs::read(made[0].join("trials.csv")).unwrap(), before["trials.csv"], "the same numbers");
+
+    // A shortened history is refused, in place or not, and nothing is lost.
+    let events = std::fs::read_to_string(run.out.join("events.csv")).unwrap();
+    let first_trial: String = events.lines().filter(|l| !l.starts_with("2,")).map(|l| format!("{l}\n")).collect();
+    std::fs::write(run.out.join("events.csv"), &first_trial).unwrap();
+    let before = snapshot(&run.out);
+    for extra in [vec![], vec!["--in-place"]] {
+        let out = std::process::Command::new(bin()).arg("check").args(&extra).arg(&run.out).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}: {stderr}");
+        assert!(stderr.contains("trial(s) 2"), "{stderr}");
+    }
+    assert_eq!(snapshot(&run.out), before, "a refused check wrote nothing");
+
+    // In place, asked for: the derived tables are replaced, the history kept.
+    std::fs::write(run.out.join("events.csv"), &events).unwrap();
+    let out = std::process::Command::new(bin()).args(["check", "--in-place"]).arg(&run.out).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(std::fs::read_to_string(run.out.join("events.csv")).unwrap(), events);
+    assert_eq!(read_table(&run.out.join("trials.csv")).len(), 2);
+    assert!(!std::fs::read_dir(&run.out).unwrap().flatten().any(|e| e.file_name().to_string_lossy().ends_with(".tmp")));
+}

@@ -110,3 +110,67 @@ fn kill_9_of_the_harness_takes_a_stopped_managed_server_with_it() {
         (processes_mentioning(&out).is_empty() && servers_in(&out).is_empty()).then_some(())
     });
 }
+
+/// kill -9 mid-trial, then `--resume`: the interrupted trial runs again from
+/// a clean slate (its directory moved aside, its lease gone from the lock
+/// file or the server), and a torn last line in events.csv is tolerated.
+fn resumed_after_kill_9(substrate: &str) {
+    let lab = Lab::new();
+    let yaml = format!("{SLOW}substrate: {{kind: {substrate}}}\n");
+    let file = lab.file("slow.yaml", &yaml);
+    let (mut child, out) = lab.run(&file).scale(0.05).trials(3).spawn();
+    wait_for(Duration::from_secs(30), "a finished trial", || (completed_trials(&out) >= 1).then_some(()));
+    wait_for(Duration::from_secs(10), "a leader in the next trial", || {
+        let events = std::fs::read_to_string(out.join("events.csv")).ok()?;
+        let n = completed_trials(&out);
+        // The next trial's events are not written until it ends: watch its
+        // workers' logs instead.
+        let dir = out.join("trials").join(format!("{:04}", n + 1));
+        let logs =
+            std::fs::read_dir(&dir).ok()?.flatten().filter(|e| e.file_name().to_string_lossy().ends_with(".log"));
+        let leading = logs.into_iter().any(|l| std::fs::read_to_string(l.path()).is_ok_and(|t| t.contains("LEADER")));
+        (leading && !events.is_empty()).then_some(())
+    });
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGKILL).expect("kill -9 the harness");
+    let _ = child.wait();
+    wait_for(Duration::from_secs(5), "workers to die with the harness", || {
+        processes_mentioning(&out).is_empty().then_some(())
+    });
+    let finished = completed_trials(&out);
+    // As a kill in the middle of a write leaves it: a torn last line.
+    let mut events = std::fs::OpenOptions::new().append(true).open(out.join("events.csv")).unwrap();
+    std::io::Write::write_all(&mut events, b"9,12.5,0,4").unwrap();
+    drop(events);
+
+    let resumed = std::process::Command::new(crate::helper::bin())
+        .args(["run", "--quiet", "--resume"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(resumed.status.code(), Some(0), "{}", String::from_utf8_lossy(&resumed.stderr));
+    let trials = read_table(&out.join("trials.csv"));
+    assert_eq!(trials.len(), 3, "{trials:?}");
+    for t in &trials {
+        // From a clean slate the first leader comes at once; on the old
+        // attempt's lock it would wait out the dead leader's lease (450 ms).
+        let first = t.f64("first_leader_ms");
+        assert!(first < 200.0, "{substrate}: trial {} first leader at {first} ms", t.get("trial"));
+        // The stopped leader still believes it leads: every trial, resumed
+        // or not, ends as the first did.
+        assert_eq!(t.get("outcome"), trials[0].get("outcome"), "{t:?}");
+    }
+    let interrupted = format!("{:04}.interrupted-1", finished + 1);
+    assert!(out.join("trials").join(&interrupted).is_dir(), "the interrupted attempt is kept as {interrupted}");
+    let kept = std::fs::read_to_string(out.join("events.csv")).unwrap();
+    assert!(kept.ends_with('\n') && !kept.contains("9,12.5,0,4"), "the torn line is gone");
+}
+
+#[test]
+fn a_resumed_run_reruns_the_interrupted_trial_from_a_clean_slate() {
+    resumed_after_kill_9("file");
+}
+
+#[test]
+fn a_resumed_run_clears_the_interrupted_trials_lease_from_redis() {
+    resumed_after_kill_9("redis");
+}
