@@ -12,6 +12,13 @@ use crate::error::{Error, exit};
 use crate::{sayln, warnln};
 
 pub fn dispatch(cli: Cli) -> u8 {
+    let child = matches!(
+        cli.command,
+        Command::CalibrateTarget | Command::CalibrateEmit { .. } | Command::ExecProgram { .. } | Command::Worker(_)
+    );
+    if !child {
+        survive_file_size_limit();
+    }
     let result = match cli.command {
         Command::Run(args) | Command::Sweep(args) => run::run(&args),
         Command::Validate { files } => validate::validate(&files),
@@ -50,4 +57,15 @@ fn plot(dir: &std::path::Path) -> Result<(), Error> {
         .map_err(|e| Error::Path { path: dir.to_path_buf(), problem: e.to_string() })?;
     sayln!("{}\n{}", dir.join("dial.svg").display(), dir.join("histograms.svg").display());
     Ok(())
+}
+
+/// A write past `ulimit -f` raises SIGXFSZ, whose default kills the process
+/// without a word and mid-row. With a handler installed the write fails with
+/// EFBIG instead, which is reported like any full disk. (A handler, not
+/// SIG_IGN: an ignored signal would stay ignored in the children we exec.)
+fn survive_file_size_limit() {
+    let _ = signal_hook::flag::register(
+        signal_hook::consts::SIGXFSZ,
+        std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
+    );
 }

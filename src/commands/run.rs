@@ -53,19 +53,37 @@ pub fn run(args: &RunArgs) -> Result<(), Error> {
     }
     servers_ready(&exps)?;
     let exe = std::env::current_exe().map_err(|source| Error::Io { path: "leasequake".into(), source })?;
-    let calibration = if args.no_calibrate { None } else { crate::calibrate::measure_quick() };
-    let facts = RunFacts { command: std::env::args().collect(), started_ns, calibration };
-    let ctx = Ctx { exe, flags: install_signal_flags(), facts, quiet: args.quiet };
-
-    let mut done = Vec::new();
-    let mut result = Ok(());
+    // Signals are ours from here: an interrupt during the calibration still
+    // removes its scratch directory and kills what it spawned.
+    let flags = install_signal_flags();
+    // Every results directory exists and takes files before the first
+    // process is spawned, calibration's included.
+    let mut dirs = Vec::new();
     for exp in &exps {
         let dir = match (&args.out, suite) {
             (Some(out), true) => out.join(&exp.name),
             (Some(out), false) => out.clone(),
             (None, _) => default_dir(&args.results_root, &exp.name),
         };
-        let mut outcome = run_experiment(exp, &dir, args.out.is_none(), &ctx, None);
+        let flag = if args.out.is_some() { "--out" } else { "--results-root" };
+        writable(&dir).map_err(|e| Error::Path { path: dir.clone(), problem: format!("{flag}: {e}") })?;
+        dirs.push(dir);
+    }
+    let calibration = if args.no_calibrate { None } else { crate::calibrate::measure_quick() };
+    if flags.signalled.load(Ordering::SeqCst) {
+        for d in &dirs {
+            let _ = std::fs::remove_dir(d); // only if still empty
+        }
+        let total = exps.iter().map(|e| e.trials * e.points.len().max(1) as u32).sum();
+        return Err(Error::Interrupted { done: 0, total, dir: dirs[0].clone() });
+    }
+    let facts = RunFacts { command: std::env::args().collect(), started_ns, calibration };
+    let ctx = Ctx { exe, flags, facts, quiet: args.quiet };
+
+    let mut done = Vec::new();
+    let mut result = Ok(());
+    for (exp, dir) in exps.iter().zip(&dirs) {
+        let mut outcome = run_experiment(exp, dir, args.out.is_none(), &ctx, None);
         // A broken harness or an interrupt stops the suite; a failed
         // expectation does not.
         let stopped = outcome.result.as_ref().is_err_and(|e| e.exit_code() != exit::EXPECT_FAILED);
@@ -83,6 +101,12 @@ pub fn run(args: &RunArgs) -> Result<(), Error> {
         result = worse(result, written.map_err(|source| Error::Io { path: out.clone(), source }));
     }
     result
+}
+
+/// Create `dir` and prove a file can be written in it.
+fn writable(dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    tempfile::Builder::new().prefix(".leasequake-probe").tempfile_in(dir).map(drop)
 }
 
 /// Every lease server the experiments (and their sweep points) use answers,

@@ -34,7 +34,12 @@ impl Diagnostic {
 
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}:{}: {}", self.path.display(), self.line, self.column, self.message)?;
+        if self.line == 0 {
+            // Not at a place in the file (a flag's doing, or a key left out).
+            write!(f, "{}: {}", self.path.display(), self.message)?;
+        } else {
+            write!(f, "{}:{}:{}: {}", self.path.display(), self.line, self.column, self.message)?;
+        }
         if !self.snippet.is_empty() {
             write!(f, "\n{}", self.snippet)?;
         }

@@ -16,6 +16,24 @@ use crate::model::{
     Reference, StartMode, SubstrateSettings, WorkerSettings, setting_name,
 };
 
+/// The shortest lease, renew, watch or repeat interval a run may have, after
+/// scaling: below it the harness's own timing is the experiment.
+pub const MIN_INTERVAL: Dur = Dur::from_ms(1);
+/// The longest trial, after scaling.
+pub const MAX_DURATION: Dur = Dur::from_secs(7 * 86_400);
+/// The most fault deliveries one trial may schedule (each is a faults.csv row).
+pub const MAX_DELIVERIES: u64 = 100_000;
+/// How long workers have to stop at the end of a trial, after scaling: at
+/// least this much real time whatever the scale, at most the ceiling.
+pub const MIN_GRACE: Dur = Dur::from_ms(500);
+pub const MAX_GRACE: Dur = Dur::from_secs(60);
+/// A name is a directory name.
+const MAX_NAME_BYTES: usize = 200;
+/// The most trials one run may have (trials × sweep points).
+pub const MAX_TRIALS: u64 = 1_000_000;
+/// An experiment file larger than this is not one.
+pub const MAX_FILE_BYTES: u64 = 1 << 20;
+
 /// Command-line settings that take precedence over the file.
 #[derive(Clone, Debug, Default)]
 pub struct Overrides {
@@ -68,7 +86,7 @@ struct RawExperiment {
     #[serde(default)]
     expect: Option<RawExpect>,
     #[serde(default)]
-    grace: Option<Dur>,
+    grace: Option<Spanned<Dur>>,
     #[serde(default)]
     jobs: Option<Spanned<usize>>,
     #[serde(default)]
@@ -99,7 +117,13 @@ struct RawExpect {
 
 /// Read and validate an experiment file.
 pub fn load(path: &Path, overrides: &Overrides) -> Result<Experiment, ExperimentError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ExperimentError::Read { path: path.into(), source })?;
+    let read = |source| ExperimentError::Read { path: path.into(), source };
+    let size = std::fs::metadata(path).map_err(read)?.len();
+    if size > MAX_FILE_BYTES {
+        let msg = format!("{size} bytes; an experiment file is at most {MAX_FILE_BYTES}");
+        return Err(read(std::io::Error::new(std::io::ErrorKind::InvalidData, msg)));
+    }
+    let text = std::fs::read_to_string(path).map_err(read)?;
     load_str(path, &text, overrides)
 }
 
@@ -112,9 +136,34 @@ pub fn load_str(path: &Path, text: &str, overrides: &Overrides) -> Result<Experi
 
     let mut raw: RawExperiment = serde_saphyr::from_str(text).map_err(|e| {
         let (line, column) = e.location().map(|l| (l.line(), l.column())).unwrap_or((0, 0));
-        at(line, column, saphyr_message(&e))
+        let message = saphyr_message(&e);
+        // The parser reports the scalar it was reading, not the tab it
+        // found after it: point at the tab.
+        let (line, column) =
+            if message.contains("found a tab") { tab_after(text, line, column) } else { (line, column) };
+        at(line, column, message)
     })?;
-    let Some(sweep) = raw.sweep.take() else { return build(path, text, raw, overrides) };
+    let trials_at = raw.trials.as_ref().filter(|_| overrides.trials.is_none()).map(|t| t.referenced);
+    let too_many = |exp: &Experiment| {
+        let total = u64::from(exp.trials) * exp.points.len().max(1) as u64;
+        if total <= MAX_TRIALS {
+            return Ok(());
+        }
+        let msg = format!(
+            "{} trials × {} sweep point(s) is {total} trials; at most {MAX_TRIALS} in one run",
+            exp.trials,
+            exp.points.len().max(1)
+        );
+        Err(match &trials_at {
+            Some(l) => err_at(l, msg),
+            None => at(0, 0, format!("--trials: {msg}")),
+        })
+    };
+    let Some(sweep) = raw.sweep.take() else {
+        let exp = build(path, text, raw, overrides)?;
+        too_many(&exp)?;
+        return Ok(exp);
+    };
 
     // A sweep: the base must be valid on its own, then every point is the
     // base with some settings replaced, validated the same way (errors point
@@ -140,6 +189,7 @@ pub fn load_str(path: &Path, text: &str, overrides: &Overrides) -> Result<Experi
             .collect();
         base.points.push(Point { settings, exp });
     }
+    too_many(&base)?;
     Ok(base)
 }
 
@@ -270,7 +320,13 @@ fn build(path: &Path, text: &str, raw: RawExperiment, overrides: &Overrides) -> 
     let err_at = |loc: &serde_saphyr::Location, message: String| at(loc.line(), loc.column(), message);
 
     let scale = match (overrides.time_scale, &raw.time_scale) {
-        (Some(s), _) => s,
+        (Some(_), Some(s)) => {
+            return Err(err_at(
+                &s.referenced,
+                "time_scale is set here and by --time-scale: one of them must go (they would not multiply)".into(),
+            ));
+        }
+        (Some(s), None) => s,
         (None, Some(s)) => {
             if !(s.value > 0.0 && s.value.is_finite()) {
                 return Err(err_at(&s.referenced, format!("time_scale must be a positive number, not {}", s.value)));
@@ -289,12 +345,18 @@ fn build(path: &Path, text: &str, raw: RawExperiment, overrides: &Overrides) -> 
     let sc = |d: Dur| d.scaled(scale);
     let get = |v: &Option<Spanned<Dur>>, default: Dur| v.as_ref().map_or(default, |s| s.value);
 
-    if raw.name.value.trim().is_empty() || raw.name.value.contains(['/', '\\']) || raw.name.value.starts_with('.') {
+    let name = &raw.name.value;
+    if name.trim().is_empty()
+        || name.contains(['/', '\\', '\0'])
+        || name.chars().any(char::is_control)
+        || name.starts_with('.')
+        || name.len() > MAX_NAME_BYTES
+    {
         return Err(err_at(
             &raw.name.referenced,
             format!(
-                "name {:?} must be non-empty and usable as a directory name (no '/', no leading '.')",
-                raw.name.value
+                "name {name:?} must be usable as a directory name: non-empty, at most {MAX_NAME_BYTES} bytes, \
+                 no '/', no control characters, no leading '.'"
             ),
         ));
     }
@@ -439,6 +501,30 @@ fn build(path: &Path, text: &str, raw: RawExperiment, overrides: &Overrides) -> 
         faults.push(validate_fault(f, workers, duration, &err_at)?);
     }
 
+    if let Some(e) = &raw.expect
+        && let (Some(min), Some(max)) = (e.gap_min, e.gap_max)
+        && min > max
+    {
+        let (line, column) = locate(text, "gap_min");
+        return Err(at(
+            line,
+            column,
+            format!("expect: gap_min ({min}) is more than gap_max ({max}); no gap could pass"),
+        ));
+    }
+    if let Some(s) = &raw.stagger {
+        let last = s.value.as_us().checked_mul(workers as u64 - 1).map(Dur::from_us);
+        if last.is_none_or(|last| last >= duration) {
+            return Err(err_at(
+                &s.referenced,
+                format!(
+                    "stagger {} × {} later workers does not start them all before the trial ends (duration: {duration})",
+                    s.value,
+                    workers - 1
+                ),
+            ));
+        }
+    }
     let expect = raw.expect.map_or_else(Expect::default, |e| Expect {
         max_leaders: e.max_leaders,
         gap_min: e.gap_min.map(sc),
@@ -458,27 +544,60 @@ fn build(path: &Path, text: &str, raw: RawExperiment, overrides: &Overrides) -> 
 
     let seed = overrides.seed.or(raw.seed).unwrap_or_else(rand::random);
 
-    // The checks above are on the written values; scaling can still make a
-    // setting vanish (0 after rounding to µs), collide, or overflow.
-    if scale != 1.0 {
-        let flag = if overrides.time_scale.is_some() { "--time-scale" } else { "time_scale" };
-        let job = raw.worker.epoch_job.map_or([Dur::from_secs(1); 2], |j| [j.epoch, j.duration]);
-        let problem = if [lease, renew, watch, resolution, duration].iter().chain(&job).any(|d| sc(*d) == Dur::ZERO) {
-            Some("makes a duration round to zero".to_string())
-        } else if sc(renew) >= sc(lease) {
-            Some("makes renew no longer shorter than lease".to_string())
-        } else if sc(duration) > Dur::from_secs(7 * 86_400) {
-            Some(format!("makes a trial last {}", sc(duration)))
-        } else {
-            None
-        };
-        if let Some(p) = problem {
-            let msg = format!("{flag} {scale} {p}: choose a scale between about 0.001 and 100");
-            return Err(match &raw.time_scale {
-                Some(s) if overrides.time_scale.is_none() => err_at(&s.referenced, msg),
-                _ => at(0, 0, msg),
-            });
+    // The checks above are on the written values. These bound what the run
+    // will do, after scaling: fixed floors and ceilings, so that accepted
+    // input cannot make the harness spin, flood the disk or never end.
+    let flag = if overrides.time_scale.is_some() { "--time-scale" } else { "time_scale" };
+    let scaled_note = |d: Dur| if scale == 1.0 { String::new() } else { format!(" ({d} × {flag} {scale})") };
+    let place = |span: Option<&serde_saphyr::Location>, msg: String| match (span, &raw.time_scale) {
+        (Some(l), _) => err_at(l, msg),
+        (None, Some(s)) if overrides.time_scale.is_none() => err_at(&s.referenced, msg),
+        (None, _) => at(0, 0, msg),
+    };
+    for (name, value, span) in
+        [("lease", lease, &raw.lease), ("renew", renew, &raw.renew), ("watch", watch, &raw.watch)]
+    {
+        if sc(value) < MIN_INTERVAL {
+            let msg = format!("{name} is {}{}; at least {MIN_INTERVAL}", sc(value), scaled_note(value));
+            return Err(place(span.as_ref().map(|s| &s.referenced), msg));
         }
+    }
+    let job = raw.worker.epoch_job.map_or([Dur::from_secs(1); 2], |j| [j.epoch, j.duration]);
+    if [resolution, duration].iter().chain(&job).any(|d| sc(*d) == Dur::ZERO) {
+        return Err(place(None, format!("{flag} {scale} makes a duration round to zero")));
+    }
+    if sc(renew) >= sc(lease) {
+        return Err(place(None, format!("{flag} {scale} makes renew no longer shorter than lease")));
+    }
+    if sc(duration) > MAX_DURATION {
+        let msg = format!("a trial would last {}{}; at most {MAX_DURATION}", sc(duration), scaled_note(duration));
+        return Err(place(raw.duration.as_ref().map(|s| &s.referenced), msg));
+    }
+    let mut deliveries: u64 = 0;
+    for f in &raw.faults {
+        let Some(every) = &f.every else {
+            deliveries += 1;
+            continue;
+        };
+        if sc(every.value) < MIN_INTERVAL {
+            let msg = format!(
+                "every is {}{}; a fault repeats at most once a {MIN_INTERVAL}",
+                sc(every.value),
+                scaled_note(every.value)
+            );
+            return Err(err_at(&every.referenced, msg));
+        }
+        deliveries += duration.as_us().saturating_sub(f.at.value.as_us()) / every.value.as_us() + 1;
+        if deliveries > MAX_DELIVERIES {
+            let msg = format!("the faults would fire more than {MAX_DELIVERIES} times in a {duration} trial");
+            return Err(err_at(&every.referenced, msg));
+        }
+    }
+    let grace = raw.grace.as_ref().map_or(Dur::from_secs(2), |g| g.value);
+    let grace = sc(grace).max(MIN_GRACE);
+    if grace > MAX_GRACE {
+        let msg = format!("grace is {grace}; at most {MAX_GRACE} (workers still running then are killed)");
+        return Err(place(raw.grace.as_ref().map(|g| &g.referenced), msg));
     }
 
     Ok(Experiment {
@@ -513,7 +632,7 @@ fn build(path: &Path, text: &str, raw: RawExperiment, overrides: &Overrides) -> 
             .collect(),
         expect,
         time_scale: scale * applied,
-        grace: raw.grace.unwrap_or(Dur::from_secs(2)),
+        grace,
         jobs,
         substrate: raw.substrate.clone(),
         program,
@@ -526,6 +645,17 @@ fn build(path: &Path, text: &str, raw: RawExperiment, overrides: &Overrides) -> 
 fn locate(text: &str, key: &str) -> (u64, u64) {
     let needle = format!("{key}:");
     text.lines().enumerate().find_map(|(i, l)| l.find(&needle).map(|c| (i as u64 + 1, c as u64 + 1))).unwrap_or((0, 0))
+}
+
+/// The first tab at or after 1-based (line, column), as (line, column);
+/// the position itself if there is none.
+fn tab_after(text: &str, line: u64, column: u64) -> (u64, u64) {
+    let found = text.lines().enumerate().skip(line.saturating_sub(1) as usize).find_map(|(i, l)| {
+        let from = if i as u64 + 1 == line { column.saturating_sub(1) as usize } else { 0 };
+        let col = l.char_indices().filter(|(b, _)| *b >= from).find(|(_, c)| *c == '\t')?.0;
+        Some((i as u64 + 1, l[..col].chars().count() as u64 + 1))
+    });
+    found.unwrap_or((line, column))
 }
 
 /// serde-saphyr's message without its own location prefix and snippet (we

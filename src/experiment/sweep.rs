@@ -102,6 +102,9 @@ pub fn fault_key(key: &str) -> Option<(usize, &str)> {
 /// One point: (setting, value, where the value was written).
 pub type Settings = Vec<(String, Value, Location)>;
 
+/// The most points a sweep may have.
+pub const MAX_POINTS: usize = 10_000;
+
 /// The cross product of every axis, in file order of values and key order
 /// of axes. `points:` is one axis whose values are whole mappings.
 pub fn points(sweep: &BTreeMap<String, Spanned<Vec<Value>>>) -> Result<Vec<Settings>, (Location, String)> {
@@ -125,6 +128,14 @@ pub fn points(sweep: &BTreeMap<String, Spanned<Vec<Value>>>) -> Result<Vec<Setti
         };
         axes.push(axis);
     }
+    // Counted before it is built: a product too large to hold is refused,
+    // not attempted.
+    let count = axes.iter().try_fold(1usize, |n, axis| n.checked_mul(axis.len())).filter(|&n| n <= MAX_POINTS);
+    if count.is_none() {
+        let loc = sweep.values().next().map_or(Location::UNKNOWN, |v| v.referenced);
+        let shown = axes.iter().map(|a| a.len().to_string()).collect::<Vec<_>>().join(" × ");
+        return Err((loc, format!("sweep has {shown} points; at most {MAX_POINTS}")));
+    }
     let mut product: Vec<Settings> = vec![Vec::new()];
     for axis in axes {
         product = product
@@ -137,10 +148,6 @@ pub fn points(sweep: &BTreeMap<String, Spanned<Vec<Value>>>) -> Result<Vec<Setti
                 })
             })
             .collect();
-    }
-    if product.len() > 10_000 {
-        let loc = sweep.values().next().map_or(Location::UNKNOWN, |v| v.referenced);
-        return Err((loc, format!("sweep has {} points; at most 10000", product.len())));
     }
     Ok(product)
 }

@@ -278,9 +278,7 @@ impl ResultsWriter {
             worker_outcomes: outcomes.to_string(),
         };
         let swept = self.swept.values(run, setting);
-        if let Some(t) = self.table("trials.csv") {
-            t.row((key, settings(exp), swept, measures))?;
-        }
+        let key_row = key;
         let key = || TrialRef { trial, setting: setting.to_string() };
         if let Some(t) = self.table("evictions.csv") {
             t.row((key(), eviction_counts(&m.evictions)))?;
@@ -291,7 +289,15 @@ impl ResultsWriter {
         if let Some(t) = self.table("jobs.csv") {
             t.row((key(), job_counts(&m.jobs)))?;
         }
-        for t in self.tables.values_mut() {
+        // trials.csv last, once every other row of the trial is on disk: a
+        // trial is finished exactly when its row is there. (Its row is not
+        // even buffered before then, so no later flush, not even the one
+        // on drop, can list a trial whose history was cut short.)
+        for (_, t) in self.tables.iter_mut().filter(|(name, _)| **name != "trials.csv") {
+            t.flush()?;
+        }
+        if let Some(t) = self.table("trials.csv") {
+            t.row((key_row, settings(exp), swept, measures))?;
             t.flush()?;
         }
         Ok(())
@@ -358,14 +364,21 @@ impl ResultsWriter {
         rows: impl Iterator<Item = R>,
     ) -> Result<(), WriteError> {
         let path = self.dir.join(name);
-        let mut t = Table::create(&self.dir, &format!(".{name}.tmp"), header)?;
-        for r in rows {
-            t.row(r)?;
+        let tmp = self.dir.join(format!(".{name}.tmp"));
+        let written = Table::create(&self.dir, &format!(".{name}.tmp"), header).and_then(|mut t| {
+            for r in rows {
+                t.row(r)?;
+            }
+            t.flush()
+        });
+        let result = written.and_then(|()| std::fs::rename(&tmp, &path).map_err(io_err(&path)));
+        if result.is_err() {
+            // A summary that no longer matches the trials is worse than
+            // none (`leasequake check` or a resume writes it again).
+            let _ = std::fs::remove_file(&tmp);
+            let _ = std::fs::remove_file(&path);
         }
-        t.flush()?;
-        let tmp = t.path.clone();
-        drop(t);
-        std::fs::rename(&tmp, &path).map_err(io_err(&path))
+        result
     }
 }
 

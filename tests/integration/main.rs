@@ -11,6 +11,8 @@ mod faults;
 mod fencing;
 mod helper;
 mod jobs;
+mod malformed;
+mod outputs;
 mod programs;
 mod races;
 mod recheck;
