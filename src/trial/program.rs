@@ -19,7 +19,7 @@ use serde::Deserialize;
 use super::msg::Msg;
 use crate::model::clock::mono_ns;
 use crate::model::history::{Detail, EventKind};
-use crate::model::program::{Observe, Pattern, Program, Stamp, expand};
+use crate::model::program::{Observe, Pattern, Program, Stamp, env_name, expand, expand_for_shell};
 use crate::model::protocol::WireEvent;
 
 /// Bytes of one line kept (the rest of the line is skipped).
@@ -60,7 +60,9 @@ struct ProgramLine {
 pub fn command(p: &Program, values: &BTreeMap<&str, String>, exe: &std::path::Path) -> Command {
     let mut cmd = exec_program(exe);
     if p.shell {
-        cmd.args(["/bin/sh", "-c"]).arg(expand(&p.command[0], values));
+        // Values reach the shell as environment variables, never as text
+        // it parses (set below for every placeholder).
+        cmd.args(["/bin/sh", "-c"]).arg(expand_for_shell(&p.command[0], |k| values.contains_key(k)));
     } else {
         cmd.args(p.command.iter().map(|a| expand(a, values)));
     }
@@ -68,7 +70,7 @@ pub fn command(p: &Program, values: &BTreeMap<&str, String>, exe: &std::path::Pa
         cmd.env(k, expand(v, values));
     }
     for (k, v) in values {
-        cmd.env(format!("LEASEQUAKE_{}", k.to_uppercase()), v);
+        cmd.env(env_name(k), v);
     }
     if p.observe == Observe::Protocol {
         cmd.env("LEASEQUAKE_EVENTS_FD", "3");

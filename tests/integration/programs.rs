@@ -207,3 +207,40 @@ fn calibrate_measures_the_event_delay_of_both_observation_paths() {
         assert!(line.contains("(n 50)"), "every line must arrive: {line}");
     }
 }
+
+#[test]
+fn placeholders_in_a_shell_command_stay_one_word_whatever_the_path() {
+    let lab = Lab::new();
+    // Every placeholder unquoted, double-quoted and single-quoted.
+    let file = lab.file(
+        "quoted.yaml",
+        concat!(
+            "name: quoted\nworkers: 2\nduration: 4s\n",
+            "program:\n",
+            "  shell: true\n",
+            "  command: >-\n",
+            "    printf '%s\\n' {trial_dir} \"{trial_dir}\" '{trial_dir}' > {trial_dir}/seen;\n",
+            "    exec {leasequake} worker lock={lock} \"lease={lease_ms}ms\" 'renew={renew_ms}ms' watch={watch_ms}ms\n",
+            "  patterns:\n",
+            "    - {regex: '\\[LEADER\\] Acquired lease', event: acquired}\n",
+        ),
+    );
+    let hostile = lab.path().join("a b;touch PWNED;'x\"$(touch PWNED2)`touch PWNED3`");
+    let run = std::process::Command::new(crate::helper::bin())
+        .current_dir(lab.path())
+        .args(["run", "--quiet", "--no-calibrate", "--time-scale", "0.25", "--out"])
+        .arg(&hostile)
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(0), "{}", String::from_utf8_lossy(&run.stderr));
+    for planted in ["PWNED", "PWNED2", "PWNED3"] {
+        assert!(!lab.path().join(planted).exists(), "the shell ran text of the path: {planted}");
+    }
+    let trial_dir = hostile.join("trials/0001");
+    let seen = std::fs::read_to_string(trial_dir.join("seen")).unwrap();
+    let want = format!("{0}\n{0}\n{0}\n", trial_dir.display());
+    assert_eq!(seen, want, "each quoting gives the path, whole");
+    let trial = &crate::helper::read_table(&hostile.join("trials.csv"))[0];
+    assert!(!trial.get("first_leader_ms").is_empty(), "the workers found their lock: {trial:?}");
+}

@@ -96,13 +96,93 @@ pub fn placeholders(s: &str) -> Vec<String> {
     out
 }
 
-/// Fill the placeholders of `s` from `values`.
+/// Fill the placeholders of `s` from `values`, in one pass: a value is
+/// never scanned for placeholders itself (a path may contain braces).
 pub fn expand(s: &str, values: &BTreeMap<&str, String>) -> String {
-    let mut out = s.replace("{{", "\u{0}").replace("}}", "\u{1}");
-    for (k, v) in values {
-        out = out.replace(&format!("{{{k}}}"), v);
+    fill(s, |name, _| values.get(name).cloned())
+}
+
+/// The environment variable that carries placeholder `name`'s value.
+pub fn env_name(name: &str) -> String {
+    format!("LEASEQUAKE_{}", name.to_uppercase())
+}
+
+/// A `shell: true` script with each placeholder replaced by a reference to
+/// its environment variable (`env_name`), quoted for where it stands, so
+/// that the shell never parses a value: a path with a space, a `;` or a
+/// quote in it stays one word. Unquoted, `{lock}` becomes
+/// `"${LEASEQUAKE_LOCK}"`; inside the user's double quotes,
+/// `${LEASEQUAKE_LOCK}`; inside single quotes, where nothing expands, the
+/// quote is closed around `"${LEASEQUAKE_LOCK}"` and reopened.
+pub fn expand_for_shell(script: &str, known: impl Fn(&str) -> bool) -> String {
+    fill(script, |name, quoting| {
+        if !known(name) {
+            return None;
+        }
+        let var = format!("${{{}}}", env_name(name));
+        Some(match quoting {
+            Quoting::None => format!("\"{var}\""),
+            Quoting::Double => var,
+            Quoting::Single => format!("'\"{var}\"'"),
+        })
+    })
+}
+
+/// Where a placeholder stands in a shell script.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Quoting {
+    None,
+    Single,
+    Double,
+}
+
+/// Replace every `{name}` for which `with` has a value (others stay as
+/// written), `{{` and `}}` being literal braces; `with` also learns the
+/// shell quoting in force at the placeholder.
+fn fill(s: &str, with: impl Fn(&str, Quoting) -> Option<String>) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut quoting = Quoting::None;
+    let mut chars = s.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '{' if s[i..].starts_with("{{") => {
+                chars.next();
+                out.push('{');
+            }
+            '}' if s[i..].starts_with("}}") => {
+                chars.next();
+                out.push('}');
+            }
+            '{' => {
+                let end = s[i + 1..].find(['}', '{']).map(|j| i + 1 + j).filter(|&j| s[j..].starts_with('}'));
+                match end.and_then(|j| with(&s[i + 1..j], quoting).map(|v| (j, v))) {
+                    Some((j, value)) => {
+                        out.push_str(&value);
+                        while chars.peek().is_some_and(|(k, _)| *k <= j) {
+                            chars.next();
+                        }
+                    }
+                    None => out.push('{'),
+                }
+            }
+            '\\' if quoting != Quoting::Single => {
+                out.push(c);
+                if let Some((_, next)) = chars.next() {
+                    out.push(next);
+                }
+            }
+            '\'' if quoting != Quoting::Double => {
+                quoting = if quoting == Quoting::Single { Quoting::None } else { Quoting::Single };
+                out.push(c);
+            }
+            '"' if quoting != Quoting::Single => {
+                quoting = if quoting == Quoting::Double { Quoting::None } else { Quoting::Double };
+                out.push(c);
+            }
+            _ => out.push(c),
+        }
     }
-    out.replace('\u{0}', "{").replace('\u{1}', "}")
+    out
 }
 
 #[cfg(test)]
@@ -114,5 +194,28 @@ mod tests {
         assert_eq!(placeholders("--lock {lock} -n {index} {{literal}}"), vec!["lock", "index"]);
         let values = BTreeMap::from([("lock", "/t/l".to_string()), ("index", "2".to_string())]);
         assert_eq!(expand("--lock={lock} {index} {{x}}", &values), "--lock=/t/l 2 {x}");
+    }
+
+    #[test]
+    fn a_value_is_not_scanned_again() {
+        let values = BTreeMap::from([("lock", "/t/{index}/l".to_string()), ("index", "2".to_string())]);
+        assert_eq!(expand("{lock} {index}", &values), "/t/{index}/l 2");
+    }
+
+    #[test]
+    fn a_shell_script_gets_variables_quoted_for_where_they_stand() {
+        let known = |n: &str| n == "lock" || n == "index";
+        assert_eq!(
+            expand_for_shell("w --lock {lock} -i{index}", known),
+            "w --lock \"${LEASEQUAKE_LOCK}\" -i\"${LEASEQUAKE_INDEX}\""
+        );
+        assert_eq!(expand_for_shell("w \"{lock}\"", known), "w \"${LEASEQUAKE_LOCK}\"");
+        assert_eq!(expand_for_shell("w '{lock}'", known), "w ''\"${LEASEQUAKE_LOCK}\"''");
+        assert_eq!(
+            expand_for_shell("echo \"it's {index}\" '\"' {index}", known),
+            "echo \"it's ${LEASEQUAKE_INDEX}\" '\"' \"${LEASEQUAKE_INDEX}\""
+        );
+        assert_eq!(expand_for_shell("awk '{{print}}' {x}", known), "awk '{print}' {x}");
+        assert_eq!(expand_for_shell("echo \\\"{index}", known), "echo \\\"\"${LEASEQUAKE_INDEX}\"");
     }
 }
