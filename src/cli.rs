@@ -86,6 +86,10 @@ pub enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
         argv: Vec<String>,
     },
+    /// Kill what the harness's workers left if the harness dies (used by
+    /// the harness; reads its orders on stdin).
+    #[command(hide = true)]
+    Guard,
     /// Run one built-in lease worker (used by the harness).
     #[command(hide = true)]
     Worker(WorkerArgs),

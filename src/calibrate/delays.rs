@@ -48,7 +48,15 @@ fn one_path(observe: Observe, lines: usize, interval: Duration) -> Result<Delay,
         experiment_dir: String::new(),
     };
     let values = |_: usize| BTreeMap::new();
-    let spec = SpawnSpec { exe: &exe, args: Vec::new(), dir: dir.path(), count: 1, program: Some((&program, &values)) };
+    let group = crate::trial::contain::TrialGroup::new(0);
+    let spec = SpawnSpec {
+        exe: &exe,
+        args: Vec::new(),
+        dir: dir.path(),
+        count: 1,
+        program: Some((&program, &values)),
+        group: &group,
+    };
     let (tx, rx) = mpsc::sync_channel(crate::trial::EVENT_BACKLOG);
     let (mut workers, barrier) = spawn(&spec, &tx).map_err(|e| e.to_string())?;
     drop(tx);

@@ -15,6 +15,10 @@ pub fn exec(argv: &[String]) -> u8 {
     if !super::tie::tie_to_parent() {
         return 1;
     }
+    if !super::tie::join_cgroup() {
+        eprintln!("leasequake exec-program: cannot join the trial's cgroup");
+        return 126;
+    }
     let events = std::env::var(EXEC_EVENTS_FD_ENV).ok().and_then(|v| v.parse::<i32>().ok());
     // SAFETY: this process is single-threaded until exec.
     unsafe {

@@ -2,7 +2,8 @@
 //! before the built-in worker or a program under test takes over.
 
 mod exec;
+pub mod guard;
 mod tie;
 
 pub use exec::exec;
-pub use tie::tie_to_parent;
+pub use tie::{join_cgroup, tie_to_parent};

@@ -14,7 +14,11 @@ use crate::{sayln, warnln};
 pub fn dispatch(cli: Cli) -> u8 {
     let child = matches!(
         cli.command,
-        Command::CalibrateTarget | Command::CalibrateEmit { .. } | Command::ExecProgram { .. } | Command::Worker(_)
+        Command::CalibrateTarget
+            | Command::CalibrateEmit { .. }
+            | Command::ExecProgram { .. }
+            | Command::Worker(_)
+            | Command::Guard
     );
     if !child {
         survive_file_size_limit();
@@ -36,8 +40,11 @@ pub fn dispatch(cli: Cli) -> u8 {
         Command::CalibrateTarget => return crate::calibrate::emit::target(),
         Command::CalibrateEmit { lines, interval_us } => return crate::calibrate::emit::run(lines, interval_us),
         Command::ExecProgram { argv } => return crate::child::exec(&argv),
+        Command::Guard => return crate::child::guard::run(),
         Command::Worker(args) => return crate::worker::run(args).clamp(0, 255) as u8,
     };
+    // The run's cgroup goes, and its guard is told all is well.
+    crate::trial::contain::finish();
     match result {
         Ok(()) => exit::OK,
         // The run said which expectations failed, and how, as it went.

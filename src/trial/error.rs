@@ -28,6 +28,11 @@ pub enum TrialError {
     Unkillable(usize),
     #[error("worker {worker} crashed ({status:?}), not by a fault of this experiment; see {}", log.display())]
     Crashed { worker: usize, status: ExitStatus, log: PathBuf },
+    #[error(
+        "a process the workers started still holds their output open {KILL_TIMEOUT:?} after they exited \
+         (it left their process group and no cgroup could contain it); find it with `fuser` on the trial's logs"
+    )]
+    PipesHeld,
     #[error(transparent)]
     Server(#[from] server::ServerError),
 }

@@ -12,6 +12,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use super::barrier::{SPIN_NS, release};
+use super::contain::TrialGroup;
 use super::error::{KILL_TIMEOUT, READY_TIMEOUT, TrialError};
 use super::msg::{ExitStatus, Msg};
 use super::nemesis::{Delivery, Nemesis};
@@ -239,7 +240,16 @@ impl Run {
 
     /// SIGCONT, SIGTERM, grace, SIGKILL, reap — and keep recording, so the
     /// exits appear in the history (after `trial_end`, which the checker cuts).
-    pub(super) fn clean_up(&mut self, exp: &Experiment, workers: &mut Workers) -> Result<(), TrialError> {
+    ///
+    /// Once every worker is reaped, whatever they started is killed (it may
+    /// hold a worker's output pipe open, and the history is complete only
+    /// at EOF); returns whether anything was left.
+    pub(super) fn clean_up(
+        &mut self,
+        exp: &Experiment,
+        workers: &mut Workers,
+        group: &TrialGroup,
+    ) -> Result<bool, TrialError> {
         for p in &workers.procs {
             let _ = p.signal(Signal::SIGCONT);
             let _ = p.signal(Signal::SIGTERM);
@@ -256,14 +266,27 @@ impl Run {
             workers.detach();
             return Err(TrialError::Unkillable(exp.workers - self.exited));
         }
+        let left_behind = group.kill_rest();
         // Every process is gone; read on until every reader has reached EOF
         // and every thread has dropped its sender (a reader may be blocked
-        // on a full queue), then the history is complete.
-        while let Ok(msg) = self.rx.recv() {
-            self.absorb(msg, None);
+        // on a full queue), then the history is complete. A descendant that
+        // escaped every mechanism (no cgroup, its own session) may still
+        // hold a pipe: past the deadline its readers are left behind.
+        let deadline = mono_ns() + KILL_TIMEOUT.as_nanos() as i64;
+        loop {
+            let left = deadline - mono_ns();
+            if left <= 0 {
+                workers.detach();
+                return Err(TrialError::PipesHeld);
+            }
+            match self.rx.recv_timeout(Duration::from_nanos(left as u64)) {
+                Ok(msg) => self.absorb(msg, None),
+                Err(RecvTimeoutError::Disconnected) => break,
+                Err(RecvTimeoutError::Timeout) => {}
+            }
         }
         workers.join();
-        Ok(())
+        Ok(left_behind)
     }
 
     pub(super) fn drain_until(&mut self, deadline: i64, total: usize) {

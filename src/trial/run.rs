@@ -4,6 +4,7 @@ use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc;
 
+use super::contain::TrialGroup;
 use super::error::TrialError;
 use super::event_loop::{Hit, RawEvent, Run, to_us};
 use super::msg::EVENT_BACKLOG;
@@ -64,12 +65,14 @@ pub fn run_trial(
     } else {
         Vec::new()
     };
+    let group = TrialGroup::new(trial);
     let spec = SpawnSpec {
         exe,
         args,
         dir,
         count: exp.workers,
         program: exp.program.as_ref().map(|p| (p, &values as &spawn::Placeholders)),
+        group: &group,
     };
     let mut raw: Vec<RawEvent> = Vec::new();
     let (mut workers, barrier) = spawn::spawn(&spec, &tx)?;
@@ -103,7 +106,7 @@ pub fn run_trial(
         run.ready = exp.workers;
     }
     let outcome = run.drive(exp, seed, &workers, barrier, stop, Hit { lock: &lock, server: server.as_mut() });
-    run.clean_up(exp, &mut workers)?;
+    let left_behind = run.clean_up(exp, &mut workers, &group)?;
     drop(server);
     if !exp.substrate.managed
         && let Some(address) = &address
@@ -116,7 +119,10 @@ pub fn run_trial(
         run.check_exits(&workers)?;
     }
     let protocol = exp.program.as_ref().is_some_and(|p| p.observe == crate::model::program::Observe::Protocol);
-    let outcomes = run.outcomes(&workers, t0, protocol);
+    let mut outcomes = run.outcomes(&workers, t0, protocol);
+    if left_behind {
+        outcomes.push("processes left running by the workers: killed at the end of the trial".into());
+    }
 
     let events: Vec<Event> = run.raw.into_iter().map(|r| r.into_event(t0)).collect();
     let history = History::new(events);

@@ -30,7 +30,7 @@ use std::collections::BTreeMap;
 use super::msg::{ExitStatus, Msg};
 use crate::model::clock::mono_ns;
 use crate::model::program::Program;
-use crate::model::protocol::{PARENT_ENV, WireEvent};
+use crate::model::protocol::{CGROUP_ENV, PARENT_ENV, WireEvent};
 
 #[derive(Default)]
 struct ProcState {
@@ -115,6 +115,8 @@ pub struct SpawnSpec<'a> {
     /// A program under test instead of the built-in worker, with each
     /// worker's placeholder values.
     pub program: Option<(&'a Program, &'a Placeholders<'a>)>,
+    /// Where the trial's workers and everything they start are kept.
+    pub group: &'a super::contain::TrialGroup,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -138,6 +140,14 @@ pub enum SpawnError {
 /// "Measured reasons").
 pub fn tie_to_harness(cmd: &mut Command) -> &mut Command {
     cmd.process_group(0).env(PARENT_ENV, std::process::id().to_string())
+}
+
+/// Tie to the harness and join the trial's cgroup, if it has one.
+fn contain(cmd: &mut Command, group: &super::contain::TrialGroup) {
+    tie_to_harness(cmd);
+    if let Some(cgroup) = group.cgroup() {
+        cmd.env(CGROUP_ENV, cgroup);
+    }
 }
 
 /// Spawning is serialised: while a program's protocol pipe is inheritable
@@ -173,7 +183,7 @@ pub fn spawn(spec: &SpawnSpec<'_>, tx: &SyncSender<Msg>) -> Result<(Workers, Own
                     .stdin(Stdio::from(stdin))
                     .stdout(Stdio::piped())
                     .stderr(Stdio::from(stderr.try_clone().map_err(spawn_err)?));
-                tie_to_harness(&mut cmd);
+                contain(&mut cmd, spec.group);
                 let guard = SPAWN_LOCK.lock().unwrap_or_else(|p| p.into_inner());
                 let mut child = cmd.spawn().map_err(spawn_err)?;
                 drop(guard);
@@ -186,7 +196,7 @@ pub fn spawn(spec: &SpawnSpec<'_>, tx: &SyncSender<Msg>) -> Result<(Workers, Own
             Some((program, values)) => {
                 let program_err = |source| SpawnError::Program { index, command: program.command.join(" "), source };
                 let mut cmd = super::program::command(program, &values(index), spec.exe);
-                tie_to_harness(cmd.stdin(Stdio::from(stdin)));
+                contain(cmd.stdin(Stdio::from(stdin)), spec.group);
                 let (sources, events_write) = super::program::wire(program, &mut cmd, &stderr).map_err(spawn_err)?;
                 let guard = SPAWN_LOCK.lock().unwrap_or_else(|p| p.into_inner());
                 if let Some(w) = &events_write {
@@ -213,6 +223,7 @@ pub fn spawn(spec: &SpawnSpec<'_>, tx: &SyncSender<Msg>) -> Result<(Workers, Own
         };
         // `child` is dropped without waiting: the waiter thread reaps it.
         drop(child);
+        spec.group.spawned(pid.as_raw());
         if let Some((program, _)) = spec.program {
             let log = Arc::new(Mutex::new(stderr));
             let patterns = Arc::new(program.patterns.clone());

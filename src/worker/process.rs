@@ -53,7 +53,7 @@ pub struct WorkerArgs {
 
 /// Entry point of `leasequake worker`; returns the exit code.
 pub fn run(args: WorkerArgs) -> i32 {
-    if !crate::child::tie_to_parent() {
+    if !crate::child::tie_to_parent() || !crate::child::join_cgroup() {
         return 1;
     }
     let config = match &args.config {

@@ -18,6 +18,28 @@ pub struct Lab {
     dir: tempfile::TempDir,
 }
 
+/// After every test: no process of it is left (a harness, a worker, a
+/// program's descendant, a server). Whatever is found is killed, and the
+/// test fails naming it.
+impl Drop for Lab {
+    fn drop(&mut self) {
+        let dir = self.path().to_path_buf();
+        let start = Instant::now();
+        let mut left = processes_in(&dir);
+        // Exits already under way (a harness's last reap) get a moment.
+        while !left.is_empty() && start.elapsed() < Duration::from_secs(3) {
+            std::thread::sleep(Duration::from_millis(20));
+            left = processes_in(&dir);
+        }
+        for (pid, _) in &left {
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(*pid), nix::sys::signal::Signal::SIGKILL);
+        }
+        if !left.is_empty() && !std::thread::panicking() {
+            panic!("processes left behind by the test in {}: {left:?}", dir.display());
+        }
+    }
+}
+
 impl Lab {
     pub fn new() -> Lab {
         Lab { dir: tempfile::Builder::new().prefix("leasequake-test-").tempdir().expect("tempdir") }
@@ -43,6 +65,7 @@ impl Lab {
                 "--quiet".into(),
                 "--no-calibrate".into(),
             ],
+            env: Vec::new(),
             out: self.path().join(format!("out-{}", next_id())),
         }
     }
@@ -56,12 +79,18 @@ fn next_id() -> usize {
 
 pub struct RunBuilder {
     args: Vec<String>,
+    env: Vec<(String, String)>,
     pub out: PathBuf,
 }
 
 impl RunBuilder {
     pub fn arg(mut self, a: impl Into<String>) -> Self {
         self.args.push(a.into());
+        self
+    }
+
+    pub fn env(mut self, key: &str, value: &str) -> Self {
+        self.env.push((key.to_string(), value.to_string()));
         self
     }
 
@@ -80,6 +109,7 @@ impl RunBuilder {
     fn command(&self) -> std::process::Command {
         let mut cmd = std::process::Command::new(bin());
         cmd.args(&self.args).arg("--out").arg(&self.out);
+        cmd.envs(self.env.iter().map(|(k, v)| (k, v)));
         cmd
     }
 
@@ -172,6 +202,32 @@ pub fn processes_mentioning(needle: &Path) -> Vec<i32> {
         // Zombies have an empty cmdline and are not running.
         if cmdline.contains(&needle) && cmdline.contains(" worker ") {
             found.push(pid);
+        }
+    }
+    found
+}
+
+/// Pids of live processes that belong to a test directory: their command
+/// line mentions it or they work in it (a program's grandchild, a managed
+/// server). Zombies are not running and are skipped.
+pub fn processes_in(dir: &Path) -> Vec<(i32, String)> {
+    let needle = dir.display().to_string();
+    let me = std::process::id() as i32;
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else { continue };
+        if pid == me {
+            continue;
+        }
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        if stat.rsplit_once(") ").is_some_and(|(_, rest)| rest.starts_with('Z')) {
+            continue;
+        }
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        let cwd = std::fs::read_link(entry.path().join("cwd")).unwrap_or_default();
+        if cmdline.contains(&needle) || cwd.starts_with(dir) {
+            found.push((pid, cmdline));
         }
     }
     found

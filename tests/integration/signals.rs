@@ -174,3 +174,56 @@ fn a_resumed_run_reruns_the_interrupted_trial_from_a_clean_slate() {
 fn a_resumed_run_clears_the_interrupted_trials_lease_from_redis() {
     resumed_after_kill_9("redis");
 }
+
+/// A program whose shell leaves a grandchild working in the trial
+/// directory: `setsid` puts it in a session of its own (only a cgroup holds
+/// it), or it stays in the worker's process group.
+fn with_grandchild(setsid: bool) -> String {
+    let start = if setsid { "setsid sh" } else { "sh" };
+    format!(
+        "name: tree\nworkers: 2\nduration: 30s\nprogram:\n  shell: true\n  command: >-\n    \
+         cd {{trial_dir}} && {start} -c 'sleep 1000; :' &\n    \
+         exec {{leasequake}} worker lock={{lock}} lease={{lease_ms}}ms renew={{renew_ms}}ms watch={{watch_ms}}ms\n  \
+         patterns:\n    - {{regex: 'Acquired lease', event: acquired}}\n"
+    )
+}
+
+fn grandchildren_die_with_the_harness(setsid: bool, no_cgroup: bool) {
+    let lab = Lab::new();
+    let file = lab.file("tree.yaml", &with_grandchild(setsid));
+    let mut run = lab.run(&file).scale(0.1).trials(2);
+    if no_cgroup {
+        run = run.env("LEASEQUAKE_NO_CGROUP", "1");
+    }
+    let (mut child, out) = run.spawn();
+    let sleeping = |out: &std::path::Path| {
+        crate::helper::processes_in(out).into_iter().filter(|(_, cmd)| cmd.starts_with("sleep")).count()
+    };
+    wait_for(Duration::from_secs(20), "the grandchildren", || (sleeping(&out) == 2).then_some(()));
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGKILL).expect("kill -9 the harness");
+    let _ = child.wait();
+    wait_for(Duration::from_secs(5), "every descendant to die with the harness", || {
+        crate::helper::processes_in(&out).is_empty().then_some(())
+    });
+}
+
+#[test]
+fn kill_9_of_the_harness_leaves_no_grandchild_even_in_its_own_session() {
+    grandchildren_die_with_the_harness(true, false);
+}
+
+#[test]
+fn kill_9_of_the_harness_leaves_no_grandchild_without_a_cgroup() {
+    grandchildren_die_with_the_harness(false, true);
+}
+
+#[test]
+fn what_a_program_leaves_running_is_killed_at_the_end_of_its_trial() {
+    let lab = Lab::new();
+    let file = lab.file("tree.yaml", &with_grandchild(true).replace("duration: 30s", "duration: 5s"));
+    let run = lab.run(&file).scale(0.1).trials(2).output().expect_code(0);
+    for t in run.table("trials.csv") {
+        assert!(t.get("worker_outcomes").contains("processes left running by the workers: killed"), "{t:?}");
+    }
+    assert!(crate::helper::processes_in(&run.out).is_empty());
+}

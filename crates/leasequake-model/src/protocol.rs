@@ -38,6 +38,9 @@ impl WireEvent {
 pub const PARENT_ENV: &str = "LEASEQUAKE_PARENT";
 /// The protocol pipe's descriptor, for the exec trampoline to move to fd 3.
 pub const EXEC_EVENTS_FD_ENV: &str = "LEASEQUAKE_EXEC_EVENTS_FD";
+/// The cgroup (v2 directory) a child moves itself into before anything
+/// else, so that everything it ever starts is in it too.
+pub const CGROUP_ENV: &str = "LEASEQUAKE_CGROUP";
 
 #[cfg(test)]
 mod tests {

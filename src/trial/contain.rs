@@ -1,0 +1,180 @@
+//! No descendant of a worker outlives the harness. The kernel's tie
+//! (PR_SET_PDEATHSIG) reaches only the worker itself; a program's own
+//! children, and theirs, need a mechanism that covers the whole tree:
+//!
+//! * a cgroup v2 per trial, below one for the harness, where the harness
+//!   may make one: every worker moves itself in before it execs
+//!   (`child::join_cgroup`), so everything it starts is in it, whatever
+//!   process group or session it makes. At the end of the trial whatever
+//!   is still in it is killed (`cgroup.kill`).
+//! * otherwise each worker's process group, killed at the end of the trial
+//!   (a descendant that made its own session escapes this one).
+//!
+//! Either way a guard process (`leasequake guard`) holds a pipe from the
+//! harness: if the harness dies, even by `kill -9`, the pipe closes and the
+//! guard kills what is left. Pids are untouched (no PID namespace): the
+//! pid a program writes into a lock file is the pid in the history.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, OnceLock};
+
+use crate::child::guard::{kill_cgroup, populated, remove_tree};
+
+/// The harness's containment, made on first use.
+struct Contain {
+    /// This harness's cgroup v2 directory, if one could be made.
+    cgroup: Option<PathBuf>,
+    /// The guard's stdin and the guard (None if it could not be started).
+    guard: Mutex<Option<(std::process::ChildStdin, Child)>>,
+}
+
+static CONTAIN: OnceLock<Contain> = OnceLock::new();
+
+fn contain() -> &'static Contain {
+    CONTAIN.get_or_init(|| {
+        let cgroup = make_harness_cgroup();
+        let guard = start_guard();
+        let contain = Contain { cgroup, guard: Mutex::new(guard) };
+        if let Some(c) = &contain.cgroup {
+            contain.tell(&format!("cgroup {}", c.display()));
+        }
+        contain
+    })
+}
+
+impl Contain {
+    fn tell(&self, line: &str) {
+        let mut guard = self.guard.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((stdin, _)) = guard.as_mut()
+            && writeln!(stdin, "{line}").is_err()
+        {
+            *guard = None;
+        }
+    }
+}
+
+/// `<cgroup2 mount><our cgroup>/leasequake-<pid>`, made here; None where
+/// there is no cgroup v2 we may write to (or no `cgroup.kill`, before
+/// Linux 5.14).
+fn make_harness_cgroup() -> Option<PathBuf> {
+    // The fallback on a machine that has a cgroup, for its tests.
+    if std::env::var_os("LEASEQUAKE_NO_CGROUP").is_some() {
+        return None;
+    }
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    // Fields: id parent major:minor root mount-point options … - fstype …
+    let mount = mountinfo.lines().find_map(|l| {
+        let (left, right) = l.split_once(" - ")?;
+        (right.split(' ').next()? == "cgroup2").then(|| left.split(' ').nth(4).map(PathBuf::from))?
+    })?;
+    let ours = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let rel = ours.lines().find_map(|l| l.strip_prefix("0::"))?;
+    let dir = mount.join(rel.trim_start_matches('/')).join(format!("leasequake-{}", std::process::id()));
+    std::fs::create_dir(&dir).ok()?;
+    if dir.join("cgroup.kill").exists() {
+        Some(dir)
+    } else {
+        let _ = std::fs::remove_dir(&dir);
+        None
+    }
+}
+
+/// Start `leasequake guard` in its own process group (a Ctrl-C at the
+/// terminal is the harness's to handle), untied: it must outlive us.
+fn start_guard() -> Option<(std::process::ChildStdin, Child)> {
+    let exe = std::env::current_exe().ok()?;
+    let mut child = Command::new(exe)
+        .arg("guard")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .ok()?;
+    let stdin = child.stdin.take()?;
+    Some((stdin, child))
+}
+
+use std::os::unix::process::CommandExt;
+
+/// One trial's containment: its cgroup, or its workers' process groups.
+pub struct TrialGroup {
+    cgroup: Option<PathBuf>,
+    groups: Mutex<Vec<i32>>,
+}
+
+impl TrialGroup {
+    /// A fresh cgroup for trial `trial` (unique in this harness), if the
+    /// harness has one.
+    pub fn new(trial: u32) -> TrialGroup {
+        let cgroup = contain().cgroup.as_ref().and_then(|root| {
+            static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+            let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let dir = root.join(format!("trial-{trial}-{n}"));
+            std::fs::create_dir(&dir).ok().map(|()| dir)
+        });
+        TrialGroup { cgroup, groups: Mutex::new(Vec::new()) }
+    }
+
+    /// The cgroup a worker of this trial joins (`LEASEQUAKE_CGROUP`).
+    pub fn cgroup(&self) -> Option<&Path> {
+        self.cgroup.as_deref()
+    }
+
+    /// A worker was spawned in its own process group `pgid`.
+    pub fn spawned(&self, pgid: i32) {
+        if self.cgroup.is_none() {
+            self.groups.lock().unwrap_or_else(|p| p.into_inner()).push(pgid);
+            contain().tell(&format!("group {pgid}"));
+        }
+    }
+
+    /// After every worker was reaped: kill what they left behind. Returns
+    /// whether anything was left.
+    pub fn kill_rest(&self) -> bool {
+        match &self.cgroup {
+            Some(c) => {
+                let left = populated(c);
+                if left {
+                    kill_cgroup(c);
+                } else {
+                    remove_tree(c);
+                }
+                left
+            }
+            None => {
+                let mut left = false;
+                for pgid in self.groups.lock().unwrap_or_else(|p| p.into_inner()).drain(..) {
+                    // SAFETY: kill(2) of a group we made; while it has
+                    // members its id cannot be reused.
+                    left |= unsafe { libc::kill(-pgid, libc::SIGKILL) } == 0;
+                    contain().tell(&format!("ungroup {pgid}"));
+                }
+                left
+            }
+        }
+    }
+}
+
+impl Drop for TrialGroup {
+    fn drop(&mut self) {
+        self.kill_rest();
+    }
+}
+
+/// At the end of a run: remove the harness's cgroup and let the guard go.
+pub fn finish() {
+    let Some(contain) = CONTAIN.get() else { return };
+    if let Some(c) = &contain.cgroup {
+        kill_cgroup(c);
+        remove_tree(c);
+    }
+    contain.tell("done");
+    let mut guard = contain.guard.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((stdin, mut child)) = guard.take() {
+        drop(stdin);
+        let _ = child.wait();
+    }
+}
