@@ -55,6 +55,9 @@ pub enum Error {
     Trial { trial: u32, source: TrialError },
     #[error("cannot create a scratch directory: {0}")]
     Scratch(std::io::Error),
+    /// The harness could not start a thread of its own.
+    #[error("cannot start a thread ({what}): {source} (see `ulimit -u`)")]
+    Thread { what: &'static str, source: std::io::Error },
     /// The run finished, and some `expect:` did not hold.
     #[error("expectations failed in {}", .0.join(", "))]
     ExpectFailed(Vec<String>),
@@ -79,7 +82,8 @@ impl Error {
             | Error::Io { .. }
             | Error::Write(_)
             | Error::Trial { .. }
-            | Error::Scratch(_) => exit::HARNESS,
+            | Error::Scratch(_)
+            | Error::Thread { .. } => exit::HARNESS,
             Error::ExpectFailed(_) => exit::EXPECT_FAILED,
             Error::Interrupted { .. } => exit::INTERRUPTED,
         }

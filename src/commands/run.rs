@@ -300,8 +300,17 @@ fn run_experiment(exp: &Experiment, dir: &Path, link_latest: bool, ctx: &Ctx, do
         // Each trial's workers die with the thread that spawned them
         // (PR_SET_PDEATHSIG is per thread): the thread lives until reaped.
         std::thread::scope(|s| {
-            for _ in 0..exp.jobs {
-                s.spawn(worker_loop);
+            for started in 0..exp.jobs {
+                if let Err(source) = std::thread::Builder::new().spawn_scoped(s, worker_loop) {
+                    // Those already started carry the run; with none, stop.
+                    if started == 0 {
+                        let mut sink = sink.lock().unwrap_or_else(|p| p.into_inner());
+                        sink.error.get_or_insert(Error::Thread { what: "a trial runner", source });
+                    } else {
+                        warnln!("warning: {started} of {} trials at once: {source}", exp.jobs);
+                    }
+                    break;
+                }
             }
         });
     }

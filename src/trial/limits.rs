@@ -28,16 +28,31 @@ pub fn ensure(workers: usize, jobs: usize) -> Result<(), LimitError> {
         (Resource::RLIMIT_NPROC, "processes and threads (RLIMIT_NPROC)", "ulimit -u"),
     ] {
         let (soft, hard) = getrlimit(resource).map_err(|e| LimitError(format!("cannot read the {name} limit: {e}")))?;
-        if soft >= need {
+        if soft == nix::libc::RLIM_INFINITY {
             continue;
         }
-        if hard >= need && setrlimit(resource, need, hard).is_ok() {
+        // RLIMIT_NPROC counts every task of this user, ours and the rest.
+        let in_use = if resource == Resource::RLIMIT_NPROC { tasks_of_this_user() } else { 0 };
+        let total = need + in_use;
+        if soft >= total {
             continue;
         }
+        if hard >= total && setrlimit(resource, total, hard).is_ok() {
+            continue;
+        }
+        let running = if in_use > 0 { format!(" besides the {in_use} this user already runs") } else { String::new() };
         return Err(LimitError(format!(
-            "{workers} workers × {jobs} trials at once need about {need} {name}, but the limit is {soft} \
-             (hard {hard}): raise it (`{raise} {need}`, or limits.conf / systemd LimitNOFILE/LimitNPROC), \
+            "{workers} workers × {jobs} trials at once need about {need} {name}{running}, but the limit is {soft} \
+             (hard {hard}): raise it (`{raise} {total}`, or limits.conf / systemd LimitNOFILE/LimitNPROC), \
              or lower workers or --jobs"
+        )));
+    }
+    if let Some((max, current, path)) = pids_cgroup()
+        && max.saturating_sub(current) < need
+    {
+        return Err(LimitError(format!(
+            "{workers} workers × {jobs} trials at once need about {need} tasks, but this cgroup allows {max} \
+             and runs {current} ({path}): raise pids.max or lower workers or --jobs"
         )));
     }
     if let Ok(text) = std::fs::read_to_string("/proc/sys/kernel/threads-max")
@@ -50,6 +65,49 @@ pub fn ensure(workers: usize, jobs: usize) -> Result<(), LimitError> {
         )));
     }
     Ok(())
+}
+
+/// Tasks (processes and threads) whose real user is ours, as RLIMIT_NPROC
+/// counts them.
+fn tasks_of_this_user() -> u64 {
+    // SAFETY: getuid cannot fail.
+    let uid = unsafe { nix::libc::getuid() }.to_string();
+    let Ok(entries) = std::fs::read_dir("/proc") else { return 0 };
+    entries
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().bytes().all(|b| b.is_ascii_digit()))
+        .filter_map(|e| std::fs::read_to_string(e.path().join("status")).ok())
+        .filter(|status| {
+            status.lines().find_map(|l| l.strip_prefix("Uid:")).and_then(|u| u.split_whitespace().next()) == Some(&uid)
+        })
+        .map(|status| {
+            let threads = status.lines().find_map(|l| l.strip_prefix("Threads:"));
+            threads.and_then(|t| t.trim().parse::<u64>().ok()).unwrap_or(1)
+        })
+        .sum()
+}
+
+/// (pids.max, pids.current, where) of the pids cgroup we are in, if it has
+/// a limit (cgroup v1 `pids` hierarchy or v2).
+fn pids_cgroup() -> Option<(u64, u64, String)> {
+    let ours = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let candidates = ours.lines().filter_map(|l| {
+        let mut parts = l.splitn(3, ':');
+        let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+        let base = match controllers {
+            "pids" => "/sys/fs/cgroup/pids",
+            "" if std::path::Path::new("/sys/fs/cgroup/cgroup.controllers").exists() => "/sys/fs/cgroup",
+            _ => return None,
+        };
+        Some(std::path::Path::new(base).join(path.trim_start_matches('/')))
+    });
+    for dir in candidates {
+        let read = |f: &str| std::fs::read_to_string(dir.join(f)).ok().and_then(|t| t.trim().parse::<u64>().ok());
+        if let (Some(max), Some(current)) = (read("pids.max"), read("pids.current")) {
+            return Some((max, current, dir.display().to_string()));
+        }
+    }
+    None
 }
 
 #[cfg(test)]

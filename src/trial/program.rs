@@ -113,6 +113,8 @@ pub enum Source {
         read: OwnedFd,
     },
     Lines(Box<dyn Read + Send>),
+    /// The built-in worker's stdout: its event lines.
+    Stdout(std::process::ChildStdout),
 }
 
 /// Read one line of at most MAX_LINE bytes (the rest skipped); None at EOF.
@@ -226,8 +228,8 @@ pub fn read_protocol(
     stamp: Stamp,
     counts: Arc<Counts>,
     tx: SyncSender<Msg>,
-) -> JoinHandle<()> {
-    std::thread::spawn(move || {
+) -> std::io::Result<JoinHandle<()>> {
+    std::thread::Builder::new().name(format!("protocol-{worker}")).spawn(move || {
         read_lines(BufReader::new(File::from(read)), &counts, tx, |line, now| {
             match serde_json::from_str::<ProgramLine>(&line) {
                 Ok(l) => {
@@ -258,8 +260,8 @@ pub fn read_patterns(
     log: Arc<Mutex<File>>,
     counts: Arc<Counts>,
     tx: SyncSender<Msg>,
-) -> JoinHandle<()> {
-    std::thread::spawn(move || {
+) -> std::io::Result<JoinHandle<()>> {
+    std::thread::Builder::new().name(format!("patterns-{worker}")).spawn(move || {
         read_lines(BufReader::new(source), &counts, tx, |line, now| {
             if let Ok(mut f) = log.lock() {
                 let _ = writeln!(f, "{line}");

@@ -129,6 +129,11 @@ pub enum SpawnError {
     Spawn { index: usize, exe: PathBuf, source: std::io::Error },
     #[error("cannot start the program for worker {index} ({command}): {source}")]
     Program { index: usize, command: String, source: std::io::Error },
+    #[error(
+        "cannot start a thread to watch worker {index}: {source} (processes and threads of this user, \
+         RLIMIT_NPROC or a pids cgroup: see `ulimit -u`, lower workers or --jobs)"
+    )]
+    Thread { index: usize, source: std::io::Error },
 }
 
 /// Put the child in its own process group (a Ctrl-C of the terminal is the
@@ -190,8 +195,7 @@ pub fn spawn(spec: &SpawnSpec<'_>, tx: &SyncSender<Msg>) -> Result<(Workers, Own
                 let spawned_ns = mono_ns();
                 let pid = Pid::from_raw(child.id() as i32);
                 let stdout = child.stdout.take().expect("stdout was piped");
-                workers.threads.push(spawn_reader(index, pid, stdout, tx.clone()));
-                (child, pid, spawned_ns, Vec::new())
+                (child, pid, spawned_ns, vec![super::program::Source::Stdout(stdout)])
             }
             Some((program, values)) => {
                 let program_err = |source| SpawnError::Program { index, command: program.command.join(" "), source };
@@ -224,42 +228,56 @@ pub fn spawn(spec: &SpawnSpec<'_>, tx: &SyncSender<Msg>) -> Result<(Workers, Own
         // `child` is dropped without waiting: the waiter thread reaps it.
         drop(child);
         spec.group.spawned(pid.as_raw());
-        if let Some((program, _)) = spec.program {
-            let log = Arc::new(Mutex::new(stderr));
-            let patterns = Arc::new(program.patterns.clone());
-            for source in sources.drain(..) {
-                let t = match source {
-                    super::program::Source::Protocol { read } => super::program::read_protocol(
-                        index,
-                        pid.as_raw(),
-                        read,
-                        program.timestamps,
-                        Arc::clone(&counts),
-                        tx.clone(),
-                    ),
-                    super::program::Source::Lines(r) => super::program::read_patterns(
-                        index,
-                        pid.as_raw(),
-                        r,
-                        Arc::clone(&patterns),
-                        Arc::clone(&log),
-                        Arc::clone(&counts),
-                        tx.clone(),
-                    ),
-                };
-                workers.threads.push(t);
-            }
-        }
-
+        // Owned (killed on drop) before any thread is started for it: a
+        // thread that cannot be started must not leave it running.
         let state = Arc::new(Mutex::new(ProcState::default()));
-        workers.threads.push(spawn_waiter(index, pid, Arc::clone(&state), tx.clone()));
-        workers.procs.push(WorkerProc { index, pid, spawned_ns, log, counts, state });
+        workers.procs.push(WorkerProc {
+            index,
+            pid,
+            spawned_ns,
+            log,
+            counts: Arc::clone(&counts),
+            state: Arc::clone(&state),
+        });
+        let thread_err = |source| SpawnError::Thread { index, source };
+        let log = Arc::new(Mutex::new(stderr));
+        let patterns = Arc::new(spec.program.map(|(p, _)| p.patterns.clone()).unwrap_or_default());
+        let stamp = spec.program.map(|(p, _)| p.timestamps);
+        for source in sources.drain(..) {
+            let t = match source {
+                super::program::Source::Stdout(stdout) => spawn_reader(index, pid, stdout, tx.clone()),
+                super::program::Source::Protocol { read } => super::program::read_protocol(
+                    index,
+                    pid.as_raw(),
+                    read,
+                    stamp.expect("only a program has a protocol pipe"),
+                    Arc::clone(&counts),
+                    tx.clone(),
+                ),
+                super::program::Source::Lines(r) => super::program::read_patterns(
+                    index,
+                    pid.as_raw(),
+                    r,
+                    Arc::clone(&patterns),
+                    Arc::clone(&log),
+                    Arc::clone(&counts),
+                    tx.clone(),
+                ),
+            };
+            workers.threads.push(t.map_err(thread_err)?);
+        }
+        workers.threads.push(spawn_waiter(index, pid, state, tx.clone()).map_err(thread_err)?);
     }
     Ok((workers, barrier_write))
 }
 
-fn spawn_reader(worker: usize, pid: Pid, stdout: std::process::ChildStdout, tx: SyncSender<Msg>) -> JoinHandle<()> {
-    std::thread::spawn(move || {
+fn spawn_reader(
+    worker: usize,
+    pid: Pid,
+    stdout: std::process::ChildStdout,
+    tx: SyncSender<Msg>,
+) -> std::io::Result<JoinHandle<()>> {
+    std::thread::Builder::new().name(format!("reader-{worker}")).spawn(move || {
         for line in BufReader::new(stdout).lines() {
             let Ok(line) = line else { break };
             let msg = match WireEvent::parse(&line) {
@@ -273,8 +291,13 @@ fn spawn_reader(worker: usize, pid: Pid, stdout: std::process::ChildStdout, tx: 
     })
 }
 
-fn spawn_waiter(worker: usize, pid: Pid, state: Arc<Mutex<ProcState>>, tx: SyncSender<Msg>) -> JoinHandle<()> {
-    std::thread::spawn(move || {
+fn spawn_waiter(
+    worker: usize,
+    pid: Pid,
+    state: Arc<Mutex<ProcState>>,
+    tx: SyncSender<Msg>,
+) -> std::io::Result<JoinHandle<()>> {
+    std::thread::Builder::new().name(format!("waiter-{worker}")).spawn(move || {
         // Wait for death without reaping, so the pid stays ours meanwhile.
         loop {
             match waitid(Id::Pid(pid), WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT) {

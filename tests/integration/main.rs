@@ -11,6 +11,7 @@ mod faults;
 mod fencing;
 mod helper;
 mod jobs;
+mod limits;
 mod malformed;
 mod outputs;
 mod programs;
