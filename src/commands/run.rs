@@ -87,6 +87,9 @@ pub fn run(args: &RunArgs) -> Result<(), Error> {
         // A broken harness or an interrupt stops the suite; a failed
         // expectation does not.
         let stopped = outcome.result.as_ref().is_err_and(|e| e.exit_code() != exit::EXPECT_FAILED);
+        if stopped {
+            outcome.broke = outcome.result.as_ref().err().map(ToString::to_string);
+        }
         result = worse(result, std::mem::replace(&mut outcome.result, Ok(())));
         done.push((exp, outcome));
         if stopped {
@@ -100,7 +103,32 @@ pub fn run(args: &RunArgs) -> Result<(), Error> {
         let written = write_suite_readme(out, &args.paths, &done, &ctx);
         result = worse(result, written.map_err(|source| Error::Io { path: out.clone(), source }));
     }
+    if suite {
+        roll_up(&exps, &done, args.out.as_deref().filter(|_| suite).map(|o| o.join("README.md")));
+    }
     result
+}
+
+/// The suite's last words: each experiment passed or failed (and why), the
+/// ones that never ran, and where the README is. Nothing failed is left to
+/// be found by scrolling back.
+fn roll_up(exps: &[Experiment], done: &[(&Experiment, Outcome)], readme: Option<PathBuf>) {
+    let failed = done.iter().filter(|(_, o)| o.broke.is_some() || !o.failed.is_empty()).count();
+    let passed = done.len() - failed;
+    sayln!("suite: {} experiments: {passed} passed, {failed} failed, {} not run", exps.len(), exps.len() - done.len());
+    for (exp, o) in done {
+        match (&o.broke, o.failed.len()) {
+            (Some(e), _) => sayln!("  ✗ {}: {e}", exp.name),
+            (None, 0) => sayln!("  ✓ {}", exp.name),
+            (None, n) => sayln!("  ✗ {}: {n} expectation(s) failed, first: {}", exp.name, o.failed[0]),
+        }
+    }
+    for exp in &exps[done.len()..] {
+        sayln!("  - {}: not run", exp.name);
+    }
+    if let Some(readme) = readme {
+        sayln!("  README: {}", readme.display());
+    }
 }
 
 /// Create `dir` and prove a file can be written in it.
@@ -190,6 +218,10 @@ struct StopFlags {
 
 struct Outcome {
     result: Result<(), Error>,
+    /// How the experiment's `expect:` failed, if it did.
+    failed: Vec<String>,
+    /// What stopped it (and the suite), other than a failed expectation.
+    broke: Option<String>,
     summary: Summary,
     metrics: Vec<(u32, TrialMetrics)>,
     dir: PathBuf,
@@ -208,8 +240,14 @@ struct Ctx {
 
 fn run_experiment(exp: &Experiment, dir: &Path, link_latest: bool, ctx: &Ctx, done: Option<Done>) -> Outcome {
     let (exe, flags, quiet) = (&ctx.exe, &ctx.flags, ctx.quiet);
-    let failed =
-        |e: Error| Outcome { result: Err(e), summary: summarize(&[]), metrics: Vec::new(), dir: dir.to_path_buf() };
+    let failed = |e: Error| Outcome {
+        result: Err(e),
+        failed: Vec::new(),
+        broke: None,
+        summary: summarize(&[]),
+        metrics: Vec::new(),
+        dir: dir.to_path_buf(),
+    };
     let resuming = done.is_some();
     let done = done.unwrap_or_default();
     if !resuming && let Err(e) = prepare_dir(exp, dir, link_latest, ctx) {
@@ -343,8 +381,9 @@ fn run_experiment(exp: &Experiment, dir: &Path, link_latest: bool, ctx: &Ctx, do
     } else {
         super::inputs::verdict(exp, &by_trial)
     };
+    let failed = crate::report::summary::expectation_failures(exp, &by_trial);
     let metrics = sink.metrics.into_iter().map(|(t, _, m)| (t, m)).collect();
-    Outcome { result, summary, metrics, dir: dir.to_path_buf() }
+    Outcome { result, failed, broke: None, summary, metrics, dir: dir.to_path_buf() }
 }
 
 /// The trials a resumed run already has: (trial, unit, metrics).
@@ -454,6 +493,7 @@ fn write_suite_readme(
             summary: &o.summary,
             metrics: o.metrics.iter().map(|(_, m)| m).collect(),
             link: o.dir.strip_prefix(out).unwrap_or(&o.dir).display().to_string(),
+            failed: &o.failed,
         })
         .collect();
     let sources: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();

@@ -18,6 +18,8 @@ pub struct Measured<'a> {
     pub metrics: Vec<&'a TrialMetrics>,
     /// Where its files are, relative to the table.
     pub link: String,
+    /// How its `expect:` failed (empty: it held, or there was none).
+    pub failed: &'a [String],
 }
 
 /// Seconds in the source's time: measured ms divided by the time scale.
@@ -156,6 +158,11 @@ fn row(m: &Measured<'_>) -> [String; 5] {
             s.wedged_trials
         ));
     }
+    if !m.failed.is_empty() {
+        let shown: Vec<&str> = m.failed.iter().take(3).map(String::as_str).collect();
+        let more = if m.failed.len() > 3 { format!(" (and {} more)", m.failed.len() - 3) } else { String::new() };
+        verdicts.insert(0, format!("✗ expect: failed: {}{more}", shown.join("; ")));
+    }
     if !r.note.is_empty() {
         verdicts.push(r.note.trim().to_string());
     }
@@ -163,20 +170,36 @@ fn row(m: &Measured<'_>) -> [String; 5] {
         Some([lo, hi]) => format!("gap ∈ [{lo}, {hi}]"),
         None => String::new(),
     };
-    let name = format!("[{}]({})", exp.name, m.link);
+    let mark = if m.failed.is_empty() { "" } else { "✗ " };
+    let name = format!("{mark}[{}]({})", exp.name, m.link);
     [name, r.claim, measured.join("; "), bound, verdicts.join(". ")]
 }
 
+/// Whether the gaps keep to the bound. A gap that never ended is in no
+/// bound, and a wedged trial is named too: neither may hide behind the
+/// gaps that did end.
 fn bound_verdict(s: &Summary, scale: f64, lo: Dur, hi: Dur) -> String {
-    let (Some(min), Some(max)) = (s.gap_min_ms, s.gap_max_ms) else {
-        return "no gap to compare with the bound".into();
-    };
-    let (min, max) = (unscaled_s(min, scale), unscaled_s(max, scale));
     let (lo, hi) = (lo.as_ms_f64() / 1000.0, hi.as_ms_f64() / 1000.0);
-    if min >= lo && max <= hi {
-        format!("all gaps inside the bound [{lo}, {hi}] s")
-    } else {
-        format!("OUTSIDE the bound [{lo}, {hi}] s: {min:.3}–{max:.3} s")
+    let mut outside = Vec::new();
+    if let (Some(min), Some(max)) = (s.gap_min_ms, s.gap_max_ms) {
+        let (min, max) = (unscaled_s(min, scale), unscaled_s(max, scale));
+        if min < lo || max > hi {
+            outside.push(format!("ended gaps {min:.3}–{max:.3} s"));
+        }
+    }
+    if s.open_gaps > 0 {
+        outside.push(format!("{} gap(s) never ended", s.open_gaps));
+    }
+    if s.wedged_trials > 0 {
+        outside.push(format!("{}/{} trials wedged", s.wedged_trials, s.n));
+    }
+    if s.mid_renewal_kills > 0 {
+        outside.push(format!("{}/{} trials killed mid-renewal (the lock file left empty)", s.mid_renewal_kills, s.n));
+    }
+    match (outside.is_empty(), s.gaps) {
+        (true, 0) => "no gap to compare with the bound".into(),
+        (true, _) => format!("all gaps inside the bound [{lo}, {hi}] s"),
+        (false, _) => format!("✗ OUTSIDE the bound [{lo}, {hi}] s: {}", outside.join("; ")),
     }
 }
 
@@ -446,7 +469,7 @@ mod tests {
         let exp = load_str(Path::new("x.yaml"), yaml, &o).unwrap();
         let metrics: Vec<&TrialMetrics> = trials.iter().collect();
         let summary = summarize(&metrics);
-        markdown("t", "p", &[Measured { exp: &exp, summary: &summary, metrics, link: "x".into() }])
+        markdown("t", "p", &[Measured { exp: &exp, summary: &summary, metrics, link: "x".into(), failed: &[] }])
     }
 
     #[test]
@@ -458,6 +481,23 @@ mod tests {
         assert!(t.contains("all gaps inside the bound [6, 13] s"), "{t}");
         let t = table(yaml, 0.1, &[trial(Some(1400), 1)]);
         assert!(t.contains("OUTSIDE the bound"), "{t}");
+    }
+
+    #[test]
+    fn a_gap_that_never_ended_is_not_inside_the_bound() {
+        let yaml = "name: k\nworkers: 3\nreference:\n  claim: c\n  bound: [6s, 13s]\n";
+        let mut wedged = trial(Some(617), 1);
+        let gap = &mut wedged.gaps[0];
+        (gap.ended, gap.cause, gap.end_us) = (false, crate::check::KILL_MID_RENEWAL.into(), 3_000_000);
+        wedged.wedged = true;
+        let t = table(yaml, 0.1, &[trial(Some(617), 1), trial(Some(700), 1), wedged]);
+        assert!(!t.contains("all gaps inside"), "{t}");
+        assert!(
+            t.contains(
+                "✗ OUTSIDE the bound [6, 13] s: 1 gap(s) never ended; 1/3 trials wedged; 1/3 trials killed mid-renewal"
+            ),
+            "{t}"
+        );
     }
 
     #[test]

@@ -21,6 +21,8 @@ pub struct Summary {
     pub double_leader_trials: usize,
     pub double_leader_ci: (f64, f64),
     pub wedged_trials: usize,
+    /// Trials in which a kill landed inside the leader's renewal.
+    pub mid_renewal_kills: usize,
     pub no_leader_trials: usize,
     /// Pauses of a believing leader, and the false evictions among them.
     pub leader_pauses: usize,
@@ -72,12 +74,11 @@ pub fn pct_us(sorted: &[u64], q: f64) -> Option<u64> {
     percentile(&v, q).map(|p| p.round() as u64)
 }
 
-/// The theory's bound on the gap after a SIGKILL at a uniform moment:
-/// `[lease - renew, lease + watch + resolution]` (docs/metrics.md).
+/// The theory's bound on the gap after a SIGKILL at a uniform moment, for
+/// this experiment's substrate and settings (`CheckParams::crash_bound_us`).
 pub fn crash_bound_ms(exp: &Experiment) -> (f64, f64) {
-    let p = crate::check::CheckParams::of(exp);
-    let ms = |us: i64| us as f64 / 1000.0;
-    (ms(p.lease_us - p.renew_us), ms(p.wedge_threshold_us()))
+    let (lo, hi) = crate::check::CheckParams::of(exp).crash_bound_us();
+    (lo as f64 / 1000.0, hi as f64 / 1000.0)
 }
 
 /// The units of a run: the experiment itself, or each point of its sweep,
@@ -133,6 +134,10 @@ pub fn summarize(trials: &[&TrialMetrics]) -> Summary {
         double_leader_trials: double,
         double_leader_ci: wilson95(double, trials.len()),
         wedged_trials: trials.iter().filter(|t| t.wedged).count(),
+        mid_renewal_kills: trials
+            .iter()
+            .filter(|t| t.gaps.iter().any(|g| g.cause == crate::check::KILL_MID_RENEWAL))
+            .count(),
         no_leader_trials: trials.iter().filter(|t| t.first_leader_us.is_none()).count(),
         leader_pauses: pauses,
         false_evictions: evicted,

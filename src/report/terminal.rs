@@ -75,6 +75,12 @@ pub fn render(exp: &Experiment, s: &Summary, dir: &Path) -> String {
         hi * 100.0
     );
     out += &format!("  wedged:         {}/{} trials\n", s.wedged_trials, s.n);
+    if s.mid_renewal_kills > 0 {
+        out += &format!(
+            "  killed mid-renewal: {}/{} trials (the kill landed inside the leader's renewal: a lock file left empty)\n",
+            s.mid_renewal_kills, s.n
+        );
+    }
     if s.writes.attempted > 0 {
         let w = &s.writes;
         out += &format!(

@@ -388,6 +388,8 @@ impl<E: Env> Worker<E> {
 
     fn renew(&mut self, failures: u32) -> Role {
         let fresh = self.fresh_lease();
+        // Said before the write: a death inside it is then visible as such.
+        self.emit(EventKind::Renewing, Detail::default());
         match self.timed(|s| s.renew(fresh)) {
             Err(e) => self.renew_failed(failures, e.to_string()),
             Ok(Renewal::Lost { holder }) => {

@@ -176,9 +176,32 @@ fn worker(settings: &[&str], world: World) -> (Worker<Fake>, Rc<RefCell<World>>)
 }
 
 /// (seconds, event) of everything reported after `start`.
+/// The events that tell the story (without `start`, and without the
+/// `renewing` before each renewal, which has a test of its own).
 fn story(world: &Rc<RefCell<World>>) -> Vec<(f64, EventKind)> {
     let w = world.borrow();
-    w.events.iter().filter(|(_, k, _)| *k != EventKind::Start).map(|(t, k, _)| (*t as f64 / S as f64, *k)).collect()
+    w.events
+        .iter()
+        .filter(|(_, k, _)| !matches!(k, EventKind::Start | EventKind::Renewing))
+        .map(|(t, k, _)| (*t as f64 / S as f64, *k))
+        .collect()
+}
+
+#[test]
+fn every_renewal_is_announced_before_it_is_written() {
+    let mut world = term_at(10);
+    world.script.push((4 * S, Box::new(|w: &mut World| w.failing_renewals = 1)));
+    let (mut w, world) = worker(&[], world);
+    w.begin();
+    use EventKind::*;
+    let steps: Vec<EventKind> = world
+        .borrow()
+        .events
+        .iter()
+        .map(|(_, k, _)| *k)
+        .filter(|k| matches!(k, Renewing | Renewed | RenewFailed))
+        .collect();
+    assert_eq!(steps, vec![Renewing, Renewed, Renewing, RenewFailed, Renewing, Renewed]);
 }
 
 fn detail(world: &Rc<RefCell<World>>, kind: EventKind, n: usize) -> Detail {

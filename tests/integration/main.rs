@@ -20,4 +20,5 @@ mod recheck;
 mod signals;
 mod substrates;
 mod sweeps;
+mod verdicts;
 mod worker;

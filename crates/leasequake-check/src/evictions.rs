@@ -133,8 +133,14 @@ mod tests {
             events.push(ev(t, 0, EventKind::SteppedDown));
         }
         events.push(Event::new(s(30.0), None, EventKind::TrialEnd));
-        let params =
-            CheckParams { lease_us: s(9.0), renew_us: s(3.0), watch_us: s(3.0), resolution_us: s(1.0), epoch_us: None };
+        let params = CheckParams {
+            lease_us: s(9.0),
+            renew_us: s(3.0),
+            watch_us: s(3.0),
+            resolution_us: s(1.0),
+            epoch_us: None,
+            dropped_at_death: false,
+        };
         check(&History::new(events), &params).evictions
     }
 

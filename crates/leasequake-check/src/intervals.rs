@@ -25,13 +25,14 @@ use leasequake_model::history::{Event, EventKind, ms_to_us};
 use leasequake_model::history::{History, Micros};
 
 /// Fault actions that open a pause and close it.
+const KILL: &str = "kill";
 const STOP: &str = "stop";
 const CONT: &str = "cont";
 /// Fault actions aimed at the lock itself (worker = None) start with this.
 const LOCK_FAULT_PREFIX: &str = "lock-";
 /// Holder faults after which `gap = lease_remainder + detection_lag` holds:
 /// the holder stops renewing at the fault, so the lease runs out on its own.
-const DECOMPOSABLE: [&str; 3] = ["kill", STOP, "term"];
+const DECOMPOSABLE: [&str; 3] = [KILL, STOP, "term"];
 
 /// Judge one trial. Pure: everything comes from `history` and `params`.
 pub fn check(history: &History, params: &CheckParams) -> TrialMetrics {
@@ -400,8 +401,14 @@ fn explain(holder: &Deactivation, past: &[Event]) -> Explanation {
         // A holder that released its lease did not let it run out.
         && holder.ended_by != EndedBy::Event(EventKind::Released);
     let expiry_us = if decomposable { last_expiry(holder.worker, fault.t_us, past) } else { None };
+    let cause = if action == KILL && fault.worker == Some(holder.worker) && mid_renewal(holder.worker, fault.t_us, past)
+    {
+        KILL_MID_RENEWAL.to_string()
+    } else {
+        action.to_string()
+    };
     Explanation {
-        cause: action.to_string(),
+        cause,
         cause_fault: fault.detail.fault,
         lease_remainder_us: expiry_us.map(|e| e - fault.t_us),
         expiry_us,
@@ -426,6 +433,19 @@ fn cause_fault<'a>(holder: &Deactivation, past: &'a [Event]) -> Option<&'a Event
     })
 }
 
+/// The cause of a gap opened by a kill that landed inside the holder's
+/// renewal (after its `renewing`, before the outcome): with a lock file, an
+/// empty file that no watcher may take over.
+pub const KILL_MID_RENEWAL: &str = "kill mid-renewal";
+
+/// Whether `worker`'s last renewal step before `at_us` was its start.
+fn mid_renewal(worker: usize, at_us: Micros, past: &[Event]) -> bool {
+    let last = past.iter().rev().filter(|e| e.worker == Some(worker) && e.t_us <= at_us).find(|e| {
+        matches!(e.kind, EventKind::Renewing | EventKind::Renewed | EventKind::RenewFailed | EventKind::Acquired)
+    });
+    last.is_some_and(|e| e.kind == EventKind::Renewing)
+}
+
 /// Nominal expiry of the lease the holder last wrote at or before `at_us`:
 /// its last `acquired`/`renewed` time + `expires_in_ms`.
 fn last_expiry(worker: usize, at_us: Micros, past: &[Event]) -> Option<Micros> {
@@ -447,6 +467,7 @@ mod tests {
         watch_us: 3_000_000,
         resolution_us: 1_000_000,
         epoch_us: None,
+        dropped_at_death: false,
     };
 
     /// Seconds (as written in the blog) to µs.
@@ -503,6 +524,35 @@ mod tests {
 
     fn run(events: Vec<Event>) -> TrialMetrics {
         check(&History::new(events), &PARAMS)
+    }
+
+    #[test]
+    fn a_kill_inside_the_renewal_is_named_and_its_wedge_counted() {
+        let mut events = start(3);
+        events.extend([
+            acquired(0.53, 0, "start"),
+            ev(3.53, 0, EventKind::Renewing),
+            renewed(3.531, 0),
+            ev(6.53, 0, EventKind::Renewing),
+            fault(6.5301, Some(0), 0, "kill"),
+            exit(6.5303, 0, Some("SIGKILL")),
+            trial_end(30.0),
+        ]);
+        let m = run(events);
+        assert_eq!(m.gaps.len(), 1);
+        assert_eq!(m.gaps[0].cause, KILL_MID_RENEWAL);
+        assert!(!m.gaps[0].ended && m.wedged, "{m:?}");
+        // The same kill just after the renewal was written is a plain kill.
+        let mut events = start(3);
+        events.extend([
+            acquired(0.53, 0, "start"),
+            ev(3.53, 0, EventKind::Renewing),
+            renewed(3.531, 0),
+            fault(4.0, Some(0), 0, "kill"),
+            exit(4.0002, 0, Some("SIGKILL")),
+            trial_end(30.0),
+        ]);
+        assert_eq!(run(events).gaps[0].cause, "kill");
     }
 
     /// The blog's SIGKILL example: 9.53 s = 6.53 s + 3.00 s.

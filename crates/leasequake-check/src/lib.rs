@@ -15,7 +15,7 @@ pub mod stats;
 mod writes;
 
 pub use evictions::Evictions;
-pub use intervals::check;
+pub use intervals::{KILL_MID_RENEWAL, check};
 pub use jobs::Jobs;
 pub use latency::Latency;
 pub use metrics::{Gap, TrialMetrics};

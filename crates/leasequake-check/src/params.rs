@@ -3,7 +3,7 @@
 
 use leasequake_model::experiment::Experiment;
 use leasequake_model::history::Micros;
-use leasequake_model::settings::Expiry;
+use leasequake_model::settings::{Expiry, Kind};
 
 /// Scaled lease settings of the trial, in µs.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -15,6 +15,9 @@ pub struct CheckParams {
     pub resolution_us: Micros,
     /// Epoch length of the exactly-once job, if the trial runs one.
     pub epoch_us: Option<Micros>,
+    /// The lock goes with its holder (flock, PostgreSQL advisory locks):
+    /// the kernel or the server drops it when the holder dies.
+    pub dropped_at_death: bool,
 }
 
 impl CheckParams {
@@ -22,6 +25,18 @@ impl CheckParams {
     /// wedge: `lease + watch + resolution`.
     pub fn wedge_threshold_us(&self) -> Micros {
         self.lease_us + self.watch_us + self.resolution_us
+    }
+
+    /// The theory's bound on the gap after a SIGKILL of the leader at a
+    /// uniform moment (docs/metrics.md): `[lease − renew, lease + watch +
+    /// resolution]` for a lease that must expire; `[0, watch]` for a lock
+    /// dropped at its holder's death, found free at the next watch.
+    pub fn crash_bound_us(&self) -> (Micros, Micros) {
+        if self.dropped_at_death {
+            (0, self.watch_us)
+        } else {
+            (self.lease_us - self.renew_us, self.wedge_threshold_us())
+        }
     }
 
     /// The parameters of a trial of `exp`.
@@ -36,6 +51,29 @@ impl CheckParams {
             watch_us: exp.lease.watch.as_us() as i64,
             resolution_us,
             epoch_us: exp.worker.epoch_job.map(|j| j.epoch.as_us() as i64),
+            dropped_at_death: matches!(exp.substrate.kind, Kind::Flock | Kind::PostgresAdvisory),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(dropped_at_death: bool) -> CheckParams {
+        CheckParams {
+            lease_us: 9_000_000,
+            renew_us: 3_000_000,
+            watch_us: 3_000_000,
+            resolution_us: 1_000_000,
+            epoch_us: None,
+            dropped_at_death,
+        }
+    }
+
+    #[test]
+    fn a_lock_dropped_at_death_is_found_within_one_watch() {
+        assert_eq!(params(false).crash_bound_us(), (6_000_000, 13_000_000));
+        assert_eq!(params(true).crash_bound_us(), (0, 3_000_000));
     }
 }

@@ -39,6 +39,10 @@ pub enum EventKind {
     Acquired,
     /// Worker tried to acquire and lost (initial attempt or one-shot race).
     NotAcquired,
+    /// Leader begins to rewrite its lease: a `renewed` or `renew_failed`
+    /// follows, unless the worker dies in between (for a lock file, between
+    /// the truncate and the write that leaves it empty).
+    Renewing,
     /// Leader rewrote its lease (detail: `lease_until`, `expires_in_ms`).
     Renewed,
     /// Leader could not read/parse/write its lease (detail: `count`, `error`).
@@ -85,7 +89,7 @@ impl EventKind {
         )
     }
 
-    pub const ALL: [EventKind; 25] = [
+    pub const ALL: [EventKind; 26] = [
         EventKind::Spawn,
         EventKind::Barrier,
         EventKind::Fault,
@@ -95,6 +99,7 @@ impl EventKind {
         EventKind::Start,
         EventKind::Acquired,
         EventKind::NotAcquired,
+        EventKind::Renewing,
         EventKind::Renewed,
         EventKind::RenewFailed,
         EventKind::HeldBy,
@@ -125,6 +130,7 @@ impl EventKind {
             EventKind::Start => "start",
             EventKind::Acquired => "acquired",
             EventKind::NotAcquired => "not_acquired",
+            EventKind::Renewing => "renewing",
             EventKind::Renewed => "renewed",
             EventKind::RenewFailed => "renew_failed",
             EventKind::HeldBy => "held_by",
