@@ -165,8 +165,16 @@ impl Run {
                 return Err(TrialError::NotReady { ready: self.ready, total: exp.workers });
             }
             match self.rx.recv_timeout(Duration::from_nanos(left.min(50_000_000) as u64)) {
-                Ok(Msg::Exit { worker, status, .. }) => {
-                    return Err(TrialError::DiedEarly { worker, status, log: workers.procs[worker].log.clone() });
+                Ok(msg @ Msg::Exit { .. }) => {
+                    let Msg::Exit { worker, ref status, .. } = msg else { unreachable!() };
+                    let early = TrialError::DiedEarly {
+                        worker,
+                        status: status.clone(),
+                        log: workers.procs[worker].log.clone(),
+                    };
+                    // Counted like any exit: the clean-up waits for the others only.
+                    self.absorb(msg, None);
+                    return Err(early);
                 }
                 Ok(msg) => self.absorb(msg, None),
                 Err(RecvTimeoutError::Timeout) => {}

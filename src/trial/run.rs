@@ -106,7 +106,7 @@ pub fn run_trial(
         run.ready = exp.workers;
     }
     let outcome = run.drive(exp, seed, &workers, barrier, stop, Hit { lock: &lock, server: server.as_mut() });
-    let left_behind = run.clean_up(exp, &mut workers, &group)?;
+    let cleaned = run.clean_up(exp, &mut workers, &group);
     drop(server);
     if !exp.substrate.managed
         && let Some(address) = &address
@@ -114,7 +114,10 @@ pub fn run_trial(
         // A shared server keeps the lease after the trial: remove it.
         crate::substrate::forget(exp.substrate.kind, address, &lock.display().to_string());
     }
+    // What went wrong first is the error: a trial that failed is then
+    // cleaned up, and a clean-up failure after it is the lesser news.
     let t0 = outcome?;
+    let left_behind = cleaned?;
     if exp.program.is_none() {
         run.check_exits(&workers)?;
     }

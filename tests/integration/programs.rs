@@ -22,11 +22,12 @@ fn foreign_workers_fail_over_within_the_lease_bound_by_protocol_and_by_patterns(
     // Kill at [12.2 s, 14.8 s); exact expiry; lease 900 ms, renew and watch
     // 300 ms at this scale: gap in [lease − renew, lease + watch]. The
     // tolerance is wider for the shell, whose every step forks (25 ms for
-    // the protocol, stamped by the program; 60 ms for patterns, stamped on
-    // receipt after the shell's date/read/echo).
+    // the protocol, stamped by the program; 120 ms for patterns, stamped on
+    // receipt after the shell's date/mkdir/echo: on two cores busy with the
+    // rest of the suite those forks were seen to add 90 ms to a takeover).
     let (lo, hi) = (600.0, 1200.0);
     let results: Vec<_> = std::thread::scope(|s| {
-        let h: Vec<_> = [("python-protocol", 25.0), ("shell-patterns", 60.0)]
+        let h: Vec<_> = [("python-protocol", 25.0), ("shell-patterns", 120.0)]
             .into_iter()
             .map(|(name, tol)| s.spawn(move || (name, tol, run(name, 3))))
             .collect();
