@@ -14,7 +14,7 @@ fn of_trial<'a>(events: &'a [Row], trial: &str, kind: &str) -> Vec<&'a Row> {
 
 #[test]
 fn the_blogs_safe_takeover_elects_two_leaders_when_watchers_interleave() {
-    let lab = Lab::new();
+    let lab = Lab::alone();
     // Scale 0.2: 20 ms between the watchers' ticks, a 100 ms stall.
     let run = lab.run(blog("takeover-race-widened")).scale(0.2).trials(3).jobs(3).output().expect_code(0);
     let events = run.table("events.csv");
@@ -89,7 +89,7 @@ fn the_whole_second_truncation_makes_the_worst_case_lease_plus_watch_plus_one_se
     // recognised for what it is (gap cause `kill mid-renewal`: the empty
     // file wedges it, and its `expect:` fails) rather than taken for a
     // violation of the bound; the other trials must keep to the bound.
-    let lab = Lab::new();
+    let lab = Lab::alone();
     let gaps = |name: &str| -> Vec<f64> {
         let run = lab.run(blog(name)).scale(0.2).trials(3).jobs(3).output();
         let rows = run.table("gaps.csv");
@@ -125,7 +125,7 @@ fn running_trials_in_parallel_does_not_change_the_gaps() {
     // clear of renewal ticks as in bounds.rs. Each trial's gap must then
     // agree within the bound tests' tolerance. Scale 0.1 keeps the align
     // margin (50 ms) wider than a start delayed by a busy machine.
-    let lab = Lab::new();
+    let lab = Lab::alone();
     let file = lab.file(
         "jobs.yaml",
         "name: jobs\nworkers: 3\nduration: 30s\nseed: 5\nalign: 500ms\nfaults:\n  - at: 12.2s\n    jitter: 2.6s\n    target: leader\n    action: kill\n",

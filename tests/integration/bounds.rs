@@ -39,7 +39,7 @@ fn gaps_by_trial(gaps: &[Row], trials: u32) -> Vec<Row> {
 
 #[test]
 fn sigkill_gap_lies_within_lease_minus_renew_and_lease_plus_watch_plus_resolution() {
-    let lab = Lab::new();
+    let lab = Lab::alone();
     let file = lab.file("kill.yaml", &one_fault("kill"));
     let trials = 6;
     let run = lab.run(&file).scale(SCALE).trials(trials).jobs(3).output().expect_code(0);
@@ -64,7 +64,7 @@ fn sigkill_gap_lies_within_lease_minus_renew_and_lease_plus_watch_plus_resolutio
 
 #[test]
 fn sigterm_gap_is_at_most_one_watch_interval() {
-    let lab = Lab::new();
+    let lab = Lab::alone();
     let file = lab.file("term.yaml", &one_fault("term"));
     let trials = 6;
     let run = lab.run(&file).scale(SCALE).trials(trials).jobs(3).output().expect_code(0);
@@ -79,7 +79,7 @@ fn sigterm_gap_is_at_most_one_watch_interval() {
 fn the_blog_sigkill_experiment_holds_its_own_bounds_at_scale_0_1() {
     // experiments/blog/sigkill-gap.yaml carries `expect:` bounds; exit 0
     // means every gap was in [6 s, 13 s] (scaled) and nobody wedged.
-    let lab = Lab::new();
+    let lab = Lab::alone();
     let file = crate::helper::repo().join("experiments/blog/sigkill-gap.yaml");
     let run = lab.run(&file).scale(0.1).trials(3).jobs(3).output().expect_code(0);
     // Same phase as the blog: 6.53 s of paid-for lease, then the watch.

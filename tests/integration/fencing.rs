@@ -10,7 +10,7 @@ fn token(e: &Row) -> u64 {
 
 /// Run the table at scale 0.05; return trial 1's acquisitions and writes.
 fn table(mode: &str) -> (Vec<Row>, Vec<Row>) {
-    let lab = Lab::new();
+    let lab = Lab::alone();
     let file = repo().join(format!("experiments/fencing/table-{mode}.yaml"));
     let run = lab.run(file).scale(0.05).trials(1).output().expect_code(0);
     let events = run.table("events.csv");

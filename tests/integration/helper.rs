@@ -16,6 +16,17 @@ pub fn repo() -> PathBuf {
 /// A scratch directory for one test: experiment files and results.
 pub struct Lab {
     dir: tempfile::TempDir,
+    _hold: Hold,
+}
+
+/// Tests that measure against a tight tolerance run alone (`Lab::alone`):
+/// on two cores, another test's workers would be part of the measurement.
+/// Every other test holds the lock shared, so they run side by side.
+static MACHINE: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+enum Hold {
+    Shared(#[allow(dead_code)] std::sync::RwLockReadGuard<'static, ()>),
+    Alone(#[allow(dead_code)] std::sync::RwLockWriteGuard<'static, ()>),
 }
 
 /// After every test: no process of it is left (a harness, a worker, a
@@ -42,7 +53,15 @@ impl Drop for Lab {
 
 impl Lab {
     pub fn new() -> Lab {
-        Lab { dir: tempfile::Builder::new().prefix("leasequake-test-").tempdir().expect("tempdir") }
+        let hold = Hold::Shared(MACHINE.read().unwrap_or_else(|p| p.into_inner()));
+        Lab { dir: tempdir(), _hold: hold }
+    }
+
+    /// A lab for a timing test: it waits for the machine to itself and
+    /// keeps it until dropped.
+    pub fn alone() -> Lab {
+        let hold = Hold::Alone(MACHINE.write().unwrap_or_else(|p| p.into_inner()));
+        Lab { dir: tempdir(), _hold: hold }
     }
 
     pub fn path(&self) -> &Path {
@@ -69,6 +88,10 @@ impl Lab {
             out: self.path().join(format!("out-{}", next_id())),
         }
     }
+}
+
+fn tempdir() -> tempfile::TempDir {
+    tempfile::Builder::new().prefix("leasequake-test-").tempdir().expect("tempdir")
 }
 
 fn next_id() -> usize {
