@@ -106,6 +106,13 @@ pub fn run_trial(
         run.ready = exp.workers;
     }
     let outcome = run.drive(exp, seed, &workers, barrier, stop, Hit { lock: &lock, server: server.as_mut() });
+    // Undo every fault still in force before the clean-up, so that the
+    // workers' releases are not stuck behind the experiment's own faults:
+    // the clean-up continues stopped workers first; a paused server is
+    // continued here.
+    if let Some(s) = server.as_mut() {
+        s.heal();
+    }
     let cleaned = run.clean_up(exp, &mut workers, &group);
     drop(server);
     if !exp.substrate.managed

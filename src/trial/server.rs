@@ -93,6 +93,11 @@ impl ManagedRedis {
         }
     }
 
+    /// End a server-pause still in force (the trial is over).
+    pub fn heal(&self) {
+        let _ = self.signal(Signal::SIGCONT);
+    }
+
     /// SIGKILL and reap: every lease and counter is gone.
     pub fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {

@@ -227,3 +227,22 @@ fn what_a_program_leaves_running_is_killed_at_the_end_of_its_trial() {
     }
     assert!(crate::helper::processes_in(&run.out).is_empty());
 }
+
+#[test]
+fn faults_still_in_force_are_undone_before_the_clean_up() {
+    // The server is paused past the end of the trial, the leader stopped
+    // past it too: both are continued before the workers are asked to
+    // release, so every worker releases and exits on its own.
+    let lab = Lab::new();
+    let file = lab.file(
+        "held.yaml",
+        "name: held\nworkers: 2\nduration: 10s\nsubstrate: {kind: redis, managed: true}\n\
+         faults:\n  - at: 4s\n    target: watcher\n    action: stop\n  - at: 6s\n    action: server-pause\n    duration: 60s\n",
+    );
+    let run = lab.run(&file).scale(0.1).trials(1).output().expect_code(0);
+    let t = &run.table("trials.csv")[0];
+    assert_eq!(t.get("worker_outcomes"), "0: ok; 1: ok", "{t:?}");
+    let released =
+        run.table("events.csv").iter().filter(|e| e.get("event") == "released" || e.get("event") == "exiting").count();
+    assert!(released >= 2, "every worker wound up on its own");
+}
