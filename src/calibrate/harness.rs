@@ -16,6 +16,7 @@ use crate::error::Error;
 use crate::experiment::{Overrides, load_str};
 use crate::model::clock::wall_ns;
 use crate::model::history::EventKind;
+use crate::trial::contain::TrialGroup;
 use crate::trial::nemesis::{Stop, poll_stopped};
 use crate::trial::run_trial;
 
@@ -29,8 +30,9 @@ pub fn start_spread(n: usize, trials: u32, dir: &Path) -> Result<Vec<f64>, Error
     let stop = AtomicBool::new(false);
     let mut out = Vec::new();
     for t in 1..=trials {
-        let r = run_trial(&exp, t, u64::from(t), &dir.join(format!("spread-{n}-{t}")), &exe, &stop)
-            .map_err(|source| Error::Trial { trial: t, source })?;
+        let r =
+            run_trial(&exp, t, u64::from(t), &dir.join(format!("spread-{n}-{t}")), &exe, &stop, &TrialGroup::new(t))
+                .map_err(|source| Error::Trial { trial: t, source })?;
         let metrics = crate::check::check(&r.history, &crate::check::CheckParams::of(&exp));
         out.extend(metrics.start_spread_us.map(|us| us as f64));
     }
@@ -71,7 +73,7 @@ pub fn fault_error(trials: u32, dir: &Path) -> Result<[(String, Vec<f64>); 4], E
     let stop = AtomicBool::new(false);
     let (mut term, mut stp, mut kill, mut teardown) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for t in 1..=trials {
-        let r = run_trial(&exp, t, u64::from(t), &dir.join(format!("faults-{t}")), &exe, &stop)
+        let r = run_trial(&exp, t, u64::from(t), &dir.join(format!("faults-{t}")), &exe, &stop, &TrialGroup::new(t))
             .map_err(|source| Error::Trial { trial: t, source })?;
         let first = |w: usize, kind: EventKind| {
             r.history.events.iter().find(|e| e.worker == Some(w) && e.kind == kind).map(|e| e.t_us)

@@ -21,7 +21,7 @@ use crate::report::csv::{ResultsWriter, Tables, TrialData};
 use crate::report::host::RunFacts;
 use crate::report::summary::{Summary, per_unit, setting_label, summarize, unit_of, units};
 use crate::report::{host, terminal, timeline};
-use crate::trial::{TrialError, TrialRecord, run_trial};
+use crate::trial::{TrialError, TrialRecord, run_trial_within_limit};
 use crate::{say, sayln, warnln};
 
 pub fn run(args: &RunArgs) -> Result<(), Error> {
@@ -285,7 +285,7 @@ fn run_experiment(exp: &Experiment, dir: &Path, link_latest: bool, ctx: &Ctx, do
     );
     progress.set_prefix(exp.name.clone());
 
-    let stop: &AtomicBool = &flags.stop;
+    let stop: &Arc<AtomicBool> = &flags.stop;
     let sink = Mutex::new(Sink { writer, dir: dir.to_path_buf(), metrics: done, error: None });
     let next = AtomicU32::new(0);
     let trials_dir = dir.join("trials");
@@ -299,7 +299,7 @@ fn run_experiment(exp: &Experiment, dir: &Path, link_latest: bool, ctx: &Ctx, do
             let trial = index + 1;
             let (unit_exp, label) = &units[unit];
             let trial_dir = trials_dir.join(format!("{trial:04}"));
-            let result = run_trial(unit_exp, trial, exp.trial_seed(local), &trial_dir, exe, stop);
+            let result = run_trial_within_limit(unit_exp, trial, exp.trial_seed(local), &trial_dir, exe, stop);
             let mut sink = sink.lock().unwrap_or_else(|p| p.into_inner());
             match result {
                 Ok(record) => {

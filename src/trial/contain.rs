@@ -131,6 +131,23 @@ impl TrialGroup {
         }
     }
 
+    /// Kill every process of the trial now, workers included (a trial past
+    /// its time limit). What is killed is reaped by those who wait for it.
+    pub fn kill_all(&self) {
+        match &self.cgroup {
+            Some(c) => {
+                let _ = std::fs::write(c.join("cgroup.kill"), "1");
+            }
+            None => {
+                for pgid in self.groups.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+                    // SAFETY: kill(2) of a group we made and have not
+                    // released to the guard as gone.
+                    unsafe { libc::kill(-pgid, libc::SIGKILL) };
+                }
+            }
+        }
+    }
+
     /// After every worker was reaped: kill what they left behind. Returns
     /// whether anything was left.
     pub fn kill_rest(&self) -> bool {

@@ -33,6 +33,12 @@ pub enum TrialError {
          (it left their process group and no cgroup could contain it); find it with `fuser` on the trial's logs"
     )]
     PipesHeld,
+    #[error(
+        "the trial overran its time limit of {0:?} (duration, grace and every start-up and clean-up wait): its processes were killed"
+    )]
+    TimedOut(Duration),
+    #[error("cannot start the trial's thread: {0} (see `ulimit -u`)")]
+    Thread(std::io::Error),
     #[error(transparent)]
     Server(#[from] server::ServerError),
 }

@@ -10,6 +10,7 @@ mod barrier;
 pub mod contain;
 mod error;
 mod event_loop;
+mod limit;
 pub mod limits;
 pub mod msg;
 pub mod nemesis;
@@ -22,5 +23,6 @@ mod setup;
 pub mod spawn;
 
 pub use error::TrialError;
+pub use limit::{run_trial_within_limit, time_limit};
 pub use msg::EVENT_BACKLOG;
 pub use run::{TrialRecord, run_trial};

@@ -39,6 +39,7 @@ pub fn run_trial(
     dir: &Path,
     exe: &Path,
     stop: &AtomicBool,
+    group: &TrialGroup,
 ) -> Result<TrialRecord, TrialError> {
     fresh_dir(dir).map_err(|source| TrialError::Dir { path: dir.into(), source })?;
     let lock = dir.join("leader.lock");
@@ -65,14 +66,13 @@ pub fn run_trial(
     } else {
         Vec::new()
     };
-    let group = TrialGroup::new(trial);
     let spec = SpawnSpec {
         exe,
         args,
         dir,
         count: exp.workers,
         program: exp.program.as_ref().map(|p| (p, &values as &spawn::Placeholders)),
-        group: &group,
+        group,
     };
     let mut raw: Vec<RawEvent> = Vec::new();
     let (mut workers, barrier) = spawn::spawn(&spec, &tx)?;
@@ -113,7 +113,7 @@ pub fn run_trial(
     if let Some(s) = server.as_mut() {
         s.heal();
     }
-    let cleaned = run.clean_up(exp, &mut workers, &group);
+    let cleaned = run.clean_up(exp, &mut workers, group);
     drop(server);
     if !exp.substrate.managed
         && let Some(address) = &address

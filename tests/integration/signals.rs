@@ -246,3 +246,17 @@ fn faults_still_in_force_are_undone_before_the_clean_up() {
         run.table("events.csv").iter().filter(|e| e.get("event") == "released" || e.get("event") == "exiting").count();
     assert!(released >= 2, "every worker wound up on its own");
 }
+
+#[test]
+fn a_trial_past_its_time_limit_is_killed_whole_and_reported() {
+    // The limit is normally the trial's duration, grace and every wait
+    // with a margin; here it is cut below the duration to make a trial
+    // overrun on purpose.
+    let lab = Lab::new();
+    let file = lab.file("long.yaml", &with_grandchild(true));
+    let started = std::time::Instant::now();
+    let run = lab.run(&file).scale(0.1).trials(2).env("LEASEQUAKE_TRIAL_LIMIT_MS", "800").output().expect_code(3);
+    assert!(started.elapsed() < Duration::from_secs(15), "it took {:?}", started.elapsed());
+    assert!(run.stderr().contains("trial 1: the trial overran its time limit of 800ms"), "{}", run.stderr());
+    assert!(crate::helper::processes_in(&run.out).is_empty(), "killed whole, grandchildren too");
+}

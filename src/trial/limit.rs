@@ -1,0 +1,70 @@
+//! A hard time limit per trial. Every wait inside a trial has its own
+//! deadline; this is the backstop for whatever was not foreseen (a call
+//! into a server that never answers, a file system that hangs): past the
+//! limit the trial's processes are killed whole and the trial is an error,
+//! never a hang. The trial runs on a thread of its own so that the caller
+//! can stop waiting for it.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use super::contain::TrialGroup;
+use super::error::{KILL_TIMEOUT, READY_TIMEOUT, TrialError};
+use super::run::{TrialRecord, run_trial};
+use crate::model::Experiment;
+
+/// Beyond the trial's own waits: start-up, the server, the clean-up.
+const MARGIN: Duration = Duration::from_secs(30);
+
+/// How long a trial of `exp` may take, spawn to reap: the trial's duration
+/// and grace, the longest start-up and kill waits, and a margin.
+pub fn time_limit(exp: &Experiment) -> Duration {
+    if let Some(ms) = std::env::var("LEASEQUAKE_TRIAL_LIMIT_MS").ok().and_then(|v| v.parse().ok()) {
+        // Only for the test of this very mechanism.
+        return Duration::from_millis(ms);
+    }
+    let (duration, grace) = (Duration::from_nanos(exp.duration.as_ns()), Duration::from_nanos(exp.grace.as_ns()));
+    READY_TIMEOUT + duration + grace + 2 * KILL_TIMEOUT + MARGIN
+}
+
+/// `run_trial`, killed whole if it overruns `time_limit`.
+pub fn run_trial_within_limit(
+    exp: &Experiment,
+    trial: u32,
+    seed: u64,
+    dir: &Path,
+    exe: &Path,
+    stop: &Arc<AtomicBool>,
+) -> Result<TrialRecord, TrialError> {
+    let limit = time_limit(exp);
+    let group = Arc::new(TrialGroup::new(trial));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let owned = (exp.clone(), dir.to_path_buf(), exe.to_path_buf(), Arc::clone(stop), Arc::clone(&group));
+    // The workers are tied to the thread that spawns them (PR_SET_PDEATHSIG
+    // is per thread): this one lives from their spawn to their reap.
+    let thread = std::thread::Builder::new()
+        .name(format!("trial-{trial}"))
+        .spawn(move || {
+            let (exp, dir, exe, stop, group) = owned;
+            let _ = tx.send(run_trial(&exp, trial, seed, &dir, &exe, &stop, &group));
+        })
+        .map_err(TrialError::Thread)?;
+    match rx.recv_timeout(limit) {
+        Ok(result) => {
+            let _ = thread.join();
+            result
+        }
+        Err(_) => {
+            group.kill_all();
+            // Its processes gone, the trial usually winds up at once; if it
+            // is stuck in a call that nothing can interrupt, it is left
+            // behind (the run stops, and the process exits around it).
+            if rx.recv_timeout(KILL_TIMEOUT).is_ok() {
+                let _ = thread.join();
+            }
+            Err(TrialError::TimedOut(limit))
+        }
+    }
+}
