@@ -10,6 +10,7 @@ mod errors;
 mod faults;
 mod fencing;
 mod helper;
+mod interrupt;
 mod jobs;
 mod limits;
 mod malformed;
