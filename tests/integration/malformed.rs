@@ -211,6 +211,18 @@ fn a_huge_or_missing_file_and_bad_paths_are_exit_2() {
         assert_eq!(run.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(stderr.contains(want), "{args:?}: want {want:?} in {stderr}");
     }
+    // --out where nothing can be written: refused before the calibration
+    // (about 2 s of spawning) starts.
+    let started = std::time::Instant::now();
+    let run = std::process::Command::new(bin())
+        .arg("run")
+        .arg(lab.file("ok.yaml", "name: x\nworkers: 2\n"))
+        .args(["--out", "/proc/leasequake/out"])
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(2), "{}", String::from_utf8_lossy(&run.stderr));
+    assert!(String::from_utf8_lossy(&run.stderr).contains("--out:"));
+    assert!(started.elapsed() < std::time::Duration::from_millis(1500), "calibrated first: {:?}", started.elapsed());
     // --out that is a file.
     let file = lab.file("ok.yaml", "name: x\nworkers: 2\n");
     let run = std::process::Command::new(bin()).arg("run").arg(&file).arg("--out").arg(&file).output().unwrap();

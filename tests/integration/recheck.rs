@@ -103,3 +103,31 @@ fn check_writes_a_new_directory_and_never_touches_the_run() {
     assert_eq!(read_table(&run.out.join("trials.csv")).len(), 2);
     assert!(!std::fs::read_dir(&run.out).unwrap().flatten().any(|e| e.file_name().to_string_lossy().ends_with(".tmp")));
 }
+
+#[test]
+fn a_history_with_impossible_events_is_refused_by_check() {
+    let lab = Lab::new();
+    let file = lab.file("k.yaml", "name: k\nworkers: 2\nduration: 6s\n");
+    let run = lab.run(&file).scale(0.05).trials(1).output().expect_code(0);
+    let events = std::fs::read_to_string(run.out.join("events.csv")).unwrap();
+    let header = events.lines().next().unwrap();
+    for (i, (row, want)) in [
+        ("1,1.0,4000000000000,1,start,", "events.csv:2: worker 4000000000000: the experiment has 2 worker(s)"),
+        ("1,NaN,0,1,start,", "events.csv:2: t_ms NaN is not a time within a trial"),
+        ("1,inf,0,1,start,", "events.csv:2: t_ms inf is not a time within a trial"),
+        ("0,1.0,0,1,start,", "events.csv:2: trial 0: trials are numbered from 1"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let dir = lab.path().join(format!("bad-{i}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::copy(run.out.join("experiment.yaml"), dir.join("experiment.yaml")).unwrap();
+        std::fs::write(dir.join("events.csv"), format!("{header}\n{row}\n")).unwrap();
+        let out = std::process::Command::new(bin()).arg("check").arg(&dir).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{row}: {stderr}");
+        assert!(stderr.contains(want), "{row}: want {want:?} in {stderr}");
+        assert!(!dir.join("checks").exists(), "nothing written for {row}");
+    }
+}
