@@ -2,7 +2,6 @@
 //! before the built-in worker or a program under test takes over.
 
 mod exec;
-pub mod guard;
 mod tie;
 
 pub use exec::exec;

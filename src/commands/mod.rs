@@ -40,7 +40,7 @@ pub fn dispatch(cli: Cli) -> u8 {
         Command::CalibrateTarget => return crate::calibrate::emit::target(),
         Command::CalibrateEmit { lines, interval_us } => return crate::calibrate::emit::run(lines, interval_us),
         Command::ExecProgram { argv } => return crate::child::exec(&argv),
-        Command::Guard => return crate::child::guard::run(),
+        Command::Guard => return crate::trial::guard::run(),
         Command::Worker(args) => return crate::worker::run(args).clamp(0, 255) as u8,
     };
     // The run's cgroup goes, and its guard is told all is well.

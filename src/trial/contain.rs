@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, OnceLock};
 
-use crate::child::guard::{kill_cgroup, populated, remove_tree};
+use super::guard::{kill_cgroup, populated, remove_tree};
 
 /// The harness's containment, made on first use.
 struct Contain {
