@@ -209,25 +209,15 @@ pub fn read_table(path: &Path) -> Vec<Row> {
         .collect()
 }
 
-/// Pids of live processes whose command line mentions `needle` (our
-/// workers carry their lock path, inside the test's directory).
+/// Pids of live built-in workers whose command line mentions `needle`
+/// (our workers carry their lock path, inside the test's directory).
 pub fn processes_mentioning(needle: &Path) -> Vec<i32> {
-    let needle = needle.display().to_string();
-    let me = std::process::id() as i32;
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else { continue };
-        if pid == me {
-            continue;
-        }
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else { continue };
-        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-        // Zombies have an empty cmdline and are not running.
-        if cmdline.contains(&needle) && cmdline.contains(" worker ") {
-            found.push(pid);
-        }
-    }
-    found
+    let text = needle.display().to_string();
+    processes_in(needle)
+        .into_iter()
+        .filter(|(_, cmdline)| cmdline.contains(&text) && cmdline.contains(" worker "))
+        .map(|(pid, _)| pid)
+        .collect()
 }
 
 /// Pids of live processes that belong to a test directory: their command

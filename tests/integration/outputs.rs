@@ -57,6 +57,25 @@ fn finished_trials_are_whole(out: &Path) -> usize {
     trials.len()
 }
 
+/// 30 short trials into `out`; with `small_files`, under `ulimit -f 8`
+/// (8 KiB), which fails a write the way a full disk does.
+fn thirty_trials(file: &Path, out: &Path, small_files: bool) -> Command {
+    let mut cmd = Command::new(bin());
+    cmd.arg("run").arg(file).args(["--quiet", "--no-calibrate", "--time-scale", "0.05", "--trials", "30", "--out"]);
+    cmd.arg(out);
+    if small_files {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: setrlimit is async-signal-safe.
+        unsafe {
+            cmd.pre_exec(|| {
+                nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_FSIZE, 8192, 8192)
+                    .map_err(std::io::Error::from)
+            });
+        }
+    }
+    cmd
+}
+
 fn resume(out: &Path) -> std::process::Output {
     Command::new(bin()).args(["run", "--quiet", "--resume"]).arg(out).output().unwrap()
 }
@@ -72,20 +91,7 @@ fn a_full_disk_keeps_finished_trials_and_the_run_resumes_once_space_returns() {
     let mounted = root() && sh(&format!("mount -t tmpfs -o size=160k tmpfs '{}'", disk.display()));
     let _unmount = Mounted(mounted.then(|| disk.display().to_string()));
     let out = disk.join("out");
-    let mut cmd = Command::new(bin());
-    cmd.arg("run").arg(&file).args(["--quiet", "--no-calibrate", "--time-scale", "0.05", "--trials", "30", "--out"]);
-    cmd.arg(&out);
-    if !mounted {
-        use std::os::unix::process::CommandExt;
-        // SAFETY: setrlimit is async-signal-safe.
-        unsafe {
-            cmd.pre_exec(|| {
-                nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_FSIZE, 8192, 8192)
-                    .map_err(std::io::Error::from)
-            });
-        }
-    }
-    let run = cmd.output().unwrap();
+    let run = thirty_trials(&file, &out, !mounted).output().unwrap();
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert_eq!(run.status.code(), Some(3), "{stderr}");
     let said = if mounted { "No space left on device" } else { "File too large" };
@@ -153,18 +159,7 @@ fn a_file_size_limit_is_an_error_not_a_silent_death() {
     let lab = Lab::new();
     let file = lab.file("x.yaml", SHORT);
     let out = lab.path().join("out");
-    let mut cmd = Command::new(bin());
-    cmd.arg("run").arg(&file).args(["--quiet", "--no-calibrate", "--time-scale", "0.05", "--trials", "30", "--out"]);
-    cmd.arg(&out);
-    use std::os::unix::process::CommandExt;
-    // SAFETY: setrlimit is async-signal-safe.
-    unsafe {
-        cmd.pre_exec(|| {
-            nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_FSIZE, 8192, 8192)
-                .map_err(std::io::Error::from)
-        });
-    }
-    let run = cmd.output().unwrap();
+    let run = thirty_trials(&file, &out, true).output().unwrap();
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert_eq!(run.status.code(), Some(3), "{stderr}");
     assert!(stderr.contains("File too large"), "{stderr}");
