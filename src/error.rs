@@ -63,6 +63,8 @@ pub enum Error {
     ExpectFailed(Vec<String>),
     #[error("interrupted: {done} of {total} trials completed and kept in {}", dir.display())]
     Interrupted { done: usize, total: u32, dir: PathBuf },
+    #[error("interrupted before the first trial (during the calibration): nothing was written")]
+    InterruptedBeforeStart,
 }
 
 fn join(errors: &[ExperimentError]) -> String {
@@ -85,7 +87,7 @@ impl Error {
             | Error::Scratch(_)
             | Error::Thread { .. } => exit::HARNESS,
             Error::ExpectFailed(_) => exit::EXPECT_FAILED,
-            Error::Interrupted { .. } => exit::INTERRUPTED,
+            Error::Interrupted { .. } | Error::InterruptedBeforeStart => exit::INTERRUPTED,
         }
     }
 

@@ -74,8 +74,7 @@ pub fn run(args: &RunArgs) -> Result<(), Error> {
         for d in &dirs {
             let _ = std::fs::remove_dir(d); // only if still empty
         }
-        let total = exps.iter().map(|e| e.trials * e.points.len().max(1) as u32).sum();
-        return Err(Error::Interrupted { done: 0, total, dir: dirs[0].clone() });
+        return Err(Error::InterruptedBeforeStart);
     }
     let facts = RunFacts { command: std::env::args().collect(), started_ns, calibration };
     let ctx = Ctx { exe, flags, facts, quiet: args.quiet };
