@@ -394,6 +394,11 @@ fn resume(dir: &Path, args: &RunArgs) -> Result<(), Error> {
     super::inputs::same_format(dir)?;
     let overrides = Overrides { jobs: args.jobs.map(|j| j as usize), ..Overrides::default() };
     let exp = load(&dir.join("experiment.yaml"), &overrides).map_err(|e| Error::Experiments(vec![e]))?;
+    // The same checks as the run's first start: the limits raised, the
+    // servers there.
+    crate::trial::limits::ensure(most_workers(&exp), exp.jobs)
+        .map_err(|source| Error::Limits { experiment: exp.source.clone(), source })?;
+    servers_ready(std::slice::from_ref(&exp))?;
     // A trial interrupted half-written has events but no trials.csv row:
     // it is run again from the start.
     let completed = crate::report::read::finished_trials(dir)?;

@@ -37,7 +37,32 @@ fn csv_err(path: &Path) -> impl Fn(csv::Error) -> WriteError + '_ {
 
 struct Table {
     path: PathBuf,
-    writer: csv::Writer<File>,
+    writer: csv::Writer<Stops<File>>,
+}
+
+/// A file that takes no more bytes once a write to it failed. csv's writer
+/// keeps what it could not write and tries again on the next flush (and on
+/// drop): once space is back, that would put the rest of a torn row after
+/// whatever came in between, a line no reader can split into its columns.
+struct Stops<W> {
+    inner: W,
+    failed: bool,
+}
+
+impl<W: io::Write> io::Write for Stops<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.failed {
+            return Err(io::Error::other("an earlier write to this file failed"));
+        }
+        self.inner.write(buf).inspect_err(|_| self.failed = true)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        if self.failed {
+            return Err(io::Error::other("an earlier write to this file failed"));
+        }
+        self.inner.flush().inspect_err(|_| self.failed = true)
+    }
 }
 
 impl Table {
@@ -45,7 +70,7 @@ impl Table {
         let path = dir.join(name);
         let file = File::create(&path).map_err(io_err(&path))?;
         // Rows may be tuples of row types: the header is written here.
-        let mut writer = csv::WriterBuilder::new().has_headers(false).from_writer(file);
+        let mut writer = csv::WriterBuilder::new().has_headers(false).from_writer(Stops { inner: file, failed: false });
         writer.write_record(header).map_err(csv_err(&path))?;
         writer.flush().map_err(io_err(&path))?;
         Ok(Table { path, writer })

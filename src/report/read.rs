@@ -57,7 +57,13 @@ pub fn finished_trials(dir: &Path) -> Result<BTreeSet<u32>, ReadError> {
     let bytes = whole_lines(&path).map_err(|e| ReadError::Csv { path: path.clone(), source: e.into() })?;
     let mut reader = csv::Reader::from_reader(bytes.as_slice());
     let mut out = BTreeSet::new();
-    for record in reader.records() {
+    let mut records = reader.records().peekable();
+    while let Some(record) = records.next() {
+        // A last row with the wrong number of columns was torn, then
+        // continued: its trial is not finished.
+        if record.is_err() && records.peek().is_none() {
+            break;
+        }
         let record = record.map_err(|source| ReadError::Csv { path: path.clone(), source })?;
         let line = record.position().map_or(0, |p| p.line());
         let trial = record.get(0).and_then(|t| t.parse::<u32>().ok()).filter(|&t| t > 0);

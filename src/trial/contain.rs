@@ -73,12 +73,32 @@ fn make_harness_cgroup() -> Option<PathBuf> {
     let rel = ours.lines().find_map(|l| l.strip_prefix("0::"))?;
     let dir = mount.join(rel.trim_start_matches('/')).join(format!("leasequake-{}", std::process::id()));
     std::fs::create_dir(&dir).ok()?;
-    if dir.join("cgroup.kill").exists() {
+    if dir.join("cgroup.kill").exists() && can_move_into(&dir) {
         Some(dir)
     } else {
         let _ = std::fs::remove_dir(&dir);
         None
     }
+}
+
+/// Whether a child of ours can be moved into `cgroup`: making the directory
+/// needs less than that (moving also needs the common ancestor's
+/// `cgroup.procs`). Tried on a short-lived child: a guard with nothing to
+/// guard, which exits at the EOF of its stdin.
+fn can_move_into(cgroup: &Path) -> bool {
+    let Ok(exe) = std::env::current_exe() else { return false };
+    let spawned = Command::new(exe)
+        .arg("guard")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn();
+    let Ok(mut probe) = spawned else { return false };
+    let moved = std::fs::write(cgroup.join("cgroup.procs"), probe.id().to_string()).is_ok();
+    drop(probe.stdin.take());
+    let _ = probe.wait();
+    moved
 }
 
 /// Start `leasequake guard` in its own process group (a Ctrl-C at the

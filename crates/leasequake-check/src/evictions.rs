@@ -140,6 +140,7 @@ mod tests {
             resolution_us: s(1.0),
             epoch_us: None,
             dropped_at_death: false,
+            rewritten_in_place: true,
         };
         check(&History::new(events), &params).evictions
     }

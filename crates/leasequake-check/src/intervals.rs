@@ -51,6 +51,13 @@ pub fn check(history: &History, params: &CheckParams) -> TrialMetrics {
     }
 
     let mut metrics = sweep.finish(events, end_us, params);
+    if !params.rewritten_in_place {
+        // A renewal that is one atomic call leaves nothing half-done: a
+        // kill inside it is a kill like any other.
+        for g in metrics.gaps.iter_mut().filter(|g| g.cause == KILL_MID_RENEWAL) {
+            g.cause = KILL.to_string();
+        }
+    }
     metrics.evictions = super::evictions::evictions(history, &metrics.spans, end_us);
     metrics.writes = super::writes::writes(events);
     metrics.latency = super::latency::latency(events);
@@ -468,6 +475,7 @@ mod tests {
         resolution_us: 1_000_000,
         epoch_us: None,
         dropped_at_death: false,
+        rewritten_in_place: true,
     };
 
     /// Seconds (as written in the blog) to µs.
@@ -552,7 +560,23 @@ mod tests {
             exit(4.0002, 0, Some("SIGKILL")),
             trial_end(30.0),
         ]);
-        assert_eq!(run(events).gaps[0].cause, "kill");
+        assert_eq!(run(events.clone()).gaps[0].cause, "kill");
+    }
+
+    #[test]
+    fn a_kill_inside_an_atomic_renewal_is_a_plain_kill() {
+        let mut events = start(2);
+        events.extend([
+            acquired(0.53, 0, "start"),
+            ev(3.53, 0, EventKind::Renewing),
+            fault(3.5301, Some(0), 0, "kill"),
+            exit(3.5303, 0, Some("SIGKILL")),
+            acquired(12.0, 1, "takeover"),
+            trial_end(30.0),
+        ]);
+        let redis = CheckParams { rewritten_in_place: false, ..PARAMS };
+        assert_eq!(check(&History::new(events.clone()), &redis).gaps[0].cause, "kill");
+        assert_eq!(run(events).gaps[0].cause, KILL_MID_RENEWAL);
     }
 
     /// The blog's SIGKILL example: 9.53 s = 6.53 s + 3.00 s.

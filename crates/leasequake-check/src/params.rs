@@ -18,6 +18,9 @@ pub struct CheckParams {
     /// The lock goes with its holder (flock, PostgreSQL advisory locks):
     /// the kernel or the server drops it when the holder dies.
     pub dropped_at_death: bool,
+    /// The lease is a lock file rewritten in place (truncate, then write):
+    /// a death inside a renewal leaves it empty.
+    pub rewritten_in_place: bool,
 }
 
 impl CheckParams {
@@ -52,6 +55,7 @@ impl CheckParams {
             resolution_us,
             epoch_us: exp.worker.epoch_job.map(|j| j.epoch.as_us() as i64),
             dropped_at_death: matches!(exp.substrate.kind, Kind::Flock | Kind::PostgresAdvisory),
+            rewritten_in_place: exp.substrate.kind == Kind::File,
         }
     }
 }
@@ -68,6 +72,7 @@ mod tests {
             resolution_us: 1_000_000,
             epoch_us: None,
             dropped_at_death,
+            rewritten_in_place: !dropped_at_death,
         }
     }
 
