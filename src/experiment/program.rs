@@ -14,7 +14,9 @@ use serde::Deserialize;
 use serde_saphyr::Spanned;
 
 use crate::model::history::EventKind;
-use crate::model::program::{MAX_LINES, Observe, PLACEHOLDERS, Pattern, Program, Stamp, placeholders};
+use crate::model::program::{
+    MAX_LINES, Observe, PLACEHOLDERS, Pattern, Program, Stamp, env_name, placeholders, shell_placeholder_problem,
+};
 
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -66,6 +68,17 @@ impl RawProgram {
             return Err(at(
                 &self.command.referenced,
                 format!("unknown placeholder {{{p}}}: expected one of {}", PLACEHOLDERS.join(", ")),
+            ));
+        }
+        let known = |p: &str| PLACEHOLDERS.contains(&p);
+        if shell && let Some((name, why)) = shell_placeholder_problem(&command[0], known) {
+            return Err(at(
+                &self.command.referenced,
+                format!(
+                    "{{{name}}} {why}: its shell quoting cannot be told, so its value could be read as code; \
+                     write \"${}\" there (every placeholder is also in the environment)",
+                    env_name(&name)
+                ),
             ));
         }
         for v in self.env.values() {

@@ -159,6 +159,11 @@ const CASES: &[(&str, &[&str], &str)] = &[
     ("name: x\nworkers: 2\nprogram:\n  command: [w, \"{lokc}\"]\n", &[], "4:12: unknown placeholder {lokc}"),
     ("name: x\nworkers: 2\nprogram:\n  command: \"w\"\n", &[], "4:12: command is a list"),
     (
+        "name: x\nworkers: 2\nprogram:\n  shell: true\n  command: \"echo `cat {lock}`\"\n",
+        &[],
+        "5:12: {lock} inside backticks: its shell quoting cannot be told",
+    ),
+    (
         "name: x\nworkers: 2\nprogram:\n  command: [no-such-program-xyz]\n",
         &[],
         "4:12: no-such-program-xyz: no such program in PATH",

@@ -99,7 +99,7 @@ pub fn placeholders(s: &str) -> Vec<String> {
 /// Fill the placeholders of `s` from `values`, in one pass: a value is
 /// never scanned for placeholders itself (a path may contain braces).
 pub fn expand(s: &str, values: &BTreeMap<&str, String>) -> String {
-    fill(s, |name, _| values.get(name).cloned())
+    fill(s, |name| values.get(name).cloned())
 }
 
 /// The environment variable that carries placeholder `name`'s value.
@@ -110,78 +110,234 @@ pub fn env_name(name: &str) -> String {
 /// A `shell: true` script with each placeholder replaced by a reference to
 /// its environment variable (`env_name`), quoted for where it stands, so
 /// that the shell never parses a value: a path with a space, a `;` or a
-/// quote in it stays one word. Unquoted, `{lock}` becomes
-/// `"${LEASEQUAKE_LOCK}"`; inside the user's double quotes,
-/// `${LEASEQUAKE_LOCK}`; inside single quotes, where nothing expands, the
-/// quote is closed around `"${LEASEQUAKE_LOCK}"` and reopened.
+/// quote in it stays one word. Unquoted (also inside `$(…)`), `{lock}`
+/// becomes `"${LEASEQUAKE_LOCK}"`; inside double quotes, `${LEASEQUAKE_LOCK}`;
+/// inside single quotes, where nothing expands, the quote is closed around
+/// `"${LEASEQUAKE_LOCK}"` and reopened. Where the quoting cannot be told
+/// with confidence (in backticks, in or after a here-document, right after
+/// a backslash) the placeholder is an error: `shell_placeholder_problem`
+/// finds it before anything runs; here it is left as written.
 pub fn expand_for_shell(script: &str, known: impl Fn(&str) -> bool) -> String {
-    fill(script, |name, quoting| {
-        if !known(name) {
-            return None;
+    let mut out = String::with_capacity(script.len());
+    let mut last = 0;
+    for site in shell_sites(script) {
+        out.push_str(&script[last..site.start]);
+        last = site.start;
+        match &site.kind {
+            Site::Literal(c) => {
+                out.push(*c);
+                last = site.end;
+            }
+            Site::Placeholder(name, quoting) if known(name) => {
+                let var = format!("${{{}}}", env_name(name));
+                match quoting {
+                    Quoting::Unquoted => out.push_str(&format!("\"{var}\"")),
+                    Quoting::Double => out.push_str(&var),
+                    Quoting::Single => out.push_str(&format!("'\"{var}\"'")),
+                    Quoting::Unsure(_) => continue,
+                }
+                last = site.end;
+            }
+            Site::Placeholder(..) => {}
         }
-        let var = format!("${{{}}}", env_name(name));
-        Some(match quoting {
-            Quoting::None => format!("\"{var}\""),
-            Quoting::Double => var,
-            Quoting::Single => format!("'\"{var}\"'"),
-        })
+    }
+    out.push_str(&script[last..]);
+    out
+}
+
+/// The first known placeholder of a shell script whose quoting cannot be
+/// told, and why: (name, reason).
+pub fn shell_placeholder_problem(script: &str, known: impl Fn(&str) -> bool) -> Option<(String, &'static str)> {
+    shell_sites(script).into_iter().find_map(|site| match site.kind {
+        Site::Placeholder(name, Quoting::Unsure(why)) if known(&name) => Some((name, why)),
+        _ => None,
     })
 }
 
-/// Where a placeholder stands in a shell script.
+/// How a placeholder is quoted where it stands in a shell script.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Quoting {
-    None,
+    Unquoted,
     Single,
     Double,
+    /// In backticks, a here-document or right after a backslash.
+    Unsure(&'static str),
+}
+
+/// A `{name}` placeholder, or a `{{`/`}}` that stands for one brace, at
+/// `start..end` of the script.
+struct SiteAt {
+    start: usize,
+    end: usize,
+    kind: Site,
+}
+
+enum Site {
+    Placeholder(String, Quoting),
+    Literal(char),
+}
+
+/// Where the lexer is: the shell's quoting contexts that matter here.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Frame {
+    /// Top level, or inside `$(…)` (whose parentheses are counted).
+    Plain {
+        parens: u32,
+    },
+    Double,
+    Backtick,
+}
+
+/// Every placeholder and doubled brace of a POSIX shell script, with its
+/// quoting: single and double quotes, backslashes (in double quotes only
+/// before `$`, backtick, `"`, `\` and newline), comments, `$(…)` nesting;
+/// backticks and here-documents are not followed, and say so.
+fn shell_sites(script: &str) -> Vec<SiteAt> {
+    let b = script.as_bytes();
+    let mut sites = Vec::new();
+    let mut stack = vec![Frame::Plain { parens: 0 }];
+    let mut heredoc = false;
+    let mut escaped_at: Option<usize> = None;
+    let mut i = 0;
+    while i < b.len() {
+        let frame = *stack.last().expect("the top level is never popped");
+        let c = b[i];
+        // Braces first: they are ours, in every context.
+        if c == b'{' && b.get(i + 1) == Some(&b'{') || c == b'}' && b.get(i + 1) == Some(&b'}') {
+            sites.push(SiteAt { start: i, end: i + 2, kind: Site::Literal(c as char) });
+            i += 2;
+            continue;
+        }
+        if c == b'{'
+            && let Some(len) = script[i + 1..].find(['}', '{', ' ', '\n', '"', '\''])
+            && b[i + 1 + len] == b'}'
+            && len > 0
+        {
+            let name = script[i + 1..i + 1 + len].to_string();
+            let quoting = if heredoc {
+                Quoting::Unsure("in or after a here-document")
+            } else if escaped_at == Some(i) {
+                Quoting::Unsure("right after a backslash")
+            } else {
+                match frame {
+                    Frame::Plain { .. } => Quoting::Unquoted,
+                    Frame::Double => Quoting::Double,
+                    Frame::Backtick => Quoting::Unsure("inside backticks"),
+                }
+            };
+            sites.push(SiteAt { start: i, end: i + 2 + len, kind: Site::Placeholder(name, quoting) });
+            i += 2 + len;
+            continue;
+        }
+        match (frame, c) {
+            (Frame::Plain { .. }, b'\'') => {
+                // Single quotes: nothing inside is special, placeholders
+                // aside.
+                let close = script[i + 1..].find('\'').map_or(b.len(), |k| i + 1 + k);
+                let mut k = i + 1;
+                while k < close {
+                    if b[k] == b'{' || b[k] == b'}' {
+                        let rest = &script[k..close];
+                        if rest.starts_with("{{") || rest.starts_with("}}") {
+                            sites.push(SiteAt { start: k, end: k + 2, kind: Site::Literal(b[k] as char) });
+                            k += 2;
+                            continue;
+                        }
+                        if b[k] == b'{'
+                            && let Some(len) = rest[1..].find(['}', '{', ' ', '\n'])
+                            && rest.as_bytes()[1 + len] == b'}'
+                            && len > 0
+                        {
+                            let name = rest[1..1 + len].to_string();
+                            let quoting =
+                                if heredoc { Quoting::Unsure("in or after a here-document") } else { Quoting::Single };
+                            sites.push(SiteAt { start: k, end: k + 2 + len, kind: Site::Placeholder(name, quoting) });
+                            k += 2 + len;
+                            continue;
+                        }
+                    }
+                    k += 1;
+                }
+                i = close + 1;
+                continue;
+            }
+            (Frame::Plain { .. }, b'"') | (Frame::Backtick, b'"') => stack.push(Frame::Double),
+            (Frame::Double, b'"') => {
+                stack.pop();
+            }
+            (Frame::Plain { .. } | Frame::Backtick, b'\\') => {
+                escaped_at = Some(i + 1);
+                // An escaped brace may open a placeholder: look at it next.
+                i += if b.get(i + 1) == Some(&b'{') { 1 } else { 2 };
+                continue;
+            }
+            (Frame::Double, b'\\') => {
+                if matches!(b.get(i + 1), Some(b'$' | b'`' | b'"' | b'\\' | b'\n')) {
+                    i += 2;
+                    continue;
+                }
+                escaped_at = Some(i + 1);
+            }
+            (_, b'$') if b.get(i + 1) == Some(&b'(') => {
+                stack.push(Frame::Plain { parens: 0 });
+                i += 2;
+                continue;
+            }
+            (Frame::Backtick, b'`') => {
+                stack.pop();
+            }
+            (_, b'`') => stack.push(Frame::Backtick),
+            (Frame::Plain { parens }, b'(') => {
+                *stack.last_mut().expect("a frame") = Frame::Plain { parens: parens + 1 };
+            }
+            (Frame::Plain { parens }, b')') if stack.len() > 1 || parens > 0 => {
+                if parens > 0 {
+                    *stack.last_mut().expect("a frame") = Frame::Plain { parens: parens - 1 };
+                } else {
+                    stack.pop();
+                }
+            }
+            (Frame::Plain { .. }, b'#')
+                if i == 0 || matches!(b[i - 1], b' ' | b'\t' | b'\n' | b';' | b'&' | b'|' | b'(') =>
+            {
+                // A comment runs to the end of the line; quotes in it are text.
+                i = script[i..].find('\n').map_or(b.len(), |k| i + k);
+                continue;
+            }
+            (Frame::Plain { .. }, b'<') if b.get(i + 1) == Some(&b'<') => heredoc = true,
+            _ => {}
+        }
+        i += 1;
+    }
+    sites
 }
 
 /// Replace every `{name}` for which `with` has a value (others stay as
-/// written), `{{` and `}}` being literal braces; `with` also learns the
-/// shell quoting in force at the placeholder.
-fn fill(s: &str, with: impl Fn(&str, Quoting) -> Option<String>) -> String {
+/// written), `{{` and `}}` being literal braces.
+fn fill(s: &str, with: impl Fn(&str) -> Option<String>) -> String {
     let mut out = String::with_capacity(s.len());
-    let mut quoting = Quoting::None;
-    let mut chars = s.char_indices().peekable();
-    while let Some((i, c)) = chars.next() {
-        match c {
-            '{' if s[i..].starts_with("{{") => {
-                chars.next();
-                out.push('{');
-            }
-            '}' if s[i..].starts_with("}}") => {
-                chars.next();
-                out.push('}');
-            }
-            '{' => {
-                let end = s[i + 1..].find(['}', '{']).map(|j| i + 1 + j).filter(|&j| s[j..].starts_with('}'));
-                match end.and_then(|j| with(&s[i + 1..j], quoting).map(|v| (j, v))) {
-                    Some((j, value)) => {
-                        out.push_str(&value);
-                        while chars.peek().is_some_and(|(k, _)| *k <= j) {
-                            chars.next();
-                        }
-                    }
-                    None => out.push('{'),
-                }
-            }
-            '\\' if quoting != Quoting::Single => {
-                out.push(c);
-                if let Some((_, next)) = chars.next() {
-                    out.push(next);
-                }
-            }
-            '\'' if quoting != Quoting::Double => {
-                quoting = if quoting == Quoting::Single { Quoting::None } else { Quoting::Single };
-                out.push(c);
-            }
-            '"' if quoting != Quoting::Single => {
-                quoting = if quoting == Quoting::Double { Quoting::None } else { Quoting::Double };
-                out.push(c);
-            }
-            _ => out.push(c),
+    let mut rest = s;
+    while let Some(i) = rest.find(['{', '}']) {
+        out.push_str(&rest[..i]);
+        let tail = &rest[i..];
+        if tail.starts_with("{{") || tail.starts_with("}}") {
+            out.push_str(&tail[..1]);
+            rest = &tail[2..];
+            continue;
         }
+        if tail.starts_with('{')
+            && let Some(j) = tail[1..].find(['}', '{'])
+            && tail.as_bytes()[1 + j] == b'}'
+            && let Some(value) = with(&tail[1..1 + j])
+        {
+            out.push_str(&value);
+            rest = &tail[2 + j..];
+            continue;
+        }
+        out.push_str(&tail[..1]);
+        rest = &tail[1..];
     }
+    out.push_str(rest);
     out
 }
 
@@ -205,17 +361,34 @@ mod tests {
     #[test]
     fn a_shell_script_gets_variables_quoted_for_where_they_stand() {
         let known = |n: &str| n == "lock" || n == "index";
+        let x = |s: &str| expand_for_shell(s, known);
+        assert_eq!(x("w --lock {lock} -i{index}"), "w --lock \"${LEASEQUAKE_LOCK}\" -i\"${LEASEQUAKE_INDEX}\"");
+        assert_eq!(x("w \"{lock}\""), "w \"${LEASEQUAKE_LOCK}\"");
+        assert_eq!(x("w '{lock}'"), "w ''\"${LEASEQUAKE_LOCK}\"''");
         assert_eq!(
-            expand_for_shell("w --lock {lock} -i{index}", known),
-            "w --lock \"${LEASEQUAKE_LOCK}\" -i\"${LEASEQUAKE_INDEX}\""
-        );
-        assert_eq!(expand_for_shell("w \"{lock}\"", known), "w \"${LEASEQUAKE_LOCK}\"");
-        assert_eq!(expand_for_shell("w '{lock}'", known), "w ''\"${LEASEQUAKE_LOCK}\"''");
-        assert_eq!(
-            expand_for_shell("echo \"it's {index}\" '\"' {index}", known),
+            x("echo \"it's {index}\" '\"' {index}"),
             "echo \"it's ${LEASEQUAKE_INDEX}\" '\"' \"${LEASEQUAKE_INDEX}\""
         );
-        assert_eq!(expand_for_shell("awk '{{print}}' {x}", known), "awk '{print}' {x}");
-        assert_eq!(expand_for_shell("echo \\\"{index}", known), "echo \\\"\"${LEASEQUAKE_INDEX}\"");
+        assert_eq!(x("awk '{{print}}' {x}"), "awk '{print}' {x}");
+        // Quotes inside $(…) start afresh; a comment's apostrophe is text.
+        assert_eq!(x("echo \"$(basename \"{lock}\")\""), "echo \"$(basename \"${LEASEQUAKE_LOCK}\")\"");
+        assert_eq!(x("# don't\nw {lock}"), "# don't\nw \"${LEASEQUAKE_LOCK}\"");
+        assert_eq!(x("echo \"a\\\"b\" {lock}"), "echo \"a\\\"b\" \"${LEASEQUAKE_LOCK}\"");
+        assert_eq!(
+            x("case {index} in 0) w {lock};; esac"),
+            "case \"${LEASEQUAKE_INDEX}\" in 0) w \"${LEASEQUAKE_LOCK}\";; esac"
+        );
+    }
+
+    #[test]
+    fn a_placeholder_whose_quoting_cannot_be_told_is_named() {
+        let known = |n: &str| n == "lock";
+        assert_eq!(shell_placeholder_problem("w `cat {lock}`", known), Some(("lock".into(), "inside backticks")));
+        assert_eq!(
+            shell_placeholder_problem("cat <<EOF\n{lock}\nEOF", known).map(|p| p.1),
+            Some("in or after a here-document")
+        );
+        assert_eq!(shell_placeholder_problem("w \\{lock}", known).map(|p| p.1), Some("right after a backslash"));
+        assert_eq!(shell_placeholder_problem("w {lock} \"{lock}\" '{lock}' $(x {lock})", known), None);
     }
 }
