@@ -202,6 +202,8 @@ fn the_built_in_worker_gives_the_same_metrics_through_its_log_lines_and_its_even
 
 #[test]
 fn calibrate_measures_the_event_delay_of_both_observation_paths() {
+    // Hundreds of workers for 20 s: never beside a timing test.
+    let _machine = Lab::new();
     let out = std::process::Command::new(crate::helper::bin()).args(["calibrate", "--lines", "50"]).output().unwrap();
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);

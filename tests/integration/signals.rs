@@ -260,3 +260,32 @@ fn a_trial_past_its_time_limit_is_killed_whole_and_reported() {
     assert!(run.stderr().contains("trial 1: the trial overran its time limit of 800ms"), "{}", run.stderr());
     assert!(crate::helper::processes_in(&run.out).is_empty(), "killed whole, grandchildren too");
 }
+
+#[test]
+fn ctrl_c_during_the_calibration_leaves_nothing_behind() {
+    let lab = Lab::new();
+    let file = lab.file("slow.yaml", SLOW);
+    let tmp = lab.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let out = lab.path().join("out");
+    let child = std::process::Command::new(crate::helper::bin())
+        .args(["run", "--quiet", "--out"])
+        .arg(&out)
+        .arg(&file)
+        .env("TMPDIR", &tmp)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The calibration (about 2 s) works in a scratch directory under TMPDIR.
+    wait_for(Duration::from_secs(10), "the calibration's scratch directory", || {
+        (std::fs::read_dir(&tmp).unwrap().count() > 0).then_some(())
+    });
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).unwrap();
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("interrupted before the first trial"), "{stderr}");
+    assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0, "the scratch directory is gone");
+    assert!(!out.exists(), "nothing was written");
+}
