@@ -67,18 +67,26 @@ pub fn check(dir: &Path, target: Target<'_>) -> Result<(), Error> {
     // What the run saw of each worker's output is not in the history:
     // carry it over from the run's own trials.csv.
     let outcomes = crate::report::read::worker_outcomes(dir);
-    let mut w = ResultsWriter::create(&out, &exp, Tables::Derived)?;
-    for ((trial, history), (_, unit, m)) in histories.iter().zip(&metrics) {
-        let (unit_exp, label) = &units[*unit];
-        let local = (trial - 1) % trials_per_unit + 1;
-        let said = outcomes.get(trial).map_or("", String::as_str);
-        let data =
-            TrialData { trial: *trial, seed: exp.trial_seed(local), history, faults: &[], metrics: m, outcomes: said };
-        w.append(&exp, (unit_exp, &setting_label(unit_exp, label)), data)?;
+    let written = (|| -> Result<(), Error> {
+        let mut w = ResultsWriter::create(&out, &exp, Tables::Derived)?;
+        for ((trial, history), (_, unit, m)) in histories.iter().zip(&metrics) {
+            let (unit_exp, label) = &units[*unit];
+            let local = (trial - 1) % trials_per_unit + 1;
+            let said = outcomes.get(trial).map_or("", String::as_str);
+            let seed = exp.trial_seed(local);
+            let data = TrialData { trial: *trial, seed, history, faults: &[], metrics: m, outcomes: said };
+            w.append(&exp, (unit_exp, &setting_label(unit_exp, label)), data)?;
+        }
+        w.write_summary(&exp, &per_unit(&units, &metrics))?;
+        Ok(w.finish()?)
+    })();
+    if let Err(e) = written {
+        if matches!(target, Target::InPlace) {
+            // Half a re-check is no use to anyone; the run's files are intact.
+            let _ = std::fs::remove_dir_all(&out);
+        }
+        return Err(e);
     }
-    w.write_summary(&exp, &per_unit(&units, &metrics))?;
-    w.finish()?;
-    drop(w);
     let shown = if matches!(target, Target::InPlace) {
         replace_derived(&out, dir)?;
         dir.to_path_buf()
