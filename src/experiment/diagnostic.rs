@@ -54,7 +54,14 @@ fn render_snippet(source: &str, line: usize, column: usize, message: &str) -> St
     let width = line.to_string().len();
     let pad = " ".repeat(width);
     let caret_pad = " ".repeat(column.saturating_sub(1));
-    format!("{pad} |\n{line} | {text}\n{pad} | {caret_pad}^ {message}")
+    format!("{pad} |\n{line} | {text}\n{pad} | {caret_pad}^ {}", label(message))
+}
+
+/// What the caret says: the message's first clause (the whole message is
+/// on the line above; said twice, a long one buries the place).
+fn label(message: &str) -> &str {
+    let end = [", expected", "; ", ": "].iter().filter_map(|sep| message.find(sep)).min().unwrap_or(message.len());
+    &message[..end]
 }
 
 #[cfg(test)]
@@ -65,5 +72,12 @@ mod tests {
     fn points_at_the_column() {
         let d = Diagnostic::new(Path::new("x.yaml"), "a: 1\nrenew: 9s\n", 2, 8, "too long");
         assert_eq!(d.to_string(), "x.yaml:2:8: too long\n  |\n2 | renew: 9s\n  |        ^ too long");
+    }
+
+    #[test]
+    fn the_caret_says_the_first_clause_only() {
+        let msg = "unknown field `leese` (did you mean `lease`?), expected one of name, lease";
+        let d = Diagnostic::new(Path::new("x.yaml"), "leese: 9s\n", 1, 1, msg);
+        assert!(d.to_string().ends_with("^ unknown field `leese` (did you mean `lease`?)"), "{d}");
     }
 }

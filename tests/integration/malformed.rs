@@ -16,7 +16,8 @@ const CASES: &[(&str, &[&str], &str)] = &[
     ("name: x\nworkers: 3\n\tduration: 5s\n", &[], "3:1: while scanning a plain scalar, found a tab"),
     ("", &[], "1:1: unexpected end of input"),
     ("- a\n- b\n", &[], "1:1:"),
-    ("name: x\nworkers: 3\nleese: 9s\n", &[], "3:1: unknown field `leese`"),
+    ("name: x\nworkers: 3\nleese: 9s\n", &[], "3:1: unknown field `leese` (did you mean `lease`?)"),
+    ("name: x\nworkers: 3\nworker:\n  acquir: excl\n", &[], "4:3: unknown field `acquir` (did you mean `acquire`?)"),
     // Wrong types.
     ("name: x\nworkers: three\n", &[], "2:10: invalid i64"),
     ("name: x\nworkers: 3\ntrials: -1\n", &[], "3:9: invalid u32"),
@@ -34,7 +35,7 @@ const CASES: &[(&str, &[&str], &str)] = &[
     ("name: x\nworkers: 0\n", &[], "2:10: workers must be at least 1"),
     ("name: x\nworkers: -1\n", &[], "2:10: workers must be at least 1"),
     ("name: x\nworkers: 1001\n", &[], "2:10: workers must be at most 1000"),
-    ("name: x\nworkers: 3\nduration: -5s\n", &[], "3:11: duration \"-5s\" does not start with a number"),
+    ("name: x\nworkers: 3\nduration: -5s\n", &[], "3:11: duration \"-5s\" is negative: durations cannot be negative"),
     ("name: x\nworkers: 3\nlease: 0s\n", &[], "3:8: lease must be longer than zero"),
     ("name: x\nworkers: 3\nlease: 3s\nrenew: 3s\n", &[], "4:8: renew (3s) must be shorter than lease (3s)"),
     ("name: x\nworkers: 3\ntime_scale: 0\n", &[], "3:13: time_scale must be a positive number, not 0"),

@@ -50,6 +50,9 @@ impl Dur {
 
     pub fn parse(text: &str) -> Result<Dur, String> {
         let t = text.trim();
+        if t.starts_with('-') {
+            return Err(format!("duration {t:?} is negative: durations cannot be negative"));
+        }
         let split = t
             .find(|c: char| !(c.is_ascii_digit() || c == '.'))
             .ok_or_else(|| format!("duration {t:?} has no unit: write it like 9s, 300ms or 250us"))?;
