@@ -94,7 +94,12 @@ pub fn verdict(exp: &Experiment, trials: &[(u32, &TrialMetrics)]) -> Result<(), 
         }
         Ok(())
     } else {
-        sayln!("  expectations:   {} failed", failures.len());
+        let scaled = if exp.time_scale == 1.0 {
+            String::new()
+        } else {
+            format!(" (durations in the experiment's own time; run at time scale {})", exp.time_scale)
+        };
+        sayln!("  expectations:   {} failed{scaled}", failures.len());
         for f in failures.iter().take(20) {
             sayln!("    - {f}");
         }

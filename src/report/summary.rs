@@ -195,18 +195,32 @@ pub fn expectation_failures(exp: &Experiment, trials: &[(u32, &TrialMetrics)]) -
         {
             failures.push(format!("trial {trial}: {} leaders at once (expected at most {max})", m.max_leaders));
         }
+        // In the experiment's own time, as its file wrote the bounds.
+        let own_s = |us: i64| us_to_ms(us) / 1000.0 / exp.time_scale;
+        let own = |d: crate::model::Dur| d.scaled(1.0 / exp.time_scale);
         for (i, g) in m.gaps.iter().enumerate() {
             let d = g.duration_us();
+            let open = if g.ended { "" } else { ", never ended" };
             if let Some(min) = x.gap_min
                 && g.ended
                 && d < min.as_us() as i64
             {
-                failures.push(format!("trial {trial} gap {}: {:.3} ms (expected at least {min})", i + 1, us_to_ms(d)));
+                failures.push(format!(
+                    "trial {trial} gap {}: {:.3} s (expected at least {})",
+                    i + 1,
+                    own_s(d),
+                    own(min)
+                ));
             }
             if let Some(max) = x.gap_max
                 && d > max.as_us() as i64
             {
-                failures.push(format!("trial {trial} gap {}: {:.3} ms (expected at most {max})", i + 1, us_to_ms(d)));
+                failures.push(format!(
+                    "trial {trial} gap {}: {:.3} s{open} (expected at most {})",
+                    i + 1,
+                    own_s(d),
+                    own(max)
+                ));
             }
         }
         if let Some(w) = x.wedged
