@@ -283,6 +283,9 @@ fn run_experiment(exp: &Experiment, dir: &Path, link_latest: bool, ctx: &Ctx, do
             .progress_chars("=> "),
     );
     progress.set_prefix(exp.name.clone());
+    // indicatif draws nothing into a log: there, a line now and then.
+    let log_progress = (!quiet && !std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .then(|| LogProgress::new(&exp.name, u64::from(total), u64::from(total) - todo.len() as u64));
 
     let stop: &Arc<AtomicBool> = &flags.stop;
     let sink = Mutex::new(Sink { writer, dir: dir.to_path_buf(), metrics: done, error: None });
@@ -321,6 +324,9 @@ fn run_experiment(exp: &Experiment, dir: &Path, link_latest: bool, ctx: &Ctx, do
                         progress.set_message(outcome);
                     }
                     progress.inc(1);
+                    if let Some(log) = &log_progress {
+                        log.finished_one();
+                    }
                 }
                 Err(TrialError::Interrupted) => return,
                 Err(source) => {
@@ -383,6 +389,46 @@ fn run_experiment(exp: &Experiment, dir: &Path, link_latest: bool, ctx: &Ctx, do
     let failed = crate::report::summary::expectation_failures(exp, &by_trial);
     let metrics = sink.metrics.into_iter().map(|(t, _, m)| (t, m)).collect();
     Outcome { result, failed, broke: None, summary, metrics, dir: dir.to_path_buf() }
+}
+
+/// Progress as lines, for a log that no bar can be drawn in (CI): one at
+/// most every 10 s, and one for the last trial, with an ETA from the pace
+/// of this run so far (trials at once included).
+struct LogProgress {
+    name: String,
+    total: u64,
+    /// Trials done before this run started (a resume), and since.
+    before: u64,
+    done: AtomicU32,
+    started: std::time::Instant,
+    last: Mutex<std::time::Instant>,
+}
+
+impl LogProgress {
+    fn new(name: &str, total: u64, before: u64) -> LogProgress {
+        let now = std::time::Instant::now();
+        LogProgress {
+            name: name.to_string(),
+            total,
+            before,
+            done: AtomicU32::new(0),
+            started: now,
+            last: Mutex::new(now),
+        }
+    }
+
+    fn finished_one(&self) {
+        let done = u64::from(self.done.fetch_add(1, Ordering::SeqCst) + 1);
+        let all = self.before + done;
+        let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+        if last.elapsed() < std::time::Duration::from_secs(10) && all < self.total {
+            return;
+        }
+        *last = std::time::Instant::now();
+        let elapsed = self.started.elapsed().as_secs_f64();
+        let eta = elapsed / done as f64 * (self.total - all) as f64;
+        warnln!("leasequake: {}: {all}/{} trials, {elapsed:.0} s, ETA {eta:.0} s", self.name, self.total);
+    }
 }
 
 /// The trials a resumed run already has: (trial, unit, metrics).

@@ -35,3 +35,20 @@ fn a_failed_expectation_is_marked_in_the_readme_and_named_at_the_end() {
     assert!(tail.contains("✓ a-holds") && tail.contains("✗ b-fails: 2 expectation(s) failed"), "{tail}");
     assert!(tail.contains(&format!("README: {}", run.out.join("README.md").display())), "{tail}");
 }
+
+#[test]
+fn a_log_gets_progress_lines_with_an_eta() {
+    // stderr is a pipe here, as in CI: no bar, but lines.
+    let lab = Lab::new();
+    let file = lab.file("p.yaml", "name: p\nworkers: 2\nduration: 6s\n");
+    let out = lab.path().join("out");
+    let run = std::process::Command::new(crate::helper::bin())
+        .args(["run", "--no-calibrate", "--time-scale", "0.05", "--trials", "4", "--out"])
+        .arg(&out)
+        .arg(&file)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("leasequake: p: 4/4 trials, ") && stderr.contains("ETA 0 s"), "{stderr}");
+}
