@@ -100,21 +100,19 @@ fn a_late_result_from_a_paused_job_is_a_duplicate_only_under_lease_only() {
 
 #[test]
 fn over_random_pauses_and_kills_only_lease_only_executes_an_epoch_twice() {
+    // Alone and one strategy at a time: whether the new holder presents its
+    // token to the store before the paused one commits is a matter of tens
+    // of milliseconds at this scale, which a loaded machine can take away.
     let strategies = ["lease-only", "fencing", "idempotent", "unique", "partitioned"];
-    let summaries: Vec<Row> = std::thread::scope(|s| {
-        let handles: Vec<_> = strategies
-            .iter()
-            .map(|st| {
-                s.spawn(move || {
-                    let lab = Lab::new();
-                    let file = repo().join(format!("experiments/fencing/job-{st}.yaml"));
-                    let run = lab.run(file).scale(0.05).trials(3).jobs(3).output().expect_code(0);
-                    run.table("summary-jobs.csv").remove(0)
-                })
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().expect("run thread")).collect()
-    });
+    let lab = Lab::alone();
+    let summaries: Vec<Row> = strategies
+        .iter()
+        .map(|st| {
+            let file = repo().join(format!("experiments/fencing/job-{st}.yaml"));
+            let run = lab.run(file).scale(0.05).trials(3).jobs(3).output().expect_code(0);
+            run.table("summary-jobs.csv").remove(0)
+        })
+        .collect();
     for (st, s) in strategies.iter().zip(&summaries) {
         let (dup, runs) = (count(s, "duplicate_executions"), count(s, "job_runs"));
         assert!(runs > 0, "{st}: no job ran");
