@@ -15,12 +15,17 @@ fn of_trial<'a>(events: &'a [Row], trial: &str, kind: &str) -> Vec<&'a Row> {
 #[test]
 fn the_blogs_safe_takeover_elects_two_leaders_when_watchers_interleave() {
     let lab = Lab::alone();
-    // Scale 0.2: 20 ms between the watchers' ticks, a 100 ms stall.
-    let run = lab.run(blog("takeover-race-widened")).scale(0.2).trials(3).jobs(3).output().expect_code(0);
+    // Scale 0.2: 20 ms between the watchers' ticks, a 100 ms stall. The
+    // set-up's phase margins are 20–40 ms here: trials one at a time, and
+    // the claim (it *can* elect two) must show in at least two of three; a
+    // trial whose phases a scheduling delay moved elects one.
+    let run = lab.run(blog("takeover-race-widened")).scale(0.2).trials(3).jobs(1).output().expect_code(0);
     let events = run.table("events.csv");
-    for t in run.table("trials.csv") {
+    let trials = run.table("trials.csv");
+    let two: Vec<_> = trials.iter().filter(|t| t.get("max_leaders") == "2").collect();
+    assert!(two.len() >= 2, "the interleaving in {} of 3 trials: {trials:?}", two.len());
+    for t in two {
         let trial = t.get("trial");
-        assert_eq!(t.get("max_leaders"), "2", "{t:?}");
         // The interleaving: two takeovers after the kill, and the first
         // taker steps down when it reads the second one's pid.
         let takeovers: Vec<_> =
