@@ -15,15 +15,17 @@ fn of_trial<'a>(events: &'a [Row], trial: &str, kind: &str) -> Vec<&'a Row> {
 #[test]
 fn the_blogs_safe_takeover_elects_two_leaders_when_watchers_interleave() {
     let lab = Lab::alone();
-    // Scale 0.2: 20 ms between the watchers' ticks, a 100 ms stall. The
-    // set-up's phase margins are 20–40 ms here: trials one at a time, and
-    // the claim (it *can* elect two) must show in at least two of three; a
-    // trial whose phases a scheduling delay moved elects one.
-    let run = lab.run(blog("takeover-race-widened")).scale(0.2).trials(3).jobs(1).output().expect_code(0);
+    // Scale 0.4: 40 ms between the watchers' ticks, a 200 ms stall, phase
+    // margins of 40–80 ms; trials one at a time. The claim is that it *can*
+    // elect two: it must in at least one of three trials, each time by the
+    // interleaving below (a trial whose phases a scheduling delay moved
+    // elects one; in the full suite on this 2-core VM that happened to one
+    // or two trials of three at scale 0.2).
+    let run = lab.run(blog("takeover-race-widened")).scale(0.4).trials(3).jobs(1).output().expect_code(0);
     let events = run.table("events.csv");
     let trials = run.table("trials.csv");
     let two: Vec<_> = trials.iter().filter(|t| t.get("max_leaders") == "2").collect();
-    assert!(two.len() >= 2, "the interleaving in {} of 3 trials: {trials:?}", two.len());
+    assert!(!two.is_empty(), "the interleaving in none of 3 trials: {trials:?}");
     for t in two {
         let trial = t.get("trial");
         // The interleaving: two takeovers after the kill, and the first
