@@ -9,6 +9,7 @@ mod load;
 mod program;
 mod resolved;
 mod sweep;
+mod yaml_error;
 
 pub use diagnostic::{Diagnostic, ExperimentError};
 pub use load::{Overrides, load, load_str};
