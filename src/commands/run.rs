@@ -16,7 +16,7 @@ use crate::error::{Error, exit, worse};
 use crate::experiment::{Overrides, load, to_yaml};
 use crate::model::Experiment;
 use crate::model::clock::{utc_stamp, wall_ns};
-use crate::report::compare::{Measured, markdown, points_markdown};
+use crate::report::compare::Measured;
 use crate::report::csv::{ResultsWriter, Tables, TrialData};
 use crate::report::host::RunFacts;
 use crate::report::summary::{Summary, per_unit, setting_label, summarize, unit_of, units};
@@ -550,7 +550,7 @@ fn write_suite_readme(
     let scales: std::collections::BTreeSet<String> = done.iter().map(|(e, _)| e.time_scale.to_string()).collect();
     let preamble = format!(
         "Produced by `{}` on {} ({}, {} cores, kernel {}), started at {} UTC, leasequake {}.\n\
-         Time scale {}: measured durations are shown divided by it, in the blog's time. \
+         Time scale {}: every duration below is divided by it, in the experiments' own time. \
          Each experiment's directory holds its CSVs, `timeline.svg` (trial 1) and `experiment.yaml`.",
         h.command.join(" "),
         h.hostname,
@@ -562,23 +562,15 @@ fn write_suite_readme(
         scales.into_iter().collect::<Vec<_>>().join(", "),
     );
     let title = format!("leasequake: {}", sources.join(" "));
-    let mut text = markdown(&title, &preamble, &runs);
-    for (exp, o) in done.iter().filter(|(e, _)| !e.points.is_empty()) {
-        let units = units(exp);
-        let tagged: Vec<(u32, usize, TrialMetrics)> =
-            o.metrics.iter().map(|(t, m)| (*t, unit_of(exp, units.len(), *t), m.clone())).collect();
-        text += &points_markdown(&exp.name, exp.time_scale, &per_unit(&units, &tagged));
-    }
-    text += &crate::report::compare::jobs_markdown(&runs);
-    let all_units: Vec<_> = done
+    let points: Vec<Vec<_>> = done
         .iter()
-        .flat_map(|(exp, o)| {
+        .map(|(exp, o)| {
             let units = units(exp);
             let tagged: Vec<(u32, usize, TrialMetrics)> =
                 o.metrics.iter().map(|(t, m)| (*t, unit_of(exp, units.len(), *t), m.clone())).collect();
             per_unit(&units, &tagged)
         })
         .collect();
-    text += &crate::report::compare::substrates_markdown(&all_units);
+    let text = crate::report::suite::readme(&title, &preamble, &runs, &points);
     std::fs::write(out.join("README.md"), text)
 }

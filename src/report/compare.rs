@@ -12,6 +12,7 @@ use super::summary::Summary;
 use crate::check::stats::{percentile, wilson95};
 
 /// One experiment's run, for the table.
+#[derive(Clone)]
 pub struct Measured<'a> {
     pub exp: &'a Experiment,
     pub summary: &'a Summary,
@@ -67,7 +68,9 @@ fn percent(x: f64) -> String {
     format!("{:.1} %", x * 100.0)
 }
 
-fn row(m: &Measured<'_>) -> [String; 5] {
+/// The blog's claims beside the measurement: experiment, the blog,
+/// measured here, the bound, the verdict.
+pub fn bound_row(m: &Measured<'_>) -> [String; 5] {
     let exp = m.exp;
     let s = m.summary;
     let r = exp.reference.clone().unwrap_or_default();
@@ -203,21 +206,6 @@ fn bound_verdict(s: &Summary, scale: f64, lo: Dur, hi: Dur) -> String {
     }
 }
 
-fn cell(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
-}
-
-/// The whole table as Markdown.
-pub fn markdown(title: &str, preamble: &str, runs: &[Measured<'_>]) -> String {
-    let mut out = format!("# {title}\n\n{preamble}\n\n");
-    out += "| experiment | the blog | measured here | theoretical bound | verdict |\n|---|---|---|---|---|\n";
-    for m in runs {
-        let cells = row(m).map(|c| cell(&c));
-        let _ = writeln!(out, "| {} |", cells.join(" | "));
-    }
-    out
-}
-
 /// The exactly-once job, strategy by strategy, and the seed's claim checked
 /// against it: only fencing, idempotency, uniqueness at the resource or
 /// partitioning bring duplicate executions to zero. Empty if no experiment
@@ -232,7 +220,7 @@ pub fn jobs_markdown(runs: &[Measured<'_>]) -> String {
          Per experiment, summed over its trials. A *duplicate execution* is a second result of one epoch's job \
          that took effect; a *missed epoch* had a whole epoch left in the trial and no result. A *stale result* \
          carries a fencing token lower than one already granted: a holder that kept believing after its lease \
-         was taken. Belief times in the source's time.\n\n\
+         was taken.\n\n\
          | experiment | strategy | trials | duplicate executions (trials) | missed epochs (trials) | \
          stale results applied / refused or absorbed | stale belief median / max |\n\
          |---|---|---|---|---|---|---|\n",
@@ -300,7 +288,7 @@ fn substrate_label(exp: &Experiment) -> String {
 /// substrate a row, each cell the gap median/max, double-leader and wedged
 /// trials; then each substrate's operation latencies over all its runs.
 /// Empty unless the runs cover two substrates or more.
-pub fn substrates_markdown(rows: &[super::summary::SummaryRow<'_>]) -> String {
+pub fn substrates_markdown(rows: &[&super::summary::SummaryRow<'_>]) -> String {
     let mut substrates: Vec<String> = Vec::new();
     let mut faults: Vec<String> = Vec::new();
     for r in rows {
@@ -317,14 +305,18 @@ pub fn substrates_markdown(rows: &[super::summary::SummaryRow<'_>]) -> String {
     }
     let scale = rows.first().map_or(1.0, |r| r.exp.time_scale);
     let secs = |ms: Option<f64>| ms.map_or("-".to_string(), |v| format!("{:.2}", unscaled_s(v, scale)));
-    let mut out = format!(
-        "\n## Substrate × fault\n\n\
-         Each cell: leaderless gap median / max in unscaled seconds (open: gaps that never ended), trials with two \
-         leaders, wedged trials. Measured at time scale {scale}.\n\n| substrate | {} |\n|---|{}\n",
-        faults.join(" | "),
-        "---|".repeat(faults.len())
-    );
-    for s in &substrates {
+    let mut out = String::new();
+    // One fault's table is already the per-substrate one.
+    if faults.len() >= 2 {
+        out += &format!(
+            "\n## Substrate × fault\n\n\
+             Each cell: leaderless gap median / max in seconds (open: gaps that never ended), trials with two \
+             leaders, wedged trials.\n\n| substrate | {} |\n|---|{}\n",
+            faults.join(" | "),
+            "---|".repeat(faults.len())
+        );
+    }
+    for s in substrates.iter().filter(|_| faults.len() >= 2) {
         let cells: Vec<String> = faults
             .iter()
             .map(|f| {
@@ -346,7 +338,7 @@ pub fn substrates_markdown(rows: &[super::summary::SummaryRow<'_>]) -> String {
             .collect();
         let _ = writeln!(out, "| {s} | {} |", cells.join(" | "));
     }
-    out += "\n### Operation latency\n\nAs the workers timed each substrate call, over all runs of the substrate: \
+    out += "\n## Operation latency per substrate\n\nAs the workers timed each substrate call, over all runs of the substrate: \
             median / p99 in µs (real time: latencies are not scaled).\n\n\
             | substrate | acquire | renew | observe |\n|---|---|---|---|\n";
     for s in &substrates {
@@ -369,56 +361,6 @@ pub fn substrates_markdown(rows: &[super::summary::SummaryRow<'_>]) -> String {
             cell(&mut all.acquire_us),
             cell(&mut all.renew_us),
             cell(&mut all.observe_us)
-        );
-    }
-    out
-}
-
-/// `lease=300ms pause=1s` at scale 0.1 → `lease=3s pause=10s`: labels
-/// carry the values as they ran; the table speaks the source's time.
-fn unscaled_label(label: &str, scale: f64) -> String {
-    label
-        .split(' ')
-        .map(|kv| match kv.split_once('=') {
-            Some((k, v)) if crate::experiment::is_duration_setting(k) => match Dur::parse(v) {
-                Ok(d) => format!("{k}={}", d.scaled(1.0 / scale)),
-                Err(_) => kv.to_string(),
-            },
-            _ => kv.to_string(),
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-/// A sweep's points as a Markdown table: measured beside the theory.
-pub fn points_markdown(name: &str, scale: f64, rows: &[super::summary::SummaryRow<'_>]) -> String {
-    let s_ = |ms: f64| ms / 1000.0 / scale;
-    let mut out = format!(
-        "\n## {name}\n\nDurations in unscaled seconds (measured at time scale {scale}).\n\n\
-         | point | crash gap median [p10–p90] | theory bound | false evictions / leader pauses (95 % CI) | predicted by pause > lease remainder |\n\
-         |---|---|---|---|---|\n"
-    );
-    for r in rows {
-        let s = &r.summary;
-        let (lo, hi) = super::summary::crash_bound_ms(r.exp);
-        let gap = match (s.crash_gap(0.5), s.crash_gap(0.1), s.crash_gap(0.9)) {
-            (Some(m), Some(a), Some(b)) => {
-                format!("{:.2} s [{:.2}–{:.2}] (n {})", s_(m), s_(a), s_(b), s.crash_gaps_ms.len())
-            }
-            _ => "-".into(),
-        };
-        let (elo, ehi) = s.false_eviction_ci;
-        let _ = writeln!(
-            out,
-            "| {} | {gap} | [{:.2}, {:.2}] s | {}/{} ({:.0}–{:.0} %) | {} |",
-            cell(&unscaled_label(&r.setting, scale)),
-            s_(lo),
-            s_(hi),
-            s.false_evictions,
-            s.leader_pauses,
-            elo * 100.0,
-            ehi * 100.0,
-            s.predicted_evictions
         );
     }
     out
@@ -451,6 +393,9 @@ mod tests {
                     ended_by: Some(1),
                     lease_remainder_us: Some(ms * 1000 - 300_000),
                     detection_lag_us: Some(300_000),
+                    holder: Some(0),
+                    predicted_end_us: Some(ms * 1000 - 1000),
+                    anomaly: None,
                 })
                 .into_iter()
                 .collect(),
@@ -469,7 +414,7 @@ mod tests {
         let exp = load_str(Path::new("x.yaml"), yaml, &o).unwrap();
         let metrics: Vec<&TrialMetrics> = trials.iter().collect();
         let summary = summarize(&metrics);
-        markdown("t", "p", &[Measured { exp: &exp, summary: &summary, metrics, link: "x".into(), failed: &[] }])
+        bound_row(&Measured { exp: &exp, summary: &summary, metrics, link: "x".into(), failed: &[] }).join(" | ")
     }
 
     #[test]
@@ -498,12 +443,6 @@ mod tests {
             ),
             "{t}"
         );
-    }
-
-    #[test]
-    fn point_labels_are_shown_unscaled() {
-        assert_eq!(unscaled_label("pause=50ms lease=150ms workers=3", 0.1), "pause=500ms lease=1500ms workers=3");
-        assert_eq!(unscaled_label("fault.1.at=1200ms", 0.1), "fault.1.at=12s");
     }
 
     #[test]

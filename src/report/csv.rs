@@ -11,11 +11,12 @@ use serde::Serialize;
 
 use super::columns::{Features, Swept, header_of, settings};
 use super::rows::{
-    EventRow, EvictionCounts, EvictionRate, FaultCsvRow, GapRow, JobCounts, JobTrials, LatencyRow, SettingColumns,
-    SummaryKey, SummaryStats, TrialKey, TrialMeasures, TrialRef, WriteCounts, ms, round_ms,
+    EventRow, EvictionCounts, EvictionRate, FaultCsvRow, GapRow, JobCounts, JobTrials, LatencyRow, PauseRow,
+    SettingColumns, SummaryKey, SummaryStats, TrialKey, TrialMeasures, TrialRef, WriteCounts, ms, round_ms,
 };
 use super::summary::{SummaryRow, crash_bound_ms, pct_us};
 use crate::check::TrialMetrics;
+use crate::check::stats::percentile;
 use crate::model::history::{Event, History};
 use crate::model::{Experiment, FaultRow};
 
@@ -157,6 +158,7 @@ impl Layout {
         let per_trial = |counts: Vec<String>| [header_of::<TrialRef>(), counts].concat();
         if self.features.evictions {
             out.push(("evictions.csv", per_trial(header_of::<EvictionCounts>())));
+            out.push(("pauses.csv", header_of::<PauseRow>()));
         }
         if self.features.writes {
             out.push(("writes.csv", per_trial(header_of::<WriteCounts>())));
@@ -284,6 +286,9 @@ impl ResultsWriter {
                     lease_remainder_ms: g.lease_remainder_us.map(ms),
                     detection_lag_ms: g.detection_lag_us.map(ms),
                     cause_fault: g.cause_fault,
+                    holder: g.holder,
+                    predicted_ms: g.predicted_us().map(ms),
+                    anomaly: g.anomaly.clone().unwrap_or_default(),
                 })?;
             }
         }
@@ -307,6 +312,23 @@ impl ResultsWriter {
         let key = || TrialRef { trial, setting: setting.to_string() };
         if let Some(t) = self.table("evictions.csv") {
             t.row((key(), eviction_counts(&m.evictions)))?;
+        }
+        if let Some(t) = self.table("pauses.csv") {
+            for p in &m.evictions.pauses {
+                t.row(PauseRow {
+                    trial,
+                    setting: setting.to_string(),
+                    worker: p.worker,
+                    start_ms: ms(p.start_us),
+                    end_ms: ms(p.end_us),
+                    resumed: p.resumed,
+                    evicted: p.evicted,
+                    visible_expiry_ms: p.visible_expiry_us.map(ms),
+                    takeover_tick_ms: p.takeover_tick_us.map(ms),
+                    predicted: p.predicted,
+                    anomaly: p.anomaly(),
+                })?;
+            }
         }
         if let Some(t) = self.table("writes.csv") {
             t.row((key(), write_counts(&m.writes)))?;
@@ -454,6 +476,9 @@ fn stats(r: &SummaryRow<'_>) -> SummaryStats {
         crash_gap_p50_ms: round(s.crash_gap(0.5)),
         crash_gap_p90_ms: round(s.crash_gap(0.9)),
         crash_gap_max_ms: round(s.crash_gap(1.0)),
+        predicted_gaps: s.predicted_gaps,
+        gap_beyond_theory_p50_ms: round(percentile(&s.gap_beyond_theory_ms, 0.5)),
+        gap_anomalies: s.gap_anomalies,
     }
 }
 
@@ -466,7 +491,9 @@ fn eviction_counts(e: &crate::check::Evictions) -> EvictionCounts {
     EvictionCounts {
         leader_pauses: e.leader_pauses,
         false_evictions: e.false_evictions,
-        predicted_evictions: e.predicted,
+        predicted_evictions: (e.leader_pauses == 0 || e.unpredicted < e.leader_pauses).then_some(e.predicted),
+        unpredicted_pauses: e.unpredicted,
+        eviction_anomalies: e.anomalies,
         stale_believers: e.stale_believers,
         stale_belief_ms: ms(e.stale_belief_us),
         stale_belief_max_ms: (e.stale_believers > 0).then(|| ms(e.stale_belief_max_us)),
@@ -479,7 +506,9 @@ fn summed_evictions(r: &SummaryRow<'_>) -> EvictionCounts {
     EvictionCounts {
         leader_pauses: s.leader_pauses,
         false_evictions: s.false_evictions,
-        predicted_evictions: s.predicted_evictions,
+        predicted_evictions: s.predicted_evictions(),
+        unpredicted_pauses: s.unpredicted_pauses,
+        eviction_anomalies: s.eviction_anomalies,
         stale_believers: s.stale_believers,
         stale_belief_ms: round_ms(s.stale_belief_ms),
         stale_belief_max_ms: s.stale_belief_max_ms.map(round_ms),

@@ -7,6 +7,7 @@ pub mod host;
 pub mod plots;
 pub mod read;
 pub mod rows;
+pub mod suite;
 pub mod summary;
 pub mod terminal;
 pub mod timeline;

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 /// The version of this layout, recorded in host.json: a directory written
 /// in another layout is refused by `check` and `--resume`.
-pub const RESULTS_FORMAT: u32 = 2;
+pub const RESULTS_FORMAT: u32 = 3;
 
 /// µs → ms, exactly representable to the µs when printed.
 pub fn ms(us: i64) -> f64 {
@@ -60,6 +60,34 @@ pub struct GapRow {
     pub lease_remainder_ms: Option<f64>,
     pub detection_lag_ms: Option<f64>,
     pub cause_fault: Option<usize>,
+    /// The worker whose leadership ended when the gap opened.
+    pub holder: Option<usize>,
+    /// The theory's length of the gap, from the phases before it (empty
+    /// where the history lacks one).
+    pub predicted_ms: Option<f64>,
+    /// How the measured gap disagrees with the prediction (empty: it
+    /// agrees, or nothing was predicted).
+    pub anomaly: String,
+}
+
+/// pauses.csv (experiments that pause or stop workers): one row per leader
+/// pause, measured beside the theory's outcome.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PauseRow {
+    pub trial: u32,
+    pub setting: String,
+    pub worker: usize,
+    pub start_ms: f64,
+    pub end_ms: f64,
+    pub resumed: bool,
+    pub evicted: bool,
+    /// When the paused leader's last lease was visibly expired.
+    pub visible_expiry_ms: Option<f64>,
+    /// The first watcher tick at or after it.
+    pub takeover_tick_ms: Option<f64>,
+    /// The theory's outcome (empty: not predictable from the history).
+    pub predicted: Option<bool>,
+    pub anomaly: bool,
 }
 
 /// The settings a row was measured under: trials.csv and summary.csv carry
@@ -118,7 +146,12 @@ pub struct TrialRef {
 pub struct EvictionCounts {
     pub leader_pauses: usize,
     pub false_evictions: usize,
-    pub predicted_evictions: usize,
+    /// Leader pauses the theory says evict (empty when none could be
+    /// predicted: the history lacks the phases).
+    pub predicted_evictions: Option<usize>,
+    pub unpredicted_pauses: usize,
+    /// Leader pauses whose outcome is not the predicted one.
+    pub eviction_anomalies: usize,
     pub stale_believers: usize,
     pub stale_belief_ms: f64,
     /// The longest (empty without a stale believer).
@@ -180,6 +213,12 @@ pub struct SummaryStats {
     pub crash_gap_p50_ms: Option<f64>,
     pub crash_gap_p90_ms: Option<f64>,
     pub crash_gap_max_ms: Option<f64>,
+    /// Ended gaps with a prediction, the median of measured − predicted
+    /// (the takeover's own cost: wake-up, observe, acquire), and the gaps
+    /// that disagree with their prediction.
+    pub predicted_gaps: usize,
+    pub gap_beyond_theory_p50_ms: Option<f64>,
+    pub gap_anomalies: usize,
 }
 
 /// summary-evictions.csv, after the summed counts: how often a leader

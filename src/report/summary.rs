@@ -28,8 +28,16 @@ pub struct Summary {
     pub leader_pauses: usize,
     pub false_evictions: usize,
     pub false_eviction_ci: (f64, f64),
-    /// Leader pauses longer than the lease remainder at the pause.
+    /// Leader pauses the theory says evict, those it could not predict,
+    /// and those whose outcome disagrees with the prediction.
     pub predicted_evictions: usize,
+    pub unpredicted_pauses: usize,
+    pub eviction_anomalies: usize,
+    /// Ended gaps with a prediction; measured − predicted over them, ms,
+    /// sorted; gaps that disagree with their prediction.
+    pub predicted_gaps: usize,
+    pub gap_beyond_theory_ms: Vec<f64>,
+    pub gap_anomalies: usize,
     /// Ended gaps opened by a SIGKILL (the failover side of the dial), ms,
     /// sorted.
     pub crash_gaps_ms: Vec<f64>,
@@ -52,6 +60,12 @@ pub struct Summary {
 impl Summary {
     pub fn crash_gap(&self, q: f64) -> Option<f64> {
         percentile(&self.crash_gaps_ms, q)
+    }
+
+    /// The false evictions the theory predicts: unknown when no leader
+    /// pause could be predicted.
+    pub fn predicted_evictions(&self) -> Option<usize> {
+        (self.leader_pauses == 0 || self.unpredicted_pauses < self.leader_pauses).then_some(self.predicted_evictions)
     }
 }
 
@@ -143,6 +157,20 @@ pub fn summarize(trials: &[&TrialMetrics]) -> Summary {
         false_evictions: evicted,
         false_eviction_ci: wilson95(evicted, pauses),
         predicted_evictions: trials.iter().map(|t| t.evictions.predicted).sum(),
+        unpredicted_pauses: trials.iter().map(|t| t.evictions.unpredicted).sum(),
+        eviction_anomalies: trials.iter().map(|t| t.evictions.anomalies).sum(),
+        predicted_gaps: trials.iter().flat_map(|t| &t.gaps).filter(|g| g.ended && g.predicted_end_us.is_some()).count(),
+        gap_beyond_theory_ms: {
+            let mut v: Vec<f64> = trials
+                .iter()
+                .flat_map(|t| &t.gaps)
+                .filter(|g| g.ended)
+                .filter_map(|g| g.predicted_end_us.map(|p| us_to_ms(g.end_us - p)))
+                .collect();
+            v.sort_by(f64::total_cmp);
+            v
+        },
+        gap_anomalies: trials.iter().flat_map(|t| &t.gaps).filter(|g| g.anomaly.is_some()).count(),
         writes: trials.iter().fold(crate::check::Writes::default(), |acc, t| crate::check::Writes {
             attempted: acc.attempted + t.writes.attempted,
             stale: acc.stale + t.writes.stale,

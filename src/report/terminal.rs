@@ -108,35 +108,50 @@ pub fn render(exp: &Experiment, s: &Summary, dir: &Path) -> String {
     out
 }
 
-/// One line per sweep point: measured figures beside the theory's.
+/// One line per sweep point: measured figures beside the theory's, in the
+/// experiment's own time.
 pub fn points(rows: &[SummaryRow<'_>]) -> String {
-    let width = rows.iter().map(|r| r.setting.len()).max().unwrap_or(0);
+    let label = |r: &SummaryRow<'_>| super::suite::own_label(&r.setting, r.exp.time_scale);
+    let width = rows.iter().map(|r| label(r).len()).max().unwrap_or(0);
     let mut out = format!(
-        "  per point:{:w$}  crash gap p50 [p10–p90]     theory bound       false evictions   predicted\n",
+        "  per point:{:w$}  kill gap p50 [p10–p90]      theory bound       false evictions   predicted (anomalies)\n",
         "",
         w = width.saturating_sub(8)
     );
     for r in rows {
         let s = &r.summary;
+        let scale = r.exp.time_scale;
         let (lo, hi) = super::summary::crash_bound_ms(r.exp);
+        let own = |ms: f64| ms / 1e3 / scale;
         let gap = match (s.crash_gap(0.5), s.crash_gap(0.1), s.crash_gap(0.9)) {
-            (Some(m), Some(a), Some(b)) => format!("{:.3} s [{:.3}–{:.3}]", m / 1e3, a / 1e3, b / 1e3),
+            (Some(m), Some(a), Some(b)) => format!("{:.3} s [{:.3}–{:.3}]", own(m), own(a), own(b)),
             _ => "-".to_string(),
         };
         let (elo, ehi) = s.false_eviction_ci;
         out += &format!(
             "    {:width$}  {gap:<27} [{:.3}, {:.3}] s  {:>3}/{:<3} ({:.0}–{:.0} %)  {}\n",
-            r.setting,
-            lo / 1e3,
-            hi / 1e3,
+            label(r),
+            own(lo),
+            own(hi),
             s.false_evictions,
             s.leader_pauses,
             elo * 100.0,
             ehi * 100.0,
-            s.predicted_evictions,
+            predicted(s),
         );
     }
     out
+}
+
+/// The theory's false evictions beside the pauses that disagree with it.
+pub fn predicted(s: &super::summary::Summary) -> String {
+    match s.predicted_evictions() {
+        None => "unknown".to_string(),
+        Some(p) if s.unpredicted_pauses > 0 => {
+            format!("{p} ({}, {} unpredictable)", s.eviction_anomalies, s.unpredicted_pauses)
+        }
+        Some(p) => format!("{p} ({})", s.eviction_anomalies),
+    }
 }
 
 /// The exact mode a worker runs in, for reports.

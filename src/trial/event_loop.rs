@@ -20,7 +20,7 @@ use super::schedule::Live;
 use super::server;
 use super::spawn::Workers;
 use crate::model::Experiment;
-use crate::model::clock::mono_ns;
+use crate::model::clock::{mono_ns, wall_ns};
 use crate::model::history::{Detail, Event, EventKind};
 
 pub fn to_us(ns: i64) -> i64 {
@@ -186,7 +186,9 @@ impl Run {
 
         // 2. Release.
         let t0 = release(exp, barrier);
-        let at = Detail { mono_ns: Some(t0), ..Detail::default() };
+        // Both clocks read back to back: the wall clock at t0, to the µs.
+        let wall_at_t0 = t0 + (wall_ns() - mono_ns());
+        let at = Detail { mono_ns: Some(t0), wall_ns: Some(wall_at_t0), ..Detail::default() };
         self.raw.push(RawEvent::harness(t0, None, None, EventKind::Barrier, at));
         if exp.program.is_some() {
             // Programs start when spawned; the harness's clock starts here.

@@ -52,3 +52,69 @@ fn a_log_gets_progress_lines_with_an_eta() {
     assert_eq!(run.status.code(), Some(0), "{stderr}");
     assert!(stderr.contains("leasequake: p: 4/4 trials, ") && stderr.contains("ETA 0 s"), "{stderr}");
 }
+
+/// The cells of every Markdown table in `text`, table by table.
+fn tables(text: &str) -> Vec<Vec<Vec<String>>> {
+    let mut out: Vec<Vec<Vec<String>>> = Vec::new();
+    let mut current: Vec<Vec<String>> = Vec::new();
+    for line in text.lines().chain([""]) {
+        if line.starts_with('|') {
+            let cells = line.trim_matches('|').split(" | ").map(|c| c.trim().to_string()).collect();
+            current.push(cells);
+        } else if !current.is_empty() {
+            out.push(std::mem::take(&mut current));
+        }
+    }
+    out
+}
+
+#[test]
+fn each_kind_of_suite_gets_its_own_table_without_empty_columns() {
+    let lab = Lab::new();
+    let suite = lab.path().join("suite");
+    std::fs::create_dir(&suite).unwrap();
+    // Per substrate: the kill gap against each substrate's own bound.
+    std::fs::write(
+        suite.join("kill.yaml"),
+        "name: kill\nworkers: 3\nduration: 20s\nfaults:\n  - at: 5s\n    jitter: 2s\n    target: leader\n    action: kill\n\
+         sweep:\n  substrate: [file, flock]\n",
+    )
+    .unwrap();
+    // The dial: lease × pause, a pause far shorter and far longer than
+    // what the lease survives.
+    std::fs::write(
+        suite.join("dial.yaml"),
+        "name: dial\nworkers: 3\nduration: 12s\nfaults:\n  - at: 3s\n    jitter: 1s\n    target: leader\n    action: pause\n    duration: 1s\n\
+         sweep:\n  points:\n    - {lease: 1500ms, renew: 500ms, watch: 500ms}\n    - {lease: 3s, renew: 1s, watch: 1s}\n  pause: [200ms, 6s]\n",
+    )
+    .unwrap();
+    std::fs::write(suite.join("plain.yaml"), "name: plain\nworkers: 2\nduration: 6s\n").unwrap();
+    let run = lab.run(&suite).scale(0.05).trials(2).output().expect_code(0);
+    let readme = std::fs::read_to_string(run.out.join("README.md")).unwrap();
+    assert!(!readme.contains("## The blog's claims"), "no experiment has the blog's claims:\n{readme}");
+    for table in tables(&readme) {
+        let header = &table[0];
+        for (i, h) in header.iter().enumerate() {
+            assert!(!h.is_empty(), "{readme}");
+            assert!(
+                table[2..].iter().any(|r| r.get(i).is_some_and(|c| !c.is_empty())),
+                "column {h} is empty:\n{readme}"
+            );
+        }
+    }
+    let row = |start: &str| readme.lines().find(|l| l.starts_with(start)).unwrap_or_default().to_string();
+    // Each substrate against its own bound.
+    assert!(readme.contains("## [kill](kill): per substrate"), "{readme}");
+    assert!(row("| file |").contains("[6.00, 13.00] s"), "{readme}");
+    assert!(row("| flock |").contains("[0.00, 3.00] s"), "{readme}");
+    // The dial: a column per swept key, in the file's own time; the theory's
+    // evictions beside the measured ones.
+    assert!(readme.contains("## [dial](dial): the dial"), "{readme}");
+    assert!(readme.contains("| pause | lease | renew | watch |"), "{readme}");
+    let long = row("| 6s | 1500ms | 500ms | 500ms |");
+    assert!(long.contains("| 2/2 (34–100 %) | 2 |"), "a 6 s pause of a 1.5 s lease evicts, as predicted: {long}");
+    let short = row("| 200ms | 3s | 1s | 1s |");
+    assert!(short.contains("| 0/2 (0–66 %) | 0 |"), "a 200 ms pause does not: {short}");
+    assert!(readme.contains("## Other experiments") && readme.contains("[plain](plain)"), "{readme}");
+    assert!(readme.contains("3 of 3 experiments kept every `expect:`"), "{readme}");
+}

@@ -21,6 +21,7 @@
 use super::metrics::{Gap, TrialMetrics};
 use super::params::CheckParams;
 use super::spans::{Span, Spans};
+use super::theory::Phases;
 use leasequake_model::history::{Event, EventKind, ms_to_us};
 use leasequake_model::history::{History, Micros};
 
@@ -58,7 +59,11 @@ pub fn check(history: &History, params: &CheckParams) -> TrialMetrics {
             g.cause = KILL.to_string();
         }
     }
-    metrics.evictions = super::evictions::evictions(history, &metrics.spans, end_us);
+    let phases = Phases::new(events, params, &metrics.spans, end_us);
+    metrics.evictions = super::evictions::evictions(&phases, &metrics.spans);
+    for gap in &mut metrics.gaps {
+        (gap.predicted_end_us, gap.anomaly) = phases.gap(gap);
+    }
     metrics.writes = super::writes::writes(events);
     metrics.latency = super::latency::latency(events);
     if let Some(epoch_us) = params.epoch_us {
@@ -305,6 +310,9 @@ impl Sweep {
             ended_by: None,
             lease_remainder_us: why.lease_remainder_us,
             detection_lag_us: None,
+            holder: holder.map(|h| h.worker),
+            predicted_end_us: None,
+            anomaly: None,
         });
         self.open_gap = Some(OpenGap { holder: holder.map(|h| h.worker), expiry: why.expiry_us });
     }
@@ -611,6 +619,10 @@ mod tests {
                 ended_by: Some(1),
                 lease_remainder_us: Some(s(6.53)),
                 detection_lag_us: Some(s(3.0)),
+                holder: Some(0),
+                // No watcher tick and no lease_until: nothing to predict with.
+                predicted_end_us: None,
+                anomaly: None,
             }]
         );
         assert_eq!(m.first_leader_us, Some(s(0.53)));
@@ -662,6 +674,9 @@ mod tests {
                 // Last write at 9.5 s: expiry 18.5 s.
                 lease_remainder_us: Some(s(6.5)),
                 detection_lag_us: Some(s(3.0)),
+                holder: Some(0),
+                predicted_end_us: None,
+                anomaly: None,
             }]
         );
         assert!(!m.wedged);
@@ -716,6 +731,9 @@ mod tests {
                 ended_by: Some(2),
                 lease_remainder_us: None,
                 detection_lag_us: None,
+                holder: Some(0),
+                predicted_end_us: None,
+                anomaly: None,
             }]
         );
         assert_eq!(m.leaderless_us, s(0.31));

@@ -12,6 +12,7 @@ mod metrics;
 mod params;
 mod spans;
 pub mod stats;
+mod theory;
 mod writes;
 
 pub use evictions::Evictions;
@@ -21,4 +22,5 @@ pub use latency::Latency;
 pub use metrics::{Gap, TrialMetrics};
 pub use params::CheckParams;
 pub use spans::{Span, Spans};
+pub use theory::PauseOutcome;
 pub use writes::Writes;

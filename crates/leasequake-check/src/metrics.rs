@@ -24,11 +24,23 @@ pub struct Gap {
     pub lease_remainder_us: Option<Micros>,
     /// Nominal expiry → end of the gap (only for ended gaps).
     pub detection_lag_us: Option<Micros>,
+    /// The worker whose loss of active leadership opened it.
+    pub holder: Option<usize>,
+    /// When the theory says it ends, from the phases before it (the
+    /// holder's visible expiry, the watchers' ticks, a scheduled resume).
+    pub predicted_end_us: Option<Micros>,
+    /// How the measured end disagrees with the predicted one, if it does.
+    pub anomaly: Option<String>,
 }
 
 impl Gap {
     pub fn duration_us(&self) -> Micros {
         self.end_us - self.start_us
+    }
+
+    /// The theory's length of the gap.
+    pub fn predicted_us(&self) -> Option<Micros> {
+        self.predicted_end_us.map(|end| end - self.start_us)
     }
 }
 

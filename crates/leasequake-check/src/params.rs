@@ -44,10 +44,10 @@ impl CheckParams {
 
     /// The parameters of a trial of `exp`.
     pub fn of(exp: &Experiment) -> CheckParams {
-        let resolution_us = match exp.worker.expiry {
-            Expiry::UnixSeconds => exp.lease.resolution.as_us() as i64,
-            Expiry::Exact => 0,
-        };
+        // A server judges expiry itself, to the millisecond, whatever the
+        // worker's own expiry setting.
+        let truncated = exp.worker.expiry == Expiry::UnixSeconds && exp.substrate.kind.server().is_none();
+        let resolution_us = if truncated { exp.lease.resolution.as_us() as i64 } else { 0 };
         CheckParams {
             lease_us: exp.lease.lease.as_us() as i64,
             renew_us: exp.lease.renew.as_us() as i64,

@@ -178,6 +178,11 @@ pub struct Detail {
     /// line up timestamps taken outside the history with it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mono_ns: Option<i64>,
+    /// The harness's wall clock at the barrier in ns since the Unix epoch
+    /// (barrier event only): to place a `lease_until` on the trial's time
+    /// axis.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wall_ns: Option<i64>,
     /// Duration of the substrate operation behind this event (acquire,
     /// renew or observe), µs.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -1,0 +1,542 @@
+//! The theory's prediction for each leader pause and each gap, trial by
+//! trial, from the phases the history recorded.
+//!
+//! A watcher takes over at its first tick at which the lease is *visibly*
+//! expired: after the holder's `lease_until` (one resolution unit later
+//! where `lease_until` is truncated and compared with a strict `<`), or at
+//! once where the lock is free (released, or dropped with its holder). Both
+//! phases are in the history: the holder's last write carries its
+//! `lease_until`, the barrier the wall clock that puts it on the trial's
+//! axis, and each watcher's observations the grid its ticks keep (a ticker
+//! that drops missed ticks, never drifts). Nothing here looks at how the
+//! pause or the gap turned out: the prediction is made from what came
+//! before, then set beside the measurement. Where the two differ, the
+//! harness or the system under test did something the protocol does not
+//! explain: an anomaly worth a look.
+
+use super::metrics::Gap;
+use super::params::CheckParams;
+use super::spans::{Span, Spans};
+use leasequake_model::history::{Event, EventKind, Micros, ms_to_us};
+
+/// How many of a watcher's latest ticks fix its grid: the earliest-woken of
+/// them is the best estimate of where the grid lies.
+const GRID_TICKS: usize = 8;
+
+/// One leader pause beside the theory's prediction of it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PauseOutcome {
+    pub worker: usize,
+    pub start_us: Micros,
+    pub end_us: Micros,
+    /// Ended by a delivered `cont` (not by death or the trial's end).
+    pub resumed: bool,
+    /// Another worker acquired during the pause and the paused one resumed
+    /// still believing: a false eviction.
+    pub evicted: bool,
+    /// When the paused leader's last lease became visibly expired, if it
+    /// can expire and its `lease_until` is known.
+    pub visible_expiry_us: Option<Micros>,
+    /// The first watcher tick at or after the visible expiry.
+    pub takeover_tick_us: Option<Micros>,
+    /// The theory's outcome: evicted or not; `None` where the history lacks
+    /// a phase (no `lease_until`, no watcher ticks, a pause mid-renewal).
+    pub predicted: Option<bool>,
+}
+
+impl PauseOutcome {
+    /// The prediction was made and the measurement disagrees with it.
+    pub fn anomaly(&self) -> bool {
+        self.predicted.is_some_and(|p| p != self.evicted)
+    }
+}
+
+/// The phases of one trial.
+pub(crate) struct Phases<'a> {
+    events: &'a [Event],
+    params: &'a CheckParams,
+    spans: &'a Spans,
+    end_us: Micros,
+    /// The wall clock at the barrier, µs since the Unix epoch.
+    barrier_wall_us: Option<i64>,
+}
+
+impl<'a> Phases<'a> {
+    pub fn new(events: &'a [Event], params: &'a CheckParams, spans: &'a Spans, end_us: Micros) -> Phases<'a> {
+        let barrier_wall_us = events
+            .iter()
+            .find(|e| e.kind == EventKind::Barrier)
+            .and_then(|e| e.detail.wall_ns)
+            .map(|ns| ns.div_euclid(1000));
+        Phases { events, params, spans, end_us, barrier_wall_us }
+    }
+
+    /// When the lease `write` wrote is visibly expired to a watcher: from
+    /// its `lease_until` on, up to the write's own duration later (a server
+    /// times the lease from when the write reached it).
+    fn visible_expiry(&self, write: &Event) -> Option<Window> {
+        let op = write.detail.op_us.map_or(0, |us| us as i64);
+        if let (Some(until), Some(wall_us)) = (write.detail.lease_until, self.barrier_wall_us) {
+            let until_us = (until * 1e6).round() as i64 - wall_us;
+            // `lease_until < now`: with whole units, from the next unit on.
+            return Some(Window::from(until_us + self.params.resolution_us, op));
+        }
+        // Without the wall clock, the nominal expiry is only the visible one
+        // when nothing truncates it.
+        if self.params.resolution_us == 0 {
+            return write.detail.expires_in_ms.map(|ms| Window::from(write.t_us - op + ms_to_us(ms), op));
+        }
+        None
+    }
+
+    /// `worker`'s last lease write at or before `at_us`, unless a renewal it
+    /// began since was left unfinished (a lock file may then be empty).
+    fn last_write(&self, worker: usize, at_us: Micros) -> Option<&'a Event> {
+        let last = self.events.iter().rev().filter(|e| e.worker == Some(worker) && e.t_us <= at_us).find(|e| {
+            matches!(e.kind, EventKind::Acquired | EventKind::Renewed | EventKind::Renewing | EventKind::RenewFailed)
+        })?;
+        match last.kind {
+            EventKind::Renewing if self.params.rewritten_in_place => None,
+            EventKind::Acquired | EventKind::Renewed => Some(last),
+            _ => self.events.iter().rev().find(|e| {
+                e.worker == Some(worker)
+                    && e.t_us <= at_us
+                    && matches!(e.kind, EventKind::Acquired | EventKind::Renewed)
+            }),
+        }
+    }
+
+    fn believes(&self, worker: usize, at_us: Micros) -> bool {
+        self.spans.tenures.iter().any(|t| t.worker == worker && t.start_us <= at_us && at_us < t.end_us)
+    }
+
+    fn paused_at(&self, worker: usize, at_us: Micros) -> bool {
+        self.spans.pauses.iter().any(|p| p.worker == worker && p.start_us <= at_us && at_us < p.end_us)
+    }
+
+    fn dies_within(&self, worker: usize, from_us: Micros, to_us: Micros) -> bool {
+        self.events
+            .iter()
+            .any(|e| e.kind == EventKind::Exit && e.worker == Some(worker) && from_us < e.t_us && e.t_us <= to_us)
+    }
+
+    /// `worker`'s ticks around `from_us`, from the grid its observations up
+    /// to `at_us` show: `None` if it was leading, paused or silent then, or
+    /// is dead or paused by the time of those ticks.
+    fn ticks(&self, worker: usize, at_us: Micros, free: Window) -> Option<Ticks> {
+        let watch = self.params.watch_us;
+        if watch <= 0 || self.believes(worker, at_us) || self.paused_at(worker, at_us) {
+            return None;
+        }
+        // Its latest ticks, newest first, back to when it last led (a new
+        // role starts a new grid).
+        let led_until = self
+            .spans
+            .tenures
+            .iter()
+            .filter(|t| t.worker == worker && t.end_us <= at_us)
+            .map(|t| t.end_us)
+            .max()
+            .unwrap_or(Micros::MIN);
+        let observed: Vec<(Micros, Micros)> = self
+            .events
+            .iter()
+            .rev()
+            .filter(|e| e.worker == Some(worker) && e.t_us <= at_us && e.t_us >= led_until)
+            .filter(|e| matches!(e.kind, EventKind::HeldBy | EventKind::ExpiredSeen | EventKind::Unreadable))
+            .map(|e| {
+                let op = e.detail.op_us.map_or(0, |us| us as i64);
+                (e.t_us - op, op)
+            })
+            .take(GRID_TICKS)
+            .collect();
+        let &(last, _) = observed.first()?;
+        // Silent for two intervals: not watching (a program that reports
+        // only some ticks has no grid to speak of).
+        if at_us - last > 2 * watch {
+            return None;
+        }
+        let grid = observed.iter().enumerate().map(|(k, (t, _))| t + k as i64 * watch).min()?;
+        let op = observed.iter().map(|&(_, op)| op).max().unwrap_or(0);
+        let at_or_after = |t: Micros| grid + ((t - grid).max(0) + watch - 1) / watch * watch;
+        // The observation compares somewhere inside [start, start + op].
+        let ticks = Ticks { earliest: at_or_after(free.from - op), sure: at_or_after(free.to), op };
+        if self.dies_within(worker, at_us, ticks.sure) || self.paused_at(worker, ticks.earliest) {
+            return None;
+        }
+        Some(ticks)
+    }
+
+    /// The takeover of `holder`'s lease, free within `free`, by any other
+    /// worker, from the grids known at `at_us`.
+    fn takeover(&self, holder: usize, at_us: Micros, free: Window) -> Option<Ticks> {
+        let workers = self.events.iter().filter_map(|e| e.worker).max().map_or(0, |w| w + 1);
+        let each: Vec<Ticks> =
+            (0..workers).filter(|&w| w != holder).filter_map(|w| self.ticks(w, at_us, free)).collect();
+        let earliest = each.iter().map(|t| t.earliest).min()?;
+        let sure = each.iter().min_by_key(|t| t.sure)?;
+        Some(Ticks { earliest, sure: sure.sure, op: sure.op })
+    }
+
+    /// The theory's outcome of a leader pause.
+    pub fn pause(&self, pause: &Span, resumed: bool, evicted: bool) -> PauseOutcome {
+        let mut out = PauseOutcome {
+            worker: pause.worker,
+            start_us: pause.start_us,
+            end_us: pause.end_us,
+            resumed,
+            evicted,
+            visible_expiry_us: None,
+            takeover_tick_us: None,
+            predicted: None,
+        };
+        if self.params.dropped_at_death {
+            // The paused holder is alive: its lock stays with it.
+            out.predicted = Some(false);
+            return out;
+        }
+        let visible = self.last_write(pause.worker, pause.start_us).and_then(|w| self.visible_expiry(w));
+        let Some(visible) = visible else { return out };
+        out.visible_expiry_us = Some(visible.from);
+        let Some(ticks) = self.takeover(pause.worker, pause.start_us, visible) else { return out };
+        out.takeover_tick_us = Some(ticks.earliest);
+        out.predicted = if !resumed || ticks.earliest >= pause.end_us {
+            Some(false)
+        } else if ticks.sure + ticks.op < pause.end_us {
+            Some(true)
+        } else {
+            // The expiry or the resume falls inside a watcher's observation:
+            // either outcome keeps to the protocol.
+            None
+        };
+        out
+    }
+
+    /// The theory's end of `gap`, and how the measurement disagrees with
+    /// it, if it does.
+    pub fn gap(&self, gap: &Gap) -> (Option<Micros>, Option<String>) {
+        let Some(predicted) = self.gap_end(gap) else { return (None, None) };
+        let holder = gap.holder;
+        let anomaly = match predicted {
+            End::Resumed(at) => {
+                let agrees = gap.ended && gap.ended_by == holder && gap.end_us == at;
+                (!agrees).then(|| "the paused holder should have resumed first".to_string())
+            }
+            End::TakenOver { free, ticks } => {
+                let watch = self.params.watch_us;
+                if !gap.ended {
+                    // Still open at the trial's end: as predicted if no
+                    // takeover was due before then.
+                    (ticks.sure + ticks.op < self.end_us).then(|| "no takeover".to_string())
+                } else if gap.ended_by == holder {
+                    Some("the holder resumed before the predicted takeover".to_string())
+                } else if gap.end_us < free.from {
+                    Some("taken over before the lease was visibly expired".to_string())
+                } else if gap.end_us >= ticks.sure + watch {
+                    let rounds = (gap.end_us - ticks.sure) / watch;
+                    Some(format!("taken over {rounds} watch interval(s) late"))
+                } else {
+                    None
+                }
+            }
+        };
+        let at = match predicted {
+            End::Resumed(at) => at,
+            // The expiry inside an observation: that tick or the next may
+            // take over, and the one that could have is the prediction.
+            End::TakenOver { ticks, .. } if gap.ended && gap.end_us >= ticks.sure => ticks.sure,
+            End::TakenOver { ticks, .. } => ticks.earliest,
+        };
+        (Some(at), anomaly)
+    }
+
+    fn gap_end(&self, gap: &Gap) -> Option<End> {
+        let holder = gap.holder?;
+        let start = gap.start_us;
+        let lock_fault = gap.cause.starts_with("lock-") || gap.cause == super::intervals::KILL_MID_RENEWAL;
+        if lock_fault {
+            return None;
+        }
+        let ended_with =
+            |kind: EventKind| self.events.iter().any(|e| e.worker == Some(holder) && e.t_us == start && e.kind == kind);
+        let paused = self.spans.pauses.iter().find(|p| p.worker == holder && p.start_us == start);
+        let free = if ended_with(EventKind::Released) || (self.params.dropped_at_death && ended_with(EventKind::Exit)) {
+            Some(Window::from(start, 0))
+        } else if self.params.dropped_at_death {
+            None
+        } else {
+            Some(self.visible_expiry(self.last_write(holder, start)?)?)
+        };
+        let takeover = free.and_then(|free| Some((free, self.takeover(holder, start, free)?)));
+        let resume = paused.filter(|p| p.end_us < self.end_us && self.resumed(holder, p.end_us)).map(|p| p.end_us);
+        match (takeover, resume) {
+            (Some((_, t)), Some(r)) if r <= t.earliest => Some(End::Resumed(r)),
+            // Too close to call: the resume falls inside the takeover's
+            // observations.
+            (Some((_, t)), Some(r)) if r <= t.sure + t.op => None,
+            (Some((free, ticks)), _) => Some(End::TakenOver { free, ticks }),
+            (None, Some(r)) if free.is_none() => Some(End::Resumed(r)),
+            _ => None,
+        }
+    }
+
+    /// A delivered `cont` to `worker` at `at_us`.
+    pub fn resumed(&self, worker: usize, at_us: Micros) -> bool {
+        self.events.iter().any(|e| {
+            e.kind == EventKind::Fault
+                && e.worker == Some(worker)
+                && e.t_us == at_us
+                && e.detail.error.is_none()
+                && e.detail.action.as_deref() == Some("cont")
+        })
+    }
+}
+
+/// How the theory expects a gap to end.
+#[derive(Clone, Copy, Debug)]
+enum End {
+    Resumed(Micros),
+    /// At a watcher's tick once the lock is free (`free`).
+    TakenOver {
+        free: Window,
+        ticks: Ticks,
+    },
+}
+
+/// When the lock becomes free to the watchers: somewhere in [from, to].
+#[derive(Clone, Copy, Debug)]
+struct Window {
+    from: Micros,
+    to: Micros,
+}
+
+impl Window {
+    fn from(from: Micros, width: Micros) -> Window {
+        Window { from, to: from + width }
+    }
+}
+
+/// Where a takeover can happen.
+#[derive(Clone, Copy, Debug)]
+struct Ticks {
+    /// The first tick whose observation reaches the free moment (it may
+    /// see the lock free, or not yet).
+    earliest: Micros,
+    /// The first tick that starts once the lock is free: it sees it free.
+    sure: Micros,
+    /// How long an observation takes (the longest recent one).
+    op: Micros,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::intervals::check;
+    use super::super::params::CheckParams;
+    use leasequake_model::history::{Detail, Event, EventKind, History};
+
+    const WALL_S: f64 = 1_700_000_000.0;
+
+    fn s(x: f64) -> i64 {
+        (x * 1e6).round() as i64
+    }
+
+    fn ev(t: f64, w: usize, kind: EventKind) -> Event {
+        Event::new(s(t), Some(w), kind)
+    }
+
+    /// A write at `t` of the blog's lease: `lease_until` = floor(t + 9).
+    fn write(t: f64, w: usize, kind: EventKind) -> Event {
+        let until = (WALL_S + t + 9.0).floor();
+        ev(t, w, kind).with_detail(Detail {
+            lease_until: Some(until),
+            expires_in_ms: Some(9000.0),
+            ..Detail::default()
+        })
+    }
+
+    fn fault(t: f64, w: usize, action: &str) -> Event {
+        ev(t, w, EventKind::Fault).with_detail(Detail {
+            fault: Some(0),
+            action: Some(action.into()),
+            ..Detail::default()
+        })
+    }
+
+    fn params() -> CheckParams {
+        CheckParams {
+            lease_us: s(9.0),
+            renew_us: s(3.0),
+            watch_us: s(3.0),
+            resolution_us: s(1.0),
+            epoch_us: None,
+            dropped_at_death: false,
+            rewritten_in_place: true,
+        }
+    }
+
+    /// Worker 0 leads from 0.1 s, renewing every 3 s; worker 1 watches on
+    /// the grid 0.2 + 3k s. The leader's last renewal before `cut` is kept.
+    fn trial(cut: f64) -> Vec<Event> {
+        let barrier = Event::new(0, None, EventKind::Barrier)
+            .with_detail(Detail { wall_ns: Some((WALL_S * 1e9) as i64), ..Detail::default() });
+        let mut events = vec![barrier, ev(0.0, 0, EventKind::Spawn), ev(0.0, 1, EventKind::Spawn)];
+        events.push(write(0.1, 0, EventKind::Acquired));
+        let mut t = 3.1;
+        while t < cut {
+            events.push(write(t, 0, EventKind::Renewed));
+            t += 3.0;
+        }
+        let mut w = 0.2;
+        while w < cut {
+            events.push(ev(w, 1, EventKind::HeldBy));
+            w += 3.0;
+        }
+        events
+    }
+
+    fn judge(mut events: Vec<Event>, end: f64) -> super::super::metrics::TrialMetrics {
+        events.push(Event::new(s(end), None, EventKind::TrialEnd));
+        check(&History::new(events), &params())
+    }
+
+    #[test]
+    fn a_pause_evicts_only_if_a_watcher_ticks_between_the_visible_expiry_and_the_resume() {
+        // Last renewal 9.1 s: lease_until floor(18.1) = 18, visibly expired
+        // from 19 s; the watcher ticks at 18.2 (still valid) and 21.2 s.
+        let pause = |until: f64, takeover: bool| {
+            let mut events = trial(10.0);
+            events.extend([fault(10.0, 0, "stop"), fault(until, 0, "cont")]);
+            if takeover {
+                events.push(ev(21.2, 1, EventKind::ExpiredSeen));
+                events.push(write(21.2005, 1, EventKind::Acquired));
+            }
+            let m = judge(events, 30.0);
+            m.evictions.pauses[0].clone()
+        };
+        // Resumed at 20 s: 10 s of pause, longer than the 8.1 s remainder,
+        // yet no tick fell in [19, 20): no eviction, as measured.
+        let p = pause(20.0, false);
+        assert_eq!(p.visible_expiry_us, Some(s(19.0)));
+        assert_eq!(p.takeover_tick_us, Some(s(21.2)));
+        assert_eq!((p.predicted, p.evicted, p.anomaly()), (Some(false), false, false));
+        // Resumed at 22 s: the 21.2 s tick took over.
+        let p = pause(22.0, true);
+        assert_eq!((p.predicted, p.evicted, p.anomaly()), (Some(true), true, false));
+        // Measured an eviction the phases do not allow: an anomaly.
+        let p = pause(21.0, false);
+        assert_eq!((p.predicted, p.evicted, p.anomaly()), (Some(false), false, false));
+        let mut events = trial(10.0);
+        events.extend([
+            fault(10.0, 0, "stop"),
+            ev(19.5, 1, EventKind::ExpiredSeen),
+            write(19.5, 1, EventKind::Acquired),
+        ]);
+        events.push(fault(20.0, 0, "cont"));
+        let p = judge(events, 30.0).evictions.pauses[0].clone();
+        assert_eq!((p.predicted, p.evicted, p.anomaly()), (Some(false), true, true));
+    }
+
+    #[test]
+    fn a_kill_gap_ends_at_the_first_tick_after_the_visible_expiry() {
+        // Killed at 10 s after the 9.1 s renewal: visible from 19 s, the
+        // watcher's 21.2 s tick takes over.
+        let mut events = trial(10.0);
+        events.extend([fault(10.0, 0, "kill"), ev(10.001, 0, EventKind::Exit), ev(18.2, 1, EventKind::HeldBy)]);
+        events.extend([ev(21.2, 1, EventKind::ExpiredSeen), write(21.2004, 1, EventKind::Acquired)]);
+        let m = judge(events.clone(), 30.0);
+        assert_eq!(m.gaps[0].predicted_end_us, Some(s(21.2)));
+        assert_eq!(m.gaps[0].anomaly, None);
+        // Taken over a round late: the 21.2 s tick missed it.
+        let late: Vec<Event> = events.into_iter().filter(|e| e.t_us < s(21.0)).collect();
+        let mut late = late;
+        late.extend([ev(21.2, 1, EventKind::HeldBy), ev(24.2, 1, EventKind::ExpiredSeen)]);
+        late.push(write(24.2004, 1, EventKind::Acquired));
+        let m = judge(late, 30.0);
+        assert_eq!(m.gaps[0].anomaly.as_deref(), Some("taken over 1 watch interval(s) late"));
+        // Killed at 25 s: visible from 34 s, after the trial's end (30 s).
+        let mut open = trial(25.0);
+        open.extend([fault(25.0, 0, "kill"), ev(25.001, 0, EventKind::Exit)]);
+        let m = judge(open.clone(), 30.0);
+        assert_eq!(
+            (m.gaps[0].ended, m.gaps[0].predicted_end_us, m.gaps[0].anomaly.as_deref()),
+            (false, Some(s(36.2)), None)
+        );
+        // A trial that went on to 40 s with nobody taking over: an anomaly.
+        let m = judge(open, 40.0);
+        assert_eq!(m.gaps[0].anomaly.as_deref(), Some("no takeover"));
+    }
+
+    #[test]
+    fn an_expiry_inside_an_observation_allows_either_tick() {
+        // Observations of 2.5 s: the one from 18.7 to 21.2 s may compare
+        // before or after the visible expiry (19 s); the next starts 21.7 s.
+        let slow = |e: Event| {
+            if e.kind == EventKind::HeldBy {
+                e.with_detail(Detail { op_us: Some(2_500_000), ..Detail::default() })
+            } else {
+                e
+            }
+        };
+        let base: Vec<Event> = trial(10.0).into_iter().map(slow).collect();
+        for (end, anomaly) in [(21.2005, None), (24.2005, None), (24.8, Some("taken over 1 watch interval(s) late"))] {
+            let mut events = base.clone();
+            events.extend([fault(10.0, 0, "kill"), ev(10.001, 0, EventKind::Exit), write(end, 1, EventKind::Acquired)]);
+            let m = judge(events, 30.0);
+            let tick = if end < 21.7 { 18.7 } else { 21.7 };
+            assert_eq!(m.gaps[0].predicted_end_us, Some(s(tick)), "{end}");
+            assert_eq!(m.gaps[0].anomaly.as_deref(), anomaly, "{end}");
+        }
+    }
+
+    #[test]
+    fn a_released_lease_is_taken_at_the_next_tick_and_a_lock_fault_is_not_predicted() {
+        let mut events = trial(10.0);
+        events.extend([fault(10.0, 0, "term"), ev(10.0005, 0, EventKind::Released)]);
+        events.extend([ev(12.2, 1, EventKind::Unreadable), write(12.2003, 1, EventKind::Acquired)]);
+        let m = judge(events, 30.0);
+        assert_eq!(m.gaps[0].predicted_end_us, Some(s(12.2)));
+        assert_eq!(m.gaps[0].anomaly, None);
+
+        let mut events = trial(10.0);
+        events.extend([Event::new(s(10.0), None, EventKind::Fault).with_detail(Detail {
+            fault: Some(0),
+            action: Some("lock-empty".into()),
+            ..Detail::default()
+        })]);
+        events.extend([ev(10.5, 0, EventKind::RenewFailed), ev(10.6, 0, EventKind::SteppedDown)]);
+        let m = judge(events, 30.0);
+        assert_eq!((m.gaps[0].predicted_end_us, m.gaps[0].anomaly.as_deref()), (None, None));
+    }
+
+    #[test]
+    fn no_lease_until_or_no_watcher_grid_means_no_prediction() {
+        let mut events: Vec<Event> = trial(10.0)
+            .into_iter()
+            .map(|mut e| {
+                e.detail.lease_until = None;
+                e
+            })
+            .collect();
+        events.extend([fault(10.0, 0, "stop"), fault(20.0, 0, "cont")]);
+        // Truncated expiry without lease_until: unknown.
+        let m = judge(events, 30.0);
+        assert_eq!(m.evictions.pauses[0].predicted, None);
+        assert_eq!((m.evictions.predicted, m.evictions.unpredicted), (0, 1));
+        // A watcher that never reported a tick: unknown too.
+        let mut events: Vec<Event> = trial(10.0).into_iter().filter(|e| e.kind != EventKind::HeldBy).collect();
+        events.extend([fault(10.0, 0, "stop"), fault(20.0, 0, "cont")]);
+        assert_eq!(judge(events, 30.0).evictions.pauses[0].predicted, None);
+    }
+
+    #[test]
+    fn a_lock_dropped_at_death_is_never_lost_to_a_pause() {
+        let mut events = trial(10.0);
+        events.extend([fault(10.0, 0, "stop"), fault(25.0, 0, "cont")]);
+        events.push(Event::new(s(30.0), None, EventKind::TrialEnd));
+        let flock = CheckParams { dropped_at_death: true, rewritten_in_place: false, ..params() };
+        let m = check(&History::new(events), &flock);
+        assert_eq!(m.evictions.pauses[0].predicted, Some(false));
+        assert_eq!(m.gaps[0].predicted_end_us, Some(s(25.0)));
+        assert_eq!(m.gaps[0].anomaly, None);
+    }
+}

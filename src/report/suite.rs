@@ -1,0 +1,424 @@
+//! A suite's README: each kind of experiment gets the table that answers its
+//! question. The blog's claims beside what was measured; a sweep's dial (gap
+//! and false evictions per setting, beside the theory); per substrate, the
+//! crash gap against that substrate's own bound; fencing, the stale writes;
+//! the rest, what happened. Every duration is in the experiment's own time;
+//! the time scale is said once, above the tables.
+
+use std::fmt::Write;
+
+use super::compare::{Measured, bound_row, jobs_markdown, substrates_markdown};
+use super::summary::{Summary, SummaryRow, crash_bound_ms};
+use crate::check::stats::percentile;
+use crate::model::{Dur, Experiment, setting_name};
+
+/// A Markdown table that leaves out the columns empty in every row.
+pub struct MdTable {
+    headers: Vec<String>,
+    rows: Vec<Vec<String>>,
+}
+
+impl MdTable {
+    pub fn new(headers: &[&str]) -> MdTable {
+        MdTable { headers: headers.iter().map(|h| h.to_string()).collect(), rows: Vec::new() }
+    }
+
+    pub fn with_headers(headers: Vec<String>) -> MdTable {
+        MdTable { headers, rows: Vec::new() }
+    }
+
+    pub fn row(&mut self, cells: Vec<String>) {
+        self.rows.push(cells);
+    }
+
+    pub fn render(&self) -> String {
+        let cell = |r: &Vec<String>, i: usize| r.get(i).map_or("", |c| c.as_str()).trim().to_string();
+        let keep: Vec<usize> =
+            (0..self.headers.len()).filter(|&i| self.rows.iter().any(|r| !cell(r, i).is_empty())).collect();
+        let line = |cells: Vec<String>| format!("| {} |\n", cells.join(" | "));
+        let mut out = line(keep.iter().map(|&i| escape(&self.headers[i])).collect());
+        out += &line(keep.iter().map(|_| "---".to_string()).collect());
+        for r in &self.rows {
+            out += &line(keep.iter().map(|&i| escape(&cell(r, i))).collect());
+        }
+        out
+    }
+}
+
+fn escape(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
+
+/// What an experiment asks, for the table it goes in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    /// It carries the blog's claims.
+    Blog,
+    /// A sweep across substrates.
+    Substrates,
+    /// A sweep of other settings: the dial.
+    Dial,
+    /// A protected resource takes the leader's writes.
+    Fencing,
+    /// An epoch job runs.
+    Jobs,
+    Other,
+}
+
+fn kind(exp: &Experiment) -> Kind {
+    let substrates: std::collections::BTreeSet<String> =
+        exp.points.iter().map(|p| setting_name(&p.exp.substrate.kind)).collect();
+    if exp.reference.is_some() {
+        Kind::Blog
+    } else if substrates.len() > 1 {
+        Kind::Substrates
+    } else if !exp.points.is_empty() {
+        Kind::Dial
+    } else if exp.worker.epoch_job.is_some() {
+        Kind::Jobs
+    } else if exp.worker.resource != crate::model::Resource::None {
+        Kind::Fencing
+    } else {
+        Kind::Other
+    }
+}
+
+/// The README of a suite: the preamble, then a section per kind present.
+/// `points` holds each experiment's per-point summaries (empty for one
+/// without a sweep).
+pub fn readme(title: &str, preamble: &str, runs: &[Measured<'_>], points: &[Vec<SummaryRow<'_>>]) -> String {
+    let mut out = format!("# {title}\n\n{preamble}\n");
+    let of = |k: Kind| runs.iter().zip(points).filter(move |(m, _)| kind(m.exp) == k);
+
+    if of(Kind::Blog).next().is_some() {
+        out += "\n## The blog's claims\n\n";
+        let mut t = MdTable::new(&["experiment", "the blog", "measured here", "theoretical bound", "verdict"]);
+        for (m, _) in of(Kind::Blog) {
+            t.row(bound_row(m).to_vec());
+        }
+        out += &t.render();
+    }
+    for (m, rows) in of(Kind::Dial) {
+        out += &dial(m, rows);
+    }
+    for (m, rows) in of(Kind::Substrates) {
+        out += &per_substrate(m, rows);
+    }
+    if of(Kind::Fencing).next().is_some() {
+        out += &fencing(&of(Kind::Fencing).map(|(m, _)| m).collect::<Vec<_>>());
+    }
+    let jobs: Vec<Measured<'_>> = of(Kind::Jobs).map(|(m, _)| m.clone()).collect();
+    out += &jobs_markdown(&jobs);
+    if of(Kind::Other).next().is_some() {
+        out += &others(&of(Kind::Other).map(|(m, _)| m).collect::<Vec<_>>());
+    }
+    let all: Vec<&SummaryRow<'_>> =
+        runs.iter().zip(points).filter(|(m, _)| kind(m.exp) == Kind::Substrates).flat_map(|(_, p)| p).collect();
+    out += &substrates_markdown(&all);
+    out += &expectations(runs);
+    out
+}
+
+/// The experiment's name, linked to its directory, marked ✗ if an `expect:`
+/// failed.
+fn name(m: &Measured<'_>) -> String {
+    let mark = if m.failed.is_empty() { "" } else { "✗ " };
+    format!("{mark}[{}]({})", m.exp.name, m.link)
+}
+
+/// ms as ran → seconds in the experiment's own time.
+fn own_s(ms: f64, scale: f64) -> f64 {
+    ms / 1000.0 / scale
+}
+
+/// `median [p10–p90] (n)` of the kill gaps, in own seconds.
+fn crash_gap(s: &Summary, scale: f64) -> String {
+    match (s.crash_gap(0.5), s.crash_gap(0.1), s.crash_gap(0.9)) {
+        (Some(m), Some(a), Some(b)) => format!(
+            "{:.2} s [{:.2}–{:.2}] (n {})",
+            own_s(m, scale),
+            own_s(a, scale),
+            own_s(b, scale),
+            s.crash_gaps_ms.len()
+        ),
+        _ => String::new(),
+    }
+}
+
+fn crash_bound(exp: &Experiment, s: &Summary) -> String {
+    if s.crash_gaps_ms.is_empty() {
+        return String::new();
+    }
+    let (lo, hi) = crash_bound_ms(exp);
+    format!("[{:.2}, {:.2}] s", own_s(lo, exp.time_scale), own_s(hi, exp.time_scale))
+}
+
+/// Whether the kill gaps keep to their bound, with what does not.
+fn crash_verdict(exp: &Experiment, s: &Summary) -> String {
+    let (lo, hi) = crash_bound_ms(exp);
+    let mut outside = Vec::new();
+    if let (Some(&min), Some(&max)) = (s.crash_gaps_ms.first(), s.crash_gaps_ms.last())
+        && (min < lo || max > hi)
+    {
+        let scale = exp.time_scale;
+        outside.push(format!("kill gaps {:.2}–{:.2} s", own_s(min, scale), own_s(max, scale)));
+    }
+    if s.wedged_trials > 0 {
+        outside.push(format!("{}/{} wedged", s.wedged_trials, s.n));
+    }
+    if s.mid_renewal_kills > 0 {
+        outside.push(format!("{} killed mid-renewal", s.mid_renewal_kills));
+    }
+    match (outside.is_empty(), s.crash_gaps_ms.is_empty()) {
+        (true, true) => String::new(),
+        (true, false) => "inside".into(),
+        (false, _) => format!("✗ outside: {}", outside.join(", ")),
+    }
+}
+
+fn rate(k: usize, n: usize, ci: (f64, f64)) -> String {
+    format!("{k}/{n} ({:.0}–{:.0} %)", ci.0 * 100.0, ci.1 * 100.0)
+}
+
+fn evictions(s: &Summary) -> String {
+    if s.leader_pauses == 0 { String::new() } else { rate(s.false_evictions, s.leader_pauses, s.false_eviction_ci) }
+}
+
+fn predicted(s: &Summary) -> String {
+    if s.leader_pauses == 0 {
+        return String::new();
+    }
+    match s.predicted_evictions() {
+        None => "unknown".into(),
+        Some(p) if s.unpredicted_pauses > 0 => format!("{p} ({} too close to call)", s.unpredicted_pauses),
+        Some(p) => p.to_string(),
+    }
+}
+
+/// Measured − predicted gap, median, in own ms.
+fn beyond_theory(s: &Summary, scale: f64) -> String {
+    percentile(&s.gap_beyond_theory_ms, 0.5).map_or(String::new(), |ms| format!("{:+.1} ms", ms / scale))
+}
+
+/// Gap and pause predictions the measurement disagrees with.
+fn anomalies(s: &Summary) -> String {
+    if s.predicted_gaps == 0 && s.leader_pauses == s.unpredicted_pauses {
+        return String::new();
+    }
+    let n = s.gap_anomalies + s.eviction_anomalies;
+    if n == 0 { "0".into() } else { format!("✗ {n} ({} gaps, {} pauses)", s.gap_anomalies, s.eviction_anomalies) }
+}
+
+/// A swept value in the experiment's own time (`lease=150ms` at 0.1 →
+/// `1500ms`).
+fn own_value(key: &str, value: &str, scale: f64) -> String {
+    if crate::experiment::is_duration_setting(key)
+        && let Ok(d) = Dur::parse(value)
+    {
+        return d.scaled(1.0 / scale).to_string();
+    }
+    value.to_string()
+}
+
+/// A point's label in the experiment's own time.
+pub fn own_label(label: &str, scale: f64) -> String {
+    let pair = |kv: &str| match kv.split_once('=') {
+        Some((k, v)) => format!("{k}={}", own_value(k, v, scale)),
+        None => kv.to_string(),
+    };
+    label.split(' ').map(pair).collect::<Vec<_>>().join(" ")
+}
+
+/// A sweep's dial: a row per point, a column per swept setting, measured
+/// beside the theory.
+fn dial(m: &Measured<'_>, rows: &[SummaryRow<'_>]) -> String {
+    let exp = m.exp;
+    let scale = exp.time_scale;
+    let keys: Vec<String> =
+        exp.points.first().map(|p| p.settings.iter().map(|(k, _)| k.clone()).collect()).unwrap_or_default();
+    let mut headers = keys.clone();
+    headers.extend(
+        [
+            "kill gap median [p10–p90]",
+            "theory bound",
+            "gap − theory (median)",
+            "false evictions / leader pauses (95 % CI)",
+            "evictions the theory predicts",
+            "anomalies",
+            "two leaders",
+        ]
+        .map(String::from),
+    );
+    let mut t = MdTable::with_headers(headers);
+    for r in rows {
+        let s = &r.summary;
+        let Some(p) = exp.points.iter().find(|p| p.label() == r.setting) else { continue };
+        let mut cells: Vec<String> = p.settings.iter().map(|(k, v)| own_value(k, v, scale)).collect();
+        cells.extend([
+            crash_gap(s, scale),
+            crash_bound(r.exp, s),
+            beyond_theory(s, scale),
+            evictions(s),
+            predicted(s),
+            anomalies(s),
+            rate(s.double_leader_trials, s.n, s.double_leader_ci),
+        ]);
+        t.row(cells);
+    }
+    format!(
+        "\n## {}: the dial\n\n{}A row per setting; `gap − theory` is how much later than the predicted watcher tick \
+         the takeover came (waking, observing, acquiring).\n\n{}",
+        name(m),
+        description(exp),
+        t.render()
+    )
+}
+
+fn description(exp: &Experiment) -> String {
+    let d = exp.description.trim();
+    if d.is_empty() { String::new() } else { format!("{}\n\n", d.split_whitespace().collect::<Vec<_>>().join(" ")) }
+}
+
+/// Per substrate: the crash gap against that substrate's own bound, double
+/// leaders, wedges, false evictions.
+fn per_substrate(m: &Measured<'_>, rows: &[SummaryRow<'_>]) -> String {
+    let mut t = MdTable::new(&[
+        "substrate",
+        "kill gap median [p10–p90]",
+        "its bound",
+        "verdict",
+        "gap − theory (median)",
+        "two leaders (95 % CI)",
+        "wedged",
+        "false evictions / leader pauses (95 % CI)",
+        "evictions the theory predicts",
+        "anomalies",
+    ]);
+    for r in rows {
+        let s = &r.summary;
+        let scale = r.exp.time_scale;
+        let sub = setting_name(&r.exp.substrate.kind);
+        t.row(vec![
+            sub,
+            crash_gap(s, scale),
+            crash_bound(r.exp, s),
+            crash_verdict(r.exp, s),
+            beyond_theory(s, scale),
+            rate(s.double_leader_trials, s.n, s.double_leader_ci),
+            format!("{}/{}", s.wedged_trials, s.n),
+            evictions(s),
+            predicted(s),
+            anomalies(s),
+        ]);
+    }
+    format!("\n## {}: per substrate\n\n{}{}", name(m), description(m.exp), t.render())
+}
+
+/// Stale writes to a protected resource, per experiment.
+fn fencing(runs: &[&Measured<'_>]) -> String {
+    let mut t = MdTable::new(&[
+        "experiment",
+        "fencing tokens",
+        "trials with two leaders (95 % CI)",
+        "writes",
+        "stale writes",
+        "lost work (a stale write over a newer result)",
+        "rejected",
+        "accepted before the newer holder wrote",
+    ]);
+    for m in runs {
+        let s = m.summary;
+        let w = &s.writes;
+        t.row(vec![
+            name(m),
+            if m.exp.worker.fencing_tokens { "yes".into() } else { "no".into() },
+            rate(s.double_leader_trials, s.n, s.double_leader_ci),
+            w.attempted.to_string(),
+            w.stale.to_string(),
+            w.stale_accepted.to_string(),
+            w.stale_rejected.to_string(),
+            w.stale_superseded.to_string(),
+        ]);
+    }
+    format!(
+        "\n## Fencing: stale writes\n\nA stale write carries a fencing token below one already granted: a holder \
+         that kept believing after its lease was taken.\n\n{}",
+        t.render()
+    )
+}
+
+/// Experiments of no other kind: what happened.
+fn others(runs: &[&Measured<'_>]) -> String {
+    let mut t = MdTable::new(&[
+        "experiment",
+        "trials",
+        "two leaders (95 % CI)",
+        "gaps: median [min–max]",
+        "never ended",
+        "wedged",
+        "kill gap vs its bound",
+        "anomalies",
+    ]);
+    for m in runs {
+        let s = m.summary;
+        let scale = m.exp.time_scale;
+        let gaps = match (s.gap_p50_ms, s.gap_min_ms, s.gap_max_ms) {
+            (Some(p), Some(a), Some(b)) => {
+                format!("{:.2} s [{:.2}–{:.2}] (n {})", own_s(p, scale), own_s(a, scale), own_s(b, scale), s.gaps)
+            }
+            _ => String::new(),
+        };
+        t.row(vec![
+            name(m),
+            s.n.to_string(),
+            rate(s.double_leader_trials, s.n, s.double_leader_ci),
+            gaps,
+            if s.open_gaps > 0 { s.open_gaps.to_string() } else { String::new() },
+            format!("{}/{}", s.wedged_trials, s.n),
+            crash_verdict(m.exp, s),
+            anomalies(s),
+        ]);
+    }
+    format!("\n## Other experiments\n\n{}", t.render())
+}
+
+/// Every `expect:` of the suite, held or failed.
+fn expectations(runs: &[Measured<'_>]) -> String {
+    let failed: Vec<&Measured<'_>> = runs.iter().filter(|m| !m.failed.is_empty()).collect();
+    let mut out = format!(
+        "\n## Expectations\n\n{} of {} experiments kept every `expect:`.\n",
+        runs.len() - failed.len(),
+        runs.len()
+    );
+    for m in failed {
+        let _ = writeln!(out, "\n* ✗ {}:", name(m));
+        for f in m.failed.iter().take(10) {
+            let _ = writeln!(out, "  * {f}");
+        }
+        if m.failed.len() > 10 {
+            let _ = writeln!(out, "  * … and {} more", m.failed.len() - 10);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_column_empty_in_every_row_is_left_out() {
+        let mut t = MdTable::new(&["a", "b", "c"]);
+        t.row(vec!["1".into(), String::new(), "x|y".into()]);
+        t.row(vec!["2".into(), " ".into()]);
+        assert_eq!(t.render(), "| a | c |\n| --- | --- |\n| 1 | x\\|y |\n| 2 |  |\n");
+    }
+
+    #[test]
+    fn swept_durations_are_shown_in_the_experiments_own_time() {
+        assert_eq!(own_value("lease", "150ms", 0.1), "1500ms");
+        assert_eq!(own_value("fault.1.at", "1200ms", 0.1), "12s");
+        assert_eq!(own_value("workers", "3", 0.1), "3");
+        assert_eq!(own_label("pause=50ms lease=150ms workers=3", 0.1), "pause=500ms lease=1500ms workers=3");
+    }
+}
