@@ -138,4 +138,12 @@ pub struct RunArgs {
     /// about 2 s) that is recorded in host.json before a run.
     #[arg(long)]
     pub no_calibrate: bool,
+    /// Also write every experiment's measurements, bounds, expectations and
+    /// verdict to FILE as JSON (durations in each experiment's own time).
+    #[arg(long, value_name = "FILE")]
+    pub export_json: Option<PathBuf>,
+    /// Also write a JUnit XML report to FILE: each experiment a test suite,
+    /// each `expect:` key a test case, failures with the measured values.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
 }

@@ -86,6 +86,11 @@ def main():
     def fresh():
         return {"processId": pid, "leaseUntil": time.time() + lease_s}
 
+    # What a lease write reports: its leaseUntil and length let leasequake
+    # place its expiry, and so predict each takeover.
+    def wrote(lease):
+        return {"holder": pid, "lease_until": lease["leaseUntil"], "expires_in_ms": args.lease_ms}
+
     # Start-up (the interpreter, imports) is done: say so, and wait for the
     # release, which is EOF on stdin. With `ready: true` in the experiment
     # the harness waits for every worker's `ready` before it releases them
@@ -94,8 +99,9 @@ def main():
     if not sys.stdin.isatty():
         sys.stdin.buffer.read()
 
-    leading = try_create(args.lock, fresh())
-    emit("acquired", holder=pid, how="start") if leading else emit("not_acquired")
+    lease = fresh()
+    leading = try_create(args.lock, lease)
+    emit("acquired", how="start", **wrote(lease)) if leading else emit("not_acquired")
     interval = lambda: (args.renew_ms if leading else args.watch_ms) / 1000
     next_tick = time.monotonic() + interval()
     while True:
@@ -108,8 +114,9 @@ def main():
         current = read_lease(args.lock)
         if leading:
             if isinstance(current, dict) and current.get("processId") == pid:
-                rewrite(args.lock, fresh())
-                emit("renewed", holder=pid)
+                lease = fresh()
+                rewrite(args.lock, lease)
+                emit("renewed", **wrote(lease))
             else:
                 holder = current.get("processId") if isinstance(current, dict) else None
                 if args.step_down_late_ms:
@@ -117,8 +124,9 @@ def main():
                 leading = False
                 emit("stepped_down", reason="other-holder", **({"holder": holder} if holder else {}))
         elif current is None:
-            leading = try_create(args.lock, fresh())
-            emit("acquired", holder=pid, how="retry") if leading else emit("not_acquired")
+            lease = fresh()
+            leading = try_create(args.lock, lease)
+            emit("acquired", how="retry", **wrote(lease)) if leading else emit("not_acquired")
         elif current == "unreadable":
             emit("unreadable", error="cannot parse the lease")
         elif current["leaseUntil"] < time.time():
@@ -127,8 +135,9 @@ def main():
                 os.unlink(args.lock)
             except FileNotFoundError:
                 pass
-            leading = try_create(args.lock, fresh())
-            emit("acquired", holder=pid, how="takeover") if leading else emit("takeover_lost")
+            lease = fresh()
+            leading = try_create(args.lock, lease)
+            emit("acquired", how="takeover", **wrote(lease)) if leading else emit("takeover_lost")
         else:
             emit("held_by", holder=current["processId"], lease_until=current["leaseUntil"])
         now = time.monotonic()

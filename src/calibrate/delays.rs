@@ -42,9 +42,12 @@ fn one_path(observe: Observe, lines: usize, interval: Duration) -> Result<Delay,
         patterns: vec![Pattern {
             regex: regex::Regex::new(r"t_ns=(?P<token>\d+)").expect("valid"),
             event: EventKind::HeldBy,
+            detail: BTreeMap::new(),
         }],
         ready: false,
         max_lines: MAX_LINES,
+        expiry: crate::model::program::ProgramExpiry::Exact,
+        cwd: None,
         experiment_dir: String::new(),
     };
     let values = |_: usize| BTreeMap::new();

@@ -47,6 +47,7 @@ pub fn run(args: &RunArgs) -> Result<(), Error> {
     if let Some(out) = &args.out {
         ensure_empty(out, "--out")?;
     }
+    export_targets_ok(args)?;
     for exp in &exps {
         crate::trial::limits::ensure(most_workers(exp), exp.jobs)
             .map_err(|source| Error::Limits { experiment: exp.source.clone(), source })?;
@@ -105,7 +106,67 @@ pub fn run(args: &RunArgs) -> Result<(), Error> {
     if suite {
         roll_up(&exps, &done, args.out.as_deref().filter(|_| suite).map(|o| o.join("README.md")));
     }
-    result
+    worse(result, export(args, &done))
+}
+
+/// Where `--export-json` and `--junit` write: a file (new or replaced) in
+/// a directory that exists and takes files, checked before anything runs.
+fn export_targets_ok(args: &RunArgs) -> Result<(), Error> {
+    for (flag, path) in [("--export-json", &args.export_json), ("--junit", &args.junit)] {
+        let Some(path) = path else { continue };
+        let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let problem = if path.is_dir() {
+            Some("is a directory".to_string())
+        } else if !parent.is_dir() {
+            Some(format!("{} is not a directory", parent.display()))
+        } else {
+            nix::unistd::access(parent, nix::unistd::AccessFlags::W_OK)
+                .err()
+                .map(|e| format!("{} does not take files: {e}", parent.display()))
+        };
+        if let Some(problem) = problem {
+            return Err(Error::Path { path: path.clone(), problem: format!("{flag}: {problem}") });
+        }
+    }
+    Ok(())
+}
+
+/// Write the exports the command line asked for, from what finished.
+fn export(args: &RunArgs, done: &[(&Experiment, Outcome)]) -> Result<(), Error> {
+    use crate::report::export::{ExperimentResult, Exporter, JUnit, Json};
+    let results: Vec<ExperimentResult<'_>> = done
+        .iter()
+        .map(|(exp, o)| {
+            let units = units(exp);
+            let tagged: Vec<(u32, usize, TrialMetrics)> =
+                o.metrics.iter().map(|(t, m)| (*t, unit_of(exp, units.len(), *t), m.clone())).collect();
+            ExperimentResult {
+                exp,
+                dir: &o.dir,
+                summary: &o.summary,
+                points: per_unit(&units, &tagged),
+                checks: o.checks.clone(),
+                broke: o.broke.as_deref(),
+                seconds: o.seconds,
+            }
+        })
+        .collect();
+    let targets: [(&Option<PathBuf>, &dyn Exporter); 2] = [(&args.export_json, &Json), (&args.junit, &JUnit)];
+    for (path, exporter) in targets {
+        let Some(path) = path else { continue };
+        write_whole(path, &exporter.serialize(&results)).map_err(|source| Error::Io { path: path.clone(), source })?;
+        warnln!("leasequake: wrote {}", path.display());
+    }
+    Ok(())
+}
+
+/// Replace `path` whole: a reader never sees half of it.
+fn write_whole(path: &Path, text: &str) -> std::io::Result<()> {
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let mut tmp = tempfile::NamedTempFile::new_in(parent)?;
+    std::io::Write::write_all(&mut tmp, text.as_bytes())?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
 }
 
 /// The suite's last words: each experiment passed or failed (and why), the
@@ -219,6 +280,10 @@ struct Outcome {
     result: Result<(), Error>,
     /// How the experiment's `expect:` failed, if it did.
     failed: Vec<String>,
+    /// Each `expect:` key and how it fared.
+    checks: Vec<crate::report::summary::ExpectCheck>,
+    /// Wall time the experiment took, seconds.
+    seconds: f64,
     /// What stopped it (and the suite), other than a failed expectation.
     broke: Option<String>,
     summary: Summary,
@@ -239,9 +304,12 @@ struct Ctx {
 
 fn run_experiment(exp: &Experiment, dir: &Path, link_latest: bool, ctx: &Ctx, done: Option<Done>) -> Outcome {
     let (exe, flags, quiet) = (&ctx.exe, &ctx.flags, ctx.quiet);
+    let began = std::time::Instant::now();
     let failed = |e: Error| Outcome {
         result: Err(e),
         failed: Vec::new(),
+        checks: Vec::new(),
+        seconds: began.elapsed().as_secs_f64(),
         broke: None,
         summary: summarize(&[]),
         metrics: Vec::new(),
@@ -374,7 +442,7 @@ fn run_experiment(exp: &Experiment, dir: &Path, link_latest: bool, ctx: &Ctx, do
         say!("{}", terminal::points(&per_unit(&units, &sink.metrics)));
     }
     let by_trial: Vec<(u32, &TrialMetrics)> = sink.metrics.iter().map(|(t, _, m)| (*t, m)).collect();
-    let parts = terminal::decomposition(&by_trial);
+    let parts = terminal::decomposition(&by_trial, exp.time_scale);
     if !parts.is_empty() {
         say!("  decomposition:\n{parts}");
     }
@@ -386,9 +454,11 @@ fn run_experiment(exp: &Experiment, dir: &Path, link_latest: bool, ctx: &Ctx, do
     } else {
         super::inputs::verdict(exp, &by_trial)
     };
-    let failed = crate::report::summary::expectation_failures(exp, &by_trial);
+    let checks = crate::report::summary::expectation_checks(exp, &by_trial);
+    let failed = checks.iter().flat_map(|c| c.failures.iter().cloned()).collect();
     let metrics = sink.metrics.into_iter().map(|(t, _, m)| (t, m)).collect();
-    Outcome { result, failed, broke: None, summary, metrics, dir: dir.to_path_buf() }
+    let seconds = began.elapsed().as_secs_f64();
+    Outcome { result, failed, checks, seconds, broke: None, summary, metrics, dir: dir.to_path_buf() }
 }
 
 /// Progress as lines, for a log that no bar can be drawn in (CI): one at
@@ -460,7 +530,13 @@ fn resume(dir: &Path, args: &RunArgs) -> Result<(), Error> {
     // A resumed run keeps its host.json: no new calibration.
     let facts = RunFacts { command: std::env::args().collect(), started_ns: wall_ns(), calibration: None };
     let ctx = Ctx { exe, flags: install_signal_flags(), facts, quiet: args.quiet };
-    run_experiment(&exp, dir, false, &ctx, Some(done)).result
+    export_targets_ok(args)?;
+    let mut outcome = run_experiment(&exp, dir, false, &ctx, Some(done));
+    let result = std::mem::replace(&mut outcome.result, Ok(()));
+    if result.as_ref().is_err_and(|e| e.exit_code() != exit::EXPECT_FAILED) {
+        outcome.broke = result.as_ref().err().map(ToString::to_string);
+    }
+    worse(result, export(args, &[(&exp, outcome)]))
 }
 
 struct Sink {

@@ -13,9 +13,11 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_saphyr::Spanned;
 
+use crate::model::history::Detail;
 use crate::model::history::EventKind;
 use crate::model::program::{
-    MAX_LINES, Observe, PLACEHOLDERS, Pattern, Program, Stamp, env_name, placeholders, shell_placeholder_problem,
+    DETAIL_FIELDS, MAX_LINES, Observe, PLACEHOLDERS, Pattern, Program, ProgramExpiry, Stamp, env_name, placeholders,
+    set_detail_field, shell_placeholder_problem,
 };
 
 #[derive(Clone, Debug, Deserialize)]
@@ -23,6 +25,9 @@ use crate::model::program::{
 pub(super) struct RawPattern {
     pub regex: Spanned<String>,
     pub event: Spanned<String>,
+    /// Fixed detail values of the event (placeholders allowed).
+    #[serde(default)]
+    pub detail: BTreeMap<String, Spanned<serde_json::Value>>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -40,6 +45,8 @@ pub(super) struct RawProgram {
     #[serde(default)]
     pub ready: bool,
     pub max_lines: Option<Spanned<u64>>,
+    pub expiry: Option<ProgramExpiry>,
+    pub cwd: Option<Spanned<String>>,
 }
 
 /// (line, column, message) of the first problem.
@@ -98,14 +105,29 @@ impl RawProgram {
                     format!("unknown event kind {:?}: expected one a worker reports, e.g. acquired", p.event.value),
                 )
             })?;
-            let known = ["holder", "lease_until", "token", "epoch", "reason"];
-            if let Some(name) = regex.capture_names().flatten().find(|n| !known.contains(n)) {
+            if let Some(name) = regex.capture_names().flatten().find(|n| !DETAIL_FIELDS.contains(n)) {
                 return Err(at(
                     &p.regex.referenced,
-                    format!("capture group {name:?} means nothing: use holder, lease_until, token, epoch or reason"),
+                    format!("capture group {name:?} means nothing: use one of {}", DETAIL_FIELDS.join(", ")),
                 ));
             }
-            patterns.push(Pattern { regex, event });
+            let mut detail = BTreeMap::new();
+            for (name, v) in &p.detail {
+                let text = match &v.value {
+                    serde_json::Value::String(s) => s.clone(),
+                    serde_json::Value::Number(n) => n.to_string(),
+                    _ => return Err(at(&v.referenced, format!("detail.{name}: a number or a string"))),
+                };
+                if let Some(q) = unknown(&text) {
+                    return Err(at(&v.referenced, format!("detail.{name}: unknown placeholder {{{q}}}")));
+                }
+                // A value with a placeholder is checked once it is filled in.
+                let check = if placeholders(&text).is_empty() { text.clone() } else { "1".into() };
+                set_detail_field(&mut Detail::default(), name, &check)
+                    .map_err(|why| at(&v.referenced, format!("detail.{why}")))?;
+                detail.insert(name.clone(), text);
+            }
+            patterns.push(Pattern { regex, event, detail });
         }
         if self.ready && observe == Observe::Patterns && !patterns.iter().any(|p| p.event == EventKind::Ready) {
             return Err(at(
@@ -121,7 +143,27 @@ impl RawProgram {
         if observe == Observe::Patterns && patterns.is_empty() {
             return Err(at(&self.command.referenced, "observe: patterns needs a `patterns:` list".into()));
         }
-        if !shell && let Err(why) = runnable(&command[0], self.env.get("PATH").map(|p| p.value.as_str())) {
+        let cwd = match &self.cwd {
+            None => None,
+            Some(c) => {
+                if let Some(p) = unknown(&c.value) {
+                    return Err(at(&c.referenced, format!("cwd: unknown placeholder {{{p}}}")));
+                }
+                let dir = crate::model::program::resolve_in(&c.value, &experiment_dir);
+                if placeholders(&c.value).is_empty() && !dir.is_dir() {
+                    return Err(at(&c.referenced, format!("cwd: {} is not a directory", dir.display())));
+                }
+                Some(c.value.clone())
+            }
+        };
+        // A relative program path is found from the program's own directory.
+        let from = cwd
+            .as_deref()
+            .filter(|c| placeholders(c).is_empty())
+            .map(|c| crate::model::program::resolve_in(c, &experiment_dir));
+        if !shell
+            && let Err(why) = runnable(&command[0], self.env.get("PATH").map(|p| p.value.as_str()), from.as_deref())
+        {
             return Err(at(&self.command.referenced, why));
         }
         Ok(Program {
@@ -136,6 +178,8 @@ impl RawProgram {
             patterns,
             ready: self.ready,
             max_lines: self.max_lines.as_ref().map_or(MAX_LINES, |m| m.value),
+            expiry: self.expiry.unwrap_or(ProgramExpiry::Exact),
+            cwd,
             experiment_dir,
         })
     }
@@ -144,7 +188,7 @@ impl RawProgram {
 /// Whether `name` can be executed, searching PATH (the program's own, if
 /// its `env:` sets one) as execvp will. The program is exec'd by a
 /// trampoline in the child, where a failure could only be exit 127 in a log.
-fn runnable(name: &str, path: Option<&str>) -> Result<(), String> {
+fn runnable(name: &str, path: Option<&str>, cwd: Option<&std::path::Path>) -> Result<(), String> {
     use std::os::unix::fs::PermissionsExt;
     let ok =
         |p: &std::path::Path| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
@@ -153,7 +197,8 @@ fn runnable(name: &str, path: Option<&str>) -> Result<(), String> {
         return Ok(());
     }
     if name.contains('/') {
-        return if ok(std::path::Path::new(name)) { Ok(()) } else { Err(format!("{name}: not an executable file")) };
+        let full = cwd.map_or_else(|| std::path::PathBuf::from(name), |c| c.join(name));
+        return if ok(&full) { Ok(()) } else { Err(format!("{name}: not an executable file")) };
     }
     let path = path.map(str::to_string).or_else(|| std::env::var("PATH").ok()).unwrap_or_default();
     if std::env::split_paths(&path).any(|dir| ok(&dir.join(name))) {

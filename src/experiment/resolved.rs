@@ -74,10 +74,27 @@ pub fn to_yaml(e: &Experiment) -> String {
         };
         let _ = writeln!(w, "  observe: {observe}");
         let _ = writeln!(w, "  timestamps: {stamp}");
+        let _ = writeln!(w, "  ready: {}", p.ready);
+        let _ = writeln!(w, "  max_lines: {}", p.max_lines);
+        let _ = writeln!(w, "  expiry: {}", setting_name(&p.expiry));
+        if let Some(cwd) = &p.cwd {
+            // Absolute (the resolved file lives elsewhere), unless a
+            // placeholder starts it.
+            let dir = if cwd.starts_with('{') {
+                cwd.clone()
+            } else {
+                crate::model::program::resolve_in(cwd, &p.experiment_dir).display().to_string()
+            };
+            let _ = writeln!(w, "  cwd: {}", quote(&dir));
+        }
         if !p.patterns.is_empty() {
             let _ = writeln!(w, "  patterns:");
             for pat in &p.patterns {
-                let _ = writeln!(w, "    - {{regex: {}, event: {}}}", quote(pat.regex.as_str()), pat.event.name());
+                let detail: Vec<String> = pat.detail.iter().map(|(k, v)| format!("{k}: {}", quote(v))).collect();
+                let detail =
+                    if detail.is_empty() { String::new() } else { format!(", detail: {{{}}}", detail.join(", ")) };
+                let _ =
+                    writeln!(w, "    - {{regex: {}, event: {}{detail}}}", quote(pat.regex.as_str()), pat.event.name());
             }
         }
     }

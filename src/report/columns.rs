@@ -101,9 +101,13 @@ pub fn settings(exp: &Experiment) -> SettingColumns {
         renew_ms: exp.lease.renew.as_ms_f64(),
         watch_ms: exp.lease.watch.as_ms_f64(),
         resolution_ms: exp.lease.resolution.as_ms_f64(),
-        acquire: setting_name(&exp.worker.acquire),
-        expiry: setting_name(&exp.worker.expiry),
-        unreadable: setting_name(&exp.worker.unreadable),
+        // A program is not the built-in worker: only its expiry is known.
+        acquire: if exp.program.is_some() { String::new() } else { setting_name(&exp.worker.acquire) },
+        expiry: match &exp.program {
+            Some(p) => setting_name(&p.expiry),
+            None => setting_name(&exp.worker.expiry),
+        },
+        unreadable: if exp.program.is_some() { String::new() } else { setting_name(&exp.worker.unreadable) },
     }
 }
 

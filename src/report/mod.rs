@@ -3,6 +3,7 @@
 pub mod columns;
 pub mod compare;
 pub mod csv;
+pub mod export;
 pub mod host;
 pub mod plots;
 pub mod read;

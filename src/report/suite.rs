@@ -357,6 +357,7 @@ fn others(runs: &[&Measured<'_>]) -> String {
         "never ended",
         "wedged",
         "kill gap vs its bound",
+        "gap − theory (median)",
         "anomalies",
     ]);
     for m in runs {
@@ -376,6 +377,7 @@ fn others(runs: &[&Measured<'_>]) -> String {
             if s.open_gaps > 0 { s.open_gaps.to_string() } else { String::new() },
             format!("{}/{}", s.wedged_trials, s.n),
             crash_verdict(m.exp, s),
+            beyond_theory(s, scale),
             anomalies(s),
         ]);
     }

@@ -213,56 +213,72 @@ pub fn summarize(trials: &[&TrialMetrics]) -> Summary {
     }
 }
 
+/// One `expect:` key and how it fared over the trials.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExpectCheck {
+    /// The key as the file wrote it, e.g. `gap_max: 1s`.
+    pub expect: String,
+    /// How it failed, as sentences (empty: it held).
+    pub failures: Vec<String>,
+}
+
 /// `expect:` failures, as sentences (empty: every expectation held).
 pub fn expectation_failures(exp: &Experiment, trials: &[(u32, &TrialMetrics)]) -> Vec<String> {
+    expectation_checks(exp, trials).into_iter().flat_map(|c| c.failures).collect()
+}
+
+/// Each `expect:` key of the experiment, checked over these trials.
+pub fn expectation_checks(exp: &Experiment, trials: &[(u32, &TrialMetrics)]) -> Vec<ExpectCheck> {
     let x = &exp.expect;
-    let mut failures = Vec::new();
-    for (trial, m) in trials {
-        if let Some(max) = x.max_leaders
-            && m.max_leaders > max
-        {
-            failures.push(format!("trial {trial}: {} leaders at once (expected at most {max})", m.max_leaders));
-        }
-        // In the experiment's own time, as its file wrote the bounds.
-        let own_s = |us: i64| us_to_ms(us) / 1000.0 / exp.time_scale;
-        let own = |d: crate::model::Dur| d.scaled(1.0 / exp.time_scale);
-        for (i, g) in m.gaps.iter().enumerate() {
-            let d = g.duration_us();
-            let open = if g.ended { "" } else { ", never ended" };
-            if let Some(min) = x.gap_min
-                && g.ended
-                && d < min.as_us() as i64
-            {
-                failures.push(format!(
-                    "trial {trial} gap {}: {:.3} s (expected at least {})",
-                    i + 1,
-                    own_s(d),
-                    own(min)
-                ));
-            }
-            if let Some(max) = x.gap_max
-                && d > max.as_us() as i64
-            {
-                failures.push(format!(
-                    "trial {trial} gap {}: {:.3} s{open} (expected at most {})",
-                    i + 1,
-                    own_s(d),
-                    own(max)
-                ));
-            }
-        }
-        if let Some(w) = x.wedged
-            && m.wedged != w
-        {
-            let what = if m.wedged { "wedged" } else { "did not wedge" };
-            failures.push(format!("trial {trial}: {what} (expected wedged: {w})"));
-        }
+    // In the experiment's own time, as its file wrote the bounds.
+    let own_s = |us: i64| us_to_ms(us) / 1000.0 / exp.time_scale;
+    let own = |d: crate::model::Dur| d.scaled(1.0 / exp.time_scale);
+    let mut checks = Vec::new();
+    let mut check = |expect: String, failures: Vec<String>| checks.push(ExpectCheck { expect, failures });
+    if let Some(max) = x.max_leaders {
+        let failures = trials
+            .iter()
+            .filter(|(_, m)| m.max_leaders > max)
+            .map(|(trial, m)| format!("trial {trial}: {} leaders at once (expected at most {max})", m.max_leaders))
+            .collect();
+        check(format!("max_leaders: {max}"), failures);
+    }
+    let gaps = || trials.iter().flat_map(|(t, m)| m.gaps.iter().enumerate().map(move |(i, g)| (*t, i + 1, g)));
+    if let Some(min) = x.gap_min {
+        let failures = gaps()
+            .filter(|(_, _, g)| g.ended && g.duration_us() < min.as_us() as i64)
+            .map(|(trial, i, g)| {
+                format!("trial {trial} gap {i}: {:.3} s (expected at least {})", own_s(g.duration_us()), own(min))
+            })
+            .collect();
+        check(format!("gap_min: {}", own(min)), failures);
+    }
+    if let Some(max) = x.gap_max {
+        let failures = gaps()
+            .filter(|(_, _, g)| g.duration_us() > max.as_us() as i64)
+            .map(|(trial, i, g)| {
+                let open = if g.ended { "" } else { ", never ended" };
+                format!("trial {trial} gap {i}: {:.3} s{open} (expected at most {})", own_s(g.duration_us()), own(max))
+            })
+            .collect();
+        check(format!("gap_max: {}", own(max)), failures);
+    }
+    if let Some(w) = x.wedged {
+        let failures = trials
+            .iter()
+            .filter(|(_, m)| m.wedged != w)
+            .map(|(trial, m)| {
+                let what = if m.wedged { "wedged" } else { "did not wedge" };
+                format!("trial {trial}: {what} (expected wedged: {w})")
+            })
+            .collect();
+        check(format!("wedged: {w}"), failures);
     }
     if let Some(k) = x.double_leader_trials {
         let got = trials.iter().filter(|(_, m)| m.max_leaders >= 2).count();
-        if got > k {
-            failures.push(format!("{got} trials had two leaders (expected at most {k})"));
-        }
+        let failures =
+            if got > k { vec![format!("{got} trials had two leaders (expected at most {k})")] } else { Vec::new() };
+        check(format!("double_leader_trials: {k}"), failures);
     }
-    failures
+    checks
 }

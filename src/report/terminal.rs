@@ -8,21 +8,14 @@ use crate::model::{Experiment, setting_name};
 
 use super::summary::{Summary, SummaryRow};
 
-fn secs(ms: Option<f64>) -> String {
-    ms.map(|v| format!("{:.3} s", v / 1000.0)).unwrap_or_else(|| "-".into())
-}
-
-/// Measured seconds, and under a time scale the unscaled equivalent.
-fn secs_both(ms: Option<f64>, scale: f64) -> String {
-    match ms {
-        Some(v) if scale != 1.0 => format!("{} (= {:.3} s unscaled)", secs(Some(v)), v / 1000.0 / scale),
-        other => secs(other),
-    }
+/// ms as it ran → seconds in the experiment's own time.
+fn secs(ms: Option<f64>, scale: f64) -> String {
+    ms.map(|v| format!("{:.3} s", v / 1000.0 / scale)).unwrap_or_else(|| "-".into())
 }
 
 /// Per-trial decomposition of gaps opened by a holder's death or pause:
 /// `gap = paid-for lease remainder + detection lag` (at most 20 lines).
-pub fn decomposition(metrics: &[(u32, &TrialMetrics)]) -> String {
+pub fn decomposition(metrics: &[(u32, &TrialMetrics)], scale: f64) -> String {
     let mut rows: Vec<(u32, &Gap)> = metrics
         .iter()
         .flat_map(|(t, m)| m.gaps.iter().map(move |g| (*t, g)))
@@ -31,10 +24,10 @@ pub fn decomposition(metrics: &[(u32, &TrialMetrics)]) -> String {
     rows.sort_by_key(|(t, g)| (*t, g.start_us));
     let mut out = String::new();
     for (t, g) in rows.iter().take(20) {
-        let ms = |us: Option<i64>| us.map_or(0.0, us_to_ms) / 1000.0;
+        let ms = |us: Option<i64>| us.map_or(0.0, us_to_ms) / 1000.0 / scale;
         out += &format!(
             "    trial {t}: {:.3} s = {:.3} s paid-for lease + {:.3} s detection ({})\n",
-            us_to_ms(g.duration_us()) / 1000.0,
+            ms(Some(g.duration_us())),
             ms(g.lease_remainder_us),
             ms(g.detection_lag_us),
             g.cause
@@ -49,18 +42,19 @@ pub fn decomposition(metrics: &[(u32, &TrialMetrics)]) -> String {
 pub fn render(exp: &Experiment, s: &Summary, dir: &Path) -> String {
     let (lo, hi) = s.double_leader_ci;
     let mut out = format!("{}: {} trials ({}), seed {}\n", exp.name, s.n, describe(exp), exp.seed);
-    if exp.time_scale != 1.0 {
-        out += &format!("  time scale:     {} (every duration above and below is scaled)\n", exp.time_scale);
+    let scale = exp.time_scale;
+    if scale != 1.0 {
+        out += &format!("  time scale:     {scale} (every duration here is in the experiment's own time)\n");
     }
     if s.gaps > 0 {
         out += &format!(
             "  leaderless gaps: {}  min {}  median {}  max {}\n",
             s.gaps,
-            secs(s.gap_min_ms),
-            secs_both(s.gap_p50_ms, exp.time_scale),
-            secs(s.gap_max_ms)
+            secs(s.gap_min_ms, scale),
+            secs(s.gap_p50_ms, scale),
+            secs(s.gap_max_ms, scale)
         );
-        out += &format!("                   p90 {}  p99 {}\n", secs(s.gap_p90_ms), secs(s.gap_p99_ms));
+        out += &format!("                   p90 {}  p99 {}\n", secs(s.gap_p90_ms, scale), secs(s.gap_p99_ms, scale));
     } else {
         out += "  leaderless gaps: none ended\n";
     }
@@ -154,15 +148,21 @@ pub fn predicted(s: &super::summary::Summary) -> String {
     }
 }
 
-/// The exact mode a worker runs in, for reports.
+/// What runs, for reports: the built-in worker's mode, or the program;
+/// the lease timing in the experiment's own time.
 pub fn describe(exp: &Experiment) -> String {
-    format!(
-        "{} workers, {} mode, acquire {}, lease {} / renew {} / watch {}",
-        exp.workers,
-        setting_name(&exp.worker.mode),
-        setting_name(&exp.worker.acquire),
-        exp.lease.lease,
-        exp.lease.renew,
-        exp.lease.watch
-    )
+    let own = |d: crate::model::Dur| d.scaled(1.0 / exp.time_scale);
+    let timing =
+        format!("lease {} / renew {} / watch {}", own(exp.lease.lease), own(exp.lease.renew), own(exp.lease.watch));
+    match &exp.program {
+        Some(p) => {
+            format!("{} workers, program {}, expiry {}, {timing}", exp.workers, p.command[0], setting_name(&p.expiry))
+        }
+        None => format!(
+            "{} workers, {} mode, acquire {}, {timing}",
+            exp.workers,
+            setting_name(&exp.worker.mode),
+            setting_name(&exp.worker.acquire),
+        ),
+    }
 }

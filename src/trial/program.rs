@@ -69,6 +69,9 @@ pub fn command(p: &Program, values: &BTreeMap<&str, String>, exe: &std::path::Pa
     for (k, v) in &p.env {
         cmd.env(k, expand(v, values));
     }
+    if let Some(dir) = &p.cwd {
+        cmd.current_dir(crate::model::program::resolve_in(&expand(dir, values), &p.experiment_dir));
+    }
     for (k, v) in values {
         cmd.env(env_name(k), v);
     }
@@ -250,13 +253,20 @@ pub fn read_protocol(
     })
 }
 
+/// What turns one worker's lines into events: the patterns, and the
+/// worker's placeholder values for their fixed details.
+pub struct Matcher {
+    pub patterns: Arc<Vec<Pattern>>,
+    pub values: BTreeMap<&'static str, String>,
+}
+
 /// Observe stdout or stderr lines through the patterns, copying every line
 /// to the worker's log.
 pub fn read_patterns(
     worker: usize,
     pid: i32,
     source: Box<dyn Read + Send>,
-    patterns: Arc<Vec<Pattern>>,
+    matcher: Matcher,
     log: Arc<Mutex<File>>,
     counts: Arc<Counts>,
     tx: SyncSender<Msg>,
@@ -266,7 +276,7 @@ pub fn read_patterns(
             if let Ok(mut f) = log.lock() {
                 let _ = writeln!(f, "{line}");
             }
-            let event = match_line(&patterns, &line, now);
+            let event = match_line(&matcher.patterns, &line, now, &matcher.values);
             if event.is_none() {
                 counts.unmatched.fetch_add(1, Ordering::Relaxed);
             }
@@ -275,21 +285,10 @@ pub fn read_patterns(
     })
 }
 
-/// The first pattern that matches `line`, as an event stamped `t_ns`.
-pub fn match_line(patterns: &[Pattern], line: &str, t_ns: i64) -> Option<WireEvent> {
-    patterns.iter().find_map(|p| {
-        let caps = p.regex.captures(line)?;
-        let get = |name: &str| caps.name(name).map(|m| m.as_str());
-        let detail = Detail {
-            holder: get("holder").and_then(|s| s.parse().ok()),
-            lease_until: get("lease_until").and_then(|s| s.parse().ok()),
-            token: get("token").and_then(|s| s.parse().ok()),
-            epoch: get("epoch").and_then(|s| s.parse().ok()),
-            reason: get("reason").map(str::to_string),
-            ..Detail::default()
-        };
-        Some(WireEvent { t_ns, event: p.event, detail })
-    })
+/// The first pattern that matches `line`, as an event stamped `t_ns`
+/// (fixed detail values filled from this worker's placeholder `values`).
+pub fn match_line(patterns: &[Pattern], line: &str, t_ns: i64, values: &BTreeMap<&str, String>) -> Option<WireEvent> {
+    patterns.iter().find_map(|p| Some(WireEvent { t_ns, event: p.event, detail: p.event_of(line, values)? }))
 }
 
 #[cfg(test)]
@@ -309,16 +308,25 @@ mod tests {
 
     #[test]
     fn a_pattern_turns_a_line_into_an_event_with_its_captures() {
+        let pattern = |re: &str, event, detail: &[(&str, &str)]| Pattern {
+            regex: regex::Regex::new(re).unwrap(),
+            event,
+            detail: detail.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+        };
         let patterns = vec![
-            Pattern {
-                regex: regex::Regex::new(r"leader until (?P<lease_until>\d+)").unwrap(),
-                event: EventKind::Acquired,
-            },
-            Pattern { regex: regex::Regex::new(r"held by (?P<holder>\d+)").unwrap(), event: EventKind::HeldBy },
+            pattern(r"leader until (?P<lease_until>\S+)", EventKind::Acquired, &[("expires_in_ms", "{lease_ms}")]),
+            pattern(r"held by (?P<holder>\d+)", EventKind::HeldBy, &[]),
         ];
-        let e = match_line(&patterns, "[w1] held by 4242", 7).unwrap();
+        let values = BTreeMap::from([("lease_ms", "900".to_string())]);
+        let e = match_line(&patterns, "[w1] held by 4242", 7, &values).unwrap();
         assert_eq!((e.event, e.detail.holder, e.t_ns), (EventKind::HeldBy, Some(4242), 7));
-        assert_eq!(match_line(&patterns, "now leader until 99", 1).unwrap().detail.lease_until, Some(99.0));
-        assert!(match_line(&patterns, "nothing", 1).is_none());
+        let d = match_line(&patterns, "now leader until 99", 1, &values).unwrap().detail;
+        assert_eq!((d.lease_until, d.expires_in_ms), (Some(99.0), Some(900.0)));
+        let d = match_line(&patterns, "now leader until 1970-01-01T00:01:40.5Z", 1, &values).unwrap().detail;
+        assert_eq!(d.lease_until, Some(100.5));
+        // A capture that does not parse is left out, the event kept.
+        let d = match_line(&patterns, "now leader until soon", 1, &values).unwrap().detail;
+        assert_eq!((d.lease_until, d.expires_in_ms), (None, Some(900.0)));
+        assert!(match_line(&patterns, "nothing", 1, &values).is_none());
     }
 }

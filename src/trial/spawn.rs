@@ -258,7 +258,10 @@ pub fn spawn(spec: &SpawnSpec<'_>, tx: &SyncSender<Msg>) -> Result<(Workers, Own
                     index,
                     pid.as_raw(),
                     r,
-                    Arc::clone(&patterns),
+                    super::program::Matcher {
+                        patterns: Arc::clone(&patterns),
+                        values: spec.program.map(|(_, values)| values(index)).unwrap_or_default(),
+                    },
                     Arc::clone(&log),
                     Arc::clone(&counts),
                     tx.clone(),

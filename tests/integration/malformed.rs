@@ -169,6 +169,22 @@ const CASES: &[(&str, &[&str], &str)] = &[
         &[],
         "4:12: no-such-program-xyz: no such program in PATH",
     ),
+    ("name: x\nworkers: 2\nprogram:\n  command: [sh]\n  cwd: no-such-dir\n", &[], "5:8: cwd: "),
+    (
+        "name: x\nworkers: 2\nprogram:\n  command: [sh]\n  expiry: sometimes\n",
+        &[],
+        "5:11: unknown variant `sometimes`, expected one of exact, unix-seconds, holder-death",
+    ),
+    (
+        "name: x\nworkers: 2\nprogram:\n  command: [sh]\n  patterns:\n    - {regex: x, event: renewed, detail: {expire_ms: 5}}\n",
+        &[],
+        "6:54: detail.expire_ms: not a detail field",
+    ),
+    (
+        "name: x\nworkers: 2\nprogram:\n  command: [sh]\n  patterns:\n    - {regex: x, event: renewed, detail: {lease_until: 1796101978250000000}}\n",
+        &[],
+        "6:56: detail.lease_until: 1796101978250000000 is not Unix seconds (milliseconds or nanoseconds?)",
+    ),
 ];
 
 #[test]

@@ -252,3 +252,44 @@ fn placeholders_in_a_shell_command_stay_one_word_whatever_the_path() {
     let trial = &crate::helper::read_table(&hostile.join("trials.csv"))[0];
     assert!(!trial.get("first_leader_ms").is_empty(), "the workers found their lock: {trial:?}");
 }
+
+#[test]
+fn a_program_gets_its_own_directory_expiry_and_pattern_details() {
+    let lab = Lab::new();
+    std::fs::create_dir(lab.path().join("work")).unwrap();
+    // Runs in `work/` (relative to the file), says its lease in RFC 3339 and
+    // nothing of its length: the pattern's fixed detail does.
+    let file = lab.file(
+        "own.yaml",
+        concat!(
+            "name: own\nworkers: 1\nduration: 10s\n",
+            "program:\n",
+            "  shell: true\n",
+            "  command: pwd > {trial_dir}/cwd; echo 'leader until 2026-12-01T05:12:58.25Z (start)'; exec sleep 60\n",
+            "  cwd: work\n",
+            "  expiry: unix-seconds\n",
+            "  patterns:\n",
+            "    - {regex: 'leader until (?P<lease_until>\\S+) \\((?P<how>\\w+)\\)', event: acquired, ",
+            "detail: {expires_in_ms: \"{lease_ms}\", holder: 7}}\n",
+        ),
+    );
+    let run = lab.run(&file).scale(0.1).trials(1).output().expect_code(0);
+    let cwd = std::fs::read_to_string(run.out.join("trials/0001/cwd")).unwrap();
+    assert_eq!(cwd.trim(), lab.path().join("work").canonicalize().unwrap().display().to_string());
+    let events = run.table("events.csv");
+    let acquired = events.iter().find(|e| e.get("event") == "acquired").expect("an acquired event");
+    let detail: serde_json::Value = serde_json::from_str(acquired.get("detail")).unwrap();
+    assert_eq!(detail["lease_until"], 1_796_101_978.25);
+    assert_eq!(detail["expires_in_ms"], 900.0);
+    assert_eq!((detail["holder"].as_i64(), detail["how"].as_str()), (Some(7), Some("start")));
+    // The program's expiry, not the built-in worker's settings; its bound
+    // gains the unit of truncation because the file says so.
+    let trial = &run.table("trials.csv")[0];
+    assert_eq!((trial.get("expiry"), trial.get("acquire"), trial.get("unreadable")), ("unix-seconds", "", ""));
+    let summary = &run.table("summary.csv")[0];
+    assert_eq!(summary.f64("crash_gap_bound_max_ms"), 900.0 + 300.0 + 100.0);
+    // Exact (the default): no truncation in the bound.
+    let exact = lab.file("exact.yaml", &std::fs::read_to_string(&file).unwrap().replace("unix-seconds", "exact"));
+    let run = lab.run(&exact).scale(0.1).trials(1).output().expect_code(0);
+    assert_eq!(run.table("summary.csv")[0].f64("crash_gap_bound_max_ms"), 900.0 + 300.0);
+}

@@ -118,3 +118,66 @@ fn each_kind_of_suite_gets_its_own_table_without_empty_columns() {
     assert!(readme.contains("## Other experiments") && readme.contains("[plain](plain)"), "{readme}");
     assert!(readme.contains("3 of 3 experiments kept every `expect:`"), "{readme}");
 }
+
+#[test]
+fn exports_for_ci_carry_every_expectation_and_verdict() {
+    let lab = Lab::new();
+    let suite = lab.path().join("suite");
+    std::fs::create_dir(&suite).unwrap();
+    std::fs::write(suite.join("a-holds.yaml"), "name: a-holds\nworkers: 2\nduration: 6s\nexpect:\n  max_leaders: 1\n")
+        .unwrap();
+    std::fs::write(
+        suite.join("b-fails.yaml"),
+        "name: b-fails\nworkers: 2\nduration: 20s\nfaults:\n  - at: 2s\n    target: leader\n    action: kill\n\
+         expect:\n  gap_max: 1s\n  max_leaders: 1\n",
+    )
+    .unwrap();
+    let (json, junit) = (lab.path().join("r.json"), lab.path().join("r.xml"));
+    let run = lab
+        .run(&suite)
+        .scale(0.05)
+        .trials(2)
+        .arg("--export-json")
+        .arg(json.display().to_string())
+        .arg("--junit")
+        .arg(junit.display().to_string())
+        .output()
+        .expect_code(1);
+    let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let exps = doc["experiments"].as_array().unwrap();
+    assert_eq!(exps.len(), 2, "{doc}");
+    assert_eq!((exps[0]["name"].as_str(), exps[0]["verdict"].as_str()), (Some("a-holds"), Some("passed")));
+    assert_eq!(exps[1]["verdict"], "failed");
+    let expectations = exps[1]["expectations"].as_array().unwrap();
+    let gap_max = expectations.iter().find(|e| e["expect"] == "gap_max: 1s").expect("gap_max is a check");
+    assert_eq!(gap_max["held"], false);
+    assert!(gap_max["failures"][0].as_str().unwrap().contains("(expected at most 1s)"), "{gap_max}");
+    // In the file's own time: the kill gap of a 9 s lease, not the scaled one.
+    let p50 = exps[1]["overall"]["kill_gaps"]["p50_ms"].as_f64().unwrap();
+    assert!((6000.0..=13000.0).contains(&p50), "{p50}");
+    assert_eq!(exps[1]["overall"]["kill_gaps"]["bound_ms"], serde_json::json!([6000.0, 13000.0]));
+    assert_eq!(exps[1]["results"], run.out.join("b-fails").display().to_string());
+
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    let doc = roxmltree::Document::parse(&xml).unwrap();
+    let root = doc.root_element();
+    assert_eq!((root.attribute("tests"), root.attribute("failures")), (Some("3"), Some("1")), "{xml}");
+    let failing: Vec<_> = doc.descendants().filter(|n| n.has_tag_name("failure")).collect();
+    assert_eq!(failing.len(), 1, "{xml}");
+    let case = failing[0].parent().unwrap();
+    assert_eq!(case.attribute("name"), Some("expect gap_max: 1s"));
+    assert_eq!(case.attribute("classname"), Some("leasequake.b-fails"));
+
+    // A place that cannot take the file is refused before anything runs.
+    let out = lab.path().join("never");
+    let bad = std::process::Command::new(crate::helper::bin())
+        .args(["run", "--quiet", "--no-calibrate", "--junit", "/nonexistent-dir/r.xml", "--out"])
+        .arg(&out)
+        .arg(&suite)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert_eq!(bad.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--junit: /nonexistent-dir is not a directory"), "{stderr}");
+    assert!(!out.exists(), "nothing written");
+}

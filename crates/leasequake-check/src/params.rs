@@ -3,6 +3,7 @@
 
 use leasequake_model::experiment::Experiment;
 use leasequake_model::history::Micros;
+use leasequake_model::program::ProgramExpiry;
 use leasequake_model::settings::{Expiry, Kind};
 
 /// Scaled lease settings of the trial, in µs.
@@ -44,9 +45,16 @@ impl CheckParams {
 
     /// The parameters of a trial of `exp`.
     pub fn of(exp: &Experiment) -> CheckParams {
-        // A server judges expiry itself, to the millisecond, whatever the
-        // worker's own expiry setting.
-        let truncated = exp.worker.expiry == Expiry::UnixSeconds && exp.substrate.kind.server().is_none();
+        // A program's lease is judged as the experiment says it is; the
+        // built-in worker's as its settings say, but a server judges expiry
+        // itself, to the millisecond.
+        let (truncated, dropped_at_death) = match &exp.program {
+            Some(p) => (p.expiry == ProgramExpiry::UnixSeconds, p.expiry == ProgramExpiry::HolderDeath),
+            None => (
+                exp.worker.expiry == Expiry::UnixSeconds && exp.substrate.kind.server().is_none(),
+                matches!(exp.substrate.kind, Kind::Flock | Kind::PostgresAdvisory),
+            ),
+        };
         let resolution_us = if truncated { exp.lease.resolution.as_us() as i64 } else { 0 };
         CheckParams {
             lease_us: exp.lease.lease.as_us() as i64,
@@ -54,8 +62,10 @@ impl CheckParams {
             watch_us: exp.lease.watch.as_us() as i64,
             resolution_us,
             epoch_us: exp.worker.epoch_job.map(|j| j.epoch.as_us() as i64),
-            dropped_at_death: matches!(exp.substrate.kind, Kind::Flock | Kind::PostgresAdvisory),
-            rewritten_in_place: exp.substrate.kind == Kind::File,
+            dropped_at_death,
+            // Only the built-in worker's lock file is known to be rewritten
+            // in place (truncated, then written).
+            rewritten_in_place: exp.program.is_none() && exp.substrate.kind == Kind::File,
         }
     }
 }

@@ -219,8 +219,8 @@ impl<'a> Phases<'a> {
         let holder = gap.holder;
         let anomaly = match predicted {
             End::Resumed(at) => {
-                let agrees = gap.ended && gap.ended_by == holder && gap.end_us == at;
-                (!agrees).then(|| "the paused holder should have resumed first".to_string())
+                let agrees = gap.ended && gap.end_us == at;
+                (!agrees).then(|| "a paused leader's resume should have ended it".to_string())
             }
             End::TakenOver { free, ticks } => {
                 let watch = self.params.watch_us;
@@ -259,7 +259,7 @@ impl<'a> Phases<'a> {
         }
         let ended_with =
             |kind: EventKind| self.events.iter().any(|e| e.worker == Some(holder) && e.t_us == start && e.kind == kind);
-        let paused = self.spans.pauses.iter().find(|p| p.worker == holder && p.start_us == start);
+
         let free = if ended_with(EventKind::Released) || (self.params.dropped_at_death && ended_with(EventKind::Exit)) {
             Some(Window::from(start, 0))
         } else if self.params.dropped_at_death {
@@ -268,7 +268,16 @@ impl<'a> Phases<'a> {
             Some(self.visible_expiry(self.last_write(holder, start)?)?)
         };
         let takeover = free.and_then(|free| Some((free, self.takeover(holder, start, free)?)));
-        let resume = paused.filter(|p| p.end_us < self.end_us && self.resumed(holder, p.end_us)).map(|p| p.end_us);
+        // A paused believer (the holder, or an older leader paused before
+        // it was replaced) that is resumed ends the gap.
+        let resume = self
+            .spans
+            .pauses
+            .iter()
+            .filter(|p| p.start_us <= start && start < p.end_us && p.end_us < self.end_us)
+            .filter(|p| self.believes(p.worker, start) && self.resumed(p.worker, p.end_us))
+            .map(|p| p.end_us)
+            .min();
         match (takeover, resume) {
             (Some((_, t)), Some(r)) if r <= t.earliest => Some(End::Resumed(r)),
             // Too close to call: the resume falls inside the takeover's
@@ -486,6 +495,19 @@ mod tests {
             assert_eq!(m.gaps[0].predicted_end_us, Some(s(tick)), "{end}");
             assert_eq!(m.gaps[0].anomaly.as_deref(), anomaly, "{end}");
         }
+    }
+
+    #[test]
+    fn an_older_paused_leader_resuming_ends_the_gap_as_predicted() {
+        // Worker 2 led first and was stopped at 1 s, still believing; worker
+        // 0 leads on and is stopped at 10 s. Worker 2's resume at 12 s comes
+        // before any takeover (21.2 s) and ends the gap.
+        let mut events = trial(10.0);
+        events.extend([write(0.05, 2, EventKind::Acquired), fault(1.0, 2, "stop"), fault(10.0, 0, "stop")]);
+        events.push(fault(12.0, 2, "cont"));
+        let m = judge(events, 30.0);
+        let gap = m.gaps.iter().find(|g| g.start_us == s(10.0)).expect("a gap at the second stop");
+        assert_eq!((gap.ended_by, gap.predicted_end_us, gap.anomaly.as_deref()), (Some(2), Some(s(12.0)), None));
     }
 
     #[test]

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::history::EventKind;
+use super::history::{Detail, EventKind};
 
 /// Lines read from one program per trial, by default, before the rest are
 /// dropped (`program.max_lines`).
@@ -44,17 +44,84 @@ pub enum Stamp {
     Receipt,
 }
 
+/// How a program judges its lease: what the theory's bound and predictions
+/// for it assume.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProgramExpiry {
+    /// `lease_until` compared exactly (the default).
+    Exact,
+    /// Whole units of `expiry_resolution` with a strict `<`, as the blog.
+    UnixSeconds,
+    /// No expiry: the lock goes with its holder (flock, a session lock).
+    HolderDeath,
+}
+
+/// The detail fields a pattern may fill, from a capture group of that name
+/// or a fixed value.
+pub const DETAIL_FIELDS: [&str; 7] = ["holder", "lease_until", "expires_in_ms", "token", "epoch", "reason", "how"];
+
+/// Set detail field `name` from its text: numbers for `holder`, `token`,
+/// `epoch`, `expires_in_ms`; `lease_until` in Unix seconds or RFC 3339.
+pub fn set_detail_field(detail: &mut Detail, name: &str, text: &str) -> Result<(), String> {
+    fn num<T: std::str::FromStr>(name: &str, text: &str) -> Result<T, String> {
+        text.trim().parse().map_err(|_| format!("{name}: {text:?} is not a number"))
+    }
+    match name {
+        "holder" => detail.holder = Some(num(name, text)?),
+        "token" => detail.token = Some(num(name, text)?),
+        "epoch" => detail.epoch = Some(num(name, text)?),
+        "expires_in_ms" => detail.expires_in_ms = Some(num::<f64>(name, text)?).filter(|v| v.is_finite()),
+        "lease_until" => {
+            // Past the year 9999 a number is milliseconds or nanoseconds.
+            const LAST_SECOND: f64 = 253_402_300_799.0;
+            let v =
+                text.trim().parse::<f64>().ok().filter(|v| v.is_finite()).or_else(|| super::clock::parse_rfc3339(text));
+            let v = v.ok_or_else(|| format!("lease_until: {text:?} is neither Unix seconds nor an RFC 3339 time"))?;
+            if v.abs() > LAST_SECOND {
+                return Err(format!("lease_until: {text} is not Unix seconds (milliseconds or nanoseconds?)"));
+            }
+            detail.lease_until = Some(v);
+        }
+        "reason" => detail.reason = Some(text.to_string()),
+        "how" => detail.how = Some(text.to_string()),
+        _ => return Err(format!("{name}: not a detail field (expected one of {})", DETAIL_FIELDS.join(", "))),
+    }
+    Ok(())
+}
+
 /// One pattern: a line that matches becomes this event, its named capture
-/// groups (`holder`, `lease_until`, `token`, `epoch`, `reason`) its detail.
+/// groups (any of `DETAIL_FIELDS`) and its fixed `detail` values (which may
+/// hold placeholders) its detail.
 #[derive(Clone, Debug)]
 pub struct Pattern {
     pub regex: regex::Regex,
     pub event: EventKind,
+    pub detail: BTreeMap<String, String>,
 }
 
 impl PartialEq for Pattern {
     fn eq(&self, o: &Pattern) -> bool {
-        self.regex.as_str() == o.regex.as_str() && self.event == o.event
+        self.regex.as_str() == o.regex.as_str() && self.event == o.event && self.detail == o.detail
+    }
+}
+
+impl Pattern {
+    /// The event a matching `line` becomes (placeholders in fixed values
+    /// from `values`); `None` if the line does not match. A capture that
+    /// does not parse is left out of the detail.
+    pub fn event_of(&self, line: &str, values: &BTreeMap<&str, String>) -> Option<Detail> {
+        let caps = self.regex.captures(line)?;
+        let mut detail = Detail::default();
+        for (name, template) in &self.detail {
+            let _ = set_detail_field(&mut detail, name, &expand(template, values));
+        }
+        for name in self.regex.capture_names().flatten() {
+            if let Some(m) = caps.name(name) {
+                let _ = set_detail_field(&mut detail, name, m.as_str());
+            }
+        }
+        Some(detail)
     }
 }
 
@@ -72,8 +139,19 @@ pub struct Program {
     pub ready: bool,
     /// Lines read from one program per trial before the rest are dropped.
     pub max_lines: u64,
+    /// How it judges its lease (the theory for it follows this).
+    pub expiry: ProgramExpiry,
+    /// Its working directory (placeholders allowed; relative to the
+    /// experiment file's directory), else the harness's.
+    pub cwd: Option<String>,
     /// The experiment file's directory, for `{experiment_dir}`.
     pub experiment_dir: String,
+}
+
+/// `dir` relative to the experiment file's directory, unless absolute.
+pub fn resolve_in(dir: &str, experiment_dir: &str) -> std::path::PathBuf {
+    let d = std::path::Path::new(dir);
+    if d.is_absolute() { d.to_path_buf() } else { std::path::Path::new(experiment_dir).join(d) }
 }
 
 /// Placeholder names used in `s` (`{name}`; `{{` is a literal brace).
