@@ -36,6 +36,24 @@ pub enum Command {
         #[arg(required = true, value_name = "FILE|DIR")]
         files: Vec<PathBuf>,
     },
+    /// What a run would do, without running it: points × trials and the
+    /// estimated time, trial 1's fault schedule, and warnings where a scaled
+    /// interval comes near the harness's precision or the workers' own
+    /// operations.
+    Plan {
+        /// Experiment YAML files, or directories of them.
+        #[arg(required = true, value_name = "FILE|DIR")]
+        files: Vec<PathBuf>,
+        /// As for `run`.
+        #[arg(long, value_parser = positive_scale)]
+        time_scale: Option<f64>,
+        /// As for `run`.
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+        trials: Option<u32>,
+        /// As for `run`.
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..=64))]
+        jobs: Option<u64>,
+    },
     /// Recompute trials.csv, gaps.csv and summary.csv from a results
     /// directory's events.csv (offline re-check of a past run). They go to
     /// a new directory, DIR/checks/<UTC timestamp>/, unless --out or
@@ -67,6 +85,23 @@ pub enum Command {
         /// Lines per path (one per millisecond).
         #[arg(long, default_value_t = 1000)]
         lines: usize,
+    },
+    /// Print a shell completion script, e.g. `leasequake completions bash >
+    /// ~/.local/share/bash-completion/completions/leasequake`.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff), e.g. `leasequake man >
+    /// ~/.local/share/man/man1/leasequake.1`.
+    Man,
+    /// Print the experiment file reference (Markdown), or with --schema its
+    /// JSON Schema: how docs/experiment-reference.md and
+    /// docs/experiment.schema.json are made.
+    #[command(hide = true)]
+    Reference {
+        #[arg(long)]
+        schema: bool,
     },
     /// The shell baseline's victim (used by `calibrate`).
     #[command(hide = true)]

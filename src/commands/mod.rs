@@ -4,6 +4,7 @@
 
 mod check;
 mod inputs;
+mod plan;
 mod run;
 mod validate;
 
@@ -26,6 +27,15 @@ pub fn dispatch(cli: Cli) -> u8 {
     let result = match cli.command {
         Command::Run(args) | Command::Sweep(args) => run::run(&args),
         Command::Validate { files } => validate::validate(&files),
+        Command::Plan { files, time_scale, trials, jobs } => {
+            let overrides = crate::experiment::Overrides {
+                time_scale,
+                trials,
+                jobs: jobs.map(|j| j as usize),
+                ..Default::default()
+            };
+            plan::plan(&files, &overrides)
+        }
         Command::Check { dir, out, in_place } => {
             let target = match (&out, in_place) {
                 (Some(out), _) => check::Target::Out(out),
@@ -35,6 +45,33 @@ pub fn dispatch(cli: Cli) -> u8 {
             check::check(&dir, target)
         }
         Command::Plot { dir } => plot(&dir),
+        Command::Completions { shell } => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            let mut out = Vec::new();
+            clap_complete::generate(shell, &mut cmd, "leasequake", &mut out);
+            crate::say!("{}", String::from_utf8_lossy(&out));
+            Ok(())
+        }
+        Command::Man => {
+            let mut out = Vec::new();
+            match clap_mangen::Man::new(<Cli as clap::CommandFactory>::command()).render(&mut out) {
+                Ok(()) => {
+                    crate::say!("{}", String::from_utf8_lossy(&out));
+                    Ok(())
+                }
+                Err(source) => Err(Error::Io { path: "stdout".into(), source }),
+            }
+        }
+        Command::Reference { schema } => {
+            use crate::experiment::reference;
+            let text = if schema {
+                serde_json::to_string_pretty(&reference::schema()).expect("a schema serialises") + "\n"
+            } else {
+                reference::markdown()
+            };
+            crate::say!("{text}");
+            Ok(())
+        }
         Command::Calibrate { lines } => crate::calibrate::run(lines),
         // The children's own entry points: their exit codes are their own.
         Command::CalibrateTarget => return crate::calibrate::emit::target(),

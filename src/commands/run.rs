@@ -342,6 +342,9 @@ fn run_experiment(exp: &Experiment, dir: &Path, link_latest: bool, ctx: &Ctx, do
     if !quiet {
         let what = if resuming { format!("{} missing of {total}", todo.len()) } else { total.to_string() };
         warnln!("leasequake: {what} trials of {} → {}", exp.name, dir.display());
+        for w in super::plan::warnings(exp) {
+            warnln!("leasequake: {}: {w}", exp.name);
+        }
     }
     let progress = if quiet { ProgressBar::hidden() } else { ProgressBar::new(u64::from(total)) };
     progress.set_position(u64::from(total) - todo.len() as u64);
@@ -359,6 +362,23 @@ fn run_experiment(exp: &Experiment, dir: &Path, link_latest: bool, ctx: &Ctx, do
     let sink = Mutex::new(Sink { writer, dir: dir.to_path_buf(), metrics: done, error: None });
     let next = AtomicU32::new(0);
     let trials_dir = dir.join("trials");
+    // `trials: {until: …}`: a unit whose headline rate is known well enough
+    // starts no more trials (those already running finish and are kept).
+    let unit_done: Vec<AtomicBool> = (0..units.len()).map(|_| AtomicBool::new(false)).collect();
+    let check_settled = |metrics: &[(u32, usize, TrialMetrics)], unit: usize| {
+        if let Some(until) = &exp.until {
+            let mine: Vec<&TrialMetrics> = metrics.iter().filter(|(_, u, _)| *u == unit).map(|(_, _, m)| m).collect();
+            if crate::report::summary::settled(units[unit].0, until, &summarize(&mine)).1 {
+                unit_done[unit].store(true, Ordering::SeqCst);
+            }
+        }
+    };
+    {
+        let sink = sink.lock().unwrap_or_else(|p| p.into_inner());
+        for unit in 0..units.len() {
+            check_settled(&sink.metrics, unit);
+        }
+    }
     let worker_loop = || {
         loop {
             if stop.load(Ordering::SeqCst) {
@@ -366,6 +386,10 @@ fn run_experiment(exp: &Experiment, dir: &Path, link_latest: bool, ctx: &Ctx, do
             }
             let Some(&index) = todo.get(next.fetch_add(1, Ordering::SeqCst) as usize) else { return };
             let (unit, local) = ((index / trials_per_unit) as usize, index % trials_per_unit + 1);
+            if unit_done[unit].load(Ordering::SeqCst) {
+                progress.inc(1);
+                continue;
+            }
             let trial = index + 1;
             let (unit_exp, label) = &units[unit];
             let trial_dir = trials_dir.join(format!("{trial:04}"));
@@ -380,6 +404,7 @@ fn run_experiment(exp: &Experiment, dir: &Path, link_latest: bool, ctx: &Ctx, do
                         sink.error.get_or_insert(e);
                         stop.store(true, Ordering::SeqCst);
                     }
+                    check_settled(&sink.metrics, unit);
                     if units.len() > 1 {
                         // Points done: every trial of the point is in.
                         let full = (0..units.len())
@@ -440,6 +465,11 @@ fn run_experiment(exp: &Experiment, dir: &Path, link_latest: bool, ctx: &Ctx, do
             warnln!("warning: plots in {}: {e}", dir.display());
         }
         say!("{}", terminal::points(&per_unit(&units, &sink.metrics)));
+    }
+    if let Some(until) = &exp.until {
+        for row in per_unit(&units, &sink.metrics) {
+            say!("{}", terminal::adaptive(&row, until, exp.trials));
+        }
     }
     let by_trial: Vec<(u32, &TrialMetrics)> = sink.metrics.iter().map(|(t, _, m)| (*t, m)).collect();
     let parts = terminal::decomposition(&by_trial, exp.time_scale);
@@ -572,7 +602,7 @@ impl Sink {
             // plot is derived output: failing to draw it loses no result.
             let title = format!("{}: trial 1 ({})", exp.name, terminal::describe(exp));
             let path = self.dir.join("timeline.svg");
-            if let Err(e) = timeline::render(&path, &title, &r.history, &metrics, exp.workers) {
+            if let Err(e) = timeline::render(&path, &title, &r.history, &metrics, exp.workers, exp.time_scale) {
                 warnln!("warning: {}: {e}", path.display());
             }
         }

@@ -51,7 +51,7 @@ struct RawExperiment {
     #[serde(default)]
     description: String,
     #[serde(default)]
-    trials: Option<Spanned<u32>>,
+    trials: Option<Spanned<RawTrials>>,
     #[serde(default)]
     seed: Option<u64>,
     #[serde(default)]
@@ -101,6 +101,48 @@ struct RawExperiment {
     sweep: Option<std::collections::BTreeMap<String, Spanned<Vec<serde_json::Value>>>>,
 }
 
+/// `trials: 30`, or `trials: {until: {ci_width: 10%}, max: 500, min: 10}`.
+#[derive(Clone, Deserialize)]
+#[serde(untagged)]
+enum RawTrials {
+    Count(u32),
+    Until(RawUntil),
+}
+
+#[derive(Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawUntil {
+    until: RawCi,
+    max: u32,
+    #[serde(default)]
+    min: Option<u32>,
+}
+
+#[derive(Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCi {
+    /// `10%` or `0.1`.
+    ci_width: serde_json::Value,
+}
+
+/// The fewest trials an adaptive run does before it may stop, by default.
+const MIN_ADAPTIVE: u32 = 10;
+
+/// A proportion written as `10%` or `0.1`, in (0, 1).
+fn proportion(v: &serde_json::Value) -> Result<f64, String> {
+    let p = match v {
+        serde_json::Value::Number(n) => n.as_f64(),
+        serde_json::Value::String(s) => {
+            s.trim().strip_suffix('%').and_then(|n| n.trim().parse::<f64>().ok()).map(|p| p / 100.0)
+        }
+        _ => None,
+    };
+    match p {
+        Some(p) if p > 0.0 && p < 1.0 => Ok(p),
+        _ => Err(format!("ci_width is {v}: a width between 0 and 1, or between 0% and 100% (e.g. 10%)")),
+    }
+}
+
 #[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawExpect {
@@ -114,6 +156,20 @@ struct RawExpect {
     wedged: Option<bool>,
     #[serde(default)]
     double_leader_trials: Option<usize>,
+}
+
+/// The keys each section of a file takes, as the loader's own types name
+/// them (the reference is tested against these).
+#[cfg(test)]
+pub(super) fn fields() -> Vec<(&'static str, &'static [&'static str])> {
+    use super::reference::names_of;
+    vec![
+        ("", names_of::<RawExperiment>()),
+        ("expect", names_of::<RawExpect>()),
+        ("faults[]", names_of::<super::faults::RawFault>()),
+        ("program", names_of::<super::program::RawProgram>()),
+        ("program.patterns[]", names_of::<super::program::RawPattern>()),
+    ]
 }
 
 /// Read and validate an experiment file.
@@ -216,6 +272,7 @@ fn apply(
         "watch" => raw.watch = Some(dur()?),
         "duration" => raw.duration = Some(dur()?),
         "expiry_resolution" => raw.expiry_resolution = Some(dur()?),
+        "stagger" => raw.stagger = Some(dur()?),
         "workers" => {
             let n = value.as_i64().ok_or_else(|| format!("workers must be a whole number, not {text}"))?;
             raw.workers = Spanned::new(n, loc, loc);
@@ -373,7 +430,21 @@ fn build(path: &Path, text: &str, raw: RawExperiment, overrides: &Overrides) -> 
     }
     let workers = raw.workers.value as usize;
 
-    let trials = overrides.trials.unwrap_or_else(|| raw.trials.as_ref().map_or(1, |t| t.value));
+    // --trials fixes the count, adaptive or not.
+    let (file_trials, until) = match raw.trials.as_ref().map(|t| (&t.value, &t.referenced)) {
+        None => (1, None),
+        Some((RawTrials::Count(n), _)) => (*n, None),
+        Some((RawTrials::Until(u), loc)) => {
+            let ci_width = proportion(&u.until.ci_width).map_err(|m| err_at(loc, format!("trials: {m}")))?;
+            let min = u.min.unwrap_or(MIN_ADAPTIVE.min(u.max));
+            if min == 0 || min > u.max {
+                return Err(err_at(loc, format!("trials: min ({min}) must be at least 1 and at most max ({})", u.max)));
+            }
+            (u.max, Some(crate::model::Until { ci_width, min }))
+        }
+    };
+    let until = until.filter(|_| overrides.trials.is_none());
+    let trials = overrides.trials.unwrap_or(file_trials);
     if trials == 0 {
         let msg = "trials must be at least 1".to_string();
         return Err(match &raw.trials {
@@ -606,6 +677,7 @@ fn build(path: &Path, text: &str, raw: RawExperiment, overrides: &Overrides) -> 
         description: raw.description.trim().to_string(),
         source: path.to_path_buf(),
         trials,
+        until,
         seed,
         duration: sc(duration),
         workers,

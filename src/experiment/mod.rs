@@ -7,6 +7,7 @@ mod diagnostic;
 mod faults;
 mod load;
 mod program;
+pub mod reference;
 mod resolved;
 mod sweep;
 mod yaml_error;

@@ -24,7 +24,14 @@ pub fn to_yaml(e: &Experiment) -> String {
         let _ = writeln!(w, "scaled_by: {}", e.time_scale);
     }
     let _ = writeln!(w, "description: {}", quote(&e.description));
-    let _ = writeln!(w, "trials: {}", e.trials);
+    match e.until {
+        Some(u) => {
+            let _ = writeln!(w, "trials: {{until: {{ci_width: {}}}, max: {}, min: {}}}", u.ci_width, e.trials, u.min);
+        }
+        None => {
+            let _ = writeln!(w, "trials: {}", e.trials);
+        }
+    }
     let _ = writeln!(w, "seed: {}", e.seed);
     let _ = writeln!(w, "duration: {}", e.duration);
     let _ = writeln!(w, "workers: {}", e.workers);

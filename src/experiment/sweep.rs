@@ -10,7 +10,8 @@ use serde_saphyr::{Location, Spanned};
 use crate::model::{Experiment, Offset, WorkerSettings, setting_name};
 
 /// Settings of the experiment itself that a sweep can vary.
-const EXPERIMENT_KEYS: [&str; 7] = ["substrate", "lease", "renew", "watch", "duration", "expiry_resolution", "workers"];
+const EXPERIMENT_KEYS: [&str; 8] =
+    ["substrate", "lease", "renew", "watch", "duration", "expiry_resolution", "workers", "stagger"];
 /// A fault's settings a sweep can vary (`pause` sets every pause's length).
 const FAULT_KEYS: [&str; 4] = ["pause", "fault.N.at", "fault.N.duration", "fault.N.jitter (or .delay)"];
 
@@ -53,7 +54,7 @@ pub fn is_duration(key: &str) -> bool {
         let default = worker_defaults()?.remove(&field)?;
         Some(default.as_str().is_some_and(|s| Offset::parse(s).is_ok()))
     };
-    matches!(key, "lease" | "renew" | "watch" | "duration" | "expiry_resolution" | "pause")
+    matches!(key, "lease" | "renew" | "watch" | "duration" | "expiry_resolution" | "pause" | "stagger")
         || fault_key(key).is_some()
         || worker_duration().unwrap_or(false)
 }
@@ -73,6 +74,7 @@ pub fn as_run(exp: &Experiment, key: &str) -> Option<String> {
         "expiry_resolution" => exp.lease.resolution.to_string(),
         "duration" => exp.duration.to_string(),
         "workers" => exp.workers.to_string(),
+        "stagger" => exp.stagger.to_string(),
         "substrate" => setting_name(&exp.substrate.kind),
         "pause" => exp.faults.iter().find(|f| f.action.is_pause())?.duration.as_ref()?.to_yaml(),
         _ => match (worker_key(key), fault_key(key)) {

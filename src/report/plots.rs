@@ -1,6 +1,11 @@
 //! Sweep plots, drawn from the CSVs alone (so `leasequake plot DIR` redraws
-//! exactly what a run drew): the dial (failover gap and false-eviction rate
-//! against the point) and a gap histogram per point.
+//! exactly what a run drew), in the experiment's own time:
+//! * dial.svg: the dial itself. x is the swept interval (the lease, else
+//!   another swept duration), one line per value of the other swept
+//!   setting (the pause length); the kill gap with its p10–p90 bars beside
+//!   the theory's band, and the false-eviction rate with its Wilson
+//!   interval beside the rate the theory predicts.
+//! * histograms.svg: the gaps of each point on one shared axis.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -8,19 +13,70 @@ use std::path::Path;
 use plotters::prelude::*;
 
 use super::read::ReadError;
-use crate::check::stats::{percentile, wilson95};
+use crate::check::stats::wilson95;
 
 const GAP: RGBColor = RGBColor(46, 110, 190);
-const EVICT: RGBColor = RGBColor(200, 60, 40);
+const BAND: RGBColor = RGBColor(120, 120, 120);
+/// One colour per line of the dial.
+const PALETTE: [RGBColor; 8] = [
+    RGBColor(46, 110, 190),
+    RGBColor(200, 60, 40),
+    RGBColor(40, 150, 80),
+    RGBColor(150, 80, 170),
+    RGBColor(220, 140, 20),
+    RGBColor(20, 150, 160),
+    RGBColor(120, 90, 60),
+    RGBColor(90, 90, 90),
+];
 
-/// What the plots need of one point (or of a plain run's one setting).
+/// What the plots need of one point (or of a plain run's one setting),
+/// durations in the experiment's own time.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct PointData {
+    /// The point's label, in own time.
     pub label: String,
-    /// Ended gaps, in ms: after a kill if the run had any, else all.
-    pub gaps_ms: Vec<f64>,
+    /// Its settings (those that vary across points show on the axes): name
+    /// without `_ms`, and its value (ms in own time, or the text).
+    pub settings: Vec<(String, Setting)>,
+    /// Ended gaps, in seconds: after a kill if the run had any, else all.
+    pub gaps_s: Vec<f64>,
+    /// Kill gap p10, p50, p90 and the theory's bound, in seconds.
+    pub crash: Option<[f64; 3]>,
+    pub bound: Option<[f64; 2]>,
     pub leader_pauses: usize,
     pub false_evictions: usize,
+    /// Pauses the theory called, and those it says evict.
+    pub predicted_of: usize,
+    pub predicted: usize,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Setting {
+    Number(f64),
+    Text(String),
+}
+
+impl Setting {
+    fn number(&self) -> Option<f64> {
+        match self {
+            Setting::Number(v) => Some(*v),
+            Setting::Text(_) => None,
+        }
+    }
+
+    fn show(&self, name: &str) -> String {
+        match self {
+            Setting::Number(ms) if is_duration(name) => {
+                crate::model::Dur::from_us((ms * 1000.0).round() as u64).to_string()
+            }
+            Setting::Number(v) => format!("{v}"),
+            Setting::Text(t) => t.clone(),
+        }
+    }
+}
+
+fn is_duration(name: &str) -> bool {
+    crate::experiment::is_duration_setting(name) || matches!(name, "lease" | "renew" | "watch" | "resolution")
 }
 
 fn table(path: &Path) -> Result<(Vec<String>, Vec<csv::StringRecord>), ReadError> {
@@ -35,8 +91,20 @@ fn column(headers: &[String], name: &str) -> Option<usize> {
     headers.iter().position(|h| h == name)
 }
 
-/// Read summary.csv (point order), trials.csv (trial → point),
-/// evictions.csv (where there is one) and gaps.csv.
+/// The setting columns of summary.csv worth plotting against: the lease
+/// timing, the substrate, the workers, and every swept column (those
+/// between the fixed settings and the statistics).
+fn setting_columns(headers: &[String]) -> Vec<usize> {
+    let fixed = ["substrate", "workers", "lease_ms", "renew_ms", "watch_ms", "resolution_ms"];
+    let swept_from = column(headers, "unreadable").map_or(headers.len(), |i| i + 1);
+    let swept_to = column(headers, "n").unwrap_or(headers.len());
+    (0..headers.len())
+        .filter(|&i| fixed.contains(&headers[i].as_str()) || (swept_from..swept_to).contains(&i))
+        .collect()
+}
+
+/// Read summary.csv (point order, settings, kill-gap statistics and bound),
+/// summary-evictions.csv (where there is one), trials.csv and gaps.csv.
 pub fn load(dir: &Path) -> Result<Vec<PointData>, ReadError> {
     let (sh, summary) = table(&dir.join("summary.csv"))?;
     let (th, trials) = table(&dir.join("trials.csv"))?;
@@ -44,64 +112,198 @@ pub fn load(dir: &Path) -> Result<Vec<PointData>, ReadError> {
     let get = |h: &[String], r: &csv::StringRecord, name: &str| {
         column(h, name).and_then(|i| r.get(i)).unwrap_or("").to_string()
     };
-    let mut points: Vec<PointData> =
-        summary.iter().map(|r| PointData { label: get(&sh, r, "setting"), ..PointData::default() }).collect();
+    let num = |h: &[String], r: &csv::StringRecord, name: &str| get(h, r, name).parse::<f64>().ok();
+    let columns = setting_columns(&sh);
+    let mut scales = Vec::new();
+    let mut points: Vec<PointData> = summary
+        .iter()
+        .map(|r| {
+            let scale = num(&sh, r, "time_scale").filter(|s| *s > 0.0).unwrap_or(1.0);
+            scales.push(scale);
+            let own_s = |name: &str| num(&sh, r, name).map(|ms| ms / 1000.0 / scale);
+            let settings = columns
+                .iter()
+                .map(|&i| {
+                    let name = sh[i].strip_suffix("_ms").unwrap_or(&sh[i]).to_string();
+                    let text = r.get(i).unwrap_or("");
+                    let value = match text.parse::<f64>() {
+                        Ok(v) if sh[i].ends_with("_ms") => Setting::Number(v / scale),
+                        Ok(v) => Setting::Number(v),
+                        Err(_) => Setting::Text(text.to_string()),
+                    };
+                    (name, value)
+                })
+                .collect();
+            let crash = match (own_s("crash_gap_p10_ms"), own_s("crash_gap_p50_ms"), own_s("crash_gap_p90_ms")) {
+                (Some(a), Some(b), Some(c)) => Some([a, b, c]),
+                _ => None,
+            };
+            let bound = own_s("crash_gap_bound_min_ms").zip(own_s("crash_gap_bound_max_ms")).map(|(a, b)| [a, b]);
+            PointData {
+                label: super::suite::own_label(&get(&sh, r, "setting"), scale),
+                settings,
+                crash,
+                bound,
+                ..PointData::default()
+            }
+        })
+        .collect();
     let single = points.len() == 1;
-    let index: HashMap<String, usize> = points.iter().enumerate().map(|(i, p)| (p.label.clone(), i)).collect();
-    let mut point_of_trial = HashMap::new();
-    for r in &trials {
-        let point = get(&th, r, "setting");
-        let Some(&i) = (if single { Some(&0) } else { index.get(&point) }) else { continue };
-        point_of_trial.insert(get(&th, r, "trial"), i);
-    }
-    // Leader pauses, where the experiment paused workers.
-    let evictions = dir.join("evictions.csv");
+    let index: HashMap<String, usize> = summary.iter().enumerate().map(|(i, r)| (get(&sh, r, "setting"), i)).collect();
+    let evictions = dir.join("summary-evictions.csv");
     if evictions.exists() {
         let (eh, rows) = table(&evictions)?;
         for r in &rows {
-            let Some(&i) = point_of_trial.get(&get(&eh, r, "trial")) else { continue };
+            let Some(&i) = (if single { Some(&0) } else { index.get(&get(&eh, r, "setting")) }) else { continue };
             let n = |name: &str| get(&eh, r, name).parse::<usize>().unwrap_or(0);
-            points[i].leader_pauses += n("leader_pauses");
-            points[i].false_evictions += n("false_evictions");
+            let p = &mut points[i];
+            p.leader_pauses = n("leader_pauses");
+            p.false_evictions = n("false_evictions");
+            p.predicted = n("predicted_evictions");
+            p.predicted_of = p.leader_pauses.saturating_sub(n("unpredicted_pauses"));
         }
+    }
+    let mut point_of_trial = HashMap::new();
+    for r in &trials {
+        let Some(&i) = (if single { Some(&0) } else { index.get(&get(&th, r, "setting")) }) else { continue };
+        point_of_trial.insert(get(&th, r, "trial"), i);
     }
     let any_kill = gaps.iter().any(|g| get(&gh, g, "cause") == "kill");
     for g in &gaps {
         if get(&gh, g, "ended") != "true" || (any_kill && get(&gh, g, "cause") != "kill") {
             continue;
         }
-        if let (Some(&i), Ok(ms)) = (point_of_trial.get(&get(&gh, g, "trial")), get(&gh, g, "duration_ms").parse()) {
-            points[i].gaps_ms.push(ms);
+        if let (Some(&i), Ok(ms)) =
+            (point_of_trial.get(&get(&gh, g, "trial")), get(&gh, g, "duration_ms").parse::<f64>())
+        {
+            points[i].gaps_s.push(ms / 1000.0 / scales[i]);
         }
     }
     for p in &mut points {
-        p.gaps_ms.sort_by(f64::total_cmp);
+        p.gaps_s.sort_by(f64::total_cmp);
     }
     Ok(points)
 }
 
 type PlotResult = Result<(), Box<dyn std::error::Error>>;
 
-/// dial.svg: gap median with its p10–p90 band (top) and the false-eviction
-/// rate with its Wilson 95 % interval (bottom), one x position per point.
+/// How the points lie on the dial: the x setting (if numeric) and the
+/// lines.
+struct Layout {
+    /// The setting on the x axis, or None: one position per point.
+    x: Option<String>,
+    /// Each line's label and its points' indices, in x order.
+    lines: Vec<(String, Vec<usize>)>,
+}
+
+/// The settings that differ between points.
+fn varying(points: &[PointData]) -> Vec<String> {
+    let Some(first) = points.first() else { return Vec::new() };
+    first
+        .settings
+        .iter()
+        .map(|(name, _)| name.clone())
+        .filter(|name| {
+            let values: Vec<Option<&Setting>> =
+                points.iter().map(|p| p.settings.iter().find(|(n, _)| n == name).map(|(_, v)| v)).collect();
+            values.windows(2).any(|w| w[0] != w[1])
+        })
+        .collect()
+}
+
+fn value<'a>(p: &'a PointData, name: &str) -> Option<&'a Setting> {
+    p.settings.iter().find(|(n, _)| n == name).map(|(_, v)| v)
+}
+
+fn layout(points: &[PointData]) -> Layout {
+    let vary = varying(points);
+    let numeric = |name: &String| points.iter().all(|p| value(p, name).and_then(Setting::number).is_some());
+    let preferred = ["lease", "watch", "renew"];
+    let x = preferred
+        .iter()
+        .map(|s| s.to_string())
+        .find(|name| vary.contains(name))
+        .or_else(|| vary.iter().find(|n| numeric(n) && is_duration(n)).cloned())
+        .or_else(|| vary.iter().find(|n| numeric(n)).cloned());
+    // A setting that is a function of x (renew = lease / 3) moves with it:
+    // the lines are the settings that do not.
+    let follows_x = |name: &String| {
+        let Some(x) = &x else { return false };
+        let mut seen: Vec<(Option<&Setting>, Option<&Setting>)> = Vec::new();
+        points.iter().all(|p| {
+            let (a, b) = (value(p, x), value(p, name));
+            match seen.iter().find(|(sx, _)| *sx == a) {
+                Some((_, sb)) => *sb == b,
+                None => {
+                    seen.push((a, b));
+                    true
+                }
+            }
+        })
+    };
+    let others: Vec<String> = vary.iter().filter(|n| Some(*n) != x.as_ref() && !follows_x(n)).cloned().collect();
+    let mut lines: Vec<(String, Vec<usize>)> = Vec::new();
+    for (i, p) in points.iter().enumerate() {
+        let key: Vec<String> =
+            others.iter().map(|n| format!("{n}={}", value(p, n).map_or(String::new(), |v| v.show(n)))).collect();
+        let key = if x.is_none() { String::new() } else { key.join(" ") };
+        match lines.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, members)) => members.push(i),
+            None => lines.push((key, vec![i])),
+        }
+    }
+    if let Some(x) = &x {
+        for (_, members) in &mut lines {
+            members.sort_by(|&a, &b| {
+                let v = |i: usize| value(&points[i], x).and_then(Setting::number).unwrap_or(0.0);
+                v(a).total_cmp(&v(b))
+            });
+        }
+    }
+    Layout { x, lines }
+}
+
+/// dial.svg: the kill gap (top) and the false-eviction rate (bottom)
+/// against the swept interval, a line per value of the other setting.
 pub fn dial(path: &Path, title: &str, points: &[PointData]) -> PlotResult {
+    let lay = layout(points);
     let n = points.len().max(1);
-    // Many or long labels do not fit under the axis: number the points and
-    // print a key below the charts instead.
-    let numbered = n > 6 || points.iter().any(|p| p.label.len() * n > 120);
+    // x: the setting in seconds, or one position per point.
+    let xs: Vec<f64> = points
+        .iter()
+        .enumerate()
+        .map(|(i, p)| match &lay.x {
+            Some(x) => value(p, x).and_then(Setting::number).map_or(i as f64, |ms| ms / 1000.0),
+            None => i as f64,
+        })
+        .collect();
+    let (xmin, xmax) = xs.iter().fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
+    let pad = ((xmax - xmin) * 0.05).max(0.5);
+    let x_range = (xmin - pad)..(xmax + pad);
+    let numbered = lay.x.is_none() && (n > 6 || points.iter().any(|p| p.label.len() * n > 120));
     let key_rows = if numbered { n.div_ceil(2) } else { 0 };
-    let height = 640 + 16 * key_rows as u32;
-    let root = SVGBackend::new(path, (900, height)).into_drawing_area();
+    let height = 680 + 16 * key_rows as u32;
+    let root = SVGBackend::new(path, (960, height)).into_drawing_area();
     root.fill(&WHITE)?;
-    let (charts, key) = root.split_vertically(640);
-    let (top, bottom) = charts.split_vertically(330);
+    let (charts, key) = root.split_vertically(680);
+    let (top, bottom) = charts.split_vertically(350);
     for (i, p) in points.iter().enumerate().filter(|_| numbered) {
         let (col, row) = (i / key_rows, i % key_rows);
-        let at = (20 + 440 * col as i32, 4 + 16 * row as i32);
-        key.draw(&Text::new(format!("{}: {}", i + 1, p.label), at, ("sans-serif", 12)))?;
+        key.draw(&Text::new(
+            format!("{}: {}", i + 1, p.label),
+            (20 + 460 * col as i32, 4 + 16 * row as i32),
+            ("sans-serif", 12),
+        ))?;
     }
-    let x_range = -0.5..(n as f64 - 0.5);
-    let label = |x: &f64| {
+    let x_desc = match &lay.x {
+        Some(x) => format!("{x} (s, the experiment's own time)"),
+        None => "point".to_string(),
+    };
+    let by_index = lay.x.is_none();
+    let tick = |x: &f64| {
+        if !by_index {
+            return format!("{x}");
+        }
         let i = x.round();
         if (x - i).abs() > 1e-6 || i < 0.0 || i as usize >= points.len() {
             String::new()
@@ -111,82 +313,146 @@ pub fn dial(path: &Path, title: &str, points: &[PointData]) -> PlotResult {
             points[i as usize].label.clone()
         }
     };
+    let color = |line: usize| PALETTE[line % PALETTE.len()];
 
-    let q = |p: &PointData, f: f64| percentile(&p.gaps_ms, f).map(|v| v / 1000.0);
-    let max_gap = points.iter().filter_map(|p| q(p, 1.0)).fold(0.0, f64::max).max(0.001) * 1.1;
+    // Kill gaps (or, without kills, every ended gap) against the theory.
+    let kills = points.iter().any(|p| p.crash.is_some());
+    let spread = |p: &PointData| -> Option<[f64; 3]> {
+        if kills {
+            p.crash
+        } else {
+            let q = |f: f64| crate::check::stats::percentile(&p.gaps_s, f);
+            Some([q(0.1)?, q(0.5)?, q(0.9)?])
+        }
+    };
+    let top_max = points
+        .iter()
+        .flat_map(|p| spread(p).map(|s| s[2]).into_iter().chain(p.bound.filter(|_| kills).map(|b| b[1])))
+        .fold(0.0, f64::max)
+        .max(0.001)
+        * 1.1;
+    let what = if kills { "gap after a kill" } else { "leaderless gap" };
     let mut chart = ChartBuilder::on(&top)
-        .caption(format!("{title}: failover gap"), ("sans-serif", 16))
+        .caption(format!("{title}: {what}"), ("sans-serif", 16))
         .margin(10)
-        .x_label_area_size(30)
+        .x_label_area_size(34)
         .y_label_area_size(60)
-        .build_cartesian_2d(x_range.clone(), 0.0..max_gap)?;
-    chart.configure_mesh().x_labels(n).x_label_formatter(&label).y_desc("gap (s): median, p10–p90").draw()?;
-    chart.draw_series(points.iter().enumerate().filter_map(|(i, p)| {
-        let (lo, hi) = (q(p, 0.1)?, q(p, 0.9)?);
-        Some(Rectangle::new([(i as f64 - 0.15, lo), (i as f64 + 0.15, hi)], GAP.mix(0.25).filled()))
-    }))?;
-    // A polyline (plotters' line series needs a feature we do not build).
-    let medians: Vec<(f64, f64)> =
-        points.iter().enumerate().filter_map(|(i, p)| Some((i as f64, q(p, 0.5)?))).collect();
-    chart.draw_series(std::iter::once(PathElement::new(medians, GAP.stroke_width(2))))?;
-    chart.draw_series(
-        points.iter().enumerate().filter_map(|(i, p)| Some(Circle::new((i as f64, q(p, 0.5)?), 4, GAP.filled()))),
-    )?;
+        .build_cartesian_2d(x_range.clone(), 0.0..top_max)?;
+    let ticks = if by_index { n } else { 10 };
+    chart
+        .configure_mesh()
+        .x_labels(ticks)
+        .x_label_formatter(&tick)
+        .x_desc(x_desc.clone())
+        .y_desc("gap (s): median, p10–p90")
+        .draw()?;
+    if kills && let Some((_, first)) = lay.lines.first() {
+        // The theory's bound, [lease − renew, lease + watch + resolution].
+        let band: Vec<(f64, f64)> = first
+            .iter()
+            .filter_map(|&i| points[i].bound.map(|b| (xs[i], b[1])))
+            .chain(first.iter().rev().filter_map(|&i| points[i].bound.map(|b| (xs[i], b[0]))))
+            .collect();
+        if band.len() >= 2 {
+            chart
+                .draw_series(std::iter::once(Polygon::new(band, BAND.mix(0.15).filled())))?
+                .label("theory's bound")
+                .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], BAND.mix(0.3).filled()));
+        }
+    }
+    for (l, (name, members)) in lay.lines.iter().enumerate() {
+        let c = color(l);
+        let pts: Vec<(f64, [f64; 3])> = members.iter().filter_map(|&i| Some((xs[i], spread(&points[i])?))).collect();
+        chart.draw_series(pts.iter().map(|&(x, s)| PathElement::new(vec![(x, s[0]), (x, s[2])], c.stroke_width(1))))?;
+        let line: Vec<(f64, f64)> = pts.iter().map(|&(x, s)| (x, s[1])).collect();
+        let drawn = chart.draw_series(std::iter::once(PathElement::new(line.clone(), c.stroke_width(2))))?;
+        if !name.is_empty() {
+            drawn
+                .label(name.clone())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 14, y)], c.stroke_width(2)));
+        }
+        chart.draw_series(line.iter().map(|&p| Circle::new(p, 4, c.filled())))?;
+    }
+    chart.configure_series_labels().background_style(WHITE.mix(0.85)).border_style(BLACK.mix(0.3)).draw()?;
 
+    // False evictions per leader pause, beside the theory's.
     let mut chart = ChartBuilder::on(&bottom)
-        .caption("false evictions per leader pause (Wilson 95 %)", ("sans-serif", 14))
+        .caption("false evictions per leader pause: measured (Wilson 95 %) and predicted (hollow)", ("sans-serif", 14))
         .margin(10)
         .x_label_area_size(40)
         .y_label_area_size(60)
-        .build_cartesian_2d(x_range, 0.0..1.0)?;
-    chart.configure_mesh().x_labels(n).x_label_formatter(&label).y_desc("rate").draw()?;
-    let rates: Vec<(f64, f64, f64, f64)> = points
-        .iter()
-        .enumerate()
-        .filter(|(_, p)| p.leader_pauses > 0)
-        .map(|(i, p)| {
-            let (lo, hi) = wilson95(p.false_evictions, p.leader_pauses);
-            (i as f64, p.false_evictions as f64 / p.leader_pauses as f64, lo, hi)
-        })
-        .collect();
-    chart.draw_series(
-        rates.iter().map(|&(x, _, lo, hi)| PathElement::new(vec![(x, lo), (x, hi)], EVICT.stroke_width(2))),
-    )?;
-    let line: Vec<(f64, f64)> = rates.iter().map(|&(x, r, _, _)| (x, r)).collect();
-    chart.draw_series(std::iter::once(PathElement::new(line, EVICT.stroke_width(2))))?;
-    chart.draw_series(rates.iter().map(|&(x, r, _, _)| Circle::new((x, r), 4, EVICT.filled())))?;
+        .build_cartesian_2d(x_range, 0.0..1.05)?;
+    chart.configure_mesh().x_labels(ticks).x_label_formatter(&tick).x_desc(x_desc).y_desc("rate").draw()?;
+    for (l, (name, members)) in lay.lines.iter().enumerate() {
+        let c = color(l);
+        let rates: Vec<(f64, f64, f64, f64)> = members
+            .iter()
+            .map(|&i| (i, &points[i]))
+            .filter(|(_, p)| p.leader_pauses > 0)
+            .map(|(i, p)| {
+                let (lo, hi) = wilson95(p.false_evictions, p.leader_pauses);
+                (xs[i], p.false_evictions as f64 / p.leader_pauses as f64, lo, hi)
+            })
+            .collect();
+        chart.draw_series(
+            rates.iter().map(|&(x, _, lo, hi)| PathElement::new(vec![(x, lo), (x, hi)], c.stroke_width(1))),
+        )?;
+        let line: Vec<(f64, f64)> = rates.iter().map(|&(x, r, _, _)| (x, r)).collect();
+        let drawn = chart.draw_series(std::iter::once(PathElement::new(line.clone(), c.stroke_width(2))))?;
+        if !name.is_empty() && !rates.is_empty() {
+            drawn
+                .label(name.clone())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 14, y)], c.stroke_width(2)));
+        }
+        chart.draw_series(line.iter().map(|&p| Circle::new(p, 4, c.filled())))?;
+        chart.draw_series(
+            members
+                .iter()
+                .map(|&i| (xs[i], &points[i]))
+                .filter(|(_, p)| p.predicted_of > 0)
+                .map(|(x, p)| Circle::new((x, p.predicted as f64 / p.predicted_of as f64), 7, c.stroke_width(1))),
+        )?;
+    }
+    if points.iter().any(|p| p.leader_pauses > 0) && lay.lines.iter().any(|(name, _)| !name.is_empty()) {
+        chart.configure_series_labels().background_style(WHITE.mix(0.85)).border_style(BLACK.mix(0.3)).draw()?;
+    }
     root.present()?;
     Ok(())
 }
 
-/// histograms.svg: one small histogram of gaps per point.
+/// histograms.svg: one histogram of gaps per point, all on one x axis, with
+/// as many bins as the largest point's count supports.
 pub fn histograms(path: &Path, points: &[PointData]) -> PlotResult {
     let n = points.len().max(1);
     let cols = n.min(3);
     let rows = n.div_ceil(cols);
-    let root = SVGBackend::new(path, (300 * cols as u32, 220 * rows as u32)).into_drawing_area();
+    let root = SVGBackend::new(path, (320 * cols as u32, 230 * rows as u32)).into_drawing_area();
     root.fill(&WHITE)?;
-    for (area, p) in root.split_evenly((rows, cols)).iter().zip(points) {
-        let (Some(lo), Some(hi)) = (p.gaps_ms.first(), p.gaps_ms.last()) else {
-            area.draw(&Text::new(format!("{}: no gaps", p.label), (10, 20), ("sans-serif", 12)))?;
-            continue;
-        };
-        let (lo, hi) = (lo / 1000.0, (hi / 1000.0).max(lo / 1000.0 + 1e-3));
-        let bins = 12;
-        let width = (hi - lo) / bins as f64;
-        let mut counts = vec![0u32; bins];
-        for g in &p.gaps_ms {
-            let b = (((g / 1000.0 - lo) / width) as usize).min(bins - 1);
-            counts[b] += 1;
-        }
-        let top = *counts.iter().max().unwrap_or(&1);
+    let all = points.iter().flat_map(|p| p.gaps_s.iter().copied());
+    let (lo, hi) = all.fold((f64::MAX, f64::MIN), |(a, b), g| (a.min(g), b.max(g)));
+    let most = points.iter().map(|p| p.gaps_s.len()).max().unwrap_or(0);
+    let bins = ((most as f64).sqrt().ceil() as usize).clamp(5, 30);
+    let (lo, hi) = if lo > hi { (0.0, 1.0) } else { (lo, hi.max(lo + 1e-3)) };
+    let width = (hi - lo) / bins as f64;
+    let counted: Vec<Vec<u32>> = points
+        .iter()
+        .map(|p| {
+            let mut counts = vec![0u32; bins];
+            for g in &p.gaps_s {
+                counts[(((g - lo) / width) as usize).min(bins - 1)] += 1;
+            }
+            counts
+        })
+        .collect();
+    let top = counted.iter().flatten().copied().max().unwrap_or(1).max(1);
+    for ((area, p), counts) in root.split_evenly((rows, cols)).iter().zip(points).zip(&counted) {
         let mut chart = ChartBuilder::on(area)
-            .caption(&p.label, ("sans-serif", 11))
+            .caption(format!("{} (n {})", p.label, p.gaps_s.len()), ("sans-serif", 11))
             .margin(8)
-            .x_label_area_size(22)
-            .y_label_area_size(30)
-            .build_cartesian_2d(lo..hi + width, 0u32..top + 1)?;
-        chart.configure_mesh().x_labels(4).y_labels(4).x_desc("gap (s)").draw()?;
+            .x_label_area_size(30)
+            .y_label_area_size(34)
+            .build_cartesian_2d(lo..hi + width * 0.01, 0u32..top + 1)?;
+        chart.configure_mesh().x_labels(5).y_labels(4).x_desc("gap (s)").y_desc("gaps").draw()?;
         chart.draw_series(counts.iter().enumerate().map(|(b, c)| {
             let x0 = lo + b as f64 * width;
             Rectangle::new([(x0, 0), (x0 + width, *c)], GAP.mix(0.7).filled())
@@ -208,32 +474,63 @@ pub fn draw(dir: &Path, title: &str) -> Result<(), Box<dyn std::error::Error>> {
 mod tests {
     use super::*;
 
+    fn point(lease_s: f64, pause_s: f64, gaps: &[f64], pauses: usize, evicted: usize) -> PointData {
+        PointData {
+            label: format!("lease={lease_s}s pause={pause_s}s"),
+            settings: vec![
+                ("lease".into(), Setting::Number(lease_s * 1000.0)),
+                ("renew".into(), Setting::Number(lease_s * 1000.0 / 3.0)),
+                ("pause".into(), Setting::Number(pause_s * 1000.0)),
+                ("substrate".into(), Setting::Text("file".into())),
+            ],
+            gaps_s: gaps.to_vec(),
+            crash: Some([lease_s * 0.8, lease_s, lease_s * 1.2]),
+            bound: Some([lease_s * 2.0 / 3.0, lease_s * 1.5]),
+            leader_pauses: pauses,
+            false_evictions: evicted,
+            predicted_of: pauses,
+            predicted: evicted,
+        }
+    }
+
     #[test]
-    fn the_plots_are_svg_documents() {
-        let dir = tempfile::tempdir().unwrap();
+    fn the_dial_puts_the_lease_on_x_and_draws_a_line_per_pause() {
         let points = vec![
-            PointData {
-                label: "lease=3s".into(),
-                gaps_ms: vec![3000.0, 3500.0, 4000.0],
-                leader_pauses: 10,
-                false_evictions: 4,
-            },
-            PointData {
-                label: "lease=9s".into(),
-                gaps_ms: vec![9000.0, 9500.0],
-                leader_pauses: 10,
-                false_evictions: 0,
-            },
-            PointData { label: "lease=15s".into(), gaps_ms: vec![], leader_pauses: 0, false_evictions: 0 },
+            point(3.0, 2.0, &[3.0], 10, 4),
+            point(9.0, 2.0, &[9.0], 10, 0),
+            point(3.0, 10.0, &[3.5], 10, 10),
+            point(9.0, 10.0, &[9.2], 10, 3),
         ];
+        let lay = layout(&points);
+        assert_eq!(lay.x.as_deref(), Some("lease"));
+        // renew moves with the lease: it is no line of its own.
+        let names: Vec<&str> = lay.lines.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["pause=2s", "pause=10s"]);
+        let dir = tempfile::tempdir().unwrap();
         dial(&dir.path().join("dial.svg"), "t", &points).unwrap();
         histograms(&dir.path().join("histograms.svg"), &points).unwrap();
         for f in ["dial.svg", "histograms.svg"] {
             let svg = std::fs::read_to_string(dir.path().join(f)).unwrap();
             let doc = roxmltree::Document::parse(&svg).unwrap_or_else(|e| panic!("{f} is not XML: {e}"));
             assert_eq!(doc.root_element().tag_name().name(), "svg", "{f}");
-            let count = |tag: &str| doc.descendants().filter(|n| n.tag_name().name() == tag).count();
-            assert!(count("rect") >= 3 && count("text") > 5, "{f} draws bars and labels");
+            let text: String = doc.descendants().filter_map(|n| n.text()).collect();
+            if f == "dial.svg" {
+                assert!(text.contains("pause=10s") && text.contains("theory's bound"), "{text}");
+                assert!(text.contains("lease (s, the experiment's own time)"), "{text}");
+            } else {
+                assert!(text.contains("gap (s)") && text.contains("gaps"), "{text}");
+            }
         }
+    }
+
+    #[test]
+    fn a_sweep_of_names_is_one_position_per_point() {
+        let mut a = point(9.0, 2.0, &[9.0], 0, 0);
+        let mut b = a.clone();
+        a.settings[3].1 = Setting::Text("file".into());
+        b.settings[3].1 = Setting::Text("flock".into());
+        let lay = layout(&[a, b]);
+        assert_eq!(lay.x, None);
+        assert_eq!(lay.lines.len(), 1);
     }
 }

@@ -93,12 +93,13 @@ pub fn readme(title: &str, preamble: &str, runs: &[Measured<'_>], points: &[Vec<
     if of(Kind::Blog).next().is_some() {
         out += "\n## The blog's claims\n\n";
         let mut t = MdTable::new(&["experiment", "the blog", "measured here", "theoretical bound", "verdict"]);
-        for (m, _) in of(Kind::Blog) {
-            t.row(bound_row(m).to_vec());
+        for (m, rows) in of(Kind::Blog) {
+            t.row(if m.exp.points.is_empty() { bound_row(m).to_vec() } else { blog_sweep_row(m, rows) });
         }
         out += &t.render();
     }
-    for (m, rows) in of(Kind::Dial) {
+    // A sweep of the blog's claims gets its dial too.
+    for (m, rows) in of(Kind::Dial).chain(of(Kind::Blog).filter(|(m, _)| !m.exp.points.is_empty())) {
         out += &dial(m, rows);
     }
     for (m, rows) in of(Kind::Substrates) {
@@ -229,6 +230,31 @@ pub fn own_label(label: &str, scale: f64) -> String {
     label.split(' ').map(pair).collect::<Vec<_>>().join(" ")
 }
 
+/// A sweep that carries the blog's claim: where across the points the
+/// blog's number falls.
+fn blog_sweep_row(m: &Measured<'_>, rows: &[SummaryRow<'_>]) -> Vec<String> {
+    let r = m.exp.reference.clone().unwrap_or_default();
+    let scale = m.exp.time_scale;
+    let mut verdict = Vec::new();
+    if let Some([k, n]) = r.double_leader_trials {
+        let blog = k as f64 / n.max(1) as f64;
+        let inside: Vec<String> = rows
+            .iter()
+            .filter(|p| p.summary.double_leader_ci.0 <= blog && blog <= p.summary.double_leader_ci.1)
+            .map(|p| own_label(&p.setting, scale))
+            .collect();
+        verdict.push(if inside.is_empty() {
+            format!("the blog's {k}/{n} is outside every point's interval")
+        } else {
+            format!("the blog's {k}/{n} is inside the interval at {}", inside.join("; "))
+        });
+    }
+    if !r.note.is_empty() {
+        verdict.push(r.note.trim().to_string());
+    }
+    vec![name(m), r.claim, format!("{} points, per point below", rows.len()), String::new(), verdict.join(". ")]
+}
+
 /// A sweep's dial: a row per point, a column per swept setting, measured
 /// beside the theory.
 fn dial(m: &Measured<'_>, rows: &[SummaryRow<'_>]) -> String {
@@ -246,9 +272,13 @@ fn dial(m: &Measured<'_>, rows: &[SummaryRow<'_>]) -> String {
             "evictions the theory predicts",
             "anomalies",
             "two leaders",
+            "start spread (median)",
+            "the blog's",
         ]
         .map(String::from),
     );
+    let starts_vary = keys.iter().any(|k| k == "stagger" || k == "workers");
+    let blog = exp.reference.as_ref().and_then(|r| r.double_leader_trials);
     let mut t = MdTable::with_headers(headers);
     for r in rows {
         let s = &r.summary;
@@ -262,6 +292,18 @@ fn dial(m: &Measured<'_>, rows: &[SummaryRow<'_>]) -> String {
             predicted(s),
             anomalies(s),
             rate(s.double_leader_trials, s.n, s.double_leader_ci),
+            match s.start_spread_p50_us {
+                Some(us) if starts_vary => format!("{:.2} ms", us / 1000.0 / scale),
+                _ => String::new(),
+            },
+            match blog {
+                Some([k, n]) => {
+                    let b = k as f64 / n.max(1) as f64;
+                    let (lo, hi) = s.double_leader_ci;
+                    if lo <= b && b <= hi { format!("{k}/{n}: inside") } else { format!("{k}/{n}: outside") }
+                }
+                None => String::new(),
+            },
         ]);
         t.row(cells);
     }

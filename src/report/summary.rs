@@ -55,6 +55,8 @@ pub struct Summary {
     pub stale_belief_max_ms: Option<f64>,
     /// Substrate operation durations over all trials, µs, sorted.
     pub latency: crate::check::Latency,
+    /// The median start spread (latest − earliest worker start), µs.
+    pub start_spread_p50_us: Option<f64>,
 }
 
 impl Summary {
@@ -67,6 +69,27 @@ impl Summary {
     pub fn predicted_evictions(&self) -> Option<usize> {
         (self.leader_pauses == 0 || self.unpredicted_pauses < self.leader_pauses).then_some(self.predicted_evictions)
     }
+}
+
+/// The rate an adaptive run watches: false evictions per leader pause where
+/// the experiment pauses leaders, else trials with two leaders. (What, k, n.)
+pub fn headline(exp: &Experiment, s: &Summary) -> (&'static str, usize, usize) {
+    let pauses =
+        exp.faults.iter().any(|f| matches!(f.action, crate::model::Action::Pause | crate::model::Action::Stop));
+    if pauses {
+        ("false evictions per leader pause", s.false_evictions, s.leader_pauses)
+    } else {
+        ("trials with two leaders", s.double_leader_trials, s.n)
+    }
+}
+
+/// How wide the headline rate's 95 % interval is now, and whether that is
+/// enough for `until` (after its fewest trials).
+pub fn settled(exp: &Experiment, until: &crate::model::Until, s: &Summary) -> (f64, bool) {
+    let (_, k, n) = headline(exp, s);
+    let (lo, hi) = wilson95(k, n);
+    let width = if n == 0 { 1.0 } else { hi - lo };
+    (width, s.n >= until.min as usize && width <= until.ci_width)
 }
 
 /// One summary.csv row: a setting (the experiment, or a sweep point).
@@ -199,6 +222,11 @@ pub fn summarize(trials: &[&TrialMetrics]) -> Summary {
                 renew_us: all(|l| &l.renew_us),
                 observe_us: all(|l| &l.observe_us),
             }
+        },
+        start_spread_p50_us: {
+            let mut v: Vec<f64> = trials.iter().filter_map(|t| t.start_spread_us).map(|us| us as f64).collect();
+            v.sort_by(f64::total_cmp);
+            percentile(&v, 0.5)
         },
         crash_gaps_ms: {
             let mut v: Vec<f64> = trials

@@ -98,6 +98,14 @@ pub fn render(exp: &Experiment, s: &Summary, dir: &Path) -> String {
     if s.no_leader_trials > 0 {
         out += &format!("  never led:      {}/{} trials\n", s.no_leader_trials, s.n);
     }
+    let one_renew = exp.points.iter().all(|p| p.exp.lease.renew == exp.lease.renew);
+    if let (None, true, Some(p50)) = (&exp.program, one_renew, super::summary::pct_us(&s.latency.renew_us, 0.5)) {
+        // Time scaling shrinks the intervals, not the syscalls.
+        out += &format!(
+            "  renewals:       median {p50} µs, {:.2} % of the renew interval: a kill at a uniform moment lands inside one that often\n",
+            p50 as f64 / exp.lease.renew.as_us() as f64 * 100.0
+        );
+    }
     out += &format!("  results:        {}\n", dir.display());
     out
 }
@@ -135,6 +143,22 @@ pub fn points(rows: &[SummaryRow<'_>]) -> String {
         );
     }
     out
+}
+
+/// Why an adaptive run stopped where it did, for one unit.
+pub fn adaptive(row: &SummaryRow<'_>, until: &crate::model::Until, max: u32) -> String {
+    let (what, k, n) = super::summary::headline(row.exp, &row.summary);
+    let (width, settled) = super::summary::settled(row.exp, until, &row.summary);
+    let why = if settled {
+        format!("its 95 % interval is {:.1} points wide, at most {:.1} asked", width * 100.0, until.ci_width * 100.0)
+    } else {
+        format!(
+            "the cap of {max} trials came first; its 95 % interval is {:.1} points wide, {:.1} asked",
+            width * 100.0,
+            until.ci_width * 100.0
+        )
+    };
+    format!("  {}: {} trials: {what} {k}/{n}: {why}\n", row.setting, row.summary.n)
 }
 
 /// The theory's false evictions beside the pauses that disagree with it.

@@ -16,18 +16,17 @@ const GAP: RGBColor = RGBColor(235, 90, 70);
 const DOUBLE: RGBColor = RGBColor(245, 170, 40);
 const FAULT: RGBColor = RGBColor(180, 20, 20);
 
-fn secs(us: Micros) -> f64 {
-    us as f64 / 1e6
-}
-
-/// Draw trial `trial` of `history` into `path`.
+/// Draw trial `trial` of `history` into `path`, in the experiment's own
+/// time (`scale` is the run's time scale).
 pub fn render(
     path: &Path,
     title: &str,
     history: &History,
     m: &TrialMetrics,
     workers: usize,
+    scale: f64,
 ) -> Result<(), Box<dyn std::error::Error>> {
+    let secs = |us: Micros| us as f64 / 1e6 / scale;
     let lanes = workers.max(1);
     let height = 120 + 44 * lanes as u32;
     let root = SVGBackend::new(path, (1000, height)).into_drawing_area();
@@ -40,7 +39,12 @@ pub fn render(
         .x_label_area_size(30)
         .y_label_area_size(10)
         .build_cartesian_2d(0.0..end, 0.0..lanes as f64)?;
-    chart.configure_mesh().disable_y_mesh().disable_y_axis().x_desc("seconds since the barrier").draw()?;
+    chart
+        .configure_mesh()
+        .disable_y_mesh()
+        .disable_y_axis()
+        .x_desc("seconds since the barrier, in the experiment's own time")
+        .draw()?;
 
     // Worker w is drawn top-down: lane (lanes - 1 - w).
     let lane = |w: usize| (lanes - 1 - w.min(lanes - 1)) as f64;
@@ -75,11 +79,30 @@ pub fn render(
         };
         PathElement::new(vec![(secs(e.t_us), y0), (secs(e.t_us), y1)], FAULT.stroke_width(2))
     }))?;
-    chart.draw_series(faults.iter().map(|e| {
-        let y = e.worker.map_or(lanes as f64 - 0.05, |w| lane(w) + 0.8);
-        let label = format!(" {}", e.detail.action.clone().unwrap_or_default());
-        Text::new(label, (secs(e.t_us), y), ("sans-serif", 11).into_font().color(&FAULT))
-    }))?;
+    // Labels of faults close in time (a stop and its cont) step down a row
+    // in their lane instead of printing over each other.
+    let px_per_s = 960.0 / end;
+    let mut last_end: std::collections::HashMap<Option<usize>, Vec<f64>> = std::collections::HashMap::new();
+    let labels: Vec<(String, f64, f64)> = faults
+        .iter()
+        .map(|e| {
+            let label = format!(" {}", e.detail.action.clone().unwrap_or_default());
+            let x = secs(e.t_us) * px_per_s;
+            let rows = last_end.entry(e.worker).or_default();
+            let row = rows.iter().position(|&free_from| x >= free_from).unwrap_or(rows.len());
+            let right = x + 7.0 * label.len() as f64;
+            if row == rows.len() {
+                rows.push(right)
+            } else {
+                rows[row] = right
+            }
+            let top = e.worker.map_or(lanes as f64 - 0.05, |w| lane(w) + 0.8);
+            (label, secs(e.t_us), top - 0.22 * row as f64)
+        })
+        .collect();
+    chart.draw_series(
+        labels.into_iter().map(|(label, x, y)| Text::new(label, (x, y), ("sans-serif", 11).into_font().color(&FAULT))),
+    )?;
     chart.draw_series(
         history
             .events

@@ -64,13 +64,16 @@ fn bad_flags_exit_2() {
 }
 
 #[test]
-fn every_blog_experiment_validates() {
-    let files: Vec<_> = std::fs::read_dir(repo().join("experiments/blog"))
-        .unwrap()
+fn every_committed_experiment_validates() {
+    let dirs = ["experiments/blog", "experiments/sweeps", "experiments/substrates", "experiments/fencing"];
+    let files: Vec<_> = dirs
+        .iter()
+        .chain(&["experiments/programs", "benches"])
+        .flat_map(|d| std::fs::read_dir(repo().join(d)).unwrap())
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
         .collect();
-    assert!(files.len() >= 6);
+    assert!(files.len() >= 40, "{}", files.len());
     let out = std::process::Command::new(bin()).arg("validate").args(&files).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }

@@ -15,6 +15,7 @@ mod jobs;
 mod limits;
 mod malformed;
 mod outputs;
+mod plan;
 mod programs;
 mod races;
 mod recheck;

@@ -125,24 +125,34 @@ impl<'a> Phases<'a> {
     /// is dead or paused by the time of those ticks.
     fn ticks(&self, worker: usize, at_us: Micros, free: Window) -> Option<Ticks> {
         let watch = self.params.watch_us;
-        if watch <= 0 || self.believes(worker, at_us) || self.paused_at(worker, at_us) {
+        // What is known before the lock becomes free says nothing of who
+        // takes it: the grids are read up to then.
+        let known = at_us.max(free.from);
+        let dead = self.dies_within(worker, Micros::MIN, known);
+        if watch <= 0 || dead || self.believes(worker, known) || self.paused_at(worker, known) {
             return None;
         }
-        // Its latest ticks, newest first, back to when it last led (a new
-        // role starts a new grid).
-        let led_until = self
+        // A new role starts a new grid, its first tick one interval after
+        // the change: when the worker last stopped leading, or lost its
+        // first election.
+        let role_start = self
             .spans
             .tenures
             .iter()
-            .filter(|t| t.worker == worker && t.end_us <= at_us)
+            .filter(|t| t.worker == worker && t.end_us <= known)
             .map(|t| t.end_us)
-            .max()
-            .unwrap_or(Micros::MIN);
+            .chain(
+                self.events
+                    .iter()
+                    .filter(|e| e.worker == Some(worker) && e.kind == EventKind::NotAcquired && e.t_us <= known)
+                    .map(|e| e.t_us),
+            )
+            .max();
         let observed: Vec<(Micros, Micros)> = self
             .events
             .iter()
             .rev()
-            .filter(|e| e.worker == Some(worker) && e.t_us <= at_us && e.t_us >= led_until)
+            .filter(|e| e.worker == Some(worker) && e.t_us <= known && role_start.is_none_or(|r| e.t_us >= r))
             .filter(|e| matches!(e.kind, EventKind::HeldBy | EventKind::ExpiredSeen | EventKind::Unreadable))
             .map(|e| {
                 let op = e.detail.op_us.map_or(0, |us| us as i64);
@@ -150,14 +160,20 @@ impl<'a> Phases<'a> {
             })
             .take(GRID_TICKS)
             .collect();
-        let &(last, _) = observed.first()?;
-        // Silent for two intervals: not watching (a program that reports
-        // only some ticks has no grid to speak of).
-        if at_us - last > 2 * watch {
-            return None;
-        }
-        let grid = observed.iter().enumerate().map(|(k, (t, _))| t + k as i64 * watch).min()?;
-        let op = observed.iter().map(|&(_, op)| op).max().unwrap_or(0);
+        let (grid, op) = match (observed.first(), role_start) {
+            (Some(&(last, _)), _) => {
+                // Silent for two intervals: not watching (a program that
+                // reports only some ticks has no grid to speak of).
+                if at_us - last > 2 * watch {
+                    return None;
+                }
+                let grid = observed.iter().enumerate().map(|(k, (t, _))| t + k as i64 * watch).min()?;
+                (grid, observed.iter().map(|&(_, op)| op).max().unwrap_or(0))
+            }
+            // Not a tick yet in this role: the first is one interval in.
+            (None, Some(r)) if known - r < watch => (r + watch, 0),
+            _ => return None,
+        };
         let at_or_after = |t: Micros| grid + ((t - grid).max(0) + watch - 1) / watch * watch;
         // The observation compares somewhere inside [start, start + op].
         let ticks = Ticks { earliest: at_or_after(free.from - op), sure: at_or_after(free.to), op };
@@ -167,12 +183,13 @@ impl<'a> Phases<'a> {
         Some(ticks)
     }
 
-    /// The takeover of `holder`'s lease, free within `free`, by any other
-    /// worker, from the grids known at `at_us`.
-    fn takeover(&self, holder: usize, at_us: Micros, free: Window) -> Option<Ticks> {
+    /// The takeover of the lease, free within `free`, by any worker, from
+    /// the grids known by then (and the deaths and pauses since `at_us`).
+    fn takeover(&self, at_us: Micros, free: Window) -> Option<Ticks> {
         let workers = self.events.iter().filter_map(|e| e.worker).max().map_or(0, |w| w + 1);
-        let each: Vec<Ticks> =
-            (0..workers).filter(|&w| w != holder).filter_map(|w| self.ticks(w, at_us, free)).collect();
+        // The holder too, once it watches again (it stepped down); dead,
+        // paused or leading, a worker has no ticks.
+        let each: Vec<Ticks> = (0..workers).filter_map(|w| self.ticks(w, at_us, free)).collect();
         let earliest = each.iter().map(|t| t.earliest).min()?;
         let sure = each.iter().min_by_key(|t| t.sure)?;
         Some(Ticks { earliest, sure: sure.sure, op: sure.op })
@@ -198,7 +215,7 @@ impl<'a> Phases<'a> {
         let visible = self.last_write(pause.worker, pause.start_us).and_then(|w| self.visible_expiry(w));
         let Some(visible) = visible else { return out };
         out.visible_expiry_us = Some(visible.from);
-        let Some(ticks) = self.takeover(pause.worker, pause.start_us, visible) else { return out };
+        let Some(ticks) = self.takeover(pause.start_us, visible) else { return out };
         out.takeover_tick_us = Some(ticks.earliest);
         out.predicted = if !resumed || ticks.earliest >= pause.end_us {
             Some(false)
@@ -216,7 +233,6 @@ impl<'a> Phases<'a> {
     /// it, if it does.
     pub fn gap(&self, gap: &Gap) -> (Option<Micros>, Option<String>) {
         let Some(predicted) = self.gap_end(gap) else { return (None, None) };
-        let holder = gap.holder;
         let anomaly = match predicted {
             End::Resumed(at) => {
                 let agrees = gap.ended && gap.end_us == at;
@@ -228,8 +244,8 @@ impl<'a> Phases<'a> {
                     // Still open at the trial's end: as predicted if no
                     // takeover was due before then.
                     (ticks.sure + ticks.op < self.end_us).then(|| "no takeover".to_string())
-                } else if gap.ended_by == holder {
-                    Some("the holder resumed before the predicted takeover".to_string())
+                } else if gap.ended_by.is_some_and(|w| self.resumed(w, gap.end_us)) {
+                    Some("a paused leader resumed before the predicted takeover".to_string())
                 } else if gap.end_us < free.from {
                     Some("taken over before the lease was visibly expired".to_string())
                 } else if gap.end_us >= ticks.sure + watch {
@@ -265,9 +281,19 @@ impl<'a> Phases<'a> {
         } else if self.params.dropped_at_death {
             None
         } else {
-            Some(self.visible_expiry(self.last_write(holder, start)?)?)
+            // The lease in the lock is the last one anybody wrote (a
+            // resumed stale leader that steps down wrote none of it).
+            self.last_write(holder, start)?;
+            let writer = self
+                .events
+                .iter()
+                .rev()
+                .filter(|e| e.t_us <= start)
+                .find(|e| matches!(e.kind, EventKind::Acquired | EventKind::Renewed))?
+                .worker?;
+            Some(self.visible_expiry(self.last_write(writer, start)?)?)
         };
-        let takeover = free.and_then(|free| Some((free, self.takeover(holder, start, free)?)));
+        let takeover = free.and_then(|free| Some((free, self.takeover(start, free)?)));
         // A paused believer (the holder, or an older leader paused before
         // it was replaced) that is resumed ends the gap.
         let resume = self
@@ -508,6 +534,28 @@ mod tests {
         let m = judge(events, 30.0);
         let gap = m.gaps.iter().find(|g| g.start_us == s(10.0)).expect("a gap at the second stop");
         assert_eq!((gap.ended_by, gap.predicted_end_us, gap.anomaly.as_deref()), (Some(2), Some(s(12.0)), None));
+    }
+
+    #[test]
+    fn a_stale_leader_that_resumes_and_steps_down_watches_from_then_on() {
+        // Worker 2 led first and was stopped at 1 s; worker 0 leads on and is
+        // stopped at 10 s (its lease visibly expired from 19 s). Worker 2
+        // resumes at 17 s, steps down at 17.05 s and watches: its first
+        // tick, 20.05 s, comes before worker 1's (21.2 s) and before worker
+        // 0's resume at 20.5 s. No tick of it was seen before the expiry:
+        // the grid is its role's start.
+        let mut events = trial(10.0);
+        events.extend([write(0.05, 2, EventKind::Acquired), fault(1.0, 2, "stop"), fault(10.0, 0, "stop")]);
+        events.extend([fault(17.0, 2, "cont"), ev(17.05, 2, EventKind::SteppedDown)]);
+        events.extend([ev(20.05, 2, EventKind::ExpiredSeen), write(20.0505, 2, EventKind::Acquired)]);
+        events.push(fault(20.5, 0, "cont"));
+        let m = judge(events, 30.0);
+        let p = m.evictions.pauses.iter().find(|p| p.worker == 0).expect("worker 0's pause").clone();
+        assert_eq!((p.takeover_tick_us, p.predicted, p.evicted), (Some(s(20.05)), Some(true), true));
+        // The gap after worker 2's step-down ends at its own tick: the lease
+        // in the lock is worker 0's, visibly expired from 19 s.
+        let gap = m.gaps.iter().find(|g| g.start_us == s(17.05)).expect("a gap at the step-down");
+        assert_eq!((gap.predicted_end_us, gap.anomaly.as_deref()), (Some(s(20.05)), None));
     }
 
     #[test]

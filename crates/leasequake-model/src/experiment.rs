@@ -63,13 +63,27 @@ pub struct Reference {
     pub note: String,
 }
 
+/// Enough trials, not a guessed number: stop once the 95 % interval of the
+/// experiment's headline rate (false evictions per leader pause where
+/// leaders are paused, else trials with two leaders) is at most `ci_width`
+/// wide, after at least `min` trials; `Experiment::trials` is the cap.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Until {
+    /// As a proportion (0.1 is ten percentage points).
+    pub ci_width: f64,
+    pub min: u32,
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct Experiment {
     pub name: String,
     pub description: String,
     /// The file it was loaded from.
     pub source: PathBuf,
+    /// Trials to run (per sweep point); with `until`, the most.
     pub trials: u32,
+    /// Run trials only until the headline rate is known this well.
+    pub until: Option<Until>,
     pub seed: u64,
     /// Trial duration (scaled).
     pub duration: Dur,

@@ -15,7 +15,7 @@ pub mod settings;
 pub mod worker_config;
 
 pub use duration::{Dur, Offset};
-pub use experiment::{Expect, Experiment, Point, Reference};
+pub use experiment::{Expect, Experiment, Point, Reference, Until};
 pub use faults::{Action, After, Fault, FaultRow, PauseLen, Target};
 pub use settings::{
     Acquire, ClockOffset, EpochJob, Expiry, Failpoint, InitialLock, JobStrategy, Kind, LeaseSettings, Mode, Resource,

@@ -1,0 +1,183 @@
+//! `leasequake plan`: what a run would do, before it does it. Points ×
+//! trials and the estimated wall time, trial 1's fault schedule as absolute
+//! times (drawn by the same pure schedule a run uses, from trial 1's seed),
+//! and a warning where a scaled interval comes near the harness's precision
+//! or the workers' own operations fill a sizeable part of it. Nothing is
+//! spawned or written.
+
+use std::path::PathBuf;
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+use super::inputs::{expand, load_all};
+use crate::error::Error;
+use crate::experiment::Overrides;
+use crate::model::{Action, Dur, Experiment, Target};
+use crate::report::summary::units;
+use crate::report::terminal::describe;
+use crate::sayln;
+use crate::trial::schedule::{Live, Schedule};
+
+/// A trial's cost beyond its duration: spawning and readying its workers,
+/// releasing them, the clean-up's grace. The progress line's ETA measures
+/// the real pace; this is only for the estimate before anything ran.
+fn overhead_s(exp: &Experiment) -> f64 {
+    0.25 + 0.002 * exp.workers as f64 + if exp.program.is_some() { 0.3 } else { 0.0 }
+}
+
+/// How closely the harness places a fault, as a budget: a fault error above
+/// 1 % of the smallest scaled interval blurs what the trial measures.
+/// `leasequake calibrate` measures this machine's error.
+const FAULT_ERROR_MS: f64 = 1.0;
+
+/// Trial 1's faults listed at most.
+const SHOWN: usize = 20;
+
+pub fn plan(files: &[PathBuf], overrides: &Overrides) -> Result<(), Error> {
+    let exps = load_all(&expand(files)?, overrides)?;
+    let mut total_trials = 0u64;
+    let mut total_s = 0.0;
+    for exp in &exps {
+        let (trials, seconds) = estimate(exp);
+        total_trials += trials;
+        total_s += seconds;
+        sayln!("{}", one(exp, trials, seconds));
+    }
+    if exps.len() > 1 {
+        sayln!("total: {} experiments, {total_trials} trials, about {}", exps.len(), human(total_s));
+    }
+    Ok(())
+}
+
+/// Trials and the estimated wall time of `exp` at its own jobs.
+fn estimate(exp: &Experiment) -> (u64, f64) {
+    let units = units(exp);
+    let trials = u64::from(exp.trials) * units.len() as u64;
+    let serial: f64 =
+        units.iter().map(|(u, _)| (u.duration.as_ms_f64() / 1000.0 + overhead_s(u)) * f64::from(exp.trials)).sum();
+    (trials, serial / exp.jobs.max(1) as f64)
+}
+
+fn one(exp: &Experiment, trials: u64, seconds: f64) -> String {
+    let scale = exp.time_scale;
+    let own = |d: Dur| d.scaled(1.0 / scale);
+    let mut out = format!("{} ({})\n  {}\n", exp.name, exp.source.display(), describe(exp));
+    let points = if exp.points.is_empty() { String::new() } else { format!("{} points × ", exp.points.len()) };
+    let scaled = if scale == 1.0 { String::new() } else { format!(" (time scale {scale}: {} each)", exp.duration) };
+    out += &format!(
+        "  {points}{} trials = {trials} trials of {}{scaled}; {} at a time: about {}\n",
+        exp.trials,
+        own(exp.duration),
+        exp.jobs,
+        human(seconds)
+    );
+    out += &schedule(exp);
+    for w in warnings(exp) {
+        out += &format!("  ! {w}\n");
+    }
+    out
+}
+
+/// Trial 1's faults, drawn as a run draws them, in the experiment's own time.
+fn schedule(exp: &Experiment) -> String {
+    if exp.faults.is_empty() {
+        return "  no faults\n".into();
+    }
+    let seed = exp.trial_seed(1);
+    let scale = exp.time_scale;
+    let own = |ns: i64| format!("{:.3} s", ns as f64 / 1e9 / scale);
+    let of = if exp.points.is_empty() { "" } else { "; each point replaces what it sweeps" };
+    let mut out = format!("  trial 1's faults (seed {seed}, in the experiment's own time{of}):\n");
+    let mut schedule = Schedule::new(&exp.faults, 0, ChaCha8Rng::seed_from_u64(seed));
+    // Nobody's events are known before the run: the leader is taken to be
+    // worker 0 throughout, and every worker alive.
+    let mut live = Live::new(exp.workers);
+    live.leaders.push(0);
+    let end = exp.duration.as_ns() as i64;
+    let mut shown = 0;
+    while let Some(due) = schedule.next_due().filter(|&t| t <= end) {
+        while let Some(order) = schedule.next_order(due, &live) {
+            if shown < SHOWN {
+                out +=
+                    &format!("    {:>10}  {}\n", own(order.scheduled_ns).to_string(), what(order.action, order.target));
+            }
+            shown += 1;
+        }
+    }
+    if shown > SHOWN {
+        out += &format!("    … {} more\n", shown - SHOWN);
+    }
+    for f in schedule.never_fired() {
+        if let Some(after) = exp.faults[f.fault].after {
+            out += &format!(
+                "    {:>10}  {}: armed, fires {} after the target's next `{}`\n",
+                own(f.scheduled_ns),
+                what(f.action, f.target),
+                own(after.delay.as_ns() as i64),
+                after.event.name()
+            );
+        }
+    }
+    out
+}
+
+fn what(action: Action, target: Target) -> String {
+    match target {
+        Target::Worker(i) => format!("{} worker {i}", action.name()),
+        t => format!("{} {t}", action.name()),
+    }
+}
+
+/// Where a scaled interval is too short for the harness's precision, or
+/// for the workers' own operations.
+pub fn warnings(exp: &Experiment) -> Vec<String> {
+    let mut out = Vec::new();
+    let l = &exp.lease;
+    let gap = Dur::from_us(l.lease.as_us().saturating_sub(l.renew.as_us()));
+    let mut intervals = vec![("renew", l.renew), ("watch", l.watch), ("lease − renew", gap)];
+    for f in &exp.faults {
+        if let Some(every) = f.every {
+            intervals.push(("every", every));
+        }
+    }
+    let Some((name, smallest)) = intervals.into_iter().filter(|(_, d)| *d > Dur::ZERO).min_by_key(|(_, d)| *d) else {
+        return out;
+    };
+    let ms = smallest.as_ms_f64();
+    let share = FAULT_ERROR_MS / ms * 100.0;
+    if share > 1.0 {
+        out.push(format!(
+            "{name} runs at {ms:.1} ms: a fault placed to within {FAULT_ERROR_MS} ms (more on a busy machine; \
+             `leasequake calibrate` measures this one) is {share:.1} % of it"
+        ));
+    }
+    // Time scaling shrinks the protocol's intervals, not its syscalls.
+    let per_ms = 100.0 / l.renew.as_ms_f64();
+    if exp.program.is_none() && per_ms >= OPERATION_SHARE {
+        out.push(format!(
+            "a renewal is a real operation on the {} (a fraction of a millisecond on a file, more on a server): \
+             at renew {:.1} ms each millisecond of it is {per_ms:.2} % of the interval, the chance that a kill at \
+             a uniform moment lands inside one; the run reports the measured share",
+            crate::model::setting_name(&exp.substrate.kind),
+            l.renew.as_ms_f64(),
+        ));
+    }
+    out
+}
+
+/// A millisecond of renewal above this share (%) of the renew interval is
+/// worth a warning: a kill lands inside a renewal that often, and on a lock
+/// file rewritten in place that leaves it empty.
+const OPERATION_SHARE: f64 = 0.5;
+
+/// Seconds as a person reads them.
+pub fn human(s: f64) -> String {
+    if s < 120.0 {
+        format!("{s:.0} s")
+    } else if s < 7200.0 {
+        format!("{:.1} min", s / 60.0)
+    } else {
+        format!("{:.1} h", s / 3600.0)
+    }
+}

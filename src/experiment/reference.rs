@@ -1,0 +1,602 @@
+//! Every key of an experiment file, documented once. The reference page
+//! (docs/experiment-reference.md) and the JSON Schema editors validate
+//! against (docs/experiment.schema.json) are generated from this table by
+//! `leasequake reference`; tests hold the table to the loader's own fields
+//! and the committed files to the table, and the choices of every enum come
+//! from its type, so none of them can drift from the code.
+
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use crate::model::program::{DETAIL_FIELDS, ProgramExpiry};
+use crate::model::{
+    Acquire, Action, Expiry, Failpoint, InitialLock, JobStrategy, Kind, Mode, Resource, StartMode, Unreadable,
+};
+
+/// The type of a key's value.
+#[derive(Clone, Debug)]
+pub enum Ty {
+    /// A name or free text.
+    Text,
+    /// A whole number of at least `min`.
+    Int(i64),
+    Number,
+    Bool,
+    /// `9s`, `300ms`, `250us`, `2m`.
+    Duration,
+    /// One of these names.
+    Choice(&'static [&'static str]),
+    /// A list of values of this type.
+    List(Box<Ty>),
+    /// Exactly two values of this type.
+    Pair(Box<Ty>),
+    /// A fixed duration or a distribution.
+    PauseLength,
+    /// `leader`, `watcher`, `all`, `any`, `lock`, `server` or a worker index.
+    Target,
+    /// A signed duration, or one per worker.
+    ClockOffset,
+    /// An argv list, or one string with `shell: true`.
+    Command,
+    /// A mapping of names to strings (or numbers).
+    Map,
+    /// A mapping documented by the keys under it.
+    Section,
+    /// A list of mappings documented by the keys under `key[]`.
+    Sections,
+    /// `setting: [values]`, or `points: [{setting: value, …}]`.
+    Sweep,
+    /// A count, or `{until: {ci_width}, max, min}`.
+    Trials,
+}
+
+/// One documented key.
+#[derive(Clone, Debug)]
+pub struct Key {
+    /// Dotted from the top; `[]` marks the items of a list.
+    pub path: &'static str,
+    pub ty: Ty,
+    pub required: bool,
+    /// As the loader fills it in (empty: none).
+    pub default: &'static str,
+    pub unit: &'static str,
+    pub example: &'static str,
+    pub about: &'static str,
+}
+
+/// The names a unit enum is written with, from its own type.
+pub fn choices<'de, T: Deserialize<'de>>() -> &'static [&'static str] {
+    names_of::<T>()
+}
+
+/// The field (or variant) names a type's `Deserialize` asks for.
+pub fn names_of<'de, T: Deserialize<'de>>() -> &'static [&'static str] {
+    let mut probe = Probe(None);
+    let _ = T::deserialize(&mut probe);
+    probe.0.unwrap_or(&[])
+}
+
+/// A deserializer that only records the field or variant names it is asked
+/// for, and fails.
+struct Probe(Option<&'static [&'static str]>);
+
+impl<'de> serde::Deserializer<'de> for &mut Probe {
+    type Error = serde::de::value::Error;
+
+    fn deserialize_any<V: serde::de::Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
+        Err(serde::de::Error::custom("probe"))
+    }
+
+    fn deserialize_struct<V: serde::de::Visitor<'de>>(
+        self,
+        _: &'static str,
+        fields: &'static [&'static str],
+        _: V,
+    ) -> Result<V::Value, Self::Error> {
+        self.0 = Some(fields);
+        Err(serde::de::Error::custom("probe"))
+    }
+
+    fn deserialize_enum<V: serde::de::Visitor<'de>>(
+        self,
+        _: &'static str,
+        variants: &'static [&'static str],
+        _: V,
+    ) -> Result<V::Value, Self::Error> {
+        self.0 = Some(variants);
+        Err(serde::de::Error::custom("probe"))
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf option unit
+        unit_struct newtype_struct seq tuple tuple_struct map identifier ignored_any
+    }
+}
+
+fn key(path: &'static str, ty: Ty, default: &'static str, example: &'static str, about: &'static str) -> Key {
+    let unit = if matches!(ty, Ty::Duration | Ty::PauseLength | Ty::ClockOffset) { "time, scaled" } else { "" };
+    Key { path, ty, required: false, default, unit, example, about }
+}
+
+fn required(mut k: Key) -> Key {
+    k.required = true;
+    k
+}
+
+fn list(ty: Ty) -> Ty {
+    Ty::List(Box::new(ty))
+}
+
+/// Every key, in the order the reference lists them.
+pub fn keys() -> Vec<Key> {
+    use Ty::*;
+    vec![
+        required(key(
+            "name",
+            Text,
+            "",
+            "sigkill-gap",
+            "The experiment's name: its results directory and its row in a suite's README.",
+        )),
+        key("description", Text, "", "", "What it measures and why, for people and for the README."),
+        required(key("workers", Int(1), "", "3", "Worker processes per trial.")),
+        key(
+            "trials",
+            Trials,
+            "1",
+            "{until: {ci_width: 10%}, max: 500}",
+            "Trials to run (per sweep point); or run until the 95 % interval of the headline rate (false evictions per leader pause where leaders are paused, else trials with two leaders) is at most `ci_width` wide, after at least `min` (default 10) and at most `max` trials.",
+        ),
+        key("seed", Int(0), "random, recorded", "20261129", "Base seed: trial i uses seed + i, at every sweep point."),
+        key("duration", Duration, "30s", "30s", "How long each trial runs."),
+        key("lease", Duration, "9s", "9s", "Lease length."),
+        key("renew", Duration, "3s", "3s", "The leader renews this often; shorter than the lease."),
+        key("watch", Duration, "3s", "3s", "Watchers look at the lease this often."),
+        key(
+            "expiry_resolution",
+            Duration,
+            "1s",
+            "1s",
+            "The unit `leaseUntil` is truncated to under `unix-seconds` expiry.",
+        ),
+        key("time_scale", Number, "1", "0.1", "Multiply every duration by this (also `--time-scale`, not both)."),
+        key(
+            "scaled_by",
+            Number,
+            "",
+            "0.1",
+            "Written by leasequake in a resolved experiment.yaml: its durations are already scaled by this.",
+        ),
+        key(
+            "start",
+            Choice(choices::<StartMode>()),
+            "barrier",
+            "staggered",
+            "How the workers start: together on one barrier, or staggered.",
+        ),
+        key(
+            "stagger",
+            Duration,
+            "0s",
+            "1ms",
+            "With `start: staggered`, worker i starts i × stagger after the barrier.",
+        ),
+        key(
+            "align",
+            Duration,
+            "",
+            "530ms",
+            "Release the barrier at this offset past a whole expiry-resolution unit of the wall clock.",
+        ),
+        key(
+            "initial_lock",
+            Choice(choices::<InitialLock>()),
+            "none",
+            "empty",
+            "The lock file's state before the workers start.",
+        ),
+        key("grace", Duration, "2s", "2s", "After the trial: how long workers get between SIGTERM and SIGKILL."),
+        key("jobs", Int(1), "1", "4", "Trials to run at once (also `--jobs`)."),
+        key("worker", Section, "", "", "Settings of the built-in worker (not for a program)."),
+        key("worker.acquire", Choice(choices::<Acquire>()), "excl", "naive", "How the lock file is created."),
+        key(
+            "worker.unreadable",
+            Choice(choices::<Unreadable>()),
+            "retry",
+            "expire-age",
+            "What a watcher does with a lock file it cannot read.",
+        ),
+        key(
+            "worker.expiry",
+            Choice(choices::<Expiry>()),
+            "unix-seconds",
+            "exact",
+            "How `leaseUntil` is written and compared.",
+        ),
+        key("worker.release_on_term", Bool, "true", "false", "Remove the lock file on SIGTERM."),
+        key(
+            "worker.mode",
+            Choice(choices::<Mode>()),
+            "loop",
+            "one-shot",
+            "The lease loop, or one election attempt held to the end.",
+        ),
+        key(
+            "worker.failpoint",
+            Choice(choices::<Failpoint>()),
+            "none",
+            "after-truncate",
+            "Where the worker stalls (with a `failpoint` event) for a fault to land inside.",
+        ),
+        key("worker.failpoint_delay", Duration, "0s", "50ms", "How long it stalls there."),
+        key("worker.failpoint_workers", list(Int(0)), "all", "[0]", "Only these workers get the failpoint."),
+        key("worker.fencing_tokens", Bool, "false", "true", "Give every grant a fencing token."),
+        key(
+            "worker.resource",
+            Choice(choices::<Resource>()),
+            "none",
+            "fenced",
+            "The protected resource the leader writes to.",
+        ),
+        key("worker.epoch_job", Section, "", "", "The exactly-once job: one run per epoch."),
+        key("worker.epoch_job.epoch", Duration, "", "10s", "Length of an epoch."),
+        key("worker.epoch_job.duration", Duration, "", "2s", "How long one run of the job takes."),
+        key(
+            "worker.epoch_job.strategy",
+            Choice(choices::<JobStrategy>()),
+            "",
+            "fencing",
+            "How the job is kept exactly-once.",
+        ),
+        key(
+            "worker.clock_offset",
+            ClockOffset,
+            "0s",
+            "[0s, 2s, -1s]",
+            "How far each worker's wall clock is off: one offset, or one per worker.",
+        ),
+        key("substrate", Section, "", "", "Where the lease lives."),
+        key("substrate.kind", Choice(choices::<Kind>()), "file", "redis", "The lease's substrate."),
+        key("substrate.address", Text, "the local service", "redis://127.0.0.1:6379/", "A server substrate's address."),
+        key("substrate.managed", Bool, "false", "true", "Redis only: the harness runs its own redis-server per trial."),
+        key(
+            "program",
+            Section,
+            "",
+            "",
+            "Put any command under test instead of the built-in worker (docs/worker-protocol.md).",
+        ),
+        required(key(
+            "program.command",
+            Command,
+            "",
+            "[python3, \"{experiment_dir}/w.py\", \"{lock}\"]",
+            "argv with placeholders, or one string with `shell: true`.",
+        )),
+        key("program.shell", Bool, "false", "true", "Run `command` with /bin/sh -c."),
+        key("program.env", Map, "", "{MY_LOCK: \"{lock}\"}", "Extra environment (placeholders allowed)."),
+        key(
+            "program.observe",
+            Choice(&["protocol", "patterns"]),
+            "protocol (patterns with `patterns:`)",
+            "patterns",
+            "How its events are read.",
+        ),
+        key(
+            "program.timestamps",
+            Choice(&["program", "receipt"]),
+            "program (receipt for patterns)",
+            "receipt",
+            "Whose clock stamps an event.",
+        ),
+        key("program.patterns", Sections, "", "", "Log lines that become events; the first match wins."),
+        required(key(
+            "program.patterns[].regex",
+            Text,
+            "",
+            "'acquired lease until (?P<lease_until>\\S+)'",
+            "A regular expression; named groups fill the detail.",
+        )),
+        required(key("program.patterns[].event", Text, "", "acquired", "The event kind a matching line becomes.")),
+        key(
+            "program.patterns[].detail",
+            Map,
+            "",
+            "{expires_in_ms: \"{lease_ms}\"}",
+            "Fixed detail values (placeholders allowed).",
+        ),
+        key("program.ready", Bool, "false", "true", "Release the barrier only once every worker said `ready`."),
+        key(
+            "program.max_lines",
+            Int(1),
+            "200000",
+            "1000",
+            "Lines read per worker and trial; the rest are counted and dropped.",
+        ),
+        key(
+            "program.expiry",
+            Choice(choices::<ProgramExpiry>()),
+            "exact",
+            "unix-seconds",
+            "How the program judges its lease: what the theory assumes.",
+        ),
+        key(
+            "program.cwd",
+            Text,
+            "where leasequake runs",
+            "\"{trial_dir}\"",
+            "Its working directory (placeholders allowed; relative to the experiment file).",
+        ),
+        key("faults", Sections, "[]", "", "What to do to the workers, the lock or the server, and when."),
+        required(key(
+            "faults[].at",
+            Duration,
+            "",
+            "12s",
+            "When (after the barrier); with `after:`, when the fault is armed.",
+        )),
+        key("faults[].jitter", Duration, "0s", "2.6s", "Fire at a seeded uniform moment in [at, at + jitter)."),
+        key("faults[].after", Text, "", "renewed", "Fire `delay` after the target's next event of this kind."),
+        key("faults[].delay", Duration, "0s", "2.47s", "With `after:`, how long after the event."),
+        key("faults[].target", Target, "leader", "watcher", "Whom it hits."),
+        required(key("faults[].action", Choice(choices::<Action>()), "", "kill", "What is done.")),
+        key(
+            "faults[].duration",
+            PauseLength,
+            "",
+            "{exponential: 3s}",
+            "A pause's length: fixed, `{uniform: [a, b]}`, `{exponential: mean}` or `{choice: [a, b]}`.",
+        ),
+        key("faults[].every", Duration, "", "15s", "Repeat at fresh moments every this long until the trial ends."),
+        key("expect", Section, "", "", "What must hold, or the run exits 1 (a JUnit test case each with `--junit`)."),
+        key("expect.max_leaders", Int(0), "", "1", "No trial sees more believers at once."),
+        key("expect.gap_min", Duration, "", "6s", "Every ended gap lasts at least this long."),
+        key("expect.gap_max", Duration, "", "13s", "Every gap lasts at most this long."),
+        key("expect.wedged", Bool, "", "false", "true: every trial wedges; false: none does."),
+        key("expect.double_leader_trials", Int(0), "", "0", "At most this many trials with two leaders."),
+        key(
+            "reference",
+            Section,
+            "",
+            "",
+            "What a published source reported, set beside the measurement in a suite's README.",
+        ),
+        required(key("reference.claim", Text, "", "\"9.53 s leaderless\"", "The number as the source states it.")),
+        key("reference.gap", Duration, "", "9.53s", "A gap the source measured."),
+        key("reference.worst_gap", Duration, "", "12s", "The source's worst case."),
+        key(
+            "reference.double_leader_trials",
+            Pair(Box::new(Int(0))),
+            "",
+            "[3, 30]",
+            "Trials with two leaders, as [k, n].",
+        ),
+        key("reference.max_leaders", Int(0), "", "1", "The most leaders at once the source claims possible."),
+        key("reference.wedged", Bool, "", "true", "Whether the source saw the system wedge."),
+        key("reference.bound", Pair(Box::new(Duration)), "", "[6s, 13s]", "The theoretical bound on gaps."),
+        key("reference.note", Text, "", "", "Why our number may differ, written before the run."),
+        key(
+            "sweep",
+            Sweep,
+            "",
+            "{lease: [3s, 9s], pause: [1s, 5s]}",
+            "Run the cross product of these settings (`points:` moves settings together).",
+        ),
+    ]
+}
+
+/// The reference page, in Markdown.
+pub fn markdown() -> String {
+    let mut out = String::from(
+        "# Experiment file reference\n\n\
+         Generated by `leasequake reference` from the table the loader is tested against: every key an \
+         experiment file may hold. Durations are written with a unit (`9s`, `300ms`, `250us`, `2m`) and \
+         are multiplied by the time scale (\"time, scaled\"). Editors validate and complete experiment files \
+         against [experiment.schema.json](experiment.schema.json): put\n\n\
+         ```yaml\n# yaml-language-server: $schema=<path to docs/experiment.schema.json>\n```\n\n\
+         on a file's first line (the examples under `experiments/` do). A misspelt key is an error naming \
+         its place and the nearest known key.\n",
+    );
+    // Each section once, in the order it first appears (the top level first).
+    let mut sections: Vec<(Option<&'static str>, Vec<Key>)> = Vec::new();
+    for k in keys() {
+        let parent = k.path.rsplit_once('.').map(|(p, _)| p);
+        match sections.iter_mut().find(|(p, _)| *p == parent) {
+            Some((_, ks)) => ks.push(k),
+            None => sections.push((parent, vec![k])),
+        }
+    }
+    for (parent, ks) in sections {
+        out += &format!(
+            "\n## {}\n\n| key | type | default | unit | example | meaning |\n|---|---|---|---|---|---|\n",
+            parent.map_or("Top level".to_string(), |p| format!("`{p}`"))
+        );
+        for k in ks {
+            let name = k.path.rsplit_once('.').map_or(k.path, |(_, n)| n);
+            let name = if k.required { format!("`{name}` (required)") } else { format!("`{name}`") };
+            let code = |s: &str| if s.is_empty() { String::new() } else { format!("`{}`", s.replace('|', "\\|")) };
+            out += &format!(
+                "| {name} | {} | {} | {} | {} | {} |\n",
+                type_text(&k.ty),
+                k.default,
+                k.unit,
+                code(k.example),
+                k.about.replace('|', "\\|")
+            );
+        }
+    }
+    out
+}
+
+fn type_text(ty: &Ty) -> String {
+    match ty {
+        Ty::Text => "text".into(),
+        Ty::Int(min) => format!("integer ≥ {min}"),
+        Ty::Number => "number".into(),
+        Ty::Bool => "true or false".into(),
+        Ty::Duration => "duration".into(),
+        Ty::Choice(names) => names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", "),
+        Ty::List(inner) => format!("list of {}", type_text(inner)),
+        Ty::Pair(inner) => format!("[{0}, {0}]", type_text(inner)),
+        Ty::PauseLength => "duration or distribution".into(),
+        Ty::Target => "`leader`, `watcher`, `all`, `any`, `lock`, `server` or a worker index".into(),
+        Ty::ClockOffset => "signed duration, or a list of one per worker".into(),
+        Ty::Command => "list of text (or text with `shell: true`)".into(),
+        Ty::Map => "mapping".into(),
+        Ty::Section => "mapping (keys below)".into(),
+        Ty::Sections => "list of mappings (keys below)".into(),
+        Ty::Sweep => "mapping of settings to lists".into(),
+        Ty::Trials => "integer ≥ 1, or `{until: {ci_width: 10%}, max: 500, min: 10}`".into(),
+    }
+}
+
+const DURATION: &str = r"^[0-9]+(\.[0-9]+)?\s*(us|µs|ms|s|m|min)$";
+const SIGNED: &str = r"^-?[0-9]+(\.[0-9]+)?\s*(us|µs|ms|s|m|min)$";
+
+fn schema_of(ty: &Ty, about: &str) -> Value {
+    let mut v = match ty {
+        Ty::Text => json!({"type": "string"}),
+        Ty::Int(min) => json!({"type": "integer", "minimum": min}),
+        Ty::Number => json!({"type": "number", "exclusiveMinimum": 0}),
+        Ty::Bool => json!({"type": "boolean"}),
+        Ty::Duration => json!({"type": "string", "pattern": DURATION}),
+        Ty::Choice(names) => json!({"enum": names}),
+        Ty::List(inner) => json!({"type": "array", "items": schema_of(inner, "")}),
+        Ty::Pair(inner) => json!({"type": "array", "items": schema_of(inner, ""), "minItems": 2, "maxItems": 2}),
+        Ty::PauseLength => {
+            let d = json!({"type": "string", "pattern": DURATION});
+            json!({"oneOf": [
+                d,
+                {"type": "object", "properties": {"uniform": {"type": "array", "items": d, "minItems": 2, "maxItems": 2}}, "required": ["uniform"], "additionalProperties": false},
+                {"type": "object", "properties": {"exponential": d}, "required": ["exponential"], "additionalProperties": false},
+                {"type": "object", "properties": {"choice": {"type": "array", "items": d, "minItems": 1}}, "required": ["choice"], "additionalProperties": false},
+            ]})
+        }
+        Ty::Target => json!({"oneOf": [
+            {"enum": ["leader", "watcher", "all", "any", "lock", "server"]},
+            {"type": "integer", "minimum": 0},
+        ]}),
+        Ty::ClockOffset => {
+            let d = json!({"type": "string", "pattern": SIGNED});
+            json!({"oneOf": [d, {"type": "array", "items": d}]})
+        }
+        Ty::Command => {
+            json!({"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}, "minItems": 1}]})
+        }
+        Ty::Map => json!({"type": "object", "additionalProperties": {"type": ["string", "number"]}}),
+        Ty::Section => json!({"type": "object", "additionalProperties": false, "properties": {}}),
+        Ty::Sections => {
+            json!({"type": "array", "items": {"type": "object", "additionalProperties": false, "properties": {}}})
+        }
+        Ty::Sweep => json!({"type": "object", "additionalProperties": {"type": "array", "minItems": 1}}),
+        Ty::Trials => json!({"oneOf": [
+            {"type": "integer", "minimum": 1},
+            {"type": "object", "additionalProperties": false, "required": ["until", "max"], "properties": {
+                "until": {"type": "object", "additionalProperties": false, "required": ["ci_width"], "properties": {
+                    "ci_width": {"oneOf": [{"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
+                                           {"type": "string", "pattern": "^[0-9.]+\\s*%$"}]}}},
+                "max": {"type": "integer", "minimum": 1},
+                "min": {"type": "integer", "minimum": 1}}},
+        ]}),
+    };
+    if !about.is_empty() {
+        v["description"] = json!(about);
+    }
+    v
+}
+
+/// The JSON Schema (draft 07) of an experiment file.
+pub fn schema() -> Value {
+    let mut root = json!({
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "title": "leasequake experiment",
+        "description": "An experiment file of leasequake (docs/experiment-reference.md).",
+        "type": "object",
+        "additionalProperties": false,
+        "properties": {},
+    });
+    for k in keys() {
+        // Walk to the object that holds this key: `a.b[].c` is property c
+        // of the items of property b of property a.
+        let mut at = &mut root;
+        let parts: Vec<&str> = k.path.split('.').collect();
+        for part in &parts[..parts.len() - 1] {
+            let (name, items) = match part.strip_suffix("[]") {
+                Some(n) => (n, true),
+                None => (*part, false),
+            };
+            at = &mut at["properties"][name];
+            if items {
+                at = &mut at["items"];
+            }
+        }
+        let last = parts[parts.len() - 1];
+        if k.required {
+            let req = at.as_object_mut().expect("an object").entry("required").or_insert_with(|| json!([]));
+            req.as_array_mut().expect("a list").push(json!(last));
+        }
+        let props = at["properties"].as_object_mut().expect("properties");
+        props.insert(last.to_string(), schema_of(&k.ty, k.about));
+    }
+    if let Some(detail) = root.pointer_mut("/properties/program/properties/patterns/items/properties/detail") {
+        let fields: Map<String, Value> =
+            DETAIL_FIELDS.iter().map(|f| (f.to_string(), json!({"type": ["string", "number"]}))).collect();
+        *detail = json!({"type": "object", "additionalProperties": false, "properties": fields,
+                         "description": detail["description"].clone()});
+    }
+    root
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The documented keys directly under `section` ("" for the top).
+    fn documented(section: &str) -> Vec<String> {
+        keys()
+            .iter()
+            .filter_map(|k| {
+                let (parent, name) = k.path.rsplit_once('.').unwrap_or(("", k.path));
+                (parent == section).then(|| name.to_string())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_key_the_loader_takes_is_documented_and_nothing_else() {
+        let mut sections = super::super::load::fields();
+        sections.push(("worker", names_of::<crate::model::WorkerSettings>()));
+        sections.push(("worker.epoch_job", names_of::<crate::model::EpochJob>()));
+        sections.push(("substrate", names_of::<crate::model::SubstrateSettings>()));
+        sections.push(("reference", names_of::<crate::model::Reference>()));
+        for (section, fields) in sections {
+            let mut want: Vec<String> = fields.iter().map(|f| f.to_string()).collect();
+            let mut got = documented(section);
+            want.sort();
+            got.sort();
+            assert_eq!(got, want, "section {section:?}");
+        }
+    }
+
+    #[test]
+    fn enum_choices_come_from_their_types() {
+        assert_eq!(choices::<Acquire>(), ["naive", "excl", "link", "rename"]);
+        assert!(choices::<Action>().contains(&"server-restart"));
+    }
+
+    #[test]
+    fn the_committed_reference_and_schema_are_the_generated_ones() {
+        let docs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs");
+        let page = std::fs::read_to_string(docs.join("experiment-reference.md")).unwrap_or_default();
+        assert!(
+            page == markdown(),
+            "docs/experiment-reference.md is stale: run `leasequake reference > docs/experiment-reference.md`"
+        );
+        let committed = std::fs::read_to_string(docs.join("experiment.schema.json")).unwrap_or_default();
+        let want = serde_json::to_string_pretty(&schema()).unwrap() + "\n";
+        assert!(
+            committed == want,
+            "docs/experiment.schema.json is stale: run `leasequake reference --schema > docs/experiment.schema.json`"
+        );
+    }
+}

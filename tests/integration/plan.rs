@@ -1,0 +1,88 @@
+//! Before and around a run: `plan`, trials until the interval is narrow
+//! enough, completions and the manual page.
+
+use crate::helper::{Lab, bin, repo};
+
+fn leasequake(lab: &Lab, args: &[&str]) -> (Option<i32>, String, String) {
+    let out = std::process::Command::new(bin()).current_dir(lab.path()).args(args).output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn plan_shows_the_schedule_the_time_and_the_warnings_and_runs_nothing() {
+    let lab = Lab::new();
+    let blog = repo().join("experiments/blog");
+    let kill = blog.join("sigkill-gap.yaml").display().to_string();
+    let (code, out, err) = leasequake(&lab, &["plan", &kill, "--time-scale", "0.1", "--jobs", "2"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("10 trials = 10 trials of 30s"), "{out}");
+    assert!(out.contains("2 at a time: about"), "{out}");
+    // The protocol-relative kill is armed, not placed: in the file's own time.
+    assert!(out.contains("8.500 s  kill leader: armed, fires 2.470 s after the target's next `renewed`"), "{out}");
+    // A random kill: the time the run will use, drawn from trial 1's seed.
+    let random = blog.join("random-kills.yaml").display().to_string();
+    let (_, again, _) = leasequake(&lab, &["plan", &random]);
+    let (_, same, _) = leasequake(&lab, &["plan", &random]);
+    assert!(again.contains("kill leader") && again == same, "{again}");
+    // At 1/1000 a 3 s renewal is 3 ms: a millisecond of fault error is a
+    // third of it, and a renewal a third of the interval.
+    let (_, tiny, _) = leasequake(&lab, &["plan", &kill, "--time-scale", "0.001"]);
+    assert!(tiny.contains("! renew runs at 3.0 ms"), "{tiny}");
+    assert!(tiny.contains("! a renewal is a real operation on the file"), "{tiny}");
+    assert!(!lab.path().join("results").exists(), "plan wrote nothing");
+    // A bad file is exit 2 like everywhere.
+    let bad = lab.file("bad.yaml", "name: x\nworkers: 3\nrenew: 10s\n");
+    let (code, _, err) = leasequake(&lab, &["plan", &bad.display().to_string()]);
+    assert_eq!(code, Some(2), "{err}");
+}
+
+#[test]
+fn trials_run_until_the_interval_is_narrow_enough_or_the_cap() {
+    let lab = Lab::new();
+    // No faults: never two leaders. The Wilson interval of 0/n is
+    // [0, 3.84 / (n + 3.84)]: at most 30 points wide from n = 9 on.
+    let file = lab.file(
+        "u.yaml",
+        "name: u\nworkers: 2\nduration: 4s\ntrials: {until: {ci_width: 30%}, max: 40, min: 5}\njobs: 1\n",
+    );
+    let run = lab.run(&file).scale(0.05).output().expect_code(0);
+    assert_eq!(run.table("trials.csv").len(), 9, "{}", run.stdout());
+    assert!(
+        run.stdout().contains("9 trials: trials with two leaders 0/9: its 95 % interval is 29.9 points wide"),
+        "{}",
+        run.stdout()
+    );
+    // The cap comes first.
+    let capped =
+        lab.file("c.yaml", "name: c\nworkers: 2\nduration: 4s\ntrials: {until: {ci_width: 1%}, max: 3, min: 1}\n");
+    let run = lab.run(&capped).scale(0.05).output().expect_code(0);
+    assert_eq!(run.table("trials.csv").len(), 3);
+    assert!(run.stdout().contains("the cap of 3 trials came first"), "{}", run.stdout());
+    // --trials fixes the count.
+    let fixed = lab.run(&file).scale(0.05).trials(2).output().expect_code(0);
+    assert_eq!(fixed.table("trials.csv").len(), 2);
+    for (bad, want) in [
+        ("{until: {ci_width: 150%}, max: 40}", "4:9: trials: ci_width is \"150%\""),
+        ("{until: {ci_width: 10%}, max: 4, min: 5}", "4:9: trials: min (5) must be at least 1 and at most max (4)"),
+    ] {
+        let f = lab.file("bad.yaml", &format!("name: b\nworkers: 2\nduration: 4s\ntrials: {bad}\n"));
+        let (code, _, err) = leasequake(&lab, &["validate", &f.display().to_string()]);
+        assert_eq!(code, Some(2), "{err}");
+        assert!(err.contains(want), "{err}");
+    }
+}
+
+#[test]
+fn completions_and_the_manual_page_are_printed() {
+    let lab = Lab::new();
+    let (code, out, err) = leasequake(&lab, &["completions", "bash"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("_leasequake()") && out.contains("plan"), "{out}");
+    let (code, out, _) = leasequake(&lab, &["man"]);
+    assert_eq!(code, Some(0));
+    assert!(out.contains(".TH leasequake") && out.contains("Chaos harness"), "{out}");
+}
