@@ -383,8 +383,13 @@ pub fn dial(path: &Path, title: &str, points: &[PointData]) -> PlotResult {
         .y_label_area_size(60)
         .build_cartesian_2d(x_range, 0.0..1.05)?;
     chart.configure_mesh().x_labels(ticks).x_label_formatter(&tick).x_desc(x_desc).y_desc("rate").draw()?;
+    // Lines that share an x are moved apart a little, so that their
+    // intervals do not hide each other.
+    let lines = lay.lines.len() as f64;
+    let dodge = |l: usize| (l as f64 - (lines - 1.0) / 2.0) * (xmax - xmin + 2.0 * pad) * 0.006;
     for (l, (name, members)) in lay.lines.iter().enumerate() {
         let c = color(l);
+        let xs: Vec<f64> = xs.iter().map(|x| x + dodge(l)).collect();
         let rates: Vec<(f64, f64, f64, f64)> = members
             .iter()
             .map(|&i| (i, &points[i]))
