@@ -119,6 +119,9 @@ def main():
                 emit("renewed", **wrote(lease))
             else:
                 holder = current.get("processId") if isinstance(current, dict) else None
+                # Said when the renewal finds the other holder: the step-down
+                # comes now, or --step-down-late-ms later.
+                emit("renew_failed", error=f"the lease is held by {holder}")
                 if args.step_down_late_ms:
                     time.sleep(args.step_down_late_ms / 1000)  # the bug
                 leading = False

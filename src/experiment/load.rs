@@ -50,8 +50,9 @@ struct RawExperiment {
     name: Spanned<String>,
     #[serde(default)]
     description: String,
+    /// A count, or `{until: {ci_width}, max, min}` (read by `trials_of`).
     #[serde(default)]
-    trials: Option<Spanned<RawTrials>>,
+    trials: Option<Spanned<serde_json::Value>>,
     #[serde(default)]
     seed: Option<u64>,
     #[serde(default)]
@@ -101,14 +102,6 @@ struct RawExperiment {
     sweep: Option<std::collections::BTreeMap<String, Spanned<Vec<serde_json::Value>>>>,
 }
 
-/// `trials: 30`, or `trials: {until: {ci_width: 10%}, max: 500, min: 10}`.
-#[derive(Clone, Deserialize)]
-#[serde(untagged)]
-enum RawTrials {
-    Count(u32),
-    Until(RawUntil),
-}
-
 #[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawUntil {
@@ -123,6 +116,30 @@ struct RawUntil {
 struct RawCi {
     /// `10%` or `0.1`.
     ci_width: serde_json::Value,
+}
+
+/// `trials:` as written: a count, or how to run until the interval is
+/// narrow enough.
+fn trials_of(v: &serde_json::Value) -> Result<(u32, Option<crate::model::Until>), String> {
+    match v {
+        serde_json::Value::Number(n) => match n.as_i64() {
+            Some(n) if n < 1 => Err(format!("trials must be at least 1, not {n}")),
+            Some(n) => {
+                u32::try_from(n).map(|n| (n, None)).map_err(|_| format!("trials: {n} is more than {}", u32::MAX))
+            }
+            None => Err(format!("trials must be a whole number, not {n}")),
+        },
+        serde_json::Value::Object(_) => {
+            let u: RawUntil = serde_json::from_value(v.clone()).map_err(|e| format!("trials: {e}"))?;
+            let ci_width = proportion(&u.until.ci_width).map_err(|m| format!("trials: {m}"))?;
+            let min = u.min.unwrap_or(MIN_ADAPTIVE.min(u.max));
+            if min == 0 || min > u.max {
+                return Err(format!("trials: min ({min}) must be at least 1 and at most max ({})", u.max));
+            }
+            Ok((u.max, Some(crate::model::Until { ci_width, min })))
+        }
+        _ => Err("trials is a whole number, or {until: {ci_width: 10%}, max: 500}".to_string()),
+    }
 }
 
 /// The fewest trials an adaptive run does before it may stop, by default.
@@ -431,17 +448,9 @@ fn build(path: &Path, text: &str, raw: RawExperiment, overrides: &Overrides) -> 
     let workers = raw.workers.value as usize;
 
     // --trials fixes the count, adaptive or not.
-    let (file_trials, until) = match raw.trials.as_ref().map(|t| (&t.value, &t.referenced)) {
+    let (file_trials, until) = match &raw.trials {
         None => (1, None),
-        Some((RawTrials::Count(n), _)) => (*n, None),
-        Some((RawTrials::Until(u), loc)) => {
-            let ci_width = proportion(&u.until.ci_width).map_err(|m| err_at(loc, format!("trials: {m}")))?;
-            let min = u.min.unwrap_or(MIN_ADAPTIVE.min(u.max));
-            if min == 0 || min > u.max {
-                return Err(err_at(loc, format!("trials: min ({min}) must be at least 1 and at most max ({})", u.max)));
-            }
-            (u.max, Some(crate::model::Until { ci_width, min }))
-        }
+        Some(t) => trials_of(&t.value).map_err(|m| err_at(&t.referenced, m))?,
     };
     let until = until.filter(|_| overrides.trials.is_none());
     let trials = overrides.trials.unwrap_or(file_trials);

@@ -20,8 +20,8 @@ const CASES: &[(&str, &[&str], &str)] = &[
     ("name: x\nworkers: 3\nworker:\n  acquir: excl\n", &[], "4:3: unknown field `acquir` (did you mean `acquire`?)"),
     // Wrong types.
     ("name: x\nworkers: three\n", &[], "2:10: invalid i64"),
-    ("name: x\nworkers: 3\ntrials: -1\n", &[], "3:9: invalid u32"),
-    ("name: x\nworkers: 3\ntrials: 4294967296\n", &[], "3:9: invalid u32"),
+    ("name: x\nworkers: 3\ntrials: -1\n", &[], "3:9: trials must be at least 1, not -1"),
+    ("name: x\nworkers: 3\ntrials: 4294967296\n", &[], "3:9: trials: 4294967296 is more than 4294967295"),
     ("name: x\nworkers: 3\nseed: abc\n", &[], "3:7: invalid u64"),
     ("name: x\nworkers: 3\nlease: 9 parsecs\n", &[], "3:8: duration \"9 parsecs\" has unknown unit"),
     ("name: x\nworkers: 3\ngrace: soon\n", &[], "3:8: duration \"soon\" does not start with a number"),
