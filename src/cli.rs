@@ -70,6 +70,14 @@ pub enum Command {
         #[arg(long)]
         in_place: bool,
     },
+    /// (Re)write report.html, the page to open, for a results directory or
+    /// a suite's (and each of its experiments), from the files alone: the
+    /// verdict tables, the plots and the first trials' timelines inline, the
+    /// host and calibration. A run writes it too.
+    Report {
+        /// A results directory (with experiment.yaml), or a suite's.
+        dir: PathBuf,
+    },
     /// Redraw a results directory's plots (dial.svg, histograms.svg) from
     /// its CSVs alone.
     Plot {

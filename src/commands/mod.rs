@@ -5,6 +5,7 @@
 mod check;
 mod inputs;
 mod plan;
+mod report;
 mod run;
 mod validate;
 
@@ -45,6 +46,7 @@ pub fn dispatch(cli: Cli) -> u8 {
             check::check(&dir, target)
         }
         Command::Plot { dir } => plot(&dir),
+        Command::Report { dir } => report::report(&dir),
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
             let mut out = Vec::new();

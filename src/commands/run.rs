@@ -485,7 +485,11 @@ fn run_experiment(exp: &Experiment, dir: &Path, link_latest: bool, ctx: &Ctx, do
         super::inputs::verdict(exp, &by_trial)
     };
     let checks = crate::report::summary::expectation_checks(exp, &by_trial);
-    let failed = checks.iter().flat_map(|c| c.failures.iter().cloned()).collect();
+    let failed: Vec<String> = checks.iter().flat_map(|c| c.failures.iter().cloned()).collect();
+    // Derived output: a report that cannot be written loses no result.
+    if let Err(e) = super::report::experiment(dir, exp, &sink.metrics, &failed) {
+        warnln!("warning: {e}");
+    }
     let metrics = sink.metrics.into_iter().map(|(t, _, m)| (t, m)).collect();
     let seconds = began.elapsed().as_secs_f64();
     Outcome { result, failed, checks, seconds, broke: None, summary, metrics, dir: dir.to_path_buf() }
@@ -678,5 +682,10 @@ fn write_suite_readme(
         })
         .collect();
     let text = crate::report::suite::readme(&title, &preamble, &runs, &points);
-    std::fs::write(out.join("README.md"), text)
+    std::fs::write(out.join("README.md"), text)?;
+    let names: Vec<String> = runs.iter().map(|m| m.link.clone()).collect();
+    if let Err(e) = super::report::suite(out, &names) {
+        warnln!("warning: {e}");
+    }
+    Ok(())
 }

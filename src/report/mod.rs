@@ -5,6 +5,7 @@ pub mod compare;
 pub mod csv;
 pub mod export;
 pub mod host;
+pub mod html;
 pub mod plots;
 pub mod read;
 pub mod rows;

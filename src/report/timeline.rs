@@ -26,10 +26,35 @@ pub fn render(
     workers: usize,
     scale: f64,
 ) -> Result<(), Box<dyn std::error::Error>> {
+    std::fs::write(path, svg(title, history, m, workers, scale)?)?;
+    Ok(())
+}
+
+/// The timeline as an SVG document.
+pub fn svg(
+    title: &str,
+    history: &History,
+    m: &TrialMetrics,
+    workers: usize,
+    scale: f64,
+) -> Result<String, Box<dyn std::error::Error>> {
+    let mut out = String::new();
+    draw(&mut out, title, history, m, workers, scale)?;
+    Ok(out)
+}
+
+fn draw(
+    out: &mut String,
+    title: &str,
+    history: &History,
+    m: &TrialMetrics,
+    workers: usize,
+    scale: f64,
+) -> Result<(), Box<dyn std::error::Error>> {
     let secs = |us: Micros| us as f64 / 1e6 / scale;
     let lanes = workers.max(1);
     let height = 120 + 44 * lanes as u32;
-    let root = SVGBackend::new(path, (1000, height)).into_drawing_area();
+    let root = SVGBackend::with_string(out, (1000, height)).into_drawing_area();
     root.fill(&WHITE)?;
     let (top, legend) = root.split_vertically(height - 34);
     let end = secs(m.end_us).max(1e-3);

@@ -19,6 +19,7 @@ mod plan;
 mod programs;
 mod races;
 mod recheck;
+mod report;
 mod signals;
 mod substrates;
 mod sweeps;

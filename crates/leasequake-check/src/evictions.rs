@@ -133,6 +133,7 @@ mod tests {
             epoch_us: None,
             dropped_at_death: false,
             rewritten_in_place: true,
+            server_slack_us: 0,
         };
         check(&History::new(events), &params).evictions
     }

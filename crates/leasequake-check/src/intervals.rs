@@ -484,6 +484,7 @@ mod tests {
         epoch_us: None,
         dropped_at_death: false,
         rewritten_in_place: true,
+        server_slack_us: 0,
     };
 
     /// Seconds (as written in the blog) to µs.

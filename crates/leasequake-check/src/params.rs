@@ -22,6 +22,9 @@ pub struct CheckParams {
     /// The lease is a lock file rewritten in place (truncate, then write):
     /// a death inside a renewal leaves it empty.
     pub rewritten_in_place: bool,
+    /// How much later than its `lease_until` a server may still show a
+    /// lease: Redis keeps a TTL in whole milliseconds on its own clock.
+    pub server_slack_us: Micros,
 }
 
 impl CheckParams {
@@ -66,6 +69,7 @@ impl CheckParams {
             // Only the built-in worker's lock file is known to be rewritten
             // in place (truncated, then written).
             rewritten_in_place: exp.program.is_none() && exp.substrate.kind == Kind::File,
+            server_slack_us: if exp.substrate.kind == Kind::Redis { 1000 } else { 0 },
         }
     }
 }
@@ -83,6 +87,7 @@ mod tests {
             epoch_us: None,
             dropped_at_death,
             rewritten_in_place: !dropped_at_death,
+            server_slack_us: 0,
         }
     }
 

@@ -79,12 +79,13 @@ impl<'a> Phases<'a> {
         if let (Some(until), Some(wall_us)) = (write.detail.lease_until, self.barrier_wall_us) {
             let until_us = (until * 1e6).round() as i64 - wall_us;
             // `lease_until < now`: with whole units, from the next unit on.
-            return Some(Window::from(until_us + self.params.resolution_us, op));
+            return Some(Window::from(until_us + self.params.resolution_us, op + self.params.server_slack_us));
         }
         // Without the wall clock, the nominal expiry is only the visible one
         // when nothing truncates it.
         if self.params.resolution_us == 0 {
-            return write.detail.expires_in_ms.map(|ms| Window::from(write.t_us - op + ms_to_us(ms), op));
+            let width = op + self.params.server_slack_us;
+            return write.detail.expires_in_ms.map(|ms| Window::from(write.t_us - op + ms_to_us(ms), width));
         }
         None
     }
@@ -406,6 +407,7 @@ mod tests {
             epoch_us: None,
             dropped_at_death: false,
             rewritten_in_place: true,
+            server_slack_us: 0,
         }
     }
 

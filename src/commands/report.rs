@@ -1,0 +1,163 @@
+//! report.html for an experiment's results directory and for a suite's:
+//! written at the end of every run, and by `leasequake report DIR` from the
+//! files alone (the history re-checked, as `check` does).
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use crate::check::TrialMetrics;
+use crate::error::Error;
+use crate::model::Experiment;
+use crate::report::compare::Measured;
+use crate::report::html::{Section, link_reports, page};
+use crate::report::summary::{per_unit, summarize, units};
+
+/// Timelines drawn into a report, at most (the first trials).
+const TIMELINES: usize = 12;
+
+/// A history larger than this is not read again for timelines.
+const MAX_EVENTS_BYTES: u64 = 64 << 20;
+
+/// Replace `path` whole: a reader never sees half of it.
+fn write_whole(path: &Path, text: &str) -> std::io::Result<()> {
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let mut tmp = tempfile::NamedTempFile::new_in(parent)?;
+    std::io::Write::write_all(&mut tmp, text.as_bytes())?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+/// Who ran it, where and when, from host.json.
+fn preamble(dir: &Path) -> String {
+    let host: serde_json::Value = std::fs::read_to_string(dir.join("host.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default();
+    let text = |k: &str| host[k].as_str().unwrap_or("?").to_string();
+    let command = host["command"].as_array().map(|a| a.iter().filter_map(|v| v.as_str()).collect::<Vec<_>>().join(" "));
+    format!(
+        "Produced by `{}` on {} ({}, kernel {}), started at {} UTC. The host and its calibration are at the end.",
+        command.unwrap_or_else(|| "?".into()),
+        text("hostname"),
+        text("cpu"),
+        text("kernel"),
+        text("started_utc")
+    )
+}
+
+/// Write `dir/report.html` for one experiment from its trials' metrics.
+pub fn experiment(
+    dir: &Path,
+    exp: &Experiment,
+    metrics: &[(u32, usize, TrialMetrics)],
+    failed: &[String],
+) -> Result<(), Error> {
+    let io = |source| Error::Io { path: dir.join("report.html"), source };
+    let all: Vec<&TrialMetrics> = metrics.iter().map(|(_, _, m)| m).collect();
+    let summary = summarize(&all);
+    let units = units(exp);
+    let run = Measured { exp, summary: &summary, metrics: all, link: ".".into(), failed };
+    let points = vec![per_unit(&units, metrics)];
+    let scale = if exp.time_scale == 1.0 {
+        String::new()
+    } else {
+        format!(" Time scale {}: every duration is in the experiment's own time.", exp.time_scale)
+    };
+    let md =
+        crate::report::suite::readme(&format!("leasequake: {}", exp.name), &(preamble(dir) + &scale), &[run], &points);
+    let mut sections = Vec::new();
+    for (file, heading) in [("dial.svg", "The dial"), ("histograms.svg", "Gaps per setting")] {
+        if let Ok(svg) = std::fs::read_to_string(dir.join(file)) {
+            sections.push(Section::Plot { heading: heading.into(), svg });
+        }
+    }
+    // The first trials' timelines, from their histories (not from a
+    // history too large to read again in a moment: its timeline.svg is
+    // trial 1's).
+    let events = std::fs::metadata(dir.join("events.csv")).map_or(0, |m| m.len());
+    let take = if events > MAX_EVENTS_BYTES { 0 } else { TIMELINES };
+    let first: BTreeSet<u32> =
+        metrics.iter().map(|(t, _, _)| *t).collect::<BTreeSet<u32>>().into_iter().take(take).collect();
+    let workers = super::inputs::most_workers(exp);
+    let histories = crate::report::read::read_histories(dir, Some(&first), workers).unwrap_or_default();
+    let mut timelines = Vec::new();
+    for t in &first {
+        let Some((_, unit, m)) = metrics.iter().find(|(x, _, _)| x == t) else { continue };
+        let Some(history) = histories.get(t) else { continue };
+        let (unit_exp, label) = &units[*unit];
+        let what = if label.is_empty() {
+            String::new()
+        } else {
+            format!(", {}", crate::report::suite::own_label(label, exp.time_scale))
+        };
+        let title = format!("trial {t}{what}");
+        if let Ok(svg) = crate::report::timeline::svg(&title, history, m, unit_exp.workers, exp.time_scale) {
+            timelines.push((format!("{title}: {}", m.outcome()), svg));
+        }
+    }
+    sections.push(Section::Timelines(timelines));
+    if let Ok(host) = std::fs::read_to_string(dir.join("host.json")) {
+        sections.push(Section::Text { heading: "Host and calibration (host.json)".into(), text: host });
+    }
+    write_whole(&dir.join("report.html"), &page(&exp.name, &md, &sections)).map_err(io)
+}
+
+/// Write `out/report.html` for a suite from its README.md, linking each
+/// experiment's own report.
+pub fn suite(out: &Path, names: &[String]) -> Result<(), Error> {
+    let readme = std::fs::read_to_string(out.join("README.md"))
+        .map_err(|source| Error::Io { path: out.join("README.md"), source })?;
+    let mut sections = Vec::new();
+    if let Ok(host) = std::fs::read_to_string(out.join("host.json")) {
+        sections.push(Section::Text { heading: "Host and calibration (host.json)".into(), text: host });
+    }
+    let title = readme.lines().next().unwrap_or("leasequake").trim_start_matches("# ").to_string();
+    let html = link_reports(&page(&title, &readme, &sections), names);
+    write_whole(&out.join("report.html"), &html).map_err(|source| Error::Io { path: out.join("report.html"), source })
+}
+
+/// `leasequake report DIR`: (re)write report.html from the files alone, for
+/// an experiment's directory or a suite's (and each of its experiments).
+pub fn report(dir: &Path) -> Result<(), Error> {
+    if dir.join("experiment.yaml").exists() {
+        let written = one(dir)?;
+        crate::sayln!("{}", written.display());
+        return Ok(());
+    }
+    let mut names = Vec::new();
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .map_err(|source| Error::Io { path: dir.to_path_buf(), source })?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.join("experiment.yaml").exists())
+        .collect();
+    entries.sort();
+    for sub in entries {
+        one(&sub)?;
+        names.push(sub.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default());
+    }
+    if names.is_empty() || !dir.join("README.md").exists() {
+        return Err(Error::Path {
+            path: dir.to_path_buf(),
+            problem:
+                "neither a results directory (experiment.yaml) nor a suite's (README.md and experiment directories)"
+                    .into(),
+        });
+    }
+    suite(dir, &names)?;
+    crate::sayln!("{}", dir.join("report.html").display());
+    Ok(())
+}
+
+/// One experiment's report, its history re-checked.
+fn one(dir: &Path) -> Result<std::path::PathBuf, Error> {
+    super::inputs::same_format(dir)?;
+    let exp = crate::experiment::load(&dir.join("experiment.yaml"), &crate::experiment::Overrides::default())
+        .map_err(|e| Error::Experiments(vec![e]))?;
+    let histories = crate::report::read::read_histories(dir, None, super::inputs::most_workers(&exp))?;
+    let metrics = super::inputs::recheck(&exp, &histories);
+    let by_trial: Vec<(u32, &TrialMetrics)> = metrics.iter().map(|(t, _, m)| (*t, m)).collect();
+    let failed = crate::report::summary::expectation_failures(&exp, &by_trial);
+    experiment(dir, &exp, &metrics, &failed)?;
+    Ok(dir.join("report.html"))
+}
