@@ -131,7 +131,8 @@ pub fn to_yaml(e: &Experiment) -> String {
         }
         let _ = writeln!(w, "    target: {}", f.target);
         let _ = writeln!(w, "    action: {}", f.action.name());
-        if let (Action::Pause, Some(d)) = (f.action, &f.duration) {
+        // A pause of a worker or of the server: both have a length.
+        if let (Action::Pause | Action::ServerPause, Some(d)) = (f.action, &f.duration) {
             let _ = writeln!(w, "    duration: {}", d.to_yaml());
         }
         if let Some(e) = f.every {
@@ -187,6 +188,14 @@ mod tests {
 
     use super::super::{Overrides, load_str};
     use super::*;
+
+    #[test]
+    fn a_server_pause_keeps_its_length() {
+        let text = "name: s\nworkers: 2\nsubstrate: {kind: redis, managed: true}\nfaults:\n  - at: 5s\n    target: server\n    action: server-pause\n    duration: 10s\n";
+        let exp = load_str(Path::new("s.yaml"), text, &Overrides::default()).unwrap();
+        let again = load_str(Path::new("s.yaml"), &to_yaml(&exp), &Overrides::default()).unwrap();
+        assert_eq!(again.faults, exp.faults);
+    }
 
     #[test]
     fn resolved_yaml_loads_back_to_the_same_experiment() {
