@@ -19,7 +19,7 @@ const TIMELINES: usize = 12;
 const MAX_EVENTS_BYTES: u64 = 64 << 20;
 
 /// Replace `path` whole: a reader never sees half of it.
-fn write_whole(path: &Path, text: &str) -> std::io::Result<()> {
+pub fn write_whole(path: &Path, text: &str) -> std::io::Result<()> {
     let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let mut tmp = tempfile::NamedTempFile::new_in(parent)?;
     std::io::Write::write_all(&mut tmp, text.as_bytes())?;

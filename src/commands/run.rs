@@ -154,18 +154,10 @@ fn export(args: &RunArgs, done: &[(&Experiment, Outcome)]) -> Result<(), Error> 
     let targets: [(&Option<PathBuf>, &dyn Exporter); 2] = [(&args.export_json, &Json), (&args.junit, &JUnit)];
     for (path, exporter) in targets {
         let Some(path) = path else { continue };
-        write_whole(path, &exporter.serialize(&results)).map_err(|source| Error::Io { path: path.clone(), source })?;
+        super::report::write_whole(path, &exporter.serialize(&results))
+            .map_err(|source| Error::Io { path: path.clone(), source })?;
         warnln!("leasequake: wrote {}", path.display());
     }
-    Ok(())
-}
-
-/// Replace `path` whole: a reader never sees half of it.
-fn write_whole(path: &Path, text: &str) -> std::io::Result<()> {
-    let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let mut tmp = tempfile::NamedTempFile::new_in(parent)?;
-    std::io::Write::write_all(&mut tmp, text.as_bytes())?;
-    tmp.persist(path).map_err(|e| e.error)?;
     Ok(())
 }
 
