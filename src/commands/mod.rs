@@ -3,6 +3,7 @@
 //! exit code.
 
 mod check;
+mod export;
 mod inputs;
 mod plan;
 mod report;

@@ -47,7 +47,7 @@ pub fn run(args: &RunArgs) -> Result<(), Error> {
     if let Some(out) = &args.out {
         ensure_empty(out, "--out")?;
     }
-    export_targets_ok(args)?;
+    super::export::targets_ok(args)?;
     for exp in &exps {
         crate::trial::limits::ensure(most_workers(exp), exp.jobs)
             .map_err(|source| Error::Limits { experiment: exp.source.clone(), source })?;
@@ -106,59 +106,7 @@ pub fn run(args: &RunArgs) -> Result<(), Error> {
     if suite {
         roll_up(&exps, &done, args.out.as_deref().filter(|_| suite).map(|o| o.join("README.md")));
     }
-    worse(result, export(args, &done))
-}
-
-/// Where `--export-json` and `--junit` write: a file (new or replaced) in
-/// a directory that exists and takes files, checked before anything runs.
-fn export_targets_ok(args: &RunArgs) -> Result<(), Error> {
-    for (flag, path) in [("--export-json", &args.export_json), ("--junit", &args.junit)] {
-        let Some(path) = path else { continue };
-        let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-        let problem = if path.is_dir() {
-            Some("is a directory".to_string())
-        } else if !parent.is_dir() {
-            Some(format!("{} is not a directory", parent.display()))
-        } else {
-            nix::unistd::access(parent, nix::unistd::AccessFlags::W_OK)
-                .err()
-                .map(|e| format!("{} does not take files: {e}", parent.display()))
-        };
-        if let Some(problem) = problem {
-            return Err(Error::Path { path: path.clone(), problem: format!("{flag}: {problem}") });
-        }
-    }
-    Ok(())
-}
-
-/// Write the exports the command line asked for, from what finished.
-fn export(args: &RunArgs, done: &[(&Experiment, Outcome)]) -> Result<(), Error> {
-    use crate::report::export::{ExperimentResult, Exporter, JUnit, Json};
-    let results: Vec<ExperimentResult<'_>> = done
-        .iter()
-        .map(|(exp, o)| {
-            let units = units(exp);
-            let tagged: Vec<(u32, usize, TrialMetrics)> =
-                o.metrics.iter().map(|(t, m)| (*t, unit_of(exp, units.len(), *t), m.clone())).collect();
-            ExperimentResult {
-                exp,
-                dir: &o.dir,
-                summary: &o.summary,
-                points: per_unit(&units, &tagged),
-                checks: o.checks.clone(),
-                broke: o.broke.as_deref(),
-                seconds: o.seconds,
-            }
-        })
-        .collect();
-    let targets: [(&Option<PathBuf>, &dyn Exporter); 2] = [(&args.export_json, &Json), (&args.junit, &JUnit)];
-    for (path, exporter) in targets {
-        let Some(path) = path else { continue };
-        super::report::write_whole(path, &exporter.serialize(&results))
-            .map_err(|source| Error::Io { path: path.clone(), source })?;
-        warnln!("leasequake: wrote {}", path.display());
-    }
-    Ok(())
+    worse(result, super::export::export(args, &exported(&done)))
 }
 
 /// The suite's last words: each experiment passed or failed (and why), the
@@ -281,6 +229,26 @@ struct Outcome {
     summary: Summary,
     metrics: Vec<(u32, TrialMetrics)>,
     dir: PathBuf,
+}
+
+/// What finished, as the exports see it.
+fn exported<'a>(done: &'a [(&'a Experiment, Outcome)]) -> Vec<crate::report::export::ExperimentResult<'a>> {
+    done.iter()
+        .map(|(exp, o)| {
+            let units = units(exp);
+            let tagged: Vec<(u32, usize, TrialMetrics)> =
+                o.metrics.iter().map(|(t, m)| (*t, unit_of(exp, units.len(), *t), m.clone())).collect();
+            crate::report::export::ExperimentResult {
+                exp,
+                dir: &o.dir,
+                summary: &o.summary,
+                points: per_unit(&units, &tagged),
+                checks: o.checks.clone(),
+                broke: o.broke.as_deref(),
+                seconds: o.seconds,
+            }
+        })
+        .collect()
 }
 
 /// What every experiment of one `leasequake run` shares.
@@ -556,13 +524,13 @@ fn resume(dir: &Path, args: &RunArgs) -> Result<(), Error> {
     // A resumed run keeps its host.json: no new calibration.
     let facts = RunFacts { command: std::env::args().collect(), started_ns: wall_ns(), calibration: None };
     let ctx = Ctx { exe, flags: install_signal_flags(), facts, quiet: args.quiet };
-    export_targets_ok(args)?;
+    super::export::targets_ok(args)?;
     let mut outcome = run_experiment(&exp, dir, false, &ctx, Some(done));
     let result = std::mem::replace(&mut outcome.result, Ok(()));
     if result.as_ref().is_err_and(|e| e.exit_code() != exit::EXPECT_FAILED) {
         outcome.broke = result.as_ref().err().map(ToString::to_string);
     }
-    worse(result, export(args, &[(&exp, outcome)]))
+    worse(result, super::export::export(args, &exported(&[(&exp, outcome)])))
 }
 
 struct Sink {

@@ -10,6 +10,7 @@ mod program;
 pub mod reference;
 mod resolved;
 mod sweep;
+mod trials;
 mod yaml_error;
 
 pub use diagnostic::{Diagnostic, ExperimentError};

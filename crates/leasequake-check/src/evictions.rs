@@ -3,35 +3,9 @@
 //! it leads next to the worker that took over. The other side of the
 //! lease-length dial from the failover gap.
 
+use super::metrics::Evictions;
 use super::spans::Spans;
-use super::theory::{PauseOutcome, Phases};
-use leasequake_model::history::Micros;
-
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Evictions {
-    /// Pauses that began while the paused worker believed it led.
-    pub leader_pauses: usize,
-    /// Of those: another worker acquired during the pause, and the paused
-    /// one resumed still believing (a double leader after the resume).
-    pub false_evictions: usize,
-    /// Of those leader pauses: the theory's outcome was an eviction (a
-    /// watcher tick between the lease's visible expiry and the resume).
-    pub predicted: usize,
-    /// Leader pauses the theory could not predict (no `lease_until`, no
-    /// watcher ticks to place the takeover).
-    pub unpredicted: usize,
-    /// Leader pauses whose measured outcome is not the predicted one.
-    pub anomalies: usize,
-    /// Each leader pause, measured beside predicted.
-    pub pauses: Vec<PauseOutcome>,
-    /// Tenures that went on after another worker was granted the lease: the
-    /// stale holder still believed it led (paused, or slow to notice).
-    pub stale_believers: usize,
-    /// Total and longest time from the newer grant to the stale holder's
-    /// step-down (or death, or the trial's end).
-    pub stale_belief_us: Micros,
-    pub stale_belief_max_us: Micros,
-}
+use super::theory::Phases;
 
 /// Count from the spans the checker derived, and predict each leader pause
 /// from the phases before it.

@@ -18,7 +18,7 @@
 //! process's own order), so "acquired then exit at the same µs" still opens
 //! and closes an interval, and "the last one processed" is well defined.
 
-use super::metrics::{Gap, TrialMetrics};
+use super::metrics::{Gap, KILL_MID_RENEWAL, TrialMetrics};
 use super::params::CheckParams;
 use super::spans::{Span, Spans};
 use super::theory::Phases;
@@ -447,11 +447,6 @@ fn cause_fault<'a>(holder: &Deactivation, past: &'a [Event]) -> Option<&'a Event
         None => false,
     })
 }
-
-/// The cause of a gap opened by a kill that landed inside the holder's
-/// renewal (after its `renewing`, before the outcome): with a lock file, an
-/// empty file that no watcher may take over.
-pub const KILL_MID_RENEWAL: &str = "kill mid-renewal";
 
 /// Whether `worker`'s last renewal step before `at_us` was its start.
 fn mid_renewal(worker: usize, at_us: Micros, past: &[Event]) -> bool {

@@ -15,12 +15,10 @@ pub mod stats;
 mod theory;
 mod writes;
 
-pub use evictions::Evictions;
-pub use intervals::{KILL_MID_RENEWAL, check};
+pub use intervals::check;
 pub use jobs::Jobs;
 pub use latency::Latency;
-pub use metrics::{Gap, TrialMetrics};
+pub use metrics::{Evictions, Gap, KILL_MID_RENEWAL, PauseOutcome, TrialMetrics};
 pub use params::CheckParams;
 pub use spans::{Span, Spans};
-pub use theory::PauseOutcome;
 pub use writes::Writes;

@@ -1,6 +1,5 @@
 //! What the checker computes for one trial.
 
-use super::evictions::Evictions;
 use super::jobs::Jobs;
 use super::latency::Latency;
 use super::spans::Spans;
@@ -82,5 +81,64 @@ impl TrialMetrics {
         } else {
             "ok"
         }
+    }
+}
+
+/// The cause of a gap opened by a kill that landed inside the holder's
+/// renewal (after its `renewing`, before the outcome): with a lock file, an
+/// empty file that no watcher may take over.
+pub const KILL_MID_RENEWAL: &str = "kill mid-renewal";
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Evictions {
+    /// Pauses that began while the paused worker believed it led.
+    pub leader_pauses: usize,
+    /// Of those: another worker acquired during the pause, and the paused
+    /// one resumed still believing (a double leader after the resume).
+    pub false_evictions: usize,
+    /// Of those leader pauses: the theory's outcome was an eviction (a
+    /// watcher tick between the lease's visible expiry and the resume).
+    pub predicted: usize,
+    /// Leader pauses the theory could not predict (no `lease_until`, no
+    /// watcher ticks to place the takeover).
+    pub unpredicted: usize,
+    /// Leader pauses whose measured outcome is not the predicted one.
+    pub anomalies: usize,
+    /// Each leader pause, measured beside predicted.
+    pub pauses: Vec<PauseOutcome>,
+    /// Tenures that went on after another worker was granted the lease: the
+    /// stale holder still believed it led (paused, or slow to notice).
+    pub stale_believers: usize,
+    /// Total and longest time from the newer grant to the stale holder's
+    /// step-down (or death, or the trial's end).
+    pub stale_belief_us: Micros,
+    pub stale_belief_max_us: Micros,
+}
+
+/// One leader pause beside the theory's prediction of it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PauseOutcome {
+    pub worker: usize,
+    pub start_us: Micros,
+    pub end_us: Micros,
+    /// Ended by a delivered `cont` (not by death or the trial's end).
+    pub resumed: bool,
+    /// Another worker acquired during the pause and the paused one resumed
+    /// still believing: a false eviction.
+    pub evicted: bool,
+    /// When the paused leader's last lease became visibly expired, if it
+    /// can expire and its `lease_until` is known.
+    pub visible_expiry_us: Option<Micros>,
+    /// The first watcher tick at or after the visible expiry.
+    pub takeover_tick_us: Option<Micros>,
+    /// The theory's outcome: evicted or not; `None` where the history lacks
+    /// a phase (no `lease_until`, no watcher ticks, a pause mid-renewal).
+    pub predicted: Option<bool>,
+}
+
+impl PauseOutcome {
+    /// The prediction was made and the measurement disagrees with it.
+    pub fn anomaly(&self) -> bool {
+        self.predicted.is_some_and(|p| p != self.evicted)
     }
 }

@@ -14,7 +14,7 @@
 //! harness or the system under test did something the protocol does not
 //! explain: an anomaly worth a look.
 
-use super::metrics::Gap;
+use super::metrics::{Gap, PauseOutcome};
 use super::params::CheckParams;
 use super::spans::{Span, Spans};
 use leasequake_model::history::{Event, EventKind, Micros, ms_to_us};
@@ -22,34 +22,6 @@ use leasequake_model::history::{Event, EventKind, Micros, ms_to_us};
 /// How many of a watcher's latest ticks fix its grid: the earliest-woken of
 /// them is the best estimate of where the grid lies.
 const GRID_TICKS: usize = 8;
-
-/// One leader pause beside the theory's prediction of it.
-#[derive(Clone, Debug, PartialEq)]
-pub struct PauseOutcome {
-    pub worker: usize,
-    pub start_us: Micros,
-    pub end_us: Micros,
-    /// Ended by a delivered `cont` (not by death or the trial's end).
-    pub resumed: bool,
-    /// Another worker acquired during the pause and the paused one resumed
-    /// still believing: a false eviction.
-    pub evicted: bool,
-    /// When the paused leader's last lease became visibly expired, if it
-    /// can expire and its `lease_until` is known.
-    pub visible_expiry_us: Option<Micros>,
-    /// The first watcher tick at or after the visible expiry.
-    pub takeover_tick_us: Option<Micros>,
-    /// The theory's outcome: evicted or not; `None` where the history lacks
-    /// a phase (no `lease_until`, no watcher ticks, a pause mid-renewal).
-    pub predicted: Option<bool>,
-}
-
-impl PauseOutcome {
-    /// The prediction was made and the measurement disagrees with it.
-    pub fn anomaly(&self) -> bool {
-        self.predicted.is_some_and(|p| p != self.evicted)
-    }
-}
 
 /// The phases of one trial.
 pub(crate) struct Phases<'a> {
@@ -270,7 +242,7 @@ impl<'a> Phases<'a> {
     fn gap_end(&self, gap: &Gap) -> Option<End> {
         let holder = gap.holder?;
         let start = gap.start_us;
-        let lock_fault = gap.cause.starts_with("lock-") || gap.cause == super::intervals::KILL_MID_RENEWAL;
+        let lock_fault = gap.cause.starts_with("lock-") || gap.cause == super::metrics::KILL_MID_RENEWAL;
         if lock_fault {
             return None;
         }

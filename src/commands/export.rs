@@ -1,0 +1,43 @@
+//! `--export-json` and `--junit`: where they may write, checked before a
+//! run, and the files written from what finished.
+
+use std::path::{Path, PathBuf};
+
+use crate::cli::RunArgs;
+use crate::error::Error;
+use crate::report::export::{ExperimentResult, Exporter, JUnit, Json};
+use crate::warnln;
+
+/// Where `--export-json` and `--junit` write: a file (new or replaced) in
+/// a directory that exists and takes files, checked before anything runs.
+pub fn targets_ok(args: &RunArgs) -> Result<(), Error> {
+    for (flag, path) in [("--export-json", &args.export_json), ("--junit", &args.junit)] {
+        let Some(path) = path else { continue };
+        let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let problem = if path.is_dir() {
+            Some("is a directory".to_string())
+        } else if !parent.is_dir() {
+            Some(format!("{} is not a directory", parent.display()))
+        } else {
+            nix::unistd::access(parent, nix::unistd::AccessFlags::W_OK)
+                .err()
+                .map(|e| format!("{} does not take files: {e}", parent.display()))
+        };
+        if let Some(problem) = problem {
+            return Err(Error::Path { path: path.clone(), problem: format!("{flag}: {problem}") });
+        }
+    }
+    Ok(())
+}
+
+/// Write the exports the command line asked for, from what finished.
+pub fn export(args: &RunArgs, results: &[ExperimentResult<'_>]) -> Result<(), Error> {
+    let targets: [(&Option<PathBuf>, &dyn Exporter); 2] = [(&args.export_json, &Json), (&args.junit, &JUnit)];
+    for (path, exporter) in targets {
+        let Some(path) = path else { continue };
+        super::report::write_whole(path, &exporter.serialize(results))
+            .map_err(|source| Error::Io { path: path.clone(), source })?;
+        warnln!("leasequake: wrote {}", path.display());
+    }
+    Ok(())
+}
