@@ -9,6 +9,7 @@ pub mod commands;
 pub mod console;
 pub mod error;
 pub mod experiment;
+pub mod proxy;
 pub mod report;
 pub mod substrate;
 pub mod trial;

@@ -6,7 +6,7 @@ use serde_saphyr::Spanned;
 
 use super::diagnostic::ExperimentError;
 use crate::model::history::EventKind;
-use crate::model::{Action, After, Dur, Fault, PauseLen, Target};
+use crate::model::{Action, After, Direction, Dur, Fault, NetParams, PauseLen, Target};
 
 #[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -25,6 +25,18 @@ pub(super) struct RawFault {
     pub(super) duration: Option<Spanned<RawLen>>,
     #[serde(default)]
     pub(super) every: Option<Spanned<Dur>>,
+    /// delay: the added one-way latency.
+    #[serde(default)]
+    pub(super) latency: Option<Spanned<Dur>>,
+    /// delay: each chunk's latency drawn from `latency ± latency_jitter`.
+    #[serde(default)]
+    pub(super) latency_jitter: Option<Spanned<Dur>>,
+    /// delay: requests, replies or both.
+    #[serde(default)]
+    pub(super) direction: Option<Spanned<Direction>>,
+    /// Network faults: the fraction of connections hit.
+    #[serde(default)]
+    pub(super) toxicity: Option<Spanned<f64>>,
 }
 
 /// A pause length: `15s`, or `{uniform: [1s, 5s]}`, `{exponential: 2s}`,
@@ -89,28 +101,18 @@ pub(super) fn validate_fault(
                         format!("worker index {i} is out of range: this experiment has workers 0..{}", workers - 1),
                     ));
                 }
-                RawTarget::Name(n) => match n.as_str() {
-                    "leader" => Target::Leader,
-                    "watcher" => Target::Watcher,
-                    "all" => Target::All,
-                    "any" => Target::Any,
-                    "lock" => Target::Lock,
-                    "server" => Target::Server,
-                    other => {
-                        return Err(err_at(
-                            &t.referenced,
-                            format!(
-                                "unknown target {other:?}: expected leader, watcher, all, any, lock, server or a worker index"
-                            ),
-                        ));
-                    }
-                },
+                RawTarget::Name(n) => Target::from_name(n).ok_or_else(|| {
+                    err_at(
+                        &t.referenced,
+                        format!("unknown target {n:?}: expected {} or a worker index", Target::NAMES.join(", ")),
+                    )
+                })?,
             };
             if action.is_lock() != (target == Target::Lock) || action.is_server() != (target == Target::Server) {
                 return Err(err_at(
                     &t.referenced,
                     format!(
-                        "action {} cannot target {target}: lock-* actions target the lock, server-* actions the server, signals target workers",
+                        "action {} cannot target {target}: lock-* actions target the lock, server-* actions the server, signals and network faults target workers",
                         action.name()
                     ),
                 ));
@@ -119,18 +121,24 @@ pub(super) fn validate_fault(
         }
     };
     let pause_len = match (&f.duration, action) {
-        (Some(d), a) if a.is_pause() && d.value.clone().into_len().is_positive() => Some(d.value.clone().into_len()),
-        (Some(d), a) if a.is_pause() => {
-            return Err(err_at(&d.referenced, "pause duration must be longer than zero".into()));
+        (Some(d), a) if a.takes_duration() && d.value.clone().into_len().is_positive() => {
+            Some(d.value.clone().into_len())
+        }
+        (Some(d), a) if a.takes_duration() => {
+            return Err(err_at(&d.referenced, format!("{} duration must be longer than zero", a.name())));
         }
         (None, a) if a.is_pause() => {
             return Err(err_at(&f.action.referenced, format!("{} needs a duration, e.g. `duration: 15s`", a.name())));
         }
         (Some(d), _) => {
-            return Err(err_at(&d.referenced, format!("duration applies to pause only, not to {}", action.name())));
+            return Err(err_at(
+                &d.referenced,
+                format!("duration applies to pauses and network faults only, not to {}", action.name()),
+            ));
         }
         (None, _) => None,
     };
+    let net = validate_net(f, action, err_at)?;
     let delay = f.delay.unwrap_or(Dur::ZERO);
     if f.after.is_some() && Dur::from_us(f.at.value.as_us() + delay.as_us()) >= duration {
         return Err(err_at(
@@ -173,7 +181,64 @@ pub(super) fn validate_fault(
         action,
         duration: pause_len,
         every: f.every.as_ref().map(|e| e.value),
+        net,
     })
+}
+
+/// A network fault's parameters (and none on any other fault).
+fn validate_net(
+    f: &RawFault,
+    action: Action,
+    err_at: &dyn Fn(&serde_saphyr::Location, String) -> ExperimentError,
+) -> Result<Option<NetParams>, ExperimentError> {
+    let misplaced = |loc: &serde_saphyr::Location, key: &str, only: &str| {
+        err_at(loc, format!("{key} applies to {only} only, not to {}", action.name()))
+    };
+    if action != Action::Delay {
+        if let Some(l) = &f.latency {
+            return Err(misplaced(&l.referenced, "latency", "delay"));
+        }
+        if let Some(l) = &f.latency_jitter {
+            return Err(misplaced(&l.referenced, "latency_jitter", "delay"));
+        }
+        if let Some(d) = &f.direction {
+            return Err(misplaced(&d.referenced, "direction", "delay"));
+        }
+    }
+    if !action.is_network() || action == Action::Heal {
+        if let Some(t) = &f.toxicity {
+            return Err(misplaced(
+                &t.referenced,
+                "toxicity",
+                "network faults (partition, partition-replies, delay, reset)",
+            ));
+        }
+        return Ok(None);
+    }
+    let toxicity = match &f.toxicity {
+        Some(t) if t.value > 0.0 && t.value <= 1.0 => t.value,
+        Some(t) => {
+            return Err(err_at(
+                &t.referenced,
+                format!("toxicity is the fraction of connections hit: above 0 and at most 1, not {}", t.value),
+            ));
+        }
+        None => 1.0,
+    };
+    let latency = match (&f.latency, action) {
+        (Some(l), Action::Delay) if l.value > Dur::ZERO => l.value,
+        (Some(l), _) => return Err(err_at(&l.referenced, "latency must be longer than zero".into())),
+        (None, Action::Delay) => {
+            return Err(err_at(&f.action.referenced, "delay needs a latency, e.g. `latency: 50ms`".into()));
+        }
+        (None, _) => Dur::ZERO,
+    };
+    Ok(Some(NetParams {
+        latency,
+        jitter: f.latency_jitter.as_ref().map_or(Dur::ZERO, |j| j.value),
+        direction: f.direction.as_ref().map_or(Direction::Both, |d| d.value),
+        toxicity,
+    }))
 }
 
 fn worker_event_names() -> String {

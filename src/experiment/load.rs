@@ -293,6 +293,8 @@ fn validate_substrate(raw: &RawExperiment, text: &str) -> Result<(), (u64, u64, 
         Some(("address", "address: a managed server's address is chosen per trial; remove it".to_string()))
     } else if s.address.is_some() && has_file {
         Some(("address", format!("address: the {name} substrate has no server")))
+    } else if s.proxy && has_file {
+        Some(("proxy", format!("proxy: the {name} substrate has no server to put a proxy before")))
     } else if s.kind != Kind::File && (w.acquire != defaults.acquire || w.failpoint != defaults.failpoint) {
         Some((
             "substrate",
@@ -312,6 +314,14 @@ fn validate_substrate(raw: &RawExperiment, text: &str) -> Result<(), (u64, u64, 
             Some((
                 loc,
                 format!("{} needs a server the harness runs: `substrate: {{kind: redis, managed: true}}`", a.name()),
+            ))
+        } else if a.is_network() && has_file {
+            Some((
+                loc,
+                format!(
+                    "{} acts on the link to a lease server; the {name} substrate has none (use redis, postgres or postgres-advisory)",
+                    a.name()
+                ),
             ))
         } else {
             None
@@ -470,6 +480,18 @@ fn build(path: &Path, text: &str, raw: RawExperiment, overrides: &Overrides) -> 
     if let Some(p) = offset_problem {
         let (line, column) = locate(text, "clock_offset");
         return Err(at(line, column, format!("clock_offset: {p}")));
+    }
+    if raw.worker.request_timeout == Some(Dur::ZERO) {
+        let (line, column) = locate(text, "request_timeout");
+        return Err(at(line, column, "request_timeout must be longer than zero".into()));
+    }
+    if raw.worker.belief_margin >= lease {
+        let (line, column) = locate(text, "belief_margin");
+        return Err(at(
+            line,
+            column,
+            format!("belief_margin ({}) must be shorter than the lease ({lease})", raw.worker.belief_margin),
+        ));
     }
     if raw.worker.resource != crate::model::Resource::None && !raw.worker.fencing_tokens {
         let (line, column) = locate(text, "resource");
@@ -636,6 +658,8 @@ fn build(path: &Path, text: &str, raw: RawExperiment, overrides: &Overrides) -> 
         worker: WorkerSettings {
             failpoint_delay: sc(raw.worker.failpoint_delay),
             clock_offset: raw.worker.clock_offset.scaled(scale),
+            request_timeout: raw.worker.request_timeout.map(sc),
+            belief_margin: sc(raw.worker.belief_margin),
             epoch_job: raw.worker.epoch_job.map(|j| EpochJob { epoch: sc(j.epoch), duration: sc(j.duration), ..j }),
             ..raw.worker.clone()
         },
@@ -651,6 +675,7 @@ fn build(path: &Path, text: &str, raw: RawExperiment, overrides: &Overrides) -> 
                 after: f.after.map(|a| After { event: a.event, delay: sc(a.delay) }),
                 duration: f.duration.map(|d| d.scaled(scale)),
                 every: f.every.map(sc),
+                net: f.net.map(|n| n.scaled(scale)),
                 ..f
             })
             .collect(),

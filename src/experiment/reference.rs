@@ -10,7 +10,8 @@ use serde_json::{Map, Value, json};
 
 use crate::model::program::{DETAIL_FIELDS, ProgramExpiry};
 use crate::model::{
-    Acquire, Action, Expiry, Failpoint, InitialLock, JobStrategy, Kind, Mode, Resource, StartMode, Unreadable,
+    Acquire, Action, Belief, Direction, Expiry, Failpoint, InitialLock, JobStrategy, Kind, Mode, Resource, StartMode,
+    Unreadable,
 };
 
 /// The type of a key's value.
@@ -32,7 +33,7 @@ pub enum Ty {
     Pair(Box<Ty>),
     /// A fixed duration or a distribution.
     PauseLength,
-    /// `leader`, `watcher`, `all`, `any`, `lock`, `server` or a worker index.
+    /// `leader`, `watcher`, `all`, `all-but-leader`, `any`, `lock`, `server` or a worker index.
     Target,
     /// A signed duration, or one per worker.
     ClockOffset,
@@ -255,10 +256,38 @@ pub fn keys() -> Vec<Key> {
             "[0s, 2s, -1s]",
             "How far each worker's wall clock is off: one offset, or one per worker.",
         ),
+        key(
+            "worker.request_timeout",
+            Duration,
+            "a third of the lease",
+            "500ms",
+            "How long one request to a lease server may take, connecting included (at least 20 ms for Redis, 50 ms for PostgreSQL by default).",
+        ),
+        key(
+            "worker.belief",
+            Choice(choices::<Belief>()),
+            "until-renewal-fails",
+            "local-deadline",
+            "How long a leader believes without a successful renewal: until three renewals failed (the blog), or until lease − belief_margin after the last successful renewal began.",
+        ),
+        key(
+            "worker.belief_margin",
+            Duration,
+            "0s",
+            "1s",
+            "With `belief: local-deadline`, step down this long before the lease would end.",
+        ),
         key("substrate", Section, "", "", "Where the lease lives."),
         key("substrate.kind", Choice(choices::<Kind>()), "file", "redis", "The lease's substrate."),
         key("substrate.address", Text, "the local service", "redis://127.0.0.1:6379/", "A server substrate's address."),
         key("substrate.managed", Bool, "false", "true", "Redis only: the harness runs its own redis-server per trial."),
+        key(
+            "substrate.proxy",
+            Bool,
+            "false (true with network faults)",
+            "true",
+            "Put the harness's TCP proxy between each worker and the server even without network faults.",
+        ),
         key(
             "program",
             Section,
@@ -345,7 +374,23 @@ pub fn keys() -> Vec<Key> {
             PauseLength,
             "",
             "{exponential: 3s}",
-            "A pause's length: fixed, `{uniform: [a, b]}`, `{exponential: mean}` or `{choice: [a, b]}`.",
+            "A pause's length: fixed, `{uniform: [a, b]}`, `{exponential: mean}` or `{choice: [a, b]}`; a network fault's, after which it heals (without one it lasts until `heal`).",
+        ),
+        key("faults[].latency", Duration, "", "50ms", "`delay`: the added one-way latency."),
+        key(
+            "faults[].latency_jitter",
+            Duration,
+            "0s",
+            "10ms",
+            "`delay`: each chunk's latency is drawn uniformly from latency ± this (the stream keeps its order).",
+        ),
+        key("faults[].direction", Choice(choices::<Direction>()), "both", "replies", "`delay`: which way it applies."),
+        key(
+            "faults[].toxicity",
+            Number,
+            "1",
+            "0.5",
+            "Network faults: the fraction of the link's connections hit, drawn per connection (seeded).",
         ),
         key("faults[].every", Duration, "", "15s", "Repeat at fresh moments every this long until the trial ends."),
         key("expect", Section, "", "", "What must hold, or the run exits 1 (a JUnit test case each with `--junit`)."),
@@ -439,7 +484,10 @@ fn type_text(ty: &Ty) -> String {
         Ty::List(inner) => format!("list of {}", type_text(inner)),
         Ty::Pair(inner) => format!("[{0}, {0}]", type_text(inner)),
         Ty::PauseLength => "duration or distribution".into(),
-        Ty::Target => "`leader`, `watcher`, `all`, `any`, `lock`, `server` or a worker index".into(),
+        Ty::Target => format!(
+            "{} or a worker index",
+            crate::model::Target::NAMES.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+        ),
         Ty::ClockOffset => "signed duration, or a list of one per worker".into(),
         Ty::Command => "list of text (or text with `shell: true`)".into(),
         Ty::Map => "mapping".into(),
@@ -473,7 +521,7 @@ fn schema_of(ty: &Ty, about: &str) -> Value {
             ]})
         }
         Ty::Target => json!({"oneOf": [
-            {"enum": ["leader", "watcher", "all", "any", "lock", "server"]},
+            {"enum": crate::model::Target::NAMES},
             {"type": "integer", "minimum": 0},
         ]}),
         Ty::ClockOffset => {

@@ -46,4 +46,9 @@ pub trait Substrate {
     fn age(&self) -> Option<Duration> {
         None
     }
+    /// Let the next operations take at most `budget` (less than the request
+    /// timeout), or the request timeout again (None): a leader whose belief
+    /// ends at a deadline must not sit in a request past it. Substrates
+    /// without requests that can hang ignore it.
+    fn set_budget(&mut self, _budget: Option<Duration>) {}
 }

@@ -23,6 +23,9 @@ pub struct Open<'a> {
     /// The lease's name on a server (unique per trial).
     pub key: &'a str,
     pub lease: Duration,
+    /// How long one request to a server may take (default: the
+    /// substrate's, a third of the lease).
+    pub request_timeout: Option<Duration>,
 }
 
 /// Open the substrate, with the file's failpoint hook where it applies.
@@ -31,10 +34,14 @@ pub fn open(o: &Open<'_>, lock: LockFile) -> io::Result<Box<dyn Substrate>> {
     Ok(match o.kind {
         Kind::File => Box::new(file::FileLease::new(lock, o.rule, o.fencing_tokens)),
         Kind::Flock => Box::new(flock::FlockLease::new(o.lock, o.fencing_tokens)),
-        Kind::Redis => Box::new(redis::RedisLease::connect(&address(Server::Redis), o.key, o.lease)?),
-        Kind::Postgres => Box::new(postgres::PgLease::connect(&address(Server::Postgres), o.key, o.lease, false)?),
+        Kind::Redis => {
+            Box::new(redis::RedisLease::connect(&address(Server::Redis), o.key, o.lease, o.request_timeout)?)
+        }
+        Kind::Postgres => {
+            Box::new(postgres::PgLease::connect(&address(Server::Postgres), o.key, o.lease, o.request_timeout, false)?)
+        }
         Kind::PostgresAdvisory => {
-            Box::new(postgres::PgLease::connect(&address(Server::Postgres), o.key, o.lease, true)?)
+            Box::new(postgres::PgLease::connect(&address(Server::Postgres), o.key, o.lease, o.request_timeout, true)?)
         }
     })
 }

@@ -10,9 +10,11 @@
 //!   still names the holder and counts the generations.
 
 use std::io;
+use std::sync::Arc;
 use std::time::Duration;
 
 use postgres::{Client, NoTls};
+use tokio_postgres::Statement;
 
 use super::lease::{Renewal, Seen, Substrate};
 use super::lockfile::{Lease, ReadError};
@@ -68,49 +70,152 @@ pub fn drop_lease(address: &str, key: &str) -> io::Result<()> {
 }
 
 pub struct PgLease {
-    address: String,
-    client: Option<Client>,
+    /// One thread's runtime: every operation runs inside `block_on`, under
+    /// a timeout that covers connecting and the statement (the blocking
+    /// client has no timeout on a statement whose reply never comes).
+    rt: tokio::runtime::Runtime,
+    config: tokio_postgres::Config,
+    client: Option<Session>,
     key: String,
     ttl_ms: f64,
+    timeout: Duration,
+    /// A shorter limit for the next operations (`Substrate::set_budget`).
+    budget: Option<Duration>,
     advisory: bool,
     /// Our grant (pid, token) while we hold the lease.
     mine: Option<(i64, i64)>,
 }
 
+/// A connection: the client, its prepared statements, and the task that
+/// drives its socket.
+struct Session {
+    client: Arc<tokio_postgres::Client>,
+    sql: Arc<Prepared>,
+    driver: tokio::task::JoinHandle<()>,
+}
+
+const TRY_LOCK: &str = "SELECT pg_try_advisory_lock(hashtext($1))";
+const UNLOCK: &str = "SELECT pg_advisory_unlock(hashtext($1))";
+/// Does this session hold an advisory lock? (It takes no other.)
+const HELD: &str = "SELECT count(*) > 0 FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()";
+
+/// Every statement, prepared once per connection, as a client with a
+/// statement cache would: an operation is then one round trip, so a
+/// request whose reply is lost has still reached the server (unprepared,
+/// the client would wait for the Parse reply and never send it).
+struct Prepared {
+    grant: Statement,
+    observe: Statement,
+    renew: Statement,
+    release: Statement,
+    try_lock: Statement,
+    unlock: Statement,
+    held: Statement,
+}
+
+impl Prepared {
+    async fn new(c: &tokio_postgres::Client) -> Result<Prepared, tokio_postgres::Error> {
+        Ok(Prepared {
+            grant: c.prepare(GRANT).await?,
+            observe: c.prepare(OBSERVE).await?,
+            renew: c.prepare(RENEW).await?,
+            release: c.prepare(RELEASE).await?,
+            try_lock: c.prepare(TRY_LOCK).await?,
+            unlock: c.prepare(UNLOCK).await?,
+            held: c.prepare(HELD).await?,
+        })
+    }
+}
+
+fn pg_err(e: tokio_postgres::Error) -> io::Error {
+    match e.as_db_error() {
+        Some(db) => io::Error::other(format!("postgres: {} ({})", db.message(), db.code().code())),
+        None => io::Error::other(format!("postgres: {e}")),
+    }
+}
+
 impl PgLease {
-    pub fn connect(address: &str, key: &str, ttl: Duration, advisory: bool) -> io::Result<PgLease> {
+    pub fn connect(
+        address: &str,
+        key: &str,
+        ttl: Duration,
+        timeout: Option<Duration>,
+        advisory: bool,
+    ) -> io::Result<PgLease> {
+        let timeout = timeout.unwrap_or((ttl / 3).max(Duration::from_millis(50)));
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+        let config: tokio_postgres::Config = address.parse().map_err(pg_err)?;
         Ok(PgLease {
-            address: address.to_string(),
+            rt,
+            config,
             client: None,
             key: key.to_string(),
             ttl_ms: ttl.as_secs_f64() * 1000.0,
+            timeout: timeout.max(Duration::from_millis(1)),
+            budget: None,
             advisory,
             mine: None,
         })
     }
 
-    /// The connection, opened lazily and again after an error.
-    fn client(&mut self) -> io::Result<&mut Client> {
-        if self.client.is_none() {
-            let timeout = Duration::from_secs_f64((self.ttl_ms / 3000.0).max(0.05));
-            let mut config: postgres::Config = self.address.parse().map_err(err)?;
-            config.connect_timeout(timeout);
-            let mut client = config.connect(NoTls).map_err(err)?;
-            let ms = timeout.as_millis().max(1);
-            client.batch_execute(&format!("SET statement_timeout = {ms}")).map_err(err)?;
-            self.client = Some(client);
-        }
-        Ok(self.client.as_mut().expect("connected above"))
-    }
-
-    /// Run `f` on the connection; forget the connection after an error.
-    fn with<T>(&mut self, f: impl FnOnce(&mut Client) -> Result<T, postgres::Error>) -> io::Result<T> {
-        let result = f(self.client()?).map_err(err);
-        if result.is_err() {
-            self.client = None;
+    /// Run `op` on the connection (opened first if need be), all of it
+    /// within the request timeout; forget the connection after an error,
+    /// closing its socket (a session that timed out is not trusted again).
+    fn with<T, F, Fut>(&mut self, op: F) -> io::Result<T>
+    where
+        F: FnOnce(Arc<tokio_postgres::Client>, Arc<Prepared>) -> Fut,
+        Fut: Future<Output = Result<T, tokio_postgres::Error>>,
+    {
+        let limit = self.budget.map_or(self.timeout, |b| b.min(self.timeout));
+        let deadline = tokio::time::Instant::now() + limit;
+        let result = self.rt.block_on(async {
+            if self.client.is_none() {
+                let connecting = tokio::time::timeout_at(deadline, self.config.connect(tokio_postgres::NoTls));
+                let (client, connection) = match connecting.await {
+                    Ok(r) => r.map_err(pg_err)?,
+                    Err(_) => return Err(timed_out()),
+                };
+                let driver = tokio::spawn(async move {
+                    let _ = connection.await;
+                });
+                let ms = self.timeout.as_millis().max(1);
+                let set_up = async {
+                    client.batch_execute(&format!("SET statement_timeout = {ms}")).await?;
+                    Prepared::new(&client).await
+                };
+                let sql = match tokio::time::timeout_at(deadline, set_up).await {
+                    Ok(r) => r.map_err(pg_err),
+                    Err(_) => Err(timed_out()),
+                };
+                let sql = match sql {
+                    Ok(sql) => sql,
+                    Err(e) => {
+                        driver.abort();
+                        return Err(e);
+                    }
+                };
+                self.client = Some(Session { client: Arc::new(client), sql: Arc::new(sql), driver });
+            }
+            let session = self.client.as_ref().expect("connected above");
+            match tokio::time::timeout_at(deadline, op(session.client.clone(), session.sql.clone())).await {
+                Ok(r) => r.map_err(pg_err),
+                Err(_) => Err(timed_out()),
+            }
+        });
+        if result.is_err()
+            && let Some(session) = self.client.take()
+        {
+            session.driver.abort();
+            drop(session.client);
+            // Let the runtime drop the aborted task, and with it the socket.
+            self.rt.block_on(tokio::task::yield_now());
         }
         result
     }
+}
+
+fn timed_out() -> io::Error {
+    io::Error::new(io::ErrorKind::TimedOut, "postgres: no reply within the request timeout")
 }
 
 impl Substrate for PgLease {
@@ -119,17 +224,17 @@ impl Substrate for PgLease {
         if self.advisory {
             let id = self.key.clone();
             let locked: bool =
-                self.with(|c| c.query_one("SELECT pg_try_advisory_lock(hashtext($1))", &[&id]).map(|r| r.get(0)))?;
+                self.with(move |c, q| async move { c.query_one(&q.try_lock, &[&id]).await.map(|r| r.get(0)) })?;
             if !locked {
                 return Ok(None);
             }
             // Ours: count the generation (the row's expiry is not used).
-            let row = self.with(|c| c.query_one(GRANT, &[&key, &pid, &ttl, &true]))?;
+            let row = self.with(move |c, q| async move { c.query_one(&q.grant, &[&key, &pid, &ttl, &true]).await })?;
             let token: i64 = row.get(0);
             self.mine = Some((pid, token));
             return Ok(Some(Lease { token: Some(token as u64), ..fresh }));
         }
-        let row = self.with(|c| c.query_opt(GRANT, &[&key, &pid, &ttl, &false]))?;
+        let row = self.with(move |c, q| async move { c.query_opt(&q.grant, &[&key, &pid, &ttl, &false]).await })?;
         Ok(row.map(|row| {
             let token: i64 = row.get(0);
             self.mine = Some((pid, token));
@@ -141,10 +246,10 @@ impl Substrate for PgLease {
         if self.advisory {
             let id = self.key.clone();
             let free: bool = self
-                .with(|c| {
-                    let got: bool = c.query_one("SELECT pg_try_advisory_lock(hashtext($1))", &[&id])?.get(0);
+                .with(move |c, q| async move {
+                    let got: bool = c.query_one(&q.try_lock, &[&id]).await?.get(0);
                     if got {
-                        c.execute("SELECT pg_advisory_unlock(hashtext($1))", &[&id])?;
+                        c.execute(&q.unlock, &[&id]).await?;
                     }
                     Ok(got)
                 })
@@ -154,7 +259,8 @@ impl Substrate for PgLease {
             }
         }
         let key = self.key.clone();
-        let row = self.with(|c| c.query_opt(OBSERVE, &[&key])).map_err(ReadError::Io)?;
+        let row =
+            self.with(move |c, q| async move { c.query_opt(&q.observe, &[&key]).await }).map_err(ReadError::Io)?;
         let Some(row) = row else {
             return if self.advisory { Err(ReadError::Empty) } else { Ok(Seen::Free) };
         };
@@ -179,14 +285,7 @@ impl Substrate for PgLease {
         if self.advisory {
             // The lock lasts as long as the session: check that it does.
             let held: bool = self
-                .with(|c| {
-                    // This session takes no other advisory lock.
-                    c.query_one(
-                        "SELECT count(*) > 0 FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()",
-                        &[],
-                    )
-                    .map(|r| r.get(0))
-                })
+                .with(|c, q| async move { c.query_one(&q.held, &[]).await.map(|r| r.get(0)) })
                 .map_err(ReadError::Io)?;
             if held {
                 return Ok(Renewal::Renewed(Lease { token: Some(token as u64), ..fresh }));
@@ -195,7 +294,9 @@ impl Substrate for PgLease {
             return Ok(Renewal::Lost { holder: None });
         }
         let ttl = self.ttl_ms;
-        let row = self.with(|c| c.query_opt(RENEW, &[&key, &pid, &token, &ttl])).map_err(ReadError::Io)?;
+        let row = self
+            .with(move |c, q| async move { c.query_opt(&q.renew, &[&key, &pid, &token, &ttl]).await })
+            .map_err(ReadError::Io)?;
         match row {
             Some(row) => {
                 Ok(Renewal::Renewed(Lease { process_id: pid, lease_until: row.get(0), token: Some(token as u64) }))
@@ -220,9 +321,12 @@ impl Substrate for PgLease {
         let key = self.key.clone();
         if self.advisory {
             let id = self.key.clone();
-            self.with(|c| c.execute("SELECT pg_advisory_unlock(hashtext($1))", &[&id]).map(|_| ()))?;
-            return Ok(());
+            return self.with(move |c, q| async move { c.execute(&q.unlock, &[&id]).await.map(|_| ()) });
         }
-        self.with(|c| c.execute(RELEASE, &[&key, &pid, &token]).map(|_| ()))
+        self.with(move |c, q| async move { c.execute(&q.release, &[&key, &pid, &token]).await.map(|_| ()) })
+    }
+
+    fn set_budget(&mut self, budget: Option<Duration>) {
+        self.budget = budget;
     }
 }

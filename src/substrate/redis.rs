@@ -6,13 +6,14 @@
 //!
 //! The connection is opened lazily and again after any error, so a
 //! restarted server is reached again at the next tick. Every command has a
-//! timeout (a third of the lease), so a paused server fails operations
-//! instead of hanging the worker.
+//! timeout (`worker.request_timeout`, by default a third of the lease), so
+//! a paused or partitioned server fails operations instead of hanging the
+//! worker.
 
 use std::io;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use redis::{Client, Connection, Value};
+use redis::{Client, Connection, IntoConnectionInfo, Value};
 
 use super::lease::{Renewal, Seen, Substrate};
 use super::lockfile::{Lease, ReadError};
@@ -56,11 +57,16 @@ pub struct RedisLease {
     token_key: String,
     ttl: Duration,
     timeout: Duration,
+    /// A shorter limit for the next operations (`Substrate::set_budget`).
+    budget: Option<Duration>,
     /// Our value while we hold the lease: `pid:token`.
     mine: Option<String>,
 }
 
 fn err(e: redis::RedisError) -> io::Error {
+    if e.is_timeout() {
+        return io::Error::new(io::ErrorKind::TimedOut, "redis: no reply within the request timeout");
+    }
     io::Error::other(format!("redis: {e}"))
 }
 
@@ -71,9 +77,14 @@ fn parse(value: &str) -> Option<(i64, u64)> {
 }
 
 impl RedisLease {
-    pub fn connect(address: &str, key: &str, ttl: Duration) -> io::Result<RedisLease> {
-        let client = Client::open(address).map_err(err)?;
-        let timeout = (ttl / 3).max(Duration::from_millis(20));
+    pub fn connect(address: &str, key: &str, ttl: Duration, timeout: Option<Duration>) -> io::Result<RedisLease> {
+        // No `CLIENT SETINFO` after connecting: the client waits a whole
+        // timeout for each of its replies, so a link that loses replies
+        // would hold a request for several timeouts.
+        let info = address.into_connection_info().map_err(err)?;
+        let settings = info.redis_settings().clone().set_skip_set_lib_name();
+        let client = Client::open(info.set_redis_settings(settings)).map_err(err)?;
+        let timeout = timeout.unwrap_or((ttl / 3).max(Duration::from_millis(20))).max(Duration::from_millis(1));
         Ok(RedisLease {
             client,
             conn: None,
@@ -81,6 +92,7 @@ impl RedisLease {
             token_key: format!("{key}:token"),
             ttl,
             timeout,
+            budget: None,
             mine: None,
         })
     }
@@ -100,14 +112,27 @@ impl RedisLease {
         }
     }
 
+    /// One command, connecting first if need be, within one request
+    /// timeout (or the budget) in all: a connection accepted by a
+    /// partitioned link must not double the wait.
     fn eval_once(&mut self, script: &str, args: &[String]) -> redis::RedisResult<Value> {
+        let limit = self.budget.map_or(self.timeout, |b| b.min(self.timeout));
+        let start = Instant::now();
+        let timed_out = || redis::RedisError::from(io::Error::new(io::ErrorKind::TimedOut, "no reply in time"));
+        if limit.is_zero() {
+            return Err(timed_out());
+        }
         if self.conn.is_none() {
-            let conn = self.client.get_connection_with_timeout(self.timeout)?;
-            conn.set_read_timeout(Some(self.timeout))?;
-            conn.set_write_timeout(Some(self.timeout))?;
-            self.conn = Some(conn);
+            self.conn = Some(self.client.get_connection_with_timeout(limit)?);
+        }
+        let left = limit.saturating_sub(start.elapsed());
+        if left.is_zero() {
+            self.conn = None;
+            return Err(timed_out());
         }
         let conn = self.conn.as_mut().expect("connected above");
+        conn.set_read_timeout(Some(left))?;
+        conn.set_write_timeout(Some(left))?;
         let result =
             redis::cmd("EVAL").arg(script).arg(2).arg(&self.key).arg(&self.token_key).arg(args).query::<Value>(conn);
         if result.is_err() {
@@ -192,5 +217,9 @@ impl Substrate for RedisLease {
             self.eval(RELEASE, &[mine])?;
         }
         Ok(())
+    }
+
+    fn set_budget(&mut self, budget: Option<Duration>) {
+        self.budget = budget;
     }
 }

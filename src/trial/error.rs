@@ -41,4 +41,6 @@ pub enum TrialError {
     Thread(std::io::Error),
     #[error(transparent)]
     Server(#[from] server::ServerError),
+    #[error("network proxy: {0}")]
+    Proxy(String),
 }

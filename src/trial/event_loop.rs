@@ -58,6 +58,8 @@ impl RawEvent {
 pub struct Hit<'a> {
     pub(super) lock: &'a Path,
     pub(super) server: Option<&'a mut server::ManagedRedis>,
+    /// The workers' links to the server, for network faults.
+    pub(super) proxy: Option<&'a crate::proxy::Proxy>,
 }
 
 /// The state of the trial loop.
@@ -206,7 +208,7 @@ impl Run {
         // 3. Faults until the end.
         let end = t0 + exp.duration.as_ns() as i64;
         let rng = ChaCha8Rng::seed_from_u64(seed);
-        let mut nemesis = Nemesis::new(exp, t0, rng, hit.lock, hit.server);
+        let mut nemesis = Nemesis::new(exp, t0, rng, hit.lock, hit.server, hit.proxy);
         loop {
             if stop.load(Ordering::SeqCst) {
                 return Err(TrialError::Interrupted);

@@ -14,6 +14,7 @@ use crate::model::clock::{mono_ns, wall_ns};
 use crate::model::expiry::ExpiryRule;
 use crate::model::history::EventKind;
 use crate::model::{Action, Experiment, InitialLock};
+use crate::proxy::{Proxy, Toxic};
 use crate::substrate::lockfile::{self, LockFault};
 
 /// One delivered (or undeliverable) primitive fault: a row of faults.csv.
@@ -38,6 +39,8 @@ pub struct Nemesis<'s> {
     lock: std::path::PathBuf,
     /// The harness-managed lease server, for server-* faults.
     server: Option<&'s mut ManagedRedis>,
+    /// The workers' links to their server, for network faults.
+    proxy: Option<&'s Proxy>,
 }
 
 impl<'s> Nemesis<'s> {
@@ -47,12 +50,14 @@ impl<'s> Nemesis<'s> {
         rng: ChaCha8Rng,
         lock: &Path,
         server: Option<&'s mut ManagedRedis>,
+        proxy: Option<&'s Proxy>,
     ) -> Nemesis<'s> {
         Nemesis {
             schedule: Schedule::new(&exp.faults, t0, rng),
             rule: expiry_rule(exp),
             lock: lock.to_path_buf(),
             server,
+            proxy,
         }
     }
 
@@ -132,6 +137,26 @@ impl<'s> Nemesis<'s> {
             Ok(t) => t,
             Err(error) => return vec![Delivery { actual_ns: mono_ns(), error: Some(error), ..base(o.action.name()) }],
         };
+        if o.action.is_network() {
+            let net = o.net.unwrap_or_default();
+            return targets
+                .iter()
+                .map(|&w| {
+                    let done = match (self.proxy, Toxic::of(o.action, &net)) {
+                        (None, _) => Err("no proxy between this worker and its server".to_string()),
+                        (Some(p), Some(toxic)) => p.apply(w, toxic, net.toxicity).map_err(|e| e.to_string()),
+                        (Some(p), None) => p.heal(w).map_err(|e| e.to_string()),
+                    };
+                    Delivery {
+                        worker: Some(w),
+                        pid: Some(procs[w].pid.as_raw()),
+                        actual_ns: *done.as_ref().unwrap_or(&mono_ns()),
+                        error: done.err(),
+                        ..base(o.action.name())
+                    }
+                })
+                .collect();
+        }
         let signal = match o.action {
             Action::Kill => Signal::SIGKILL,
             Action::Term => Signal::SIGTERM,

@@ -11,7 +11,7 @@ use super::msg::EVENT_BACKLOG;
 use super::nemesis;
 use super::schedule::Live;
 use super::server;
-use super::setup::{placeholder_values, write_worker_config};
+use super::setup::{Addresses, placeholder_values, write_worker_config};
 use super::spawn::{self, SpawnSpec};
 use crate::model::history::{Detail, Event, EventKind, History};
 use crate::model::{Experiment, FaultRow};
@@ -59,9 +59,22 @@ pub fn run_trial(
         // attempt before it: that attempt's lease must not outlive it.
         crate::substrate::forget(exp.substrate.kind, address, &lock.display().to_string());
     }
-    let values = |i: usize| placeholder_values(exp, i, dir, &lock, address.as_deref());
+    let proxy = match (exp.proxied(), &address) {
+        (true, Some(server)) => Some(start_proxy(server, exp.workers, seed)?),
+        _ => None,
+    };
+    let addresses = Addresses {
+        server: address.clone(),
+        links: match (&proxy, &address) {
+            (Some(p), Some(server)) => (0..exp.workers)
+                .map(|i| crate::proxy::with_endpoint(server, p.address(i)).map_err(TrialError::Proxy))
+                .collect::<Result<_, _>>()?,
+            _ => Vec::new(),
+        },
+    };
+    let values = |i: usize| placeholder_values(exp, i, dir, &lock, addresses.of(i));
     let args = if exp.program.is_none() {
-        write_worker_config(exp, dir, &lock, address.clone())
+        write_worker_config(exp, dir, &lock, &addresses)
             .map_err(|source| TrialError::Dir { path: dir.join("worker.json"), source })?
     } else {
         Vec::new()
@@ -105,15 +118,22 @@ pub fn run_trial(
         // comes at the release).
         run.ready = exp.workers;
     }
-    let outcome = run.drive(exp, seed, &workers, barrier, stop, Hit { lock: &lock, server: server.as_mut() });
+    let hit = Hit { lock: &lock, server: server.as_mut(), proxy: proxy.as_ref() };
+    let outcome = run.drive(exp, seed, &workers, barrier, stop, hit);
     // Undo every fault still in force before the clean-up, so that the
     // workers' releases are not stuck behind the experiment's own faults:
     // the clean-up continues stopped workers first; a paused server is
-    // continued here.
+    // continued here, and every link healed.
     if let Some(s) = server.as_mut() {
         s.heal();
     }
+    if let Some(p) = &proxy {
+        for link in 0..p.links() {
+            let _ = p.heal(link);
+        }
+    }
     let cleaned = run.clean_up(exp, &mut workers, group);
+    drop(proxy);
     drop(server);
     if !exp.substrate.managed
         && let Some(address) = &address
@@ -151,6 +171,13 @@ pub fn run_trial(
         })
         .collect();
     Ok(TrialRecord { trial, seed, history, deliveries, garbage_lines: run.garbage, outcomes })
+}
+
+/// The proxy between the workers and `server`: a link per worker.
+fn start_proxy(server: &str, workers: usize, seed: u64) -> Result<crate::proxy::Proxy, TrialError> {
+    let upstream = crate::proxy::endpoint(server).map_err(TrialError::Proxy)?;
+    crate::proxy::Proxy::start(upstream, workers, seed)
+        .map_err(|e| TrialError::Proxy(format!("cannot start the proxy: {e}")))
 }
 
 /// Make `dir` an empty directory. What an earlier attempt at this trial left

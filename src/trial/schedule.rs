@@ -13,7 +13,7 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
 use crate::model::history::EventKind;
-use crate::model::{Action, After, Fault, PauseLen, Target};
+use crate::model::{Action, After, Fault, NetParams, PauseLen, Target};
 
 /// The live view of the trial that targets are resolved against.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -71,6 +71,7 @@ struct Pending {
     /// Repetition: the unjittered time of this occurrence, the period and
     /// the jitter of each occurrence (ns).
     repeat: Option<Repeat>,
+    net: Option<NetParams>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -98,6 +99,8 @@ pub struct Order {
     /// A server pause: when to continue the server, once the stop worked
     /// (`Schedule::resume_server`).
     pub resume_at: Option<i64>,
+    /// A network fault's parameters.
+    pub net: Option<NetParams>,
 }
 
 /// A fault that never fired before the trial ended.
@@ -137,6 +140,7 @@ impl Schedule {
                     pause: f.duration.clone(),
                     after: f.after,
                     repeat: f.every.map(|e| Repeat { base, every: e.as_ns() as i64, jitter }),
+                    net: f.net,
                 }
             })
             .collect();
@@ -171,12 +175,13 @@ impl Schedule {
                 Target::Leader => live.leaders.contains(&worker),
                 Target::Watcher => !live.leaders.contains(&worker),
                 Target::Worker(i) => i == worker,
+                Target::AllButLeader => live.leaders.last() != Some(&worker),
                 Target::All | Target::Any => true,
                 Target::Lock | Target::Server => false,
             };
             if matches {
                 p.when = When::At(t_ns + after.delay.as_ns() as i64);
-                if p.target != Target::All {
+                if !matches!(p.target, Target::All | Target::AllButLeader) {
                     p.fixed = Some(vec![worker]);
                 }
             }
@@ -207,6 +212,7 @@ impl Schedule {
             pause: None,
             after: None,
             repeat: None,
+            net: None,
         });
     }
 
@@ -253,6 +259,7 @@ impl Schedule {
             scheduled_ns: scheduled,
             workers,
             resume_at: None,
+            net: p.net,
         };
         if p.action.is_server() || p.target == Target::Server {
             let mut o = order(p.action, Ok(Vec::new()));
@@ -269,17 +276,25 @@ impl Schedule {
             Some(fixed) => Ok(fixed.clone()),
             None => self.resolve(p.target, p.action, live),
         };
-        if let (Ok(targets), Action::Pause, Some(len)) = (&targets, p.action, &p.pause) {
+        // A pause ends with a CONT, a network fault with a duration with a
+        // heal, of the workers it hit.
+        let end = match p.action {
+            Action::Pause => Some(Action::Cont),
+            a if a.takes_duration() => Some(Action::Heal),
+            _ => None,
+        };
+        if let (Ok(targets), Some(end), Some(len)) = (&targets, end, &p.pause) {
             let len = len.sample(&mut self.rng);
             self.pending.push(Pending {
                 fault: p.fault,
-                action: Action::Cont,
+                action: end,
                 target: p.target,
                 fixed: Some(targets.clone()),
                 when: When::At(scheduled + len.as_ns() as i64),
                 pause: None,
                 after: None,
                 repeat: None,
+                net: None,
             });
         }
         order(action, targets)
@@ -318,6 +333,11 @@ impl Schedule {
                     Ok(vec![all[self.rng.random_range(0..all.len())]])
                 }
             }
+            Target::AllButLeader => {
+                let leader = live.leaders.iter().rev().find(|w| alive(w));
+                let rest: Vec<usize> = (0..live.alive.len()).filter(|w| alive(w) && Some(w) != leader).collect();
+                if rest.is_empty() { Err("no live worker but the leader".to_string()) } else { Ok(rest) }
+            }
             Target::Worker(i) if live.alive[i] => Ok(vec![i]),
             Target::Worker(i) => Err(format!("worker {i} is not running")),
             Target::Lock | Target::Server => unreachable!("lock and server targets are their actions'"),
@@ -336,7 +356,16 @@ mod tests {
     const T0: i64 = 1_000 * MS;
 
     fn fault(at_ms: u64, target: Target, action: Action) -> Fault {
-        Fault { at: Dur::from_ms(at_ms), jitter: Dur::ZERO, after: None, target, action, duration: None, every: None }
+        Fault {
+            at: Dur::from_ms(at_ms),
+            jitter: Dur::ZERO,
+            after: None,
+            target,
+            action,
+            duration: None,
+            every: None,
+            net: None,
+        }
     }
 
     fn schedule(faults: &[Fault], seed: u64) -> Schedule {
@@ -368,6 +397,34 @@ mod tests {
             }
         }
         out
+    }
+
+    #[test]
+    fn a_network_fault_with_a_duration_heals_the_workers_it_hit() {
+        let net = NetParams { toxicity: 0.5, ..NetParams::default() };
+        let f = Fault {
+            duration: Some(PauseLen::Fixed(Dur::from_ms(300))),
+            net: Some(net),
+            ..fault(100, Target::AllButLeader, Action::Partition)
+        };
+        let mut live = led_by_0();
+        let mut s = schedule(&[f], 1);
+        let o = s.next_order(T0 + 100 * MS, &live).unwrap();
+        assert_eq!((o.action, o.workers, o.net), (Action::Partition, Ok(vec![1, 2]), Some(net)));
+        // The leader changes meanwhile: the heal is still for 1 and 2.
+        live.observe(1, EventKind::Acquired);
+        assert_eq!(s.next_due(), Some(T0 + 400 * MS));
+        let o = s.next_order(T0 + 400 * MS, &live).unwrap();
+        assert_eq!((o.action, o.workers), (Action::Heal, Ok(vec![1, 2])));
+        assert!(s.idle());
+    }
+
+    #[test]
+    fn a_network_fault_without_a_duration_lasts_until_heal() {
+        let mut s = schedule(&[fault(100, Target::Leader, Action::Reset)], 1);
+        let o = s.next_order(T0 + 100 * MS, &led_by_0()).unwrap();
+        assert_eq!((o.action, o.workers), (Action::Reset, Ok(vec![0])));
+        assert!(s.idle(), "nothing heals it but a heal");
     }
 
     #[test]

@@ -9,14 +9,31 @@ use crate::model::{Dur, Experiment, Resource, StartMode};
 
 /// The built-in worker's config for a trial of `exp`: `address` is the
 /// lease server's (a managed server's is known only per trial).
-fn worker_config(exp: &Experiment, lock: &Path, address: Option<String>) -> WorkerConfig {
+/// Where the workers find their lease server: the server itself, or each
+/// its own link through the harness's proxy.
+#[derive(Clone, Debug, Default)]
+pub struct Addresses {
+    pub server: Option<String>,
+    /// By worker index (empty without a proxy).
+    pub links: Vec<String>,
+}
+
+impl Addresses {
+    /// The address worker `i` is given.
+    pub fn of(&self, i: usize) -> Option<&str> {
+        self.links.get(i).or(self.server.as_ref()).map(String::as_str)
+    }
+}
+
+fn worker_config(exp: &Experiment, lock: &Path, address: &Addresses) -> WorkerConfig {
     let needs_store = exp.worker.resource != Resource::None || exp.worker.epoch_job.is_some();
     WorkerConfig {
         lock: lock.to_path_buf(),
         timing: exp.lease,
         worker: exp.worker.clone(),
         substrate: exp.substrate.kind,
-        address,
+        address: address.server.clone(),
+        addresses: address.links.clone(),
         lease_key: None,
         resource_dir: needs_store.then(|| lock.with_file_name("resource")),
         workers: exp.workers,
@@ -30,7 +47,7 @@ pub fn write_worker_config(
     exp: &Experiment,
     dir: &Path,
     lock: &Path,
-    address: Option<String>,
+    address: &Addresses,
 ) -> std::io::Result<Vec<String>> {
     let path = dir.join("worker.json");
     let text = serde_json::to_string_pretty(&worker_config(exp, lock, address)).map_err(std::io::Error::other)?;

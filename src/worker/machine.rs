@@ -14,7 +14,7 @@ use crate::model::clock::utc;
 use crate::model::expiry::ExpiryRule;
 use crate::model::history::{Detail, EventKind};
 use crate::model::worker_config::WorkerConfig;
-use crate::model::{Dur, JobStrategy, Mode, Unreadable};
+use crate::model::{Belief, Dur, JobStrategy, Mode, Unreadable};
 use crate::substrate::lockfile::{Lease, ReadError};
 use crate::substrate::resource::{self, JobOutcome};
 use crate::substrate::{Renewal, Seen, Substrate};
@@ -59,6 +59,11 @@ pub struct Worker<E: Env> {
     refused: BTreeSet<(u64, u64)>,
     /// Duration of the last substrate operation, until an event carries it.
     op_us: Option<u64>,
+    /// When the last substrate operation began (monotonic ns).
+    op_start_ns: i64,
+    /// Under `belief: local-deadline`, when this leader stops believing
+    /// unless a renewal succeeds first (monotonic ns).
+    deadline_ns: Option<i64>,
 }
 
 impl<E: Env> Worker<E> {
@@ -79,6 +84,8 @@ impl<E: Env> Worker<E> {
             known_done: BTreeSet::new(),
             refused: BTreeSet::new(),
             op_us: None,
+            op_start_ns: now,
+            deadline_ns: None,
         }
     }
 
@@ -121,6 +128,7 @@ impl<E: Env> Worker<E> {
     /// Time one substrate operation, for the next event.
     fn timed<T>(&mut self, op: impl FnOnce(&mut dyn Substrate) -> T) -> T {
         let start = self.env.mono_ns();
+        self.op_start_ns = start;
         let out = op(self.lease.as_mut());
         self.op_us = Some(((self.env.mono_ns() - start) / 1000) as u64);
         out
@@ -163,6 +171,16 @@ impl<E: Env> Worker<E> {
         }
     }
 
+    /// A grant (acquire or renewal) succeeded: under a local deadline, the
+    /// belief now lasts `lease − margin` from the request's start, the
+    /// earliest moment the server can have begun the grant.
+    fn granted(&mut self) {
+        if self.cfg.worker.belief == Belief::LocalDeadline {
+            let lasts = self.cfg.timing.lease.as_ns() as i64 - self.cfg.worker.belief_margin.as_ns() as i64;
+            self.deadline_ns = Some(self.op_start_ns + lasts);
+        }
+    }
+
     /// Remember the highest fencing token seen in the lock file.
     fn saw(&mut self, lease: &Lease) {
         self.seen_token = self.seen_token.max(lease.token.unwrap_or(0));
@@ -195,6 +213,7 @@ impl<E: Env> Worker<E> {
         let granted = self.timed(|s| if take_over { s.take_over(lease, seen) } else { s.acquire(lease, seen) });
         match granted {
             Ok(Some(lease)) => {
+                self.granted();
                 self.token = lease.token;
                 self.seen_token = self.seen_token.max(lease.token.unwrap_or(0));
                 let detail = Detail { how: Some(how.into()), ..self.lease_detail(lease) };
@@ -247,8 +266,17 @@ impl<E: Env> Worker<E> {
         let epoch_ns = self.cfg.worker.epoch_job.map(|j| j.epoch.as_ns() as i64);
         let mut boundary = epoch_ns.map_or(i64::MAX, |e| self.origin_ns + e);
         loop {
-            if self.env.wait_until(next.min(boundary)).is_some() {
+            let deadline = match role {
+                Role::Leader { .. } => self.deadline_ns.unwrap_or(i64::MAX),
+                Role::Watcher => i64::MAX,
+            };
+            if self.env.wait_until(next.min(boundary).min(deadline)).is_some() {
                 return self.shut_down(role);
+            }
+            if self.env.mono_ns() >= deadline {
+                role = self.deadline_passed();
+                next = self.env.mono_ns() + self.interval(role);
+                continue;
             }
             if let Some(epoch_ns) = epoch_ns
                 && self.env.mono_ns() >= boundary
@@ -268,7 +296,14 @@ impl<E: Env> Worker<E> {
             role = match role {
                 Role::Leader { failures } => {
                     self.work();
-                    self.renew(failures)
+                    match self.renew(failures) {
+                        // A renewal that failed past the deadline (it
+                        // blocked until its timeout) ends the belief now.
+                        Role::Leader { .. } if self.env.mono_ns() >= self.deadline_ns.unwrap_or(i64::MAX) => {
+                            self.deadline_passed()
+                        }
+                        role => role,
+                    }
                 }
                 Role::Watcher => self.watch(),
             };
@@ -390,7 +425,12 @@ impl<E: Env> Worker<E> {
         let fresh = self.fresh_lease();
         // Said before the write: a death inside it is then visible as such.
         self.emit(EventKind::Renewing, Detail::default());
-        match self.timed(|s| s.renew(fresh)) {
+        // Under a local deadline the renewal may not outlast the belief.
+        let budget = self.deadline_ns.map(|d| std::time::Duration::from_nanos((d - self.env.mono_ns()).max(0) as u64));
+        self.lease.set_budget(budget);
+        let renewed = self.timed(|s| s.renew(fresh));
+        self.lease.set_budget(None);
+        match renewed {
             Err(e) => self.renew_failed(failures, e.to_string()),
             Ok(Renewal::Lost { holder }) => {
                 self.emit(
@@ -402,12 +442,22 @@ impl<E: Env> Worker<E> {
                 Role::Watcher
             }
             Ok(Renewal::Renewed(lease)) => {
+                self.granted();
                 self.saw(&lease);
                 self.emit(EventKind::Renewed, self.lease_detail(lease));
                 self.log(&format!("[LEADER] Lease renewed, valid until {}", self.until_text(lease.lease_until)));
                 Role::Leader { failures: 0 }
             }
         }
+    }
+
+    /// The local deadline passed with no renewal: the grant may be over,
+    /// so stop believing (the lease is left to expire on the server).
+    fn deadline_passed(&mut self) -> Role {
+        self.deadline_ns = None;
+        self.emit(EventKind::SteppedDown, Detail { reason: Some("deadline".into()), ..Detail::default() });
+        self.log("[LEADER] No renewal within the lease, stepping down");
+        Role::Watcher
     }
 
     fn renew_failed(&mut self, failures: u32, error: String) -> Role {

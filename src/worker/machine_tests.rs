@@ -40,6 +40,8 @@ struct World {
     /// Takeovers lose the race.
     lose_takeovers: bool,
     released: Vec<i64>,
+    /// Every budget the worker gave the substrate for its next operations.
+    budgets: Vec<Option<Duration>>,
 }
 
 impl World {
@@ -157,6 +159,10 @@ impl Substrate for FakeLease {
 
     fn age(&self) -> Option<Duration> {
         self.world.borrow().age
+    }
+
+    fn set_budget(&mut self, budget: Option<Duration>) {
+        self.world.borrow_mut().budgets.push(budget);
     }
 }
 
@@ -317,6 +323,44 @@ fn three_failed_renewals_in_a_row_step_down_without_deleting_the_file() {
     assert_eq!(detail(&world, RenewFailed, 2).count, Some(3));
     assert_eq!(detail(&world, SteppedDown, 0).reason.as_deref(), Some("failures"));
     assert!(world.borrow().lease.is_some(), "the blog leaves the file");
+}
+
+#[test]
+fn a_local_deadline_steps_down_a_lease_minus_the_margin_after_the_last_renewal_began() {
+    let mut world = term_at(12);
+    world.script.push((S, Box::new(|w: &mut World| w.failing_renewals = 3)));
+    let (mut w, world) = worker(&["belief=local-deadline", "belief_margin=1s"], world);
+    w.begin();
+    use EventKind::*;
+    assert_eq!(
+        story(&world),
+        vec![
+            (0.0, Acquired),
+            (3.0, RenewFailed),
+            (6.0, RenewFailed),
+            (8.0, SteppedDown),
+            (11.0, ExpiredSeen),
+            (11.0, Acquired),
+            (12.0, Released),
+            (12.0, Exiting)
+        ],
+        "acquired at 0: the belief ends at 9 − 1 s, before a third failure could; its own lease, expired, is then taken like any other"
+    );
+    assert_eq!(detail(&world, SteppedDown, 0).reason.as_deref(), Some("deadline"));
+    // No renewal may run past the deadline: each gets what is left of it.
+    let budgets = world.borrow().budgets.clone();
+    assert_eq!(
+        budgets,
+        vec![Some(Duration::from_secs(5)), None, Some(Duration::from_secs(2)), None],
+        "the renewals at 3 s and 6 s"
+    );
+}
+
+#[test]
+fn until_renewal_fails_gives_no_budget() {
+    let (mut w, world) = worker(&[], term_at(7));
+    w.begin();
+    assert!(world.borrow().budgets.iter().all(Option::is_none));
 }
 
 #[test]

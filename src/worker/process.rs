@@ -134,7 +134,8 @@ pub fn run(args: WorkerArgs) -> i32 {
         expiry: cfg.worker.expiry,
         rule,
         fencing_tokens: cfg.worker.fencing_tokens,
-        address: cfg.address.as_deref(),
+        address: cfg.address_of(args.index),
+        request_timeout: cfg.worker.request_timeout.map(|d| d.as_std()),
         key: &key,
         lease: cfg.timing.lease.as_std(),
     };

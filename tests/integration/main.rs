@@ -14,6 +14,7 @@ mod interrupt;
 mod jobs;
 mod limits;
 mod malformed;
+mod network;
 mod outputs;
 mod plan;
 mod programs;

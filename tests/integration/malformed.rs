@@ -31,6 +31,48 @@ const CASES: &[(&str, &[&str], &str)] = &[
         &[],
         "6:13: unknown variant `explode`",
     ),
+    // Network faults.
+    (
+        "name: x\nworkers: 3\nfaults:\n  - at: 1s\n    target: leader\n    action: partition\n",
+        &[],
+        "6:13: partition acts on the link to a lease server; the file substrate has none",
+    ),
+    (
+        "name: x\nworkers: 3\nsubstrate: {kind: redis}\nfaults:\n  - at: 1s\n    target: leader\n    action: delay\n",
+        &[],
+        "7:13: delay needs a latency, e.g. `latency: 50ms`",
+    ),
+    (
+        "name: x\nworkers: 3\nsubstrate: {kind: redis}\nfaults:\n  - at: 1s\n    target: all\n    action: reset\n    toxicity: 1.5\n",
+        &[],
+        "8:15: toxicity is the fraction of connections hit: above 0 and at most 1, not 1.5",
+    ),
+    (
+        "name: x\nworkers: 3\nsubstrate: {kind: redis}\nfaults:\n  - at: 1s\n    target: leader\n    action: partition\n    latency: 5ms\n",
+        &[],
+        "8:14: latency applies to delay only, not to partition",
+    ),
+    (
+        "name: x\nworkers: 3\nsubstrate: {kind: redis}\nfaults:\n  - at: 1s\n    target: server\n    action: partition\n",
+        &[],
+        "6:13: action partition cannot target server",
+    ),
+    (
+        "name: x\nworkers: 3\nsubstrate: {kind: redis}\nfaults:\n  - at: 1s\n    target: all\n    action: heal\n    duration: 1s\n",
+        &[],
+        "8:15: duration applies to pauses and network faults only, not to heal",
+    ),
+    (
+        "name: x\nworkers: 3\nsubstrate: {kind: flock, proxy: true}\n",
+        &[],
+        "3:26: proxy: the flock substrate has no server",
+    ),
+    (
+        "name: x\nworkers: 3\nworker:\n  belief_margin: 9s\n",
+        &[],
+        "4:3: belief_margin (9s) must be shorter than the lease (9s)",
+    ),
+    ("name: x\nworkers: 3\nworker:\n  belief: forever\n", &[], "4:11: unknown variant `forever`"),
     // Out of range.
     ("name: x\nworkers: 0\n", &[], "2:10: workers must be at least 1"),
     ("name: x\nworkers: -1\n", &[], "2:10: workers must be at least 1"),
@@ -77,7 +119,7 @@ const CASES: &[(&str, &[&str], &str)] = &[
     (
         "name: x\nworkers: 3\nfaults:\n  - at: 1s\n    target: leader\n    action: kill\n    duration: 2s\n",
         &[],
-        "7:15: duration applies to pause only",
+        "7:15: duration applies to pauses and network faults only, not to kill",
     ),
     (
         "name: x\nworkers: 3\nfaults:\n  - at: 1s\n    target: boss\n    action: kill\n",

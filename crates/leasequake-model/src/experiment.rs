@@ -135,4 +135,10 @@ impl Experiment {
     pub fn trial_seed(&self, trial: u32) -> u64 {
         self.seed.wrapping_add(u64::from(trial))
     }
+
+    /// Do the workers reach their server through the harness's proxy?
+    pub fn proxied(&self) -> bool {
+        self.substrate.kind.server().is_some()
+            && (self.substrate.proxy || self.faults.iter().any(|f| f.action.is_network()))
+    }
 }

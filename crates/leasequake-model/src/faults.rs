@@ -22,8 +22,30 @@ pub enum Target {
     Lock,
     /// The harness-managed lease server (server-* actions).
     Server,
+    /// Every live worker except the one that believes it leads (the
+    /// majority side of a partition that isolates the leader).
+    AllButLeader,
     /// Worker by index.
     Worker(usize),
+}
+
+impl Target {
+    /// Every target written by name (a worker is written by its index).
+    pub const NAMES: [&'static str; 7] = ["leader", "watcher", "all", "all-but-leader", "any", "lock", "server"];
+
+    /// The target of a name in `NAMES`.
+    pub fn from_name(name: &str) -> Option<Target> {
+        Some(match name {
+            "leader" => Target::Leader,
+            "watcher" => Target::Watcher,
+            "all" => Target::All,
+            "all-but-leader" => Target::AllButLeader,
+            "any" => Target::Any,
+            "lock" => Target::Lock,
+            "server" => Target::Server,
+            _ => return None,
+        })
+    }
 }
 
 impl std::fmt::Display for Target {
@@ -35,6 +57,7 @@ impl std::fmt::Display for Target {
             Target::Any => write!(f, "any"),
             Target::Lock => write!(f, "lock"),
             Target::Server => write!(f, "server"),
+            Target::AllButLeader => write!(f, "all-but-leader"),
             Target::Worker(i) => write!(f, "{i}"),
         }
     }
@@ -63,6 +86,18 @@ pub enum Action {
     ServerKill,
     /// SIGKILL the server and start it again, empty (no persistence).
     ServerRestart,
+    /// The worker's link to its lease server goes silent both ways:
+    /// nothing is refused, connections hang (until `heal` or `duration`).
+    Partition,
+    /// Requests reach the server, replies are lost; at heal the affected
+    /// connections are reset (a byte stream cannot skip lost replies).
+    PartitionReplies,
+    /// Latency (with jitter) on the link, in one direction or both.
+    Delay,
+    /// Connections are reset, new ones reset at once.
+    Reset,
+    /// End every network fault on the link.
+    Heal,
 }
 
 impl Action {
@@ -80,7 +115,24 @@ impl Action {
             Action::ServerPause => "server-pause",
             Action::ServerKill => "server-kill",
             Action::ServerRestart => "server-restart",
+            Action::Partition => "partition",
+            Action::PartitionReplies => "partition-replies",
+            Action::Delay => "delay",
+            Action::Reset => "reset",
+            Action::Heal => "heal",
         }
+    }
+
+    /// Faults on a worker's link to its lease server (through the
+    /// harness's proxy).
+    pub fn is_network(self) -> bool {
+        matches!(self, Action::Partition | Action::PartitionReplies | Action::Delay | Action::Reset | Action::Heal)
+    }
+
+    /// Actions that may last a `duration` (and end by themselves): pauses
+    /// must, network faults may (otherwise they last until `heal`).
+    pub fn takes_duration(self) -> bool {
+        self.is_pause() || (self.is_network() && self != Action::Heal)
     }
 
     pub fn is_server(self) -> bool {
@@ -121,6 +173,54 @@ pub struct Fault {
     /// `after:`, the fault is re-armed from each period's start and fires
     /// after the next matching event (e.g. a pause inside every job).
     pub every: Option<Dur>,
+    /// How a network fault treats the link (network actions only).
+    pub net: Option<NetParams>,
+}
+
+/// Which way a delay applies: to requests (worker → server), replies, or both.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Direction {
+    #[default]
+    Both,
+    Requests,
+    Replies,
+}
+
+impl Direction {
+    pub fn requests(self) -> bool {
+        self != Direction::Replies
+    }
+
+    pub fn replies(self) -> bool {
+        self != Direction::Requests
+    }
+}
+
+/// The parameters of a network fault, like a Toxiproxy toxic's.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct NetParams {
+    /// Added one-way latency (delay only; scaled).
+    pub latency: Dur,
+    /// Each chunk's latency is drawn uniformly from `latency ± jitter`
+    /// (never below zero; scaled). The stream's order is kept.
+    pub jitter: Dur,
+    pub direction: Direction,
+    /// The fraction of connections the fault applies to, drawn (seeded)
+    /// per connection: 1 = every connection.
+    pub toxicity: f64,
+}
+
+impl Default for NetParams {
+    fn default() -> Self {
+        NetParams { latency: Dur::ZERO, jitter: Dur::ZERO, direction: Direction::Both, toxicity: 1.0 }
+    }
+}
+
+impl NetParams {
+    pub fn scaled(&self, s: f64) -> NetParams {
+        NetParams { latency: self.latency.scaled(s), jitter: self.jitter.scaled(s), ..*self }
+    }
 }
 
 /// How long a pause lasts: fixed, or drawn (seeded) per pause.
@@ -199,6 +299,14 @@ mod tests {
     use rand::SeedableRng;
 
     use super::*;
+
+    #[test]
+    fn every_target_name_reads_back_as_itself() {
+        for name in Target::NAMES {
+            assert_eq!(Target::from_name(name).map(|t| t.to_string()).as_deref(), Some(name));
+        }
+        assert_eq!(Target::from_name("3"), None);
+    }
 
     #[test]
     fn pause_lengths_are_drawn_from_their_distribution() {

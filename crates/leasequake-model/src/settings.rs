@@ -121,6 +121,28 @@ pub struct WorkerSettings {
     pub epoch_job: Option<EpochJob>,
     /// How far each worker's wall clock is off the true time (scaled).
     pub clock_offset: ClockOffset,
+    /// How long one request to a lease server may take before it fails
+    /// (scaled; default: a third of the lease, at least 20 ms for Redis and
+    /// 50 ms for PostgreSQL).
+    pub request_timeout: Option<Dur>,
+    /// How long a leader believes it leads without hearing from the lease.
+    pub belief: Belief,
+    /// Under `belief: local-deadline`, step down this long before the
+    /// lease would end (scaled): room for clocks that run at different rates.
+    pub belief_margin: Dur,
+}
+
+/// How long a leader keeps believing after its last successful renewal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Belief {
+    /// Until renewals have failed three times in a row (the blog): a
+    /// partitioned leader believes long past its grant.
+    UntilRenewalFails,
+    /// Until `lease − belief_margin` after the *start* of the last
+    /// successful renewal, on its own monotonic clock: the grant cannot
+    /// have begun before the request was sent, so it cannot end sooner.
+    LocalDeadline,
 }
 
 /// A worker's wall-clock offset: one for every worker, or one per worker
@@ -204,6 +226,9 @@ impl Default for WorkerSettings {
             resource: Resource::None,
             epoch_job: None,
             clock_offset: ClockOffset::default(),
+            request_timeout: None,
+            belief: Belief::UntilRenewalFails,
+            belief_margin: Dur::ZERO,
         }
     }
 }
@@ -220,11 +245,16 @@ pub struct SubstrateSettings {
     /// server-* faults can hit.
     #[serde(default)]
     pub managed: bool,
+    /// Put the harness's proxy between each worker and the server even
+    /// without network faults (with them, it always is): to measure what
+    /// the proxy itself costs.
+    #[serde(default)]
+    pub proxy: bool,
 }
 
 impl Default for SubstrateSettings {
     fn default() -> Self {
-        SubstrateSettings { kind: Kind::File, address: None, managed: false }
+        SubstrateSettings { kind: Kind::File, address: None, managed: false, proxy: false }
     }
 }
 

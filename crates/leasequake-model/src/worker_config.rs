@@ -22,6 +22,9 @@ pub struct WorkerConfig {
     pub substrate: Kind,
     /// Server address (redis://…, postgres://…); default: the local service.
     pub address: Option<String>,
+    /// Per worker (by index), the address that replaces `address`: its own
+    /// link through the harness's proxy.
+    pub addresses: Vec<String>,
     /// The lease's name on a server (default: the lock path).
     pub lease_key: Option<String>,
     /// Directory of the protected resource and the epoch job's store.
@@ -41,6 +44,7 @@ impl Default for WorkerConfig {
             worker: WorkerSettings::default(),
             substrate: Kind::File,
             address: None,
+            addresses: Vec::new(),
             lease_key: None,
             resource_dir: None,
             workers: 1,
@@ -85,6 +89,11 @@ impl WorkerConfig {
     /// Does worker `index` stall at the failpoint?
     pub fn has_failpoint(&self, index: usize) -> bool {
         self.worker.failpoint_workers.as_ref().is_none_or(|ws| ws.contains(&index))
+    }
+
+    /// The server address worker `index` uses.
+    pub fn address_of(&self, index: usize) -> Option<&str> {
+        self.addresses.get(index).or(self.address.as_ref()).map(String::as_str)
     }
 
     /// Worker `index`'s wall-clock offset.
