@@ -85,5 +85,23 @@ pub fn run(lines: usize) -> Result<(), Error> {
             None => sayln!("  {name:<22} not measured (the emitter did not run)"),
         }
     }
+    sayln!("Network proxy: 16-byte round trips on loopback to an echo server");
+    match super::proxy::round_trips(5000) {
+        Some((direct, proxied)) => {
+            show("direct", &Some(direct.clone()));
+            show("through one proxy link", &Some(proxied.clone()));
+            sayln!(
+                "  {:<34} median {:>9.1} µs   p99 {:>9.1} µs",
+                "→ the proxy adds",
+                proxied.median_us - direct.median_us,
+                proxied.p99_us - direct.p99_us
+            );
+        }
+        None => sayln!("  not measured (no loopback echo server)"),
+    }
+    match super::proxy::carry(1000) {
+        Ok(d) => show("1000 links open, one trip each", &Some(d)),
+        Err(e) => sayln!("  1000 links: failed: {e}"),
+    }
     Ok(())
 }

@@ -4,13 +4,15 @@
 //! the error of each signal fault, and the event delay of observing a
 //! program, from the moment it stamps a line (CLOCK_MONOTONIC) to the moment
 //! the harness has read and parsed it, through the protocol pipe (fd 3) and
-//! through log patterns (stdout). Every run records a short version in its
-//! host record (`measure_quick`).
+//! through log patterns (stdout); and the round trip the network proxy
+//! adds. Every run records a short version in its host record
+//! (`measure_quick`).
 
 mod delays;
 pub mod emit;
 mod full;
 pub mod harness;
+mod proxy;
 mod quick;
 
 pub use delays::{event_delay, summarize};

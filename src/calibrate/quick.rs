@@ -13,6 +13,7 @@ pub fn measure_quick() -> Option<Quick> {
     let spread = |n| harness::start_spread(n, 2, dir.path()).ok().and_then(harness::summarize);
     let faults = harness::fault_error(2, dir.path()).ok();
     let fault = |i: usize| faults.as_ref().and_then(|f| harness::summarize(f[i].1.clone()));
+    let rtt = super::proxy::round_trips(200);
     Some(Quick {
         start_spread_3_workers: spread(3),
         start_spread_30_workers: spread(30),
@@ -20,5 +21,7 @@ pub fn measure_quick() -> Option<Quick> {
         sigstop_error: fault(1),
         sigkill_error: fault(2),
         event_delay: event_delay(100, Duration::from_millis(1)),
+        loopback_rtt: rtt.as_ref().map(|r| r.0.clone()),
+        proxy_rtt: rtt.map(|r| r.1),
     })
 }

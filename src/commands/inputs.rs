@@ -72,6 +72,11 @@ pub fn most_workers(exp: &Experiment) -> usize {
     units(exp).iter().map(|(u, _)| u.workers).max().unwrap_or(exp.workers)
 }
 
+/// Does any unit of the experiment put a proxy before its server?
+pub fn proxied(exp: &Experiment) -> bool {
+    units(exp).iter().any(|(u, _)| u.proxied())
+}
+
 /// Check every history of a results directory with the settings of its
 /// trial's sweep point: (trial, point index, metrics).
 pub fn recheck(exp: &Experiment, histories: &BTreeMap<u32, History>) -> Vec<(u32, usize, TrialMetrics)> {

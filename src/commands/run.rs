@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::inputs::{ensure_empty, expand, load_all, most_workers};
+use super::inputs::{ensure_empty, expand, load_all, most_workers, proxied};
 use crate::check::{CheckParams, TrialMetrics, check};
 use crate::cli::RunArgs;
 use crate::error::{Error, exit, worse};
@@ -49,7 +49,7 @@ pub fn run(args: &RunArgs) -> Result<(), Error> {
     }
     super::export::targets_ok(args)?;
     for exp in &exps {
-        crate::trial::limits::ensure(most_workers(exp), exp.jobs)
+        crate::trial::limits::ensure(most_workers(exp), exp.jobs, proxied(exp))
             .map_err(|source| Error::Limits { experiment: exp.source.clone(), source })?;
     }
     servers_ready(&exps)?;
@@ -506,7 +506,7 @@ fn resume(dir: &Path, args: &RunArgs) -> Result<(), Error> {
     let exp = load(&dir.join("experiment.yaml"), &overrides).map_err(|e| Error::Experiments(vec![e]))?;
     // The same checks as the run's first start: the limits raised, the
     // servers there.
-    crate::trial::limits::ensure(most_workers(&exp), exp.jobs)
+    crate::trial::limits::ensure(most_workers(&exp), exp.jobs, proxied(&exp))
         .map_err(|source| Error::Limits { experiment: exp.source.clone(), source })?;
     servers_ready(std::slice::from_ref(&exp))?;
     // A trial interrupted half-written has events but no trials.csv row:

@@ -28,6 +28,8 @@ pub struct Features {
     pub writes: bool,
     /// An epoch job runs.
     pub jobs: bool,
+    /// Network faults hit the links to the server.
+    pub network: bool,
 }
 
 impl Features {
@@ -37,6 +39,7 @@ impl Features {
             evictions: units.iter().any(|e| e.faults.iter().any(|f| matches!(f.action, Action::Pause | Action::Stop))),
             writes: units.iter().any(|e| e.worker.resource != Resource::None),
             jobs: units.iter().any(|e| e.worker.epoch_job.is_some()),
+            network: units.iter().any(|e| e.faults.iter().any(|f| f.action.is_network())),
         }
     }
 }

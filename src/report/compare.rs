@@ -403,6 +403,7 @@ mod tests {
             end_us: 3_000_000,
             spans: Spans::default(),
             evictions: Default::default(),
+            network: Default::default(),
             writes: Default::default(),
             jobs: Default::default(),
             latency: Default::default(),

@@ -11,8 +11,8 @@ use serde::Serialize;
 
 use super::columns::{Features, Swept, header_of, settings};
 use super::rows::{
-    EventRow, EvictionCounts, EvictionRate, FaultCsvRow, GapRow, JobCounts, JobTrials, LatencyRow, PauseRow,
-    SettingColumns, SummaryKey, SummaryStats, TrialKey, TrialMeasures, TrialRef, WriteCounts, ms, round_ms,
+    EventRow, EvictionCounts, EvictionRate, FaultCsvRow, GapRow, JobCounts, JobTrials, LatencyRow, NetworkCounts,
+    PauseRow, SettingColumns, SummaryKey, SummaryStats, TrialKey, TrialMeasures, TrialRef, WriteCounts, ms, round_ms,
 };
 use super::summary::{SummaryRow, crash_bound_ms, pct_us};
 use crate::check::TrialMetrics;
@@ -166,6 +166,9 @@ impl Layout {
         if self.features.jobs {
             out.push(("jobs.csv", per_trial(header_of::<JobCounts>())));
         }
+        if self.features.network {
+            out.push(("network.csv", per_trial(header_of::<NetworkCounts>())));
+        }
         out
     }
 }
@@ -313,6 +316,12 @@ impl ResultsWriter {
         if let Some(t) = self.table("evictions.csv") {
             t.row((key(), eviction_counts(&m.evictions)))?;
         }
+        if let Some(t) = self.table("network.csv") {
+            let e = &m.evictions;
+            let stale =
+                (e.stale_believers, ms(e.stale_belief_us), (e.stale_believers > 0).then(|| ms(e.stale_belief_max_us)));
+            t.row((key(), network_counts(&m.network, stale)))?;
+        }
         if let Some(t) = self.table("pauses.csv") {
             for p in &m.evictions.pauses {
                 t.row(PauseRow {
@@ -378,6 +387,15 @@ impl ResultsWriter {
                 [header_of::<SummaryKey>(), header_of::<EvictionCounts>(), header_of::<EvictionRate>()].concat();
             let row = |r: &SummaryRow<'_>| (key(r), summed_evictions(r), eviction_rate(r));
             self.replace("summary-evictions.csv", &header, rows.iter().map(row))?;
+        }
+        if self.features.network {
+            let header = [header_of::<SummaryKey>(), header_of::<NetworkCounts>()].concat();
+            let row = |r: &SummaryRow<'_>| {
+                let s = &r.summary;
+                let stale = (s.stale_believers, round_ms(s.stale_belief_ms), s.stale_belief_max_ms.map(round_ms));
+                (key(r), network_counts(&s.network, stale))
+            };
+            self.replace("summary-network.csv", &header, rows.iter().map(row))?;
         }
         if self.features.writes {
             let header = [header_of::<SummaryKey>(), header_of::<WriteCounts>()].concat();
@@ -521,6 +539,22 @@ fn eviction_rate(r: &SummaryRow<'_>) -> EvictionRate {
         false_eviction_rate: (s.leader_pauses > 0).then(|| round4(s.false_evictions as f64 / s.leader_pauses as f64)),
         false_eviction_ci_low: round4(s.false_eviction_ci.0),
         false_eviction_ci_high: round4(s.false_eviction_ci.1),
+    }
+}
+
+/// A network row: the link's counts, and the stale belief (believers,
+/// total ms, longest ms) the evictions also report.
+fn network_counts(n: &crate::check::Network, stale: (usize, f64, Option<f64>)) -> NetworkCounts {
+    NetworkCounts {
+        renew_failures: n.renew_failures,
+        replies_lost: n.replies_lost,
+        orphaned_grants: n.orphaned_grants,
+        orphaned_grant_ms: ms(n.orphaned_grant_us),
+        orphaned_grant_max_ms: (n.orphaned_grants > 0).then(|| ms(n.orphaned_grant_max_us)),
+        possible_grants: n.possible_grants,
+        stale_believers: stale.0,
+        stale_belief_ms: stale.1,
+        stale_belief_max_ms: stale.2,
     }
 }
 

@@ -158,6 +158,27 @@ pub struct EvictionCounts {
     pub stale_belief_max_ms: Option<f64>,
 }
 
+/// network.csv (experiments with network faults), after the trial;
+/// summary-network.csv sums them per setting.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct NetworkCounts {
+    pub renew_failures: usize,
+    /// Replies the proxy dropped: requests that took effect unknown to
+    /// their sender.
+    pub replies_lost: usize,
+    /// Grants the server held for a live worker that did not believe it
+    /// led: their number, total and longest time (at least).
+    pub orphaned_grants: usize,
+    pub orphaned_grant_ms: f64,
+    pub orphaned_grant_max_ms: Option<f64>,
+    /// Lost-reply requests the history cannot settle.
+    pub possible_grants: usize,
+    /// Holders that kept believing after the lease was granted to another.
+    pub stale_believers: usize,
+    pub stale_belief_ms: f64,
+    pub stale_belief_max_ms: Option<f64>,
+}
+
 /// writes.csv (experiments with a protected resource), after the trial;
 /// summary-writes.csv sums them per setting.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -53,6 +53,8 @@ pub struct Summary {
     pub stale_believers: usize,
     pub stale_belief_ms: f64,
     pub stale_belief_max_ms: Option<f64>,
+    /// What the links to the server did, summed over trials.
+    pub network: crate::check::Network,
     /// Substrate operation durations over all trials, µs, sorted.
     pub latency: crate::check::Latency,
     /// The median start spread (latest − earliest worker start), µs.
@@ -211,6 +213,7 @@ pub fn summarize(trials: &[&TrialMetrics]) -> Summary {
             .filter(|t| t.evictions.stale_believers > 0)
             .map(|t| us_to_ms(t.evictions.stale_belief_max_us))
             .max_by(f64::total_cmp),
+        network: trials.iter().fold(crate::check::Network::default(), |acc, t| acc + t.network.clone()),
         latency: {
             let all = |f: fn(&crate::check::Latency) -> &Vec<u64>| {
                 let mut v: Vec<u64> = trials.iter().flat_map(|t| f(&t.latency).iter().copied()).collect();

@@ -95,6 +95,25 @@ pub fn render(exp: &Experiment, s: &Summary, dir: &Path) -> String {
             j.stale_results - j.stale_applied
         );
     }
+    if exp.faults.iter().chain(exp.points.iter().flat_map(|p| &p.exp.faults)).any(|f| f.action.is_network()) {
+        let n = &s.network;
+        let ms = |us: i64| secs(Some(us as f64 / 1000.0), scale);
+        out += &format!(
+            "  network:        {} renewals failed, {} replies lost; stale belief {} in {} holders (longest {})\n",
+            n.renew_failures,
+            n.replies_lost,
+            secs(Some(s.stale_belief_ms), scale),
+            s.stale_believers,
+            secs(s.stale_belief_max_ms, scale)
+        );
+        out += &format!(
+            "                  orphaned grants: {} (at least {} in all, longest {}), {} possible\n",
+            n.orphaned_grants,
+            ms(n.orphaned_grant_us),
+            ms(n.orphaned_grant_max_us),
+            n.possible_grants
+        );
+    }
     if s.no_leader_trials > 0 {
         out += &format!("  never led:      {}/{} trials\n", s.no_leader_trials, s.n);
     }

@@ -15,14 +15,20 @@ pub fn needed(workers: usize, jobs: usize) -> u64 {
     3 * (workers * jobs.max(1)) as u64 + SPARE
 }
 
+/// Descriptors a proxy link costs the harness: its listener, and a
+/// worker's connection (two, for a reconnect in flight) on both sides.
+const PER_LINK: u64 = 5;
+
 /// A limit of this machine too low for the run, and how to raise it.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct LimitError(String);
 
 /// Raise soft limits as far as needed; Err names the limit that is too low.
-pub fn ensure(workers: usize, jobs: usize) -> Result<(), LimitError> {
+/// `proxied`: every worker reaches its server through a proxy link.
+pub fn ensure(workers: usize, jobs: usize, proxied: bool) -> Result<(), LimitError> {
     let need = needed(workers, jobs);
+    let links = if proxied { PER_LINK * (workers * jobs.max(1)) as u64 } else { 0 };
     for (resource, name, raise) in [
         (Resource::RLIMIT_NOFILE, "open files (RLIMIT_NOFILE)", "ulimit -n"),
         (Resource::RLIMIT_NPROC, "processes and threads (RLIMIT_NPROC)", "ulimit -u"),
@@ -33,7 +39,7 @@ pub fn ensure(workers: usize, jobs: usize) -> Result<(), LimitError> {
         }
         // RLIMIT_NPROC counts every task of this user, ours and the rest.
         let in_use = if resource == Resource::RLIMIT_NPROC { tasks_of_this_user() } else { 0 };
-        let total = need + in_use;
+        let total = need + in_use + if resource == Resource::RLIMIT_NOFILE { links } else { 0 };
         if soft >= total {
             continue;
         }
@@ -116,8 +122,8 @@ mod tests {
 
     #[test]
     fn a_small_run_fits_and_an_absurd_one_names_the_limit() {
-        assert!(ensure(3, 1).is_ok());
-        let err = ensure(100_000_000, 64).unwrap_err().to_string();
+        assert!(ensure(3, 1, true).is_ok());
+        let err = ensure(100_000_000, 64, false).unwrap_err().to_string();
         assert!(err.contains("RLIMIT_NOFILE") && err.contains("ulimit -n"), "{err}");
     }
 }

@@ -133,7 +133,15 @@ pub fn run_trial(
         }
     }
     let cleaned = run.clean_up(exp, &mut workers, group);
-    drop(proxy);
+    if let Some(p) = proxy {
+        // Each reply the links dropped: a request that reached the server.
+        for (i, link) in p.stop().into_iter().enumerate() {
+            let pid = workers.procs.get(i).map(|w| w.pid.as_raw());
+            for t_ns in link.reply_losses {
+                run.raw.push(RawEvent::harness(t_ns, Some(i), pid, EventKind::ReplyLost, Detail::default()));
+            }
+        }
+    }
     drop(server);
     if !exp.substrate.managed
         && let Some(address) = &address

@@ -66,6 +66,7 @@ pub fn check(history: &History, params: &CheckParams) -> TrialMetrics {
     }
     metrics.writes = super::writes::writes(events);
     metrics.latency = super::latency::latency(events);
+    metrics.network = super::network::network(events, params, &metrics.spans, end_us);
     if let Some(epoch_us) = params.epoch_us {
         metrics.jobs = super::jobs::jobs(events, epoch_us, end_us);
     }
@@ -381,6 +382,7 @@ impl Sweep {
             writes: Default::default(),
             jobs: Default::default(),
             latency: Default::default(),
+            network: Default::default(),
             spans: self.spans,
         }
     }

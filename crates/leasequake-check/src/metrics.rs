@@ -67,6 +67,8 @@ pub struct TrialMetrics {
     pub jobs: Jobs,
     /// Substrate operation durations.
     pub latency: Latency,
+    /// Failed renewals, lost replies and orphaned grants.
+    pub network: Network,
 }
 
 impl TrialMetrics {
@@ -140,5 +142,41 @@ impl PauseOutcome {
     /// The prediction was made and the measurement disagrees with it.
     pub fn anomaly(&self) -> bool {
         self.predicted.is_some_and(|p| p != self.evicted)
+    }
+}
+
+/// What the link to the lease server did to the lease (network.rs).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Network {
+    /// `renew_failed` events: renewals the leader saw fail.
+    pub renew_failures: usize,
+    /// Replies the harness's proxy dropped (`reply_lost`): requests that
+    /// reached the server unknown to the worker.
+    pub replies_lost: usize,
+    /// Maximal intervals in which the server held a grant for a live worker
+    /// that did not believe it led.
+    pub orphaned_grants: usize,
+    /// Their total and longest time (a lower bound: possible grants are
+    /// left out).
+    pub orphaned_grant_us: Micros,
+    pub orphaned_grant_max_us: Micros,
+    /// Lost-reply requests the history cannot settle: sent while a lease
+    /// was held, answered after it ran out.
+    pub possible_grants: usize,
+}
+
+/// Trials summed (the longest orphan is the longest of any).
+impl std::ops::Add for Network {
+    type Output = Network;
+
+    fn add(self, o: Network) -> Network {
+        Network {
+            renew_failures: self.renew_failures + o.renew_failures,
+            replies_lost: self.replies_lost + o.replies_lost,
+            orphaned_grants: self.orphaned_grants + o.orphaned_grants,
+            orphaned_grant_us: self.orphaned_grant_us + o.orphaned_grant_us,
+            orphaned_grant_max_us: self.orphaned_grant_max_us.max(o.orphaned_grant_max_us),
+            possible_grants: self.possible_grants + o.possible_grants,
+        }
     }
 }

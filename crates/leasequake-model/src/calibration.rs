@@ -26,4 +26,11 @@ pub struct Quick {
     pub sigstop_error: Option<Delay>,
     pub sigkill_error: Option<Delay>,
     pub event_delay: EventDelay,
+    /// Small round trips on loopback to an echo server, directly and
+    /// through one link of the harness's proxy: the proxy adds the
+    /// difference per hop.
+    #[serde(default)]
+    pub loopback_rtt: Option<Delay>,
+    #[serde(default)]
+    pub proxy_rtt: Option<Delay>,
 }

@@ -28,6 +28,10 @@ pub enum EventKind {
     /// The trial's duration elapsed; cleanup starts. The checker ignores
     /// everything after it.
     TrialEnd,
+    /// The harness's proxy dropped a reply from the server to this worker
+    /// (its link was losing replies): the request it answered had reached
+    /// the server and taken effect there, unknown to the worker.
+    ReplyLost,
 
     // --- reported by workers ---
     /// Worker is initialised and waiting on the barrier.
@@ -85,16 +89,22 @@ impl EventKind {
     pub fn is_worker_event(self) -> bool {
         !matches!(
             self,
-            EventKind::Spawn | EventKind::Barrier | EventKind::Fault | EventKind::Exit | EventKind::TrialEnd
+            EventKind::Spawn
+                | EventKind::Barrier
+                | EventKind::Fault
+                | EventKind::Exit
+                | EventKind::TrialEnd
+                | EventKind::ReplyLost
         )
     }
 
-    pub const ALL: [EventKind; 26] = [
+    pub const ALL: [EventKind; 27] = [
         EventKind::Spawn,
         EventKind::Barrier,
         EventKind::Fault,
         EventKind::Exit,
         EventKind::TrialEnd,
+        EventKind::ReplyLost,
         EventKind::Ready,
         EventKind::Start,
         EventKind::Acquired,
@@ -126,6 +136,7 @@ impl EventKind {
             EventKind::Fault => "fault",
             EventKind::Exit => "exit",
             EventKind::TrialEnd => "trial_end",
+            EventKind::ReplyLost => "reply_lost",
             EventKind::Ready => "ready",
             EventKind::Start => "start",
             EventKind::Acquired => "acquired",

@@ -1,0 +1,355 @@
+//! What a silent or half-deaf link to the lease server leaves behind:
+//! renewals that failed, replies lost, and grants the server held for a
+//! live worker that did not believe it led (an *orphaned* grant: nobody
+//! leads, yet nobody else can take the lease until it runs out).
+//!
+//! The server's grants are read off the history: every `acquired` and
+//! `renewed` (until its `lease_until`), and every request that failed for
+//! the worker but whose reply the harness's proxy dropped (`reply_lost`):
+//! it reached the server. A lost-reply renewal took effect if the worker
+//! still held the lease when it was sent; a lost-reply acquire if nobody
+//! else held it. Where the history cannot tell, the grant is counted as
+//! *possible* and left out of the orphaned time, which is thus a lower
+//! bound. A grant ends at its expiry, at a release, or when another
+//! worker acquires (the server can only have let it go by then).
+
+use leasequake_model::history::{Event, EventKind, Micros};
+
+use super::metrics::Network;
+use super::params::CheckParams;
+use super::spans::Spans;
+
+/// One server-side grant of one worker.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Grant {
+    start_us: Micros,
+    end_us: Micros,
+}
+
+pub(crate) fn network(events: &[Event], params: &CheckParams, spans: &Spans, end_us: Micros) -> Network {
+    let mut out = Network {
+        renew_failures: events.iter().filter(|e| e.kind == EventKind::RenewFailed).count(),
+        replies_lost: events.iter().filter(|e| e.kind == EventKind::ReplyLost).count(),
+        ..Network::default()
+    };
+    // A lock held by a session or a process has no expiry to read.
+    if params.dropped_at_death {
+        return out;
+    }
+    let barrier_wall_us = events
+        .iter()
+        .find(|e| e.kind == EventKind::Barrier)
+        .and_then(|e| e.detail.wall_ns)
+        .map(|ns| ns.div_euclid(1000));
+    let workers = events.iter().filter_map(|e| e.worker).max().map_or(0, |w| w + 1);
+    let acquisitions: Vec<(usize, Micros)> =
+        events.iter().filter(|e| e.kind == EventKind::Acquired).filter_map(|e| e.worker.map(|w| (w, e.t_us))).collect();
+    // First the grants each worker knew of, then those it did not.
+    let known: Vec<Vec<Grant>> = (0..workers).map(|w| known_grants(events, w, barrier_wall_us, end_us)).collect();
+    for w in 0..workers {
+        // A grant ends when another worker is granted the lease.
+        let cut = |g: Grant| Grant {
+            end_us: acquisitions
+                .iter()
+                .filter(|(o, t)| *o != w && *t > g.start_us && *t < g.end_us)
+                .map(|(_, t)| *t)
+                .min()
+                .unwrap_or(g.end_us),
+            ..g
+        };
+        let mut grants: Vec<Grant> = known[w].iter().copied().map(cut).collect();
+        let (unknown, possible) = unknown_grants(events, w, params, &known, &cut, end_us);
+        grants.extend(unknown);
+        out.possible_grants += possible;
+        let died = events.iter().find(|e| e.worker == Some(w) && e.kind == EventKind::Exit).map_or(end_us, |e| e.t_us);
+        let believed: Vec<(Micros, Micros)> =
+            spans.tenures.iter().filter(|t| t.worker == w).map(|t| (t.start_us, t.end_us)).collect();
+        for (start, end) in merge(grants.iter().map(|g| (g.start_us, g.end_us.min(died).min(end_us))).collect()) {
+            let orphaned = minus(start, end, &believed);
+            if orphaned > 0 {
+                out.orphaned_grants += 1;
+                out.orphaned_grant_us += orphaned;
+                out.orphaned_grant_max_us = out.orphaned_grant_max_us.max(orphaned);
+            }
+        }
+    }
+    out
+}
+
+/// The grants `worker` was told of: each acquire and renewal, until its
+/// lease runs out, or until the worker releases it.
+fn known_grants(events: &[Event], worker: usize, barrier_wall_us: Option<i64>, end_us: Micros) -> Vec<Grant> {
+    let mut out: Vec<Grant> = Vec::new();
+    for e in events.iter().filter(|e| e.worker == Some(worker)) {
+        match e.kind {
+            // From when the worker knows: the request's own round trip is
+            // not time the grant went unbelieved.
+            EventKind::Acquired | EventKind::Renewed => {
+                if let Some(end) = grant_end(e, barrier_wall_us) {
+                    out.push(Grant { start_us: e.t_us, end_us: end });
+                }
+            }
+            EventKind::Released => {
+                for g in out.iter_mut().filter(|g| g.end_us > e.t_us) {
+                    g.end_us = e.t_us;
+                }
+            }
+            _ => {}
+        }
+    }
+    out.retain(|g| g.start_us < end_us);
+    out
+}
+
+/// When the lease an `acquired`/`renewed` wrote ends: its `lease_until` on
+/// the trial's axis, else its nominal expiry.
+fn grant_end(e: &Event, barrier_wall_us: Option<i64>) -> Option<Micros> {
+    match (e.detail.lease_until, barrier_wall_us) {
+        (Some(until), Some(wall)) => Some((until * 1e6).round() as i64 - wall),
+        _ => e.detail.expires_in_ms.map(|ms| e.t_us + (ms * 1000.0).round() as i64),
+    }
+}
+
+/// The grants `worker` was not told of: requests that failed for it but
+/// whose reply was lost. (definite grants, how many were possible.)
+fn unknown_grants(
+    events: &[Event],
+    worker: usize,
+    params: &CheckParams,
+    known: &[Vec<Grant>],
+    cut: &dyn Fn(Grant) -> Grant,
+    end_us: Micros,
+) -> (Vec<Grant>, usize) {
+    let mine: Vec<&Event> = events.iter().filter(|e| e.worker == Some(worker)).collect();
+    let lost: Vec<Micros> = mine.iter().filter(|e| e.kind == EventKind::ReplyLost).map(|e| e.t_us).collect();
+    let (mut out, mut possible) = (Vec::new(), 0);
+    let mut renewing: Option<Micros> = None;
+    for e in &mine {
+        let (sent, renewal) = match e.kind {
+            EventKind::Renewing => {
+                renewing = Some(e.t_us);
+                continue;
+            }
+            EventKind::RenewFailed => (renewing.take().unwrap_or(e.t_us), true),
+            EventKind::NotAcquired | EventKind::TakeoverLost if e.detail.error.is_some() => {
+                (e.t_us - e.detail.op_us.map_or(0, |us| us as i64), false)
+            }
+            _ => continue,
+        };
+        let Some(reply) = lost.iter().copied().find(|t| *t >= sent && *t <= e.t_us) else { continue };
+        let covers = |g: &Grant, t: Micros| g.start_us <= t && t < g.end_us;
+        let held_by = |w: usize, t: Micros| known[w].iter().any(|g| covers(&cut(*g), t));
+        let took = if renewal {
+            // The server renews only a lease still ours: told of, or
+            // renewed by an earlier request whose reply was lost too.
+            let ours = |t: Micros| held_by(worker, t) || out.iter().any(|g| covers(g, t));
+            match (ours(sent), ours(reply)) {
+                (true, true) => Some(true),
+                (false, false) => Some(false),
+                _ => None,
+            }
+        } else {
+            // It grants only a lease nobody holds.
+            let others = |t| (0..known.len()).any(|w| w != worker && held_by(w, t));
+            match (others(sent), others(reply)) {
+                (false, false) => Some(true),
+                (true, true) => Some(false),
+                _ => None,
+            }
+        };
+        match took {
+            // Timed from when the request was sent: the least it can last.
+            Some(true) if sent < end_us => out.push(cut(Grant { start_us: sent, end_us: sent + params.lease_us })),
+            Some(true) => {}
+            Some(false) => {}
+            None => possible += 1,
+        }
+    }
+    (out, possible)
+}
+
+/// Overlapping or touching intervals joined, in order.
+fn merge(mut v: Vec<(Micros, Micros)>) -> Vec<(Micros, Micros)> {
+    v.retain(|(a, b)| b > a);
+    v.sort_unstable();
+    let mut out: Vec<(Micros, Micros)> = Vec::new();
+    for (a, b) in v {
+        match out.last_mut() {
+            Some(last) if a <= last.1 => last.1 = last.1.max(b),
+            _ => out.push((a, b)),
+        }
+    }
+    out
+}
+
+/// The length of [start, end) not covered by `cover`.
+fn minus(start: Micros, end: Micros, cover: &[(Micros, Micros)]) -> Micros {
+    let covered: Micros =
+        merge(cover.iter().map(|&(a, b)| (a.max(start), b.min(end))).collect()).iter().map(|(a, b)| b - a).sum();
+    (end - start) - covered
+}
+
+#[cfg(test)]
+mod tests {
+    use leasequake_model::history::{Detail, Event, EventKind, History};
+
+    use super::super::intervals::check;
+    use super::super::params::CheckParams;
+
+    const LEASE: f64 = 9.0;
+
+    fn s(x: f64) -> i64 {
+        (x * 1e6).round() as i64
+    }
+
+    fn ev(t: f64, w: usize, kind: EventKind) -> Event {
+        Event::new(s(t), Some(w), kind)
+    }
+
+    /// A grant the worker was told of, lasting a lease from `t`.
+    fn grant(t: f64, w: usize, kind: EventKind) -> Event {
+        ev(t, w, kind).with_detail(Detail { expires_in_ms: Some(LEASE * 1000.0), ..Detail::default() })
+    }
+
+    fn failed(t: f64, w: usize, kind: EventKind, op: f64) -> Event {
+        ev(t, w, kind).with_detail(Detail {
+            error: Some("no reply".into()),
+            op_us: Some(s(op) as u64),
+            ..Detail::default()
+        })
+    }
+
+    fn params() -> CheckParams {
+        CheckParams {
+            lease_us: s(LEASE),
+            renew_us: s(3.0),
+            watch_us: s(3.0),
+            resolution_us: 0,
+            epoch_us: None,
+            dropped_at_death: false,
+            rewritten_in_place: false,
+            server_slack_us: 0,
+        }
+    }
+
+    fn trial(mut events: Vec<Event>, end: f64) -> super::Network {
+        events.insert(0, Event::new(0, None, EventKind::Barrier));
+        events.push(Event::new(s(end), None, EventKind::TrialEnd));
+        check(&History::new(events), &params()).network
+    }
+
+    #[test]
+    fn a_renewal_whose_reply_was_lost_holds_the_lease_for_a_holder_that_stepped_down() {
+        // Granted at 0; renewals at 3 and 6 reach the server, their replies
+        // lost; the blog's third failure at 9 steps down. The server's
+        // grant runs a lease from the last one sent: to 15.
+        use EventKind::*;
+        let n = trial(
+            vec![
+                grant(0.0, 0, Acquired),
+                ev(3.0, 0, Renewing),
+                ev(3.001, 0, ReplyLost),
+                failed(3.3, 0, RenewFailed, 0.3),
+                ev(6.0, 0, Renewing),
+                ev(6.001, 0, ReplyLost),
+                failed(6.3, 0, RenewFailed, 0.3),
+                ev(9.0, 0, Renewing),
+                failed(9.3, 0, RenewFailed, 0.3),
+                ev(9.3, 0, SteppedDown),
+            ],
+            20.0,
+        );
+        assert_eq!((n.renew_failures, n.replies_lost, n.possible_grants), (3, 2, 0));
+        assert_eq!((n.orphaned_grants, n.orphaned_grant_us), (1, s(15.0 - 9.3)));
+        // A chain of them: each renews the lease the one before kept alive
+        // (the told-of grant ended at 9, the renewal at 12 still finds it).
+        let chained = trial(
+            vec![
+                grant(0.0, 0, Acquired),
+                ev(6.0, 0, Renewing),
+                ev(6.001, 0, ReplyLost),
+                failed(6.3, 0, RenewFailed, 0.3),
+                ev(12.0, 0, Renewing),
+                ev(12.001, 0, ReplyLost),
+                failed(12.3, 0, RenewFailed, 0.3),
+                ev(12.3, 0, SteppedDown),
+            ],
+            30.0,
+        );
+        assert_eq!(chained.orphaned_grant_us, s(21.0 - 12.3));
+        // Taken by another meanwhile: the renewal after that found the
+        // lease gone, whatever reply it lost.
+        let mut taken = vec![grant(0.0, 0, Acquired), grant(10.0, 1, Acquired)];
+        taken.extend([
+            ev(6.0, 0, Renewing),
+            ev(6.001, 0, ReplyLost),
+            failed(6.3, 0, RenewFailed, 0.3),
+            ev(12.0, 0, Renewing),
+            ev(12.001, 0, ReplyLost),
+            failed(12.3, 0, RenewFailed, 0.3),
+            ev(12.3, 0, SteppedDown),
+        ]);
+        taken.sort_by_key(|e| e.t_us);
+        assert_eq!(trial(taken, 30.0).orphaned_grant_us, 0);
+    }
+
+    #[test]
+    fn a_killed_holder_or_a_release_leaves_no_orphan() {
+        use EventKind::*;
+        let killed = trial(vec![grant(0.0, 0, Acquired), ev(4.0, 0, Exit)], 20.0);
+        assert_eq!(killed.orphaned_grant_us, 0, "a dead holder's lease is the crash gap, not an orphan");
+        let released = trial(vec![grant(0.0, 0, Acquired), ev(4.0, 0, Released), ev(4.0, 0, SteppedDown)], 20.0);
+        assert_eq!(released.orphaned_grant_us, 0);
+    }
+
+    #[test]
+    fn a_holder_that_steps_down_at_a_local_deadline_orphans_only_what_is_left_of_its_grant() {
+        use EventKind::*;
+        let n = trial(
+            vec![
+                grant(0.0, 0, Acquired),
+                ev(3.0, 0, Renewing),
+                failed(3.3, 0, RenewFailed, 0.3),
+                ev(8.0, 0, SteppedDown),
+                grant(9.5, 1, Acquired),
+            ],
+            20.0,
+        );
+        assert_eq!((n.orphaned_grants, n.orphaned_grant_us), (1, s(1.0)), "from 8 to the expiry at 9");
+    }
+
+    #[test]
+    fn an_acquire_whose_reply_was_lost_is_a_grant_if_nobody_held_the_lease() {
+        use EventKind::*;
+        // Worker 0's lease ran out at 9; worker 1's takeover at 10 reached
+        // the server, its reply lost: the lease is worker 1's until 19,
+        // and nobody knows it.
+        let free = trial(
+            vec![
+                grant(0.0, 0, Acquired),
+                ev(1.0, 0, Exit),
+                ev(10.001, 1, ReplyLost),
+                failed(10.3, 1, TakeoverLost, 0.3),
+            ],
+            30.0,
+        );
+        assert_eq!((free.orphaned_grants, free.orphaned_grant_us, free.possible_grants), (1, s(LEASE), 0));
+        // The same attempt while worker 0 still held the lease: no grant.
+        let held =
+            trial(vec![grant(0.0, 0, Acquired), ev(5.001, 1, ReplyLost), failed(5.3, 1, NotAcquired, 0.3)], 30.0);
+        assert_eq!((held.orphaned_grant_us, held.possible_grants), (0, 0));
+        // Sent before the expiry, answered after it: the history cannot tell.
+        let unsure = trial(
+            vec![grant(0.0, 0, Acquired), ev(1.0, 0, Exit), ev(9.1, 1, ReplyLost), failed(9.2, 1, NotAcquired, 0.3)],
+            30.0,
+        );
+        assert_eq!((unsure.orphaned_grant_us, unsure.possible_grants), (0, 1));
+    }
+
+    #[test]
+    fn a_grant_ends_when_another_worker_is_granted_the_lease() {
+        use EventKind::*;
+        let n = trial(vec![grant(0.0, 0, Acquired), ev(2.0, 0, SteppedDown), grant(5.0, 1, Acquired)], 20.0);
+        assert_eq!(n.orphaned_grant_us, s(3.0));
+    }
+}
