@@ -270,6 +270,8 @@ fn apply(
                 "duration" => f.duration = Some(len()?),
                 "jitter" => f.jitter = Some(dur()?.value),
                 "delay" => f.delay = Some(dur()?.value),
+                "latency" => f.latency = Some(dur()?),
+                "latency_jitter" => f.latency_jitter = Some(dur()?),
                 _ => unreachable!("fault_key accepts these fields only"),
             }
         }

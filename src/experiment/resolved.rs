@@ -131,9 +131,17 @@ pub fn to_yaml(e: &Experiment) -> String {
         }
         let _ = writeln!(w, "    target: {}", f.target);
         let _ = writeln!(w, "    action: {}", f.action.name());
-        // A pause of a worker or of the server: both have a length.
-        if let (Action::Pause | Action::ServerPause, Some(d)) = (f.action, &f.duration) {
+        // A pause of a worker or of the server, a network fault: a length.
+        if let Some(d) = f.duration.as_ref().filter(|_| f.action.takes_duration()) {
             let _ = writeln!(w, "    duration: {}", d.to_yaml());
+        }
+        if let Some(n) = &f.net {
+            if f.action == Action::Delay {
+                let _ = writeln!(w, "    latency: {}", n.latency);
+                let _ = writeln!(w, "    latency_jitter: {}", n.jitter);
+                let _ = writeln!(w, "    direction: {}", setting_name(&n.direction));
+            }
+            let _ = writeln!(w, "    toxicity: {}", n.toxicity);
         }
         if let Some(e) = f.every {
             let _ = writeln!(w, "    every: {e}");
@@ -188,6 +196,16 @@ mod tests {
 
     use super::super::{Overrides, load_str};
     use super::*;
+
+    #[test]
+    fn network_faults_keep_their_parameters() {
+        let text = "name: n\nworkers: 3\nsubstrate: {kind: redis}\nworker: {belief: local-deadline, belief_margin: 1s, request_timeout: 2s}\nfaults:\n  - at: 5s\n    target: all-but-leader\n    action: delay\n    latency: 40ms\n    latency_jitter: 5ms\n    direction: replies\n    toxicity: 0.25\n    duration: 3s\n  - at: 9s\n    target: leader\n    action: partition-replies\n  - at: 12s\n    target: 0\n    action: heal\n";
+        let o = Overrides { time_scale: Some(0.5), ..Overrides::default() };
+        let exp = load_str(Path::new("n.yaml"), text, &o).unwrap();
+        let again = load_str(Path::new("n.yaml"), &to_yaml(&exp), &Overrides::default()).unwrap();
+        assert_eq!(again.faults, exp.faults);
+        assert_eq!(again.worker, exp.worker);
+    }
 
     #[test]
     fn a_server_pause_keeps_its_length() {

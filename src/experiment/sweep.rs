@@ -13,7 +13,8 @@ use crate::model::{Experiment, Offset, WorkerSettings, setting_name};
 const EXPERIMENT_KEYS: [&str; 8] =
     ["substrate", "lease", "renew", "watch", "duration", "expiry_resolution", "workers", "stagger"];
 /// A fault's settings a sweep can vary (`pause` sets every pause's length).
-const FAULT_KEYS: [&str; 4] = ["pause", "fault.N.at", "fault.N.duration", "fault.N.jitter (or .delay)"];
+const FAULT_KEYS: [&str; 5] =
+    ["pause", "fault.N.at", "fault.N.duration", "fault.N.jitter (or .delay)", "fault.N.latency (or .latency_jitter)"];
 
 /// Every setting a sweep can vary: the experiment's, every setting of the
 /// built-in worker (by its name in `worker:`, or `worker.NAME`), the faults'.
@@ -54,7 +55,10 @@ pub fn is_duration(key: &str) -> bool {
         let default = worker_defaults()?.remove(&field)?;
         Some(default.as_str().is_some_and(|s| Offset::parse(s).is_ok()))
     };
+    // `request_timeout` defaults to none (a third of the lease), so its
+    // default does not say it is a duration.
     matches!(key, "lease" | "renew" | "watch" | "duration" | "expiry_resolution" | "pause" | "stagger")
+        || worker_key(key).is_some_and(|k| k == "request_timeout")
         || fault_key(key).is_some()
         || worker_duration().unwrap_or(false)
 }
@@ -85,6 +89,8 @@ pub fn as_run(exp: &Experiment, key: &str) -> Option<String> {
                     "at" => f.at.to_string(),
                     "jitter" => f.jitter.to_string(),
                     "delay" => f.after?.delay.to_string(),
+                    "latency" => f.net?.latency.to_string(),
+                    "latency_jitter" => f.net?.jitter.to_string(),
                     _ => f.duration.as_ref()?.to_yaml(),
                 }
             }
@@ -98,7 +104,7 @@ pub fn fault_key(key: &str) -> Option<(usize, &str)> {
     let rest = key.strip_prefix("fault.")?;
     let (index, field) = rest.split_once('.')?;
     let index = index.parse().ok()?;
-    matches!(field, "at" | "duration" | "jitter" | "delay").then_some((index, field))
+    matches!(field, "at" | "duration" | "jitter" | "delay" | "latency" | "latency_jitter").then_some((index, field))
 }
 
 /// One point: (setting, value, where the value was written).

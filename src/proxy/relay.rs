@@ -38,7 +38,9 @@ pub struct LinkStats {
     pub bytes_down: u64,
     /// Reply bytes dropped under partition-replies.
     pub replies_lost_bytes: u64,
-    /// When a reply was dropped (monotonic ns; the first chunk of each).
+    /// When each lost reply came from the server (monotonic ns): dropped
+    /// under partition-replies, or held (delayed) for a worker that had
+    /// closed its connection.
     pub reply_losses: Vec<i64>,
     /// Connections reset (by `reset`, or at heal after lost replies).
     pub resets: u64,
@@ -54,7 +56,8 @@ struct Link {
 /// One direction of a connection: chunks waiting for their moment.
 #[derive(Default)]
 struct Pipe {
-    queue: VecDeque<(i64, Vec<u8>)>,
+    /// (due, arrived, bytes).
+    queue: VecDeque<(i64, i64, Vec<u8>)>,
     held: usize,
     /// The latest due time given, so delayed chunks keep their order.
     last_due: i64,
@@ -77,11 +80,11 @@ impl Pipe {
         // A byte stream keeps its order, whatever each chunk drew.
         self.last_due = self.last_due.max(due);
         self.held += bytes.len();
-        self.queue.push_back((self.last_due, bytes));
+        self.queue.push_back((self.last_due, now, bytes));
     }
 
     fn next_due(&self) -> Option<i64> {
-        self.queue.front().map(|(t, _)| *t)
+        self.queue.front().map(|(t, _, _)| *t)
     }
 }
 
@@ -343,6 +346,8 @@ impl Relay {
 
     fn finish(&mut self, k: usize, how: Outcome) {
         let Some(mut c) = self.conns[k].take() else { return };
+        // Replies still held (delayed) will never be delivered.
+        lost(&mut self.links[c.link].stats, c.down.queue.drain(..).map(|(_, arrived, _)| arrived));
         if matches!(how, Outcome::Reset) {
             self.links[c.link].stats.resets += 1;
             reset_stream(&c.client.stream);
@@ -422,7 +427,7 @@ fn fill(from: &mut Side, pipe: &mut Pipe, drop: bool, rng: &mut ChaCha8Rng) -> O
 fn drain(to: &mut Side, pipe: &mut Pipe) -> Option<()> {
     let now = mono_ns();
     while to.writable {
-        let Some((due, chunk)) = pipe.queue.front_mut() else { break };
+        let Some((due, _, chunk)) = pipe.queue.front_mut() else { break };
         if *due > now {
             break;
         }
@@ -447,6 +452,16 @@ fn drain(to: &mut Side, pipe: &mut Pipe) -> Option<()> {
     Some(())
 }
 
+/// Record replies that will never reach their worker, by when each came
+/// from the server.
+fn lost(stats: &mut LinkStats, arrivals: impl Iterator<Item = i64>) {
+    for t in arrivals {
+        if stats.reply_losses.len() < LOSSES_KEPT {
+            stats.reply_losses.push(t);
+        }
+    }
+}
+
 /// One pass over a connection under its toxics.
 fn step(c: &mut Conn, stats: &mut LinkStats, rng: &mut ChaCha8Rng) -> Outcome {
     if c.partitioned {
@@ -464,15 +479,19 @@ fn step(c: &mut Conn, stats: &mut LinkStats, rng: &mut ChaCha8Rng) -> Outcome {
     let Some((n, dropped)) = fill(server, &mut c.down, c.lose_replies, rng) else { return Outcome::Reset };
     if dropped {
         stats.replies_lost_bytes += n;
-        if stats.reply_losses.len() < LOSSES_KEPT {
-            stats.reply_losses.push(mono_ns());
-        }
+        lost(stats, [mono_ns()].into_iter());
         c.lost = true;
     } else {
         stats.bytes_down += n;
     }
     if drain(server, &mut c.up).is_none() {
         return Outcome::Reset;
+    }
+    // A worker that closed its side (after a timeout) reads no more: a
+    // reply still on its way to it is lost.
+    if c.up.eof {
+        lost(stats, c.down.queue.drain(..).map(|(_, arrived, _)| arrived));
+        c.down.held = 0;
     }
     // Under lost replies not even the server's close comes back.
     if !c.lose_replies && drain(&mut c.client, &mut c.down).is_none() {

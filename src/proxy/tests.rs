@@ -135,6 +135,23 @@ fn a_delay_adds_its_latency_per_direction() {
 }
 
 #[test]
+fn a_reply_delayed_past_its_worker_is_counted_lost() {
+    let (server, received) = echo();
+    let proxy = Proxy::start(server, 1, 1).unwrap();
+    let latency = Duration::from_millis(100);
+    proxy.apply(0, Toxic::Delay { latency, jitter: Duration::ZERO, direction: Direction::Replies }, 1.0).unwrap();
+    let mut s = client(&proxy, 0);
+    s.write_all(b"renew").unwrap();
+    // The worker gives up before the reply comes, and closes.
+    std::thread::sleep(Duration::from_millis(20));
+    drop(s);
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(received.load(Ordering::SeqCst), 5, "the request took effect");
+    let stats = proxy.stop();
+    assert_eq!(stats[0].reply_losses.len(), 1, "{stats:?}");
+}
+
+#[test]
 fn a_reset_resets_open_and_new_connections_until_heal() {
     let (server, _) = echo();
     let proxy = Proxy::start(server, 1, 1).unwrap();

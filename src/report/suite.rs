@@ -10,7 +10,7 @@ use std::fmt::Write;
 use super::compare::{Measured, bound_row, jobs_markdown, substrates_markdown};
 use super::summary::{Summary, SummaryRow, crash_bound_ms};
 use crate::check::stats::percentile;
-use crate::model::{Dur, Experiment, setting_name};
+use crate::model::{Action, Dur, Experiment, setting_name};
 
 /// A Markdown table that leaves out the columns empty in every row.
 pub struct MdTable {
@@ -62,14 +62,19 @@ enum Kind {
     Fencing,
     /// An epoch job runs.
     Jobs,
+    /// Network faults hit the links to the server.
+    Network,
     Other,
 }
 
 fn kind(exp: &Experiment) -> Kind {
     let substrates: std::collections::BTreeSet<String> =
         exp.points.iter().map(|p| setting_name(&p.exp.substrate.kind)).collect();
+    let faults = exp.faults.iter().chain(exp.points.iter().flat_map(|p| &p.exp.faults));
     if exp.reference.is_some() {
         Kind::Blog
+    } else if faults.clone().any(|f| f.action.is_network()) {
+        Kind::Network
     } else if substrates.len() > 1 {
         Kind::Substrates
     } else if !exp.points.is_empty() {
@@ -101,6 +106,9 @@ pub fn readme(title: &str, preamble: &str, runs: &[Measured<'_>], points: &[Vec<
     // A sweep of the blog's claims gets its dial too.
     for (m, rows) in of(Kind::Dial).chain(of(Kind::Blog).filter(|(m, _)| !m.exp.points.is_empty())) {
         out += &dial(m, rows);
+    }
+    for (m, rows) in of(Kind::Network) {
+        out += &network(m, rows);
     }
     for (m, rows) in of(Kind::Substrates) {
         out += &per_substrate(m, rows);
@@ -354,6 +362,115 @@ fn per_substrate(m: &Measured<'_>, rows: &[SummaryRow<'_>]) -> String {
         ]);
     }
     format!("\n## {}: per substrate\n\n{}{}", name(m), description(m.exp), t.render())
+}
+
+/// What the network faults did, per setting: believers, orphaned grants,
+/// gaps; with `belief: local-deadline`, the theory's promise beside it.
+fn network(m: &Measured<'_>, rows: &[SummaryRow<'_>]) -> String {
+    let keys: Vec<String> =
+        m.exp.points.first().map(|p| p.settings.iter().map(|(k, _)| k.clone()).collect()).unwrap_or_default();
+    let mut headers = keys.clone();
+    headers.extend(
+        [
+            "two leaders (95 % CI)",
+            "stale belief, longest",
+            "renewals failed",
+            "replies lost",
+            "orphaned grants: total [longest]",
+            "gaps: median [min–max]",
+            "theory",
+            "verdict",
+        ]
+        .map(String::from),
+    );
+    let mut t = MdTable::with_headers(headers);
+    let plain = [SummaryRow { setting: m.exp.name.clone(), exp: m.exp, summary: m.summary.clone() }];
+    let rows = if rows.is_empty() { &plain[..] } else { rows };
+    for r in rows {
+        let (s, exp) = (&r.summary, r.exp);
+        let scale = exp.time_scale;
+        let mut cells: Vec<String> = m
+            .exp
+            .points
+            .iter()
+            .find(|p| p.label() == r.setting)
+            .map(|p| p.settings.iter().map(|(k, v)| own_value(k, v, scale)).collect())
+            .unwrap_or_default();
+        let n = &s.network;
+        let secs = |ms: f64| format!("{:.2} s", own_s(ms, scale));
+        let gaps = match (s.gap_p50_ms, s.gap_min_ms, s.gap_max_ms) {
+            (Some(p), Some(a), Some(b)) => {
+                format!("{} [{:.2}–{:.2}] (n {})", secs(p), own_s(a, scale), own_s(b, scale), s.gaps)
+            }
+            _ => String::new(),
+        };
+        let (theory, verdict) = network_theory(exp, s);
+        cells.extend([
+            rate(s.double_leader_trials, s.n, s.double_leader_ci),
+            s.stale_belief_max_ms.map(secs).unwrap_or_default(),
+            n.renew_failures.to_string(),
+            n.replies_lost.to_string(),
+            if n.orphaned_grants > 0 {
+                format!(
+                    "{} [{}]",
+                    secs(n.orphaned_grant_us as f64 / 1000.0),
+                    secs(n.orphaned_grant_max_us as f64 / 1000.0)
+                )
+            } else {
+                String::new()
+            },
+            gaps,
+            theory,
+            verdict,
+        ]);
+        t.row(cells);
+    }
+    format!(
+        "\n## {}: the network\n\n{}Stale belief: a holder believing after the lease was granted to another. \
+         Orphaned grant: the server holding a grant for a live worker that does not believe in it (a lower bound). \
+         Times in the experiment's own time.\n\n{}",
+        name(m),
+        description(m.exp),
+        t.render()
+    )
+}
+
+/// The theory of a network point, and whether the measurement keeps to it.
+/// A local deadline ends the belief `lease − margin` after the request was
+/// sent; the server's grant ends a lease after the request reached it: one
+/// leader at a time. Under a partition, where nothing the leader sends
+/// arrives, the gap after its step-down is the margin (the rest of its
+/// grant) plus at most a watch interval (and a server's millisecond).
+fn network_theory(exp: &Experiment, s: &Summary) -> (String, String) {
+    if exp.worker.belief != crate::model::Belief::LocalDeadline || exp.program.is_some() {
+        return (String::new(), String::new());
+    }
+    let scale = exp.time_scale;
+    let margin = exp.worker.belief_margin.as_ms_f64();
+    let watch = exp.lease.watch.as_ms_f64();
+    // A lock held by a session is not the grant's to end: it goes when the
+    // partition lets the session's close through.
+    let partitions_only = exp.substrate.kind.expires()
+        && exp.faults.iter().filter(|f| f.action.is_network()).all(|f| f.action == Action::Partition);
+    let mut wrong = Vec::new();
+    if s.double_leader_trials > 0 {
+        wrong.push(format!("two leaders in {}/{} trials", s.double_leader_trials, s.n));
+    }
+    if s.open_gaps > 0 {
+        wrong.push(format!("{} gaps never ended", s.open_gaps));
+    }
+    let mut theory = "≤ 1 leader".to_string();
+    if partitions_only {
+        let (lo, hi) = (margin, margin + watch + 1.0);
+        theory += &format!("; gaps in [{:.2}, {:.2}] s", own_s(lo, scale), own_s(hi, scale));
+        if let (Some(min), Some(max)) = (s.gap_min_ms, s.gap_max_ms)
+            && (min < lo || max > hi)
+        {
+            wrong.push(format!("gaps {:.2}–{:.2} s", own_s(min, scale), own_s(max, scale)));
+        }
+    }
+    let verdict = if wrong.is_empty() { "✓ inside".to_string() } else { format!("✗ {}", wrong.join(", ")) };
+    (theory, verdict)
 }
 
 /// Stale writes to a protected resource, per experiment.

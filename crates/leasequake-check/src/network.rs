@@ -5,8 +5,10 @@
 //!
 //! The server's grants are read off the history: every `acquired` and
 //! `renewed` (until its `lease_until`), and every request that failed for
-//! the worker but whose reply the harness's proxy dropped (`reply_lost`):
-//! it reached the server. A lost-reply renewal took effect if the worker
+//! the worker but whose reply the harness's proxy dropped (`reply_lost`,
+//! dropped under lost replies or delayed past the worker's timeout; it
+//! answers the latest request sent before it): the request reached the
+//! server. A lost-reply renewal took effect if the worker
 //! still held the lease when it was sent; a lost-reply acquire if nobody
 //! else held it. Where the history cannot tell, the grant is counted as
 //! *possible* and left out of the orphaned time, which is thus a lower
@@ -122,6 +124,23 @@ fn unknown_grants(
 ) -> (Vec<Grant>, usize) {
     let mine: Vec<&Event> = events.iter().filter(|e| e.worker == Some(worker)).collect();
     let lost: Vec<Micros> = mine.iter().filter(|e| e.kind == EventKind::ReplyLost).map(|e| e.t_us).collect();
+    // When each of the worker's requests was sent: a lost reply answers
+    // the latest one sent before it (a delayed reply can come after its
+    // request failed by timeout).
+    let mut sent_at: Vec<Micros> = mine
+        .iter()
+        .filter_map(|e| match e.kind {
+            EventKind::Renewing => Some(e.t_us),
+            // A renewal's outcome: sent at its `renewing`.
+            EventKind::Renewed | EventKind::RenewFailed => None,
+            _ => e.detail.op_us.map(|us| e.t_us - us as i64),
+        })
+        .collect();
+    sent_at.sort_unstable();
+    let answers = |sent: Micros| {
+        let next = sent_at.iter().copied().find(|t| *t > sent).unwrap_or(Micros::MAX);
+        lost.iter().copied().find(|t| *t >= sent && *t < next)
+    };
     let (mut out, mut possible) = (Vec::new(), 0);
     let mut renewing: Option<Micros> = None;
     for e in &mine {
@@ -136,7 +155,7 @@ fn unknown_grants(
             }
             _ => continue,
         };
-        let Some(reply) = lost.iter().copied().find(|t| *t >= sent && *t <= e.t_us) else { continue };
+        let Some(reply) = answers(sent) else { continue };
         let covers = |g: &Grant, t: Micros| g.start_us <= t && t < g.end_us;
         let held_by = |w: usize, t: Micros| known[w].iter().any(|g| covers(&cut(*g), t));
         let took = if renewal {
@@ -291,6 +310,24 @@ mod tests {
         ]);
         taken.sort_by_key(|e| e.t_us);
         assert_eq!(trial(taken, 30.0).orphaned_grant_us, 0);
+    }
+
+    #[test]
+    fn a_reply_delayed_past_the_timeout_answers_the_request_before_it() {
+        use EventKind::*;
+        // The renewal at 6 times out at 6.3; its reply, delayed, comes at
+        // 6.5: it renewed the lease to 15. The holder stepped down at 7.
+        let n = trial(
+            vec![
+                grant(0.0, 0, Acquired),
+                ev(6.0, 0, Renewing),
+                failed(6.3, 0, RenewFailed, 0.3),
+                ev(6.5, 0, ReplyLost),
+                ev(7.0, 0, SteppedDown),
+            ],
+            20.0,
+        );
+        assert_eq!(n.orphaned_grant_us, s(15.0 - 7.0));
     }
 
     #[test]
