@@ -6,7 +6,7 @@ use serde_saphyr::Spanned;
 
 use super::diagnostic::ExperimentError;
 use crate::model::history::EventKind;
-use crate::model::{Action, After, Direction, Dur, Fault, NetParams, PauseLen, Target};
+use crate::model::{Action, After, Direction, Dur, Fault, NetParams, Offset, PauseLen, Target};
 
 #[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -37,6 +37,9 @@ pub(super) struct RawFault {
     /// Network faults: the fraction of connections hit.
     #[serde(default)]
     pub(super) toxicity: Option<Spanned<f64>>,
+    /// skew: how far the worker's clock jumps (signed).
+    #[serde(default)]
+    pub(super) by: Option<Spanned<Offset>>,
 }
 
 /// A pause length: `15s`, or `{uniform: [1s, 5s]}`, `{exponential: 2s}`,
@@ -139,6 +142,19 @@ pub(super) fn validate_fault(
         (None, _) => None,
     };
     let net = validate_net(f, action, err_at)?;
+    let skew = match (&f.by, action) {
+        (Some(b), Action::Skew) => Some(b.value),
+        (None, Action::Skew) => {
+            return Err(err_at(
+                &f.action.referenced,
+                "skew needs `by`, how far the clock jumps, e.g. `by: -2s`".into(),
+            ));
+        }
+        (Some(b), _) => {
+            return Err(err_at(&b.referenced, format!("by applies to skew only, not to {}", action.name())));
+        }
+        (None, _) => None,
+    };
     let delay = f.delay.unwrap_or(Dur::ZERO);
     if f.after.is_some() && Dur::from_us(f.at.value.as_us() + delay.as_us()) >= duration {
         return Err(err_at(
@@ -182,6 +198,7 @@ pub(super) fn validate_fault(
         duration: pause_len,
         every: f.every.as_ref().map(|e| e.value),
         net,
+        skew,
     })
 }
 

@@ -13,8 +13,8 @@ use super::diagnostic::{Diagnostic, ExperimentError};
 use super::faults::{RawFault, RawLen, validate_fault};
 use super::yaml_error::{saphyr_message, tab_after};
 use crate::model::{
-    After, ClockOffset, Dur, EpochJob, Expect, Experiment, Fault, InitialLock, JobStrategy, LeaseSettings, Point,
-    Reference, StartMode, SubstrateSettings, WorkerSettings, setting_name,
+    Action, After, ClockOffset, Dur, EpochJob, Expect, Experiment, Fault, InitialLock, JobStrategy, LeaseSettings,
+    Point, Reference, StartMode, SubstrateSettings, WorkerSettings, setting_name,
 };
 
 /// The shortest lease, renew, watch or repeat interval a run may have, after
@@ -483,6 +483,29 @@ fn build(path: &Path, text: &str, raw: RawExperiment, overrides: &Overrides) -> 
         let (line, column) = locate(text, "clock_offset");
         return Err(at(line, column, format!("clock_offset: {p}")));
     }
+    let rates = raw.worker.clock_rate.all();
+    let rate_problem = match &raw.worker.clock_rate {
+        crate::model::ClockRate::PerWorker(v) if v.len() != workers => {
+            Some(format!("a list gives one rate per worker: {} for {workers} workers", v.len()))
+        }
+        _ => rates
+            .iter()
+            .find(|r| !(0.5..=2.0).contains(*r))
+            .map(|r| format!("{r} is out of range: a clock runs at a rate between 0.5 and 2")),
+    };
+    if let Some(p) = rate_problem {
+        let (line, column) = locate(text, "clock_rate");
+        return Err(at(line, column, format!("clock_rate: {p}")));
+    }
+    if raw.program.is_some()
+        && let Some(f) = raw.faults.iter().find(|f| f.action.value == Action::Skew)
+    {
+        return Err(at(
+            f.action.referenced.line(),
+            f.action.referenced.column(),
+            "skew moves the built-in worker's clock; a program's clock cannot be moved yet".into(),
+        ));
+    }
     if raw.worker.request_timeout == Some(Dur::ZERO) {
         let (line, column) = locate(text, "request_timeout");
         return Err(at(line, column, "request_timeout must be longer than zero".into()));
@@ -678,6 +701,7 @@ fn build(path: &Path, text: &str, raw: RawExperiment, overrides: &Overrides) -> 
                 duration: f.duration.map(|d| d.scaled(scale)),
                 every: f.every.map(sc),
                 net: f.net.map(|n| n.scaled(scale)),
+                skew: f.skew.map(|o| o.scaled(scale)),
                 ..f
             })
             .collect(),

@@ -37,6 +37,10 @@ pub enum Ty {
     Target,
     /// A signed duration, or one per worker.
     ClockOffset,
+    /// A number, or one per worker.
+    ClockRate,
+    /// A signed duration.
+    Offset,
     /// An argv list, or one string with `shell: true`.
     Command,
     /// A mapping of names to strings (or numbers).
@@ -115,7 +119,8 @@ impl<'de> serde::Deserializer<'de> for &mut Probe {
 }
 
 fn key(path: &'static str, ty: Ty, default: &'static str, example: &'static str, about: &'static str) -> Key {
-    let unit = if matches!(ty, Ty::Duration | Ty::PauseLength | Ty::ClockOffset) { "time, scaled" } else { "" };
+    let unit =
+        if matches!(ty, Ty::Duration | Ty::PauseLength | Ty::ClockOffset | Ty::Offset) { "time, scaled" } else { "" };
     Key { path, ty, required: false, default, unit, example, about }
 }
 
@@ -257,6 +262,13 @@ pub fn keys() -> Vec<Key> {
             "How far each worker's wall clock is off: one offset, or one per worker.",
         ),
         key(
+            "worker.clock_rate",
+            ClockRate,
+            "1",
+            "[1, 1.01, 0.99]",
+            "How fast each worker's clocks run (wall clock, timers, deadlines): one rate, or one per worker; 0.5 to 2.",
+        ),
+        key(
             "worker.request_timeout",
             Duration,
             "a third of the lease",
@@ -384,6 +396,7 @@ pub fn keys() -> Vec<Key> {
             "10ms",
             "`delay`: each chunk's latency is drawn uniformly from latency ± this (the stream keeps its order).",
         ),
+        key("faults[].by", Offset, "", "-2s", "`skew`: how far the worker's clock jumps, forward or back."),
         key("faults[].direction", Choice(choices::<Direction>()), "both", "replies", "`delay`: which way it applies."),
         key(
             "faults[].toxicity",
@@ -489,6 +502,8 @@ fn type_text(ty: &Ty) -> String {
             crate::model::Target::NAMES.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
         ),
         Ty::ClockOffset => "signed duration, or a list of one per worker".into(),
+        Ty::ClockRate => "number, or a list of one per worker".into(),
+        Ty::Offset => "signed duration".into(),
         Ty::Command => "list of text (or text with `shell: true`)".into(),
         Ty::Map => "mapping".into(),
         Ty::Section => "mapping (keys below)".into(),
@@ -528,6 +543,11 @@ fn schema_of(ty: &Ty, about: &str) -> Value {
             let d = json!({"type": "string", "pattern": SIGNED});
             json!({"oneOf": [d, {"type": "array", "items": d}]})
         }
+        Ty::ClockRate => {
+            let r = json!({"type": "number", "minimum": 0.5, "maximum": 2});
+            json!({"oneOf": [r, {"type": "array", "items": r}]})
+        }
+        Ty::Offset => json!({"type": "string", "pattern": SIGNED}),
         Ty::Command => {
             json!({"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}, "minItems": 1}]})
         }

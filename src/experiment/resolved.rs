@@ -135,6 +135,9 @@ pub fn to_yaml(e: &Experiment) -> String {
         if let Some(d) = f.duration.as_ref().filter(|_| f.action.takes_duration()) {
             let _ = writeln!(w, "    duration: {}", d.to_yaml());
         }
+        if let Some(by) = f.skew {
+            let _ = writeln!(w, "    by: {by}");
+        }
         if let Some(n) = &f.net {
             if f.action == Action::Delay {
                 let _ = writeln!(w, "    latency: {}", n.latency);
@@ -199,7 +202,7 @@ mod tests {
 
     #[test]
     fn network_faults_keep_their_parameters() {
-        let text = "name: n\nworkers: 3\nsubstrate: {kind: redis}\nworker: {belief: local-deadline, belief_margin: 1s, request_timeout: 2s}\nfaults:\n  - at: 5s\n    target: all-but-leader\n    action: delay\n    latency: 40ms\n    latency_jitter: 5ms\n    direction: replies\n    toxicity: 0.25\n    duration: 3s\n  - at: 9s\n    target: leader\n    action: partition-replies\n  - at: 12s\n    target: 0\n    action: heal\n";
+        let text = "name: n\nworkers: 3\nsubstrate: {kind: redis}\nworker: {belief: local-deadline, belief_margin: 1s, request_timeout: 2s, clock_rate: [1, 1.25, 0.8]}\nfaults:\n  - at: 5s\n    target: all-but-leader\n    action: delay\n    latency: 40ms\n    latency_jitter: 5ms\n    direction: replies\n    toxicity: 0.25\n    duration: 3s\n  - at: 9s\n    target: leader\n    action: partition-replies\n  - at: 12s\n    target: 0\n    action: heal\n  - at: 13s\n    target: watcher\n    action: skew\n    by: -2.5s\n";
         let o = Overrides { time_scale: Some(0.5), ..Overrides::default() };
         let exp = load_str(Path::new("n.yaml"), text, &o).unwrap();
         let again = load_str(Path::new("n.yaml"), &to_yaml(&exp), &Overrides::default()).unwrap();

@@ -436,21 +436,36 @@ fn network(m: &Measured<'_>, rows: &[SummaryRow<'_>]) -> String {
 }
 
 /// The theory of a network point, and whether the measurement keeps to it.
-/// A local deadline ends the belief `lease − margin` after the request was
-/// sent; the server's grant ends a lease after the request reached it: one
-/// leader at a time. Under a partition, where nothing the leader sends
-/// arrives, the gap after its step-down is the margin (the rest of its
-/// grant) plus at most a watch interval (and a server's millisecond).
+/// A local deadline ends the belief `lease − margin` of the holder's own
+/// clock after the request was sent (`(lease − margin) / rate` of true
+/// time); the server's grant ends a lease after the request reached it. So
+/// one leader at a time, if `lease − margin ≤ lease × rate` for the slowest
+/// clock. Under a partition, where nothing the leader sends arrives, the
+/// gap after its step-down is the rest of its grant plus at most a watch
+/// interval (and a server's millisecond).
 fn network_theory(exp: &Experiment, s: &Summary) -> (String, String) {
     if exp.worker.belief != crate::model::Belief::LocalDeadline || exp.program.is_some() {
         return (String::new(), String::new());
     }
     let scale = exp.time_scale;
-    let margin = exp.worker.belief_margin.as_ms_f64();
-    let watch = exp.lease.watch.as_ms_f64();
+    let lease = exp.lease.lease.as_ms_f64();
+    let rates = exp.worker.clock_rate.all();
+    let slowest = rates.iter().copied().fold(f64::INFINITY, f64::min);
+    let believed = lease - exp.worker.belief_margin.as_ms_f64();
+    if believed > lease * slowest {
+        let over = believed / slowest - lease;
+        return (
+            format!("the belief may outlast the grant by {:.2} s: two leaders possible", own_s(over, scale)),
+            String::new(),
+        );
+    }
+    let one_rate = rates.iter().all(|r| *r == slowest);
+    let margin = lease - believed / slowest;
+    let watch = exp.lease.watch.as_ms_f64() / slowest;
     // A lock held by a session is not the grant's to end: it goes when the
     // partition lets the session's close through.
-    let partitions_only = exp.substrate.kind.expires()
+    let partitions_only = one_rate
+        && exp.substrate.kind.expires()
         && exp.faults.iter().filter(|f| f.action.is_network()).all(|f| f.action == Action::Partition);
     let mut wrong = Vec::new();
     if s.double_leader_trials > 0 {

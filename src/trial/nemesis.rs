@@ -41,6 +41,10 @@ pub struct Nemesis<'s> {
     server: Option<&'s mut ManagedRedis>,
     /// The workers' links to their server, for network faults.
     proxy: Option<&'s Proxy>,
+    /// Where each worker's clock jumps are written (`skew`), and their
+    /// totals so far (ns).
+    clock_dir: std::path::PathBuf,
+    jumps: Vec<i64>,
 }
 
 impl<'s> Nemesis<'s> {
@@ -58,6 +62,8 @@ impl<'s> Nemesis<'s> {
             lock: lock.to_path_buf(),
             server,
             proxy,
+            clock_dir: clock_dir(lock),
+            jumps: vec![0; exp.workers],
         }
     }
 
@@ -137,6 +143,23 @@ impl<'s> Nemesis<'s> {
             Ok(t) => t,
             Err(error) => return vec![Delivery { actual_ns: mono_ns(), error: Some(error), ..base(o.action.name()) }],
         };
+        if o.action == Action::Skew {
+            let by = o.skew.map_or(0, |s| s.as_ns());
+            return targets
+                .iter()
+                .map(|&w| {
+                    self.jumps[w] += by;
+                    let written = write_jump(&self.clock_dir, w, self.jumps[w]);
+                    Delivery {
+                        worker: Some(w),
+                        pid: Some(procs[w].pid.as_raw()),
+                        actual_ns: mono_ns(),
+                        error: written.err().map(|e| format!("cannot move the clock: {e}")),
+                        ..base(o.action.name())
+                    }
+                })
+                .collect();
+        }
         if o.action.is_network() {
             let net = o.net.unwrap_or_default();
             return targets
@@ -275,6 +298,21 @@ fn continued(pid: nix::unistd::Pid, sent: i64) -> (i64, Option<String>) {
             _ => return (sent, None),
         }
     }
+}
+
+/// Where the workers of the trial whose lock is `lock` read their clock
+/// jumps.
+pub fn clock_dir(lock: &Path) -> std::path::PathBuf {
+    lock.with_file_name("clock")
+}
+
+/// Worker `w`'s clock jumps to `total_ns` off its configured offset: the
+/// file is replaced whole, so the worker reads the old total or the new.
+fn write_jump(dir: &Path, w: usize, total_ns: i64) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let tmp = dir.join(format!(".{w}.new"));
+    std::fs::write(&tmp, total_ns.to_string())?;
+    std::fs::rename(tmp, dir.join(w.to_string()))
 }
 
 /// A pid with no process behind it, for stale leases.

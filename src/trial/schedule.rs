@@ -72,6 +72,7 @@ struct Pending {
     /// the jitter of each occurrence (ns).
     repeat: Option<Repeat>,
     net: Option<NetParams>,
+    skew: Option<crate::model::Offset>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -101,6 +102,8 @@ pub struct Order {
     pub resume_at: Option<i64>,
     /// A network fault's parameters.
     pub net: Option<NetParams>,
+    /// A skew's jump.
+    pub skew: Option<crate::model::Offset>,
 }
 
 /// A fault that never fired before the trial ended.
@@ -141,6 +144,7 @@ impl Schedule {
                     after: f.after,
                     repeat: f.every.map(|e| Repeat { base, every: e.as_ns() as i64, jitter }),
                     net: f.net,
+                    skew: f.skew,
                 }
             })
             .collect();
@@ -213,6 +217,7 @@ impl Schedule {
             after: None,
             repeat: None,
             net: None,
+            skew: None,
         });
     }
 
@@ -260,6 +265,7 @@ impl Schedule {
             workers,
             resume_at: None,
             net: p.net,
+            skew: p.skew,
         };
         if p.action.is_server() || p.target == Target::Server {
             let mut o = order(p.action, Ok(Vec::new()));
@@ -295,6 +301,7 @@ impl Schedule {
                 after: None,
                 repeat: None,
                 net: None,
+                skew: None,
             });
         }
         order(action, targets)
@@ -365,6 +372,7 @@ mod tests {
             duration: None,
             every: None,
             net: None,
+            skew: None,
         }
     }
 

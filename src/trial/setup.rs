@@ -38,6 +38,11 @@ fn worker_config(exp: &Experiment, lock: &Path, address: &Addresses) -> WorkerCo
         resource_dir: needs_store.then(|| lock.with_file_name("resource")),
         workers: exp.workers,
         stagger: if exp.start == StartMode::Staggered { exp.stagger } else { Dur::ZERO },
+        clock_dir: exp
+            .faults
+            .iter()
+            .any(|f| f.action == crate::model::Action::Skew)
+            .then(|| super::nemesis::clock_dir(lock)),
     }
 }
 

@@ -14,6 +14,7 @@ use std::path::PathBuf;
 
 use nix::sys::signal::{SigSet, Signal};
 
+use super::clock::LocalClock;
 use super::env::Env;
 use super::machine::Worker;
 use crate::model::clock::{mono_ns, wall_ns};
@@ -68,8 +69,10 @@ pub fn run(args: WorkerArgs) -> i32 {
         }
     };
     // A skewed clock is the whole process's: every wall-clock read of this
-    // worker (its leases, its expiry checks) sees it.
-    crate::model::clock::set_wall_offset(cfg.clock_offset(args.index).as_ns());
+    // worker (its leases, its expiry checks) sees it, and its timers run at
+    // its rate.
+    let jumps = cfg.clock_dir.as_ref().map(|d| d.join(args.index.to_string()));
+    let clock = LocalClock::new(cfg.clock_offset(args.index).as_ns(), cfg.worker.clock_rate.of(args.index), jumps);
     let failpoint = if cfg.has_failpoint(args.index) { cfg.worker.failpoint } else { Failpoint::None };
     let no_barrier = args.no_barrier;
     // The worker's timed waits (the release, ticks, sigtimedwait) are what
@@ -146,7 +149,7 @@ pub fn run(args: WorkerArgs) -> i32 {
             return 3;
         }
     };
-    let env = ProcessEnv { shutdown, log };
+    let env = ProcessEnv { shutdown, log, clock };
     let mut w = Worker::new(env, cfg, args.index, i64::from(std::process::id()), lease, rule);
     w.ready();
     if !no_barrier && let Some(release) = wait_for_barrier() {
@@ -236,11 +239,12 @@ static EVENTS_FILE: std::sync::OnceLock<std::sync::Mutex<File>> = std::sync::Onc
 struct ProcessEnv {
     shutdown: SigSet,
     log: Box<dyn Write>,
+    clock: LocalClock,
 }
 
 impl Env for ProcessEnv {
     fn mono_ns(&self) -> i64 {
-        mono_ns()
+        self.clock.local(mono_ns())
     }
 
     fn wall_ns(&self) -> i64 {
@@ -248,11 +252,15 @@ impl Env for ProcessEnv {
     }
 
     fn wait_until(&mut self, deadline_ns: i64) -> Option<Signal> {
-        wait_until(&self.shutdown, deadline_ns)
+        let woke = wait_until(&self.shutdown, self.clock.real(deadline_ns));
+        // A skew the harness ordered meanwhile holds from this tick on.
+        self.clock.refresh();
+        woke
     }
 
     fn emit_at(&mut self, t_ns: i64, event: EventKind, detail: Detail) {
-        emit_at(t_ns, event, detail);
+        // The history is on the machine's clock, not the worker's.
+        emit_at(self.clock.real(t_ns), event, detail);
     }
 
     fn log(&mut self, line: &str) {

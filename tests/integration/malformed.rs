@@ -73,6 +73,13 @@ const CASES: &[(&str, &[&str], &str)] = &[
         "4:3: belief_margin (9s) must be shorter than the lease (9s)",
     ),
     ("name: x\nworkers: 3\nworker:\n  belief: forever\n", &[], "4:11: unknown variant `forever`"),
+    (
+        "name: x\nworkers: 3\nfaults:\n  - at: 1s\n    target: watcher\n    action: skew\n",
+        &[],
+        "6:13: skew needs `by`, how far the clock jumps",
+    ),
+    ("name: x\nworkers: 3\nworker:\n  clock_rate: 3\n", &[], "4:3: clock_rate: 3 is out of range"),
+    ("name: x\nworkers: 3\nworker:\n  clock_rate: [1, 2]\n", &[], "4:3: clock_rate: a list gives one rate per worker"),
     // Out of range.
     ("name: x\nworkers: 0\n", &[], "2:10: workers must be at least 1"),
     ("name: x\nworkers: -1\n", &[], "2:10: workers must be at least 1"),

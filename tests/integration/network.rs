@@ -199,3 +199,43 @@ fn a_delay_slows_the_targeted_link_only_and_a_reset_fails_requests_at_once() {
         .expect("the reset link's renewal fails");
     assert!(op_ms(failed) < RENEW / 3.0, "a reset is refused at once: {} ms", op_ms(failed));
 }
+
+#[test]
+fn a_skewed_watcher_takes_a_live_lock_file_but_not_a_lease_the_server_judges() {
+    // At 12.5 s one watcher's clock jumps 10 s ahead. A lock file is
+    // judged by each reader's clock: the leader's `leaseUntil` (its renewal
+    // + 9 s) looks expired to it at its next look, and it takes the lease
+    // while the leader still holds it. Redis judges by its own clock: the
+    // jump changes nothing.
+    let skew = |kind: &str| {
+        format!(
+            "name: s\nworkers: 3\nduration: 25s\nseed: 5\nsubstrate: {{kind: {kind}}}\nworker: {{expiry: exact}}\n\
+             faults:\n  - at: 12.5s\n    target: watcher\n    action: skew\n    by: 10s\n"
+        )
+    };
+    let lab = Lab::new();
+    let files = vec![("file".to_string(), skew("file")), ("redis".to_string(), skew("redis"))];
+    let runs = run_all(&lab, &files);
+    let file = &runs[0].table("trials.csv")[0];
+    assert_eq!(file.get("max_leaders"), "2", "a reader ahead of the writer takes a live lease: {file:?}");
+    let redis = &runs[1].table("trials.csv")[0];
+    assert_eq!(redis.get("max_leaders"), "1", "the server's clock judges: {redis:?}");
+    let faults = runs[0].table("faults.csv");
+    assert!(faults.iter().any(|f| f.get("action") == "skew" && f.get("error").is_empty()), "{faults:?}");
+}
+
+#[test]
+fn a_fast_clock_runs_the_workers_timers_fast_and_the_history_stays_true() {
+    // Rate 1.5: the leader's 300 ms renew interval passes in 200 ms of
+    // true time, and the events say so.
+    let lab = Lab::new();
+    let text = "name: r\nworkers: 1\nduration: 20s\nseed: 5\nworker: {clock_rate: 1.5}\n";
+    let runs = run_all(&lab, &[("rate".to_string(), text.to_string())]);
+    let renewals: Vec<f64> =
+        events(&runs[0].table("events.csv")).iter().filter(|e| e.kind == "renewing").map(|e| e.t).collect();
+    assert!(renewals.len() >= 8, "{renewals:?}");
+    for w in renewals.windows(2) {
+        let step = w[1] - w[0];
+        assert!((step - RENEW / 1.5).abs() < 20.0, "renewals {step} ms apart, not {} ms", RENEW / 1.5);
+    }
+}

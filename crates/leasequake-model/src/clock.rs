@@ -2,7 +2,7 @@
 //! system-wide on Linux), `CLOCK_REALTIME` is what the blog's lease files
 //! hold. Neither call can fail for these clock ids on Linux.
 
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 use nix::time::{ClockId, clock_gettime};
 
@@ -20,15 +20,34 @@ pub fn mono_ns() -> i64 {
 /// skewed clock.
 static WALL_OFFSET_NS: AtomicI64 = AtomicI64::new(0);
 
+/// This process's clock rate (f64 bits; 1.0 unless skewed) and the true
+/// wall time from which it runs at that rate.
+static WALL_RATE_BITS: AtomicU64 = AtomicU64::new(0x3FF0_0000_0000_0000);
+static WALL_ANCHOR_NS: AtomicI64 = AtomicI64::new(0);
+
 /// Make this process's wall clock read `offset_ns` off the true time.
 pub fn set_wall_offset(offset_ns: i64) {
     WALL_OFFSET_NS.store(offset_ns, Ordering::Relaxed);
 }
 
+/// Make this process's wall clock run at `rate` (1.001: a millisecond fast
+/// per second) from now on.
+pub fn set_wall_rate(rate: f64) {
+    WALL_ANCHOR_NS.store(ns(ClockId::CLOCK_REALTIME), Ordering::Relaxed);
+    WALL_RATE_BITS.store(rate.to_bits(), Ordering::Relaxed);
+}
+
 /// Wall-clock nanoseconds since the Unix epoch, as this process's clock
-/// reads them (see `set_wall_offset`).
+/// reads them (see `set_wall_offset`, `set_wall_rate`).
 pub fn wall_ns() -> i64 {
-    ns(ClockId::CLOCK_REALTIME) + WALL_OFFSET_NS.load(Ordering::Relaxed)
+    let real = ns(ClockId::CLOCK_REALTIME);
+    let rate = f64::from_bits(WALL_RATE_BITS.load(Ordering::Relaxed));
+    let drift = if rate == 1.0 {
+        0
+    } else {
+        ((real - WALL_ANCHOR_NS.load(Ordering::Relaxed)) as f64 * (rate - 1.0)).round() as i64
+    };
+    real + drift + WALL_OFFSET_NS.load(Ordering::Relaxed)
 }
 
 /// UTC civil date and time of a Unix time in seconds: (y, m, d, hh, mm, ss).

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::duration::Dur;
+use super::duration::{Dur, Offset};
 use super::history::EventKind;
 
 /// Whom a fault hits. Resolved at the moment of firing.
@@ -98,6 +98,8 @@ pub enum Action {
     Reset,
     /// End every network fault on the link.
     Heal,
+    /// The worker's clock jumps `by` (forward or back) and stays there.
+    Skew,
 }
 
 impl Action {
@@ -120,6 +122,7 @@ impl Action {
             Action::Delay => "delay",
             Action::Reset => "reset",
             Action::Heal => "heal",
+            Action::Skew => "skew",
         }
     }
 
@@ -175,6 +178,8 @@ pub struct Fault {
     pub every: Option<Dur>,
     /// How a network fault treats the link (network actions only).
     pub net: Option<NetParams>,
+    /// How far a `skew` moves the worker's clock (scaled).
+    pub skew: Option<Offset>,
 }
 
 /// Which way a delay applies: to requests (worker → server), replies, or both.

@@ -18,6 +18,6 @@ pub use duration::{Dur, Offset};
 pub use experiment::{Expect, Experiment, Point, Reference, Until};
 pub use faults::{Action, After, Direction, Fault, FaultRow, NetParams, PauseLen, Target};
 pub use settings::{
-    Acquire, Belief, ClockOffset, EpochJob, Expiry, Failpoint, InitialLock, JobStrategy, Kind, LeaseSettings, Mode,
-    Resource, Server, StartMode, SubstrateSettings, Unreadable, WorkerSettings, setting_name,
+    Acquire, Belief, ClockOffset, ClockRate, EpochJob, Expiry, Failpoint, InitialLock, JobStrategy, Kind,
+    LeaseSettings, Mode, Resource, Server, StartMode, SubstrateSettings, Unreadable, WorkerSettings, setting_name,
 };

@@ -121,6 +121,9 @@ pub struct WorkerSettings {
     pub epoch_job: Option<EpochJob>,
     /// How far each worker's wall clock is off the true time (scaled).
     pub clock_offset: ClockOffset,
+    /// How fast each worker's clocks run (1.001: a millisecond fast per
+    /// second): its wall clock, its timers and its deadlines.
+    pub clock_rate: ClockRate,
     /// How long one request to a lease server may take before it fails
     /// (scaled; default: a third of the lease, at least 20 ms for Redis and
     /// 50 ms for PostgreSQL).
@@ -177,6 +180,37 @@ impl ClockOffset {
     }
 }
 
+/// A worker's clock rate: one for every worker, or one per worker index.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ClockRate {
+    All(f64),
+    PerWorker(Vec<f64>),
+}
+
+impl Default for ClockRate {
+    fn default() -> Self {
+        ClockRate::All(1.0)
+    }
+}
+
+impl ClockRate {
+    /// Worker `index`'s rate (true time past the end of a per-worker list).
+    pub fn of(&self, index: usize) -> f64 {
+        match self {
+            ClockRate::All(r) => *r,
+            ClockRate::PerWorker(v) => v.get(index).copied().unwrap_or(1.0),
+        }
+    }
+
+    pub fn all(&self) -> Vec<f64> {
+        match self {
+            ClockRate::All(r) => vec![*r],
+            ClockRate::PerWorker(v) => v.clone(),
+        }
+    }
+}
+
 /// How the workers try to run the epoch job exactly once.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -226,6 +260,7 @@ impl Default for WorkerSettings {
             resource: Resource::None,
             epoch_job: None,
             clock_offset: ClockOffset::default(),
+            clock_rate: ClockRate::default(),
             request_timeout: None,
             belief: Belief::UntilRenewalFails,
             belief_margin: Dur::ZERO,

@@ -33,6 +33,9 @@ pub struct WorkerConfig {
     pub workers: usize,
     /// Worker i starts `stagger × i` after the barrier.
     pub stagger: Dur,
+    /// Where the harness writes each worker's clock jumps (`skew` faults):
+    /// a file per worker index holding the total in ns.
+    pub clock_dir: Option<PathBuf>,
 }
 
 impl Default for WorkerConfig {
@@ -49,6 +52,7 @@ impl Default for WorkerConfig {
             resource_dir: None,
             workers: 1,
             stagger: Dur::ZERO,
+            clock_dir: None,
         }
     }
 }
