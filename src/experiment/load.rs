@@ -466,10 +466,7 @@ fn build(path: &Path, text: &str, raw: RawExperiment, overrides: &Overrides) -> 
             format!("failpoint_workers: worker {bad} is out of range (this experiment has workers 0..{})", workers - 1),
         ));
     }
-    let offsets = match &raw.worker.clock_offset {
-        ClockOffset::All(o) => vec![*o],
-        ClockOffset::PerWorker(v) => v.clone(),
-    };
+    let offsets = raw.worker.clock_offset.all();
     let offset_problem = match &raw.worker.clock_offset {
         ClockOffset::PerWorker(v) if v.len() != workers => {
             Some(format!("a list gives one offset per worker: {} for {workers} workers", v.len()))

@@ -238,6 +238,13 @@ mod tests {
         })
     }
 
+    /// A renewal sent at `t` that failed by timeout 0.3 s later, its reply
+    /// lost 1 ms after it was sent (it reached the server).
+    fn lost_renewal(t: f64, w: usize) -> [Event; 3] {
+        use EventKind::*;
+        [ev(t, w, Renewing), ev(t + 0.001, w, ReplyLost), failed(t + 0.3, w, RenewFailed, 0.3)]
+    }
+
     fn params() -> CheckParams {
         CheckParams {
             lease_us: s(LEASE),
@@ -263,51 +270,28 @@ mod tests {
         // lost; the blog's third failure at 9 steps down. The server's
         // grant runs a lease from the last one sent: to 15.
         use EventKind::*;
-        let n = trial(
-            vec![
-                grant(0.0, 0, Acquired),
-                ev(3.0, 0, Renewing),
-                ev(3.001, 0, ReplyLost),
-                failed(3.3, 0, RenewFailed, 0.3),
-                ev(6.0, 0, Renewing),
-                ev(6.001, 0, ReplyLost),
-                failed(6.3, 0, RenewFailed, 0.3),
-                ev(9.0, 0, Renewing),
-                failed(9.3, 0, RenewFailed, 0.3),
-                ev(9.3, 0, SteppedDown),
-            ],
-            20.0,
-        );
+        let mut events = vec![grant(0.0, 0, Acquired)];
+        events.extend(lost_renewal(3.0, 0));
+        events.extend(lost_renewal(6.0, 0));
+        events.extend([ev(9.0, 0, Renewing), failed(9.3, 0, RenewFailed, 0.3), ev(9.3, 0, SteppedDown)]);
+        let n = trial(events, 20.0);
         assert_eq!((n.renew_failures, n.replies_lost, n.possible_grants), (3, 2, 0));
         assert_eq!((n.orphaned_grants, n.orphaned_grant_us), (1, s(15.0 - 9.3)));
         // A chain of them: each renews the lease the one before kept alive
         // (the told-of grant ended at 9, the renewal at 12 still finds it).
-        let chained = trial(
-            vec![
-                grant(0.0, 0, Acquired),
-                ev(6.0, 0, Renewing),
-                ev(6.001, 0, ReplyLost),
-                failed(6.3, 0, RenewFailed, 0.3),
-                ev(12.0, 0, Renewing),
-                ev(12.001, 0, ReplyLost),
-                failed(12.3, 0, RenewFailed, 0.3),
-                ev(12.3, 0, SteppedDown),
-            ],
-            30.0,
-        );
-        assert_eq!(chained.orphaned_grant_us, s(21.0 - 12.3));
+        let chain = || {
+            let mut v = Vec::from(lost_renewal(6.0, 0));
+            v.extend(lost_renewal(12.0, 0));
+            v.push(ev(12.3, 0, SteppedDown));
+            v
+        };
+        let mut chained = vec![grant(0.0, 0, Acquired)];
+        chained.extend(chain());
+        assert_eq!(trial(chained, 30.0).orphaned_grant_us, s(21.0 - 12.3));
         // Taken by another meanwhile: the renewal after that found the
         // lease gone, whatever reply it lost.
         let mut taken = vec![grant(0.0, 0, Acquired), grant(10.0, 1, Acquired)];
-        taken.extend([
-            ev(6.0, 0, Renewing),
-            ev(6.001, 0, ReplyLost),
-            failed(6.3, 0, RenewFailed, 0.3),
-            ev(12.0, 0, Renewing),
-            ev(12.001, 0, ReplyLost),
-            failed(12.3, 0, RenewFailed, 0.3),
-            ev(12.3, 0, SteppedDown),
-        ]);
+        taken.extend(chain());
         taken.sort_by_key(|e| e.t_us);
         assert_eq!(trial(taken, 30.0).orphaned_grant_us, 0);
     }

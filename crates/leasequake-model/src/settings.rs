@@ -148,65 +148,64 @@ pub enum Belief {
     LocalDeadline,
 }
 
-/// A worker's wall-clock offset: one for every worker, or one per worker
+/// A per-worker setting: one value for every worker, or one per worker
 /// index (`[0s, 2s, -1s]`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
-pub enum ClockOffset {
-    All(Offset),
-    PerWorker(Vec<Offset>),
+pub enum PerWorker<T> {
+    All(T),
+    PerWorker(Vec<T>),
 }
 
-impl Default for ClockOffset {
+/// The value a per-worker setting leaves a worker past the end of its list.
+pub trait Unskewed: Copy {
+    const UNSKEWED: Self;
+}
+
+impl Unskewed for Offset {
+    const UNSKEWED: Offset = Offset::ZERO;
+}
+
+impl Unskewed for f64 {
+    /// A clock running at the true rate.
+    const UNSKEWED: f64 = 1.0;
+}
+
+impl<T: Unskewed> Default for PerWorker<T> {
     fn default() -> Self {
-        ClockOffset::All(Offset::ZERO)
+        PerWorker::All(T::UNSKEWED)
     }
 }
+
+impl<T: Unskewed> PerWorker<T> {
+    /// Worker `index`'s value.
+    pub fn of(&self, index: usize) -> T {
+        match self {
+            PerWorker::All(v) => *v,
+            PerWorker::PerWorker(v) => v.get(index).copied().unwrap_or(T::UNSKEWED),
+        }
+    }
+
+    /// Every value written.
+    pub fn all(&self) -> Vec<T> {
+        match self {
+            PerWorker::All(v) => vec![*v],
+            PerWorker::PerWorker(v) => v.clone(),
+        }
+    }
+}
+
+/// A worker's wall-clock offset.
+pub type ClockOffset = PerWorker<Offset>;
+
+/// How fast a worker's clocks run (1: true time).
+pub type ClockRate = PerWorker<f64>;
 
 impl ClockOffset {
-    /// Worker `index`'s offset (zero past the end of a per-worker list).
-    pub fn of(&self, index: usize) -> Offset {
-        match self {
-            ClockOffset::All(o) => *o,
-            ClockOffset::PerWorker(v) => v.get(index).copied().unwrap_or(Offset::ZERO),
-        }
-    }
-
     pub fn scaled(&self, scale: f64) -> ClockOffset {
         match self {
-            ClockOffset::All(o) => ClockOffset::All(o.scaled(scale)),
-            ClockOffset::PerWorker(v) => ClockOffset::PerWorker(v.iter().map(|o| o.scaled(scale)).collect()),
-        }
-    }
-}
-
-/// A worker's clock rate: one for every worker, or one per worker index.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(untagged)]
-pub enum ClockRate {
-    All(f64),
-    PerWorker(Vec<f64>),
-}
-
-impl Default for ClockRate {
-    fn default() -> Self {
-        ClockRate::All(1.0)
-    }
-}
-
-impl ClockRate {
-    /// Worker `index`'s rate (true time past the end of a per-worker list).
-    pub fn of(&self, index: usize) -> f64 {
-        match self {
-            ClockRate::All(r) => *r,
-            ClockRate::PerWorker(v) => v.get(index).copied().unwrap_or(1.0),
-        }
-    }
-
-    pub fn all(&self) -> Vec<f64> {
-        match self {
-            ClockRate::All(r) => vec![*r],
-            ClockRate::PerWorker(v) => v.clone(),
+            PerWorker::All(o) => PerWorker::All(o.scaled(scale)),
+            PerWorker::PerWorker(v) => PerWorker::PerWorker(v.iter().map(|o| o.scaled(scale)).collect()),
         }
     }
 }
