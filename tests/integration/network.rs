@@ -217,7 +217,9 @@ fn a_skewed_watcher_takes_a_live_lock_file_but_not_a_lease_the_server_judges() {
     let files = vec![("file".to_string(), skew("file")), ("redis".to_string(), skew("redis"))];
     let runs = run_all(&lab, &files);
     let file = &runs[0].table("trials.csv")[0];
-    assert_eq!(file.get("max_leaders"), "2", "a reader ahead of the writer takes a live lease: {file:?}");
+    // Two at least: the old leader, told at its next renewal, may write
+    // its lease back, for the skewed reader to take again.
+    assert!(file.f64("max_leaders") >= 2.0, "a reader ahead of the writer takes a live lease: {file:?}");
     let redis = &runs[1].table("trials.csv")[0];
     assert_eq!(redis.get("max_leaders"), "1", "the server's clock judges: {redis:?}");
     let faults = runs[0].table("faults.csv");
