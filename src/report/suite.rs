@@ -367,8 +367,14 @@ fn per_substrate(m: &Measured<'_>, rows: &[SummaryRow<'_>]) -> String {
 /// What the network faults did, per setting: believers, orphaned grants,
 /// gaps; with `belief: local-deadline`, the theory's promise beside it.
 fn network(m: &Measured<'_>, rows: &[SummaryRow<'_>]) -> String {
-    let keys: Vec<String> =
-        m.exp.points.first().map(|p| p.settings.iter().map(|(k, _)| k.clone()).collect()).unwrap_or_default();
+    // Every swept setting, in order of first appearance: `points:` may set
+    // some settings at some points only.
+    let mut keys: Vec<String> = Vec::new();
+    for (k, _) in m.exp.points.iter().flat_map(|p| &p.settings) {
+        if !keys.contains(k) {
+            keys.push(k.clone());
+        }
+    }
     let mut headers = keys.clone();
     headers.extend(
         [
@@ -389,13 +395,16 @@ fn network(m: &Measured<'_>, rows: &[SummaryRow<'_>]) -> String {
     for r in rows {
         let (s, exp) = (&r.summary, r.exp);
         let scale = exp.time_scale;
-        let mut cells: Vec<String> = m
-            .exp
-            .points
+        let point = m.exp.points.iter().find(|p| p.label() == r.setting);
+        let mut cells: Vec<String> = keys
             .iter()
-            .find(|p| p.label() == r.setting)
-            .map(|p| p.settings.iter().map(|(k, v)| own_value(k, v, scale)).collect())
-            .unwrap_or_default();
+            .map(|k| {
+                point
+                    .and_then(|p| p.settings.iter().find(|(key, _)| key == k))
+                    .map(|(k, v)| own_value(k, v, scale))
+                    .unwrap_or_default()
+            })
+            .collect();
         let n = &s.network;
         let secs = |ms: f64| format!("{:.2} s", own_s(ms, scale));
         let gaps = match (s.gap_p50_ms, s.gap_min_ms, s.gap_max_ms) {
