@@ -163,6 +163,44 @@ pub fn warnings(exp: &Experiment) -> Vec<String> {
             l.renew.as_ms_f64(),
         ));
     }
+    out.extend(network_warnings(exp));
+    out
+}
+
+/// What would make network faults or a local deadline measure less than
+/// they seem to.
+fn network_warnings(exp: &Experiment) -> Vec<String> {
+    let mut out = Vec::new();
+    let network = exp.faults.iter().any(|f| f.action.is_network());
+    if let Some(p) = &exp.program
+        && network
+        && !p.command.iter().chain(p.env.values()).any(|w| w.contains("{address}"))
+    {
+        out.push(
+            "the program is not given `{address}`: it reaches its server directly, and the network faults \
+             never touch it"
+                .to_string(),
+        );
+    }
+    if exp.program.is_none() && exp.worker.belief == crate::model::Belief::LocalDeadline {
+        let lease = exp.lease.lease.as_ms_f64();
+        let believed = lease - exp.worker.belief_margin.as_ms_f64();
+        let slowest = exp.worker.clock_rate.all().into_iter().fold(f64::INFINITY, f64::min);
+        if believed > lease * slowest {
+            out.push(format!(
+                "belief: local-deadline on a clock as slow as {slowest}: the belief may outlast the grant by \
+                 {:.1} ms (raise belief_margin to at least {:.1} ms for one leader at a time)",
+                believed / slowest - lease,
+                lease - lease * slowest
+            ));
+        } else if exp.worker.belief_margin == Dur::ZERO {
+            out.push(
+                "belief: local-deadline with no margin: a renewal begun just before the deadline blocks in its \
+                 socket's timeout, which can overshoot by milliseconds, past the grant"
+                    .to_string(),
+            );
+        }
+    }
     out
 }
 

@@ -33,6 +33,18 @@ fn plan_shows_the_schedule_the_time_and_the_warnings_and_runs_nothing() {
     let (_, tiny, _) = leasequake(&lab, &["plan", &kill, "--time-scale", "0.001"]);
     assert!(tiny.contains("! renew runs at 3.0 ms"), "{tiny}");
     assert!(tiny.contains("! a renewal is a real operation on the file"), "{tiny}");
+    // A local deadline on a slow clock, and network faults a program is
+    // never given the link for.
+    let slow = repo().join("experiments/network/slow-clock.yaml").display().to_string();
+    let (_, slow, _) = leasequake(&lab, &["plan", &slow]);
+    assert!(slow.contains("! belief: local-deadline on a clock as slow as 0.8"), "{slow}");
+    let deaf = lab.file(
+        "deaf.yaml",
+        "name: d\nworkers: 2\nsubstrate: {kind: redis}\nprogram: {command: [sleep, \"60\"]}\n\
+         faults:\n  - {at: 5s, target: 0, action: partition}\n",
+    );
+    let (_, deaf, _) = leasequake(&lab, &["plan", &deaf.display().to_string()]);
+    assert!(deaf.contains("! the program is not given `{address}`"), "{deaf}");
     assert!(!lab.path().join("results").exists(), "plan wrote nothing");
     // A bad file is exit 2 like everywhere.
     let bad = lab.file("bad.yaml", "name: x\nworkers: 3\nrenew: 10s\n");
