@@ -247,8 +247,12 @@ fn a_fast_clock_runs_the_workers_timers_fast_and_the_history_stays_true() {
     let renewals: Vec<f64> =
         events(&runs[0].table("events.csv")).iter().filter(|e| e.kind == "renewing").map(|e| e.t).collect();
     assert!(renewals.len() >= 8, "{renewals:?}");
-    for w in renewals.windows(2) {
-        let step = w[1] - w[0];
-        assert!((step - RENEW / 1.5).abs() < 20.0, "renewals {step} ms apart, not {} ms", RENEW / 1.5);
-    }
+    // At the true rate they would be 300 ms apart: the median step tells
+    // the rates apart with room to spare, and no step strays by more than
+    // a loaded machine's wake-up.
+    let mut steps: Vec<f64> = renewals.windows(2).map(|w| w[1] - w[0]).collect();
+    steps.sort_by(f64::total_cmp);
+    let median = steps[steps.len() / 2];
+    assert!((median - RENEW / 1.5).abs() < 10.0, "renewals {median} ms apart (median), not {} ms", RENEW / 1.5);
+    assert!(steps.iter().all(|s| (s - RENEW / 1.5).abs() < TOL), "steps {steps:?}");
 }
