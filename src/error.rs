@@ -49,6 +49,9 @@ pub enum Error {
     Missing { experiment: PathBuf, problem: String },
     #[error("{}: {source}", path.display())]
     Io { path: PathBuf, source: std::io::Error },
+    /// A server the harness runs would not start.
+    #[error("{}: {source}", experiment.display())]
+    Server { experiment: PathBuf, source: crate::trial::server::ServerError },
     #[error(transparent)]
     Write(#[from] WriteError),
     #[error("trial {trial}: {source}")]
@@ -81,6 +84,7 @@ impl Error {
             | Error::Format { .. } => exit::BAD_INPUT,
             Error::Limits { .. }
             | Error::Missing { .. }
+            | Error::Server { .. }
             | Error::Io { .. }
             | Error::Write(_)
             | Error::Trial { .. }

@@ -18,7 +18,8 @@ use crate::model::clock::wall_ns;
 use crate::model::history::EventKind;
 use crate::trial::contain::TrialGroup;
 use crate::trial::nemesis::{Stop, poll_stopped};
-use crate::trial::run_trial;
+use crate::trial::server::Servers;
+use crate::trial::{TrialEnv, run_trial};
 
 /// Start spread (µs) of `n` built-in workers released by the barrier, over
 /// `trials` trials.
@@ -30,9 +31,14 @@ pub fn start_spread(n: usize, trials: u32, dir: &Path) -> Result<Vec<f64>, Error
     let stop = AtomicBool::new(false);
     let mut out = Vec::new();
     for t in 1..=trials {
-        let r =
-            run_trial(&exp, t, u64::from(t), &dir.join(format!("spread-{n}-{t}")), &exe, &stop, &TrialGroup::new(t))
-                .map_err(|source| Error::Trial { trial: t, source })?;
+        let r = run_trial(
+            &exp,
+            t,
+            u64::from(t),
+            &dir.join(format!("spread-{n}-{t}")),
+            &env(&exe, &stop, &TrialGroup::new(t)),
+        )
+        .map_err(|source| Error::Trial { trial: t, source })?;
         let metrics = crate::check::check(&r.history, &crate::check::CheckParams::of(&exp));
         out.extend(metrics.start_spread_us.map(|us| us as f64));
     }
@@ -73,8 +79,9 @@ pub fn fault_error(trials: u32, dir: &Path) -> Result<[(String, Vec<f64>); 4], E
     let stop = AtomicBool::new(false);
     let (mut term, mut stp, mut kill, mut teardown) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for t in 1..=trials {
-        let r = run_trial(&exp, t, u64::from(t), &dir.join(format!("faults-{t}")), &exe, &stop, &TrialGroup::new(t))
-            .map_err(|source| Error::Trial { trial: t, source })?;
+        let r =
+            run_trial(&exp, t, u64::from(t), &dir.join(format!("faults-{t}")), &env(&exe, &stop, &TrialGroup::new(t)))
+                .map_err(|source| Error::Trial { trial: t, source })?;
         let first = |w: usize, kind: EventKind| {
             r.history.events.iter().find(|e| e.worker == Some(w) && e.kind == kind).map(|e| e.t_us)
         };
@@ -146,4 +153,10 @@ fn shell_fault_once(signal: Signal) -> Option<f64> {
     let _ = victim.kill();
     let _ = victim.wait();
     got.map(|t| (t - due) as f64 / 1000.0)
+}
+
+/// Calibration trials run on no managed server.
+fn env<'a>(exe: &'a Path, stop: &'a AtomicBool, group: &'a TrialGroup) -> TrialEnv<'a> {
+    static NONE: std::sync::OnceLock<Servers> = std::sync::OnceLock::new();
+    TrialEnv { exe, stop, group, servers: NONE.get_or_init(Servers::none) }
 }

@@ -144,20 +144,11 @@ fn servers_ready(exps: &[Experiment]) -> Result<(), Error> {
     for exp in exps {
         for (unit, _) in units(exp) {
             let s = &unit.substrate;
-            if s.managed {
-                if !checked.insert(("managed".to_string(), String::new())) {
-                    continue;
-                }
-                let found = std::process::Command::new("redis-server")
-                    .arg("--version")
-                    .stdout(std::process::Stdio::null())
-                    .status()
-                    .is_ok_and(|st| st.success());
-                if !found {
-                    return Err(Error::Missing {
-                        experiment: exp.source.clone(),
-                        problem: "a managed Redis needs `redis-server` on PATH (`apt-get install redis-server`)".into(),
-                    });
+            if let Some(server) = s.managed_server() {
+                if checked.insert((format!("managed {server:?}"), String::new()))
+                    && let Err(problem) = crate::trial::server::installed(server)
+                {
+                    return Err(Error::Missing { experiment: exp.source.clone(), problem });
                 }
             } else if let Some(address) = s.address()
                 && checked.insert((crate::model::setting_name(&s.kind), address.clone()))
@@ -168,6 +159,10 @@ fn servers_ready(exps: &[Experiment]) -> Result<(), Error> {
         }
     }
     Ok(())
+}
+
+fn unit_refs<'a>(units: &[(&'a Experiment, String)]) -> Vec<&'a Experiment> {
+    units.iter().map(|(u, _)| *u).collect()
 }
 
 fn duplicate_name(exps: &[Experiment]) -> Option<String> {
@@ -319,6 +314,11 @@ fn run_experiment(exp: &Experiment, dir: &Path, link_latest: bool, ctx: &Ctx, do
         .then(|| LogProgress::new(&exp.name, u64::from(total), u64::from(total) - todo.len() as u64));
 
     let stop: &Arc<AtomicBool> = &flags.stop;
+    // The servers the harness runs live for this experiment's run.
+    let servers = match crate::trial::server::Servers::start(&unit_refs(&units), dir, exp.jobs) {
+        Ok(s) => Arc::new(s),
+        Err(e) => return failed(Error::Server { experiment: exp.source.clone(), source: e }),
+    };
     let sink = Mutex::new(Sink { writer, dir: dir.to_path_buf(), metrics: done, error: None });
     let next = AtomicU32::new(0);
     let trials_dir = dir.join("trials");
@@ -353,7 +353,8 @@ fn run_experiment(exp: &Experiment, dir: &Path, link_latest: bool, ctx: &Ctx, do
             let trial = index + 1;
             let (unit_exp, label) = &units[unit];
             let trial_dir = trials_dir.join(format!("{trial:04}"));
-            let result = run_trial_within_limit(unit_exp, trial, exp.trial_seed(local), &trial_dir, exe, stop);
+            let result =
+                run_trial_within_limit(unit_exp, trial, exp.trial_seed(local), &trial_dir, exe, stop, &servers);
             let mut sink = sink.lock().unwrap_or_else(|p| p.into_inner());
             match result {
                 Ok(record) => {

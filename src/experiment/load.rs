@@ -100,6 +100,9 @@ struct RawExperiment {
     /// setting → values (cross product), or `points:` → list of mappings.
     #[serde(default)]
     sweep: Option<std::collections::BTreeMap<String, Spanned<Vec<serde_json::Value>>>>,
+    /// The sweep varies the substrate (set when the sweep is taken apart).
+    #[serde(skip)]
+    substrate_swept: bool,
 }
 
 #[derive(Clone, Deserialize)]
@@ -181,6 +184,7 @@ pub fn load_str(path: &Path, text: &str, overrides: &Overrides) -> Result<Experi
         return Ok(exp);
     };
 
+    raw.substrate_swept = sweep.contains_key("substrate");
     // A sweep: the base must be valid on its own, then every point is the
     // base with some settings replaced, validated the same way (errors point
     // at the sweep's values).
@@ -280,8 +284,8 @@ fn apply(
 }
 
 /// What a substrate cannot do: the lock file's variants, failpoints and
-/// faults exist only where there is a lock file; a managed server only for
-/// Redis; server faults only against a managed server.
+/// faults exist only where there is a lock file; a managed server only
+/// where there is a server; server faults only against a managed server.
 fn validate_substrate(raw: &RawExperiment, text: &str) -> Result<(), (u64, u64, String)> {
     use crate::model::Kind;
     let s = &raw.substrate;
@@ -289,10 +293,14 @@ fn validate_substrate(raw: &RawExperiment, text: &str) -> Result<(), (u64, u64, 
     let has_file = matches!(s.kind, Kind::File | Kind::Flock);
     let w = &raw.worker;
     let defaults = WorkerSettings::default();
-    let problem = if s.managed && s.kind != Kind::Redis {
-        Some(("managed", format!("managed: only the redis substrate has a harness-managed server, not {name}")))
+    // A sweep over substrates may reach a server from a file substrate.
+    let problem = if s.managed && s.kind.server().is_none() && !raw.substrate_swept {
+        Some((
+            "managed",
+            format!("managed: the {name} substrate has no server to run (redis, postgres and postgres-advisory have)"),
+        ))
     } else if s.managed && s.address.is_some() {
-        Some(("address", "address: a managed server's address is chosen per trial; remove it".to_string()))
+        Some(("address", "address: the harness chooses a managed server's address; remove it".to_string()))
     } else if s.address.is_some() && has_file {
         Some(("address", format!("address: the {name} substrate has no server")))
     } else if s.proxy && has_file {
@@ -315,7 +323,11 @@ fn validate_substrate(raw: &RawExperiment, text: &str) -> Result<(), (u64, u64, 
         } else if a.is_server() && !s.managed {
             Some((
                 loc,
-                format!("{} needs a server the harness runs: `substrate: {{kind: redis, managed: true}}`", a.name()),
+                format!(
+                    "{} needs a server the harness runs: `substrate: {{kind: {}, managed: true}}`",
+                    a.name(),
+                    if s.kind.server().is_some() { name.as_str() } else { "redis" }
+                ),
             ))
         } else if a.is_network() && has_file {
             Some((

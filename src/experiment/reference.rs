@@ -292,7 +292,13 @@ pub fn keys() -> Vec<Key> {
         key("substrate", Section, "", "", "Where the lease lives."),
         key("substrate.kind", Choice(choices::<Kind>()), "file", "redis", "The lease's substrate."),
         key("substrate.address", Text, "the local service", "redis://127.0.0.1:6379/", "A server substrate's address."),
-        key("substrate.managed", Bool, "false", "true", "Redis only: the harness runs its own redis-server per trial."),
+        key(
+            "substrate.managed",
+            Bool,
+            "false",
+            "true",
+            "The harness runs the server itself (redis-server; a PostgreSQL cluster made by initdb), for the run, or per trial where server-* faults hit it.",
+        ),
         key(
             "substrate.proxy",
             Bool,

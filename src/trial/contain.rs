@@ -129,13 +129,56 @@ impl TrialGroup {
     /// A fresh cgroup for trial `trial` (unique in this harness), if the
     /// harness has one.
     pub fn new(trial: u32) -> TrialGroup {
+        TrialGroup::named(&format!("trial-{trial}"))
+    }
+
+    /// A fresh cgroup for a lease server the harness runs: the guard kills
+    /// it with everything else, and a pause freezes all of its processes
+    /// at once.
+    pub fn for_server() -> TrialGroup {
+        TrialGroup::named("server")
+    }
+
+    fn named(prefix: &str) -> TrialGroup {
         let cgroup = contain().cgroup.as_ref().and_then(|root| {
             static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
             let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            let dir = root.join(format!("trial-{trial}-{n}"));
+            let dir = root.join(format!("{prefix}-{n}"));
             std::fs::create_dir(&dir).ok().map(|()| dir)
         });
         TrialGroup { cgroup, groups: Mutex::new(Vec::new()) }
+    }
+
+    /// Freeze (or thaw) every process in the cgroup and wait until the
+    /// kernel says it is done; None without a cgroup.
+    pub fn freeze(&self, frozen: bool) -> Option<std::io::Result<()>> {
+        let c = self.cgroup.as_ref()?;
+        let want = if frozen { "frozen 1" } else { "frozen 0" };
+        Some(std::fs::write(c.join("cgroup.freeze"), if frozen { "1" } else { "0" }).and_then(|()| {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+            loop {
+                let events = std::fs::read_to_string(c.join("cgroup.events"))?;
+                if events.lines().any(|l| l == want) {
+                    return Ok(());
+                }
+                if std::time::Instant::now() > deadline {
+                    return Err(std::io::Error::other(format!("cgroup not {want} after 5 s")));
+                }
+                std::thread::sleep(std::time::Duration::from_micros(200));
+            }
+        }))
+    }
+
+    /// Kill every process in the cgroup and wait until it is empty, keeping
+    /// the cgroup for the next start; None without a cgroup.
+    pub fn kill_and_wait(&self) -> Option<()> {
+        let c = self.cgroup.as_ref()?;
+        let _ = std::fs::write(c.join("cgroup.kill"), "1");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while populated(c) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        Some(())
     }
 
     /// The cgroup a worker of this trial joins (`LEASEQUAKE_CGROUP`).

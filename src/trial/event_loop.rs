@@ -57,7 +57,7 @@ impl RawEvent {
 /// managed server.
 pub struct Hit<'a> {
     pub(super) lock: &'a Path,
-    pub(super) server: Option<&'a mut server::ManagedRedis>,
+    pub(super) server: Option<&'a mut server::ManagedServer>,
     /// The workers' links to the server, for network faults.
     pub(super) proxy: Option<&'a crate::proxy::Proxy>,
 }

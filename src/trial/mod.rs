@@ -25,5 +25,5 @@ mod time_limit;
 
 pub use error::TrialError;
 pub use msg::EVENT_BACKLOG;
-pub use run::{TrialRecord, run_trial};
+pub use run::{TrialEnv, TrialRecord, run_trial};
 pub use time_limit::{run_trial_within_limit, time_limit};

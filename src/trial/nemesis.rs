@@ -8,7 +8,7 @@ use nix::sys::signal::Signal;
 use rand_chacha::ChaCha8Rng;
 
 use super::schedule::{Live, Order, Schedule};
-use super::server::ManagedRedis;
+use super::server::ManagedServer;
 use super::spawn::WorkerProc;
 use crate::model::clock::{mono_ns, wall_ns};
 use crate::model::expiry::ExpiryRule;
@@ -38,7 +38,7 @@ pub struct Nemesis<'s> {
     rule: ExpiryRule,
     lock: std::path::PathBuf,
     /// The harness-managed lease server, for server-* faults.
-    server: Option<&'s mut ManagedRedis>,
+    server: Option<&'s mut ManagedServer>,
     /// The workers' links to their server, for network faults.
     proxy: Option<&'s Proxy>,
     /// Where each worker's clock jumps are written (`skew`), and their
@@ -53,7 +53,7 @@ impl<'s> Nemesis<'s> {
         t0: i64,
         rng: ChaCha8Rng,
         lock: &Path,
-        server: Option<&'s mut ManagedRedis>,
+        server: Option<&'s mut ManagedServer>,
         proxy: Option<&'s Proxy>,
     ) -> Nemesis<'s> {
         Nemesis {
@@ -215,17 +215,26 @@ impl<'s> Nemesis<'s> {
             return Delivery { actual_ns: mono_ns(), error: Some("no managed server".into()), ..base("server") };
         };
         let pid = server.pid().map(|p| p.as_raw());
-        let (action, result) = match o.action {
-            Action::ServerPause => ("server-stop", server.signal(Signal::SIGSTOP).map_err(|e| e.to_string())),
-            Action::Cont => ("server-cont", server.signal(Signal::SIGCONT).map_err(|e| e.to_string())),
+        // Stamped as a worker's signals are, so the history stays causal: a
+        // pause once the server is frozen, a resume just before it thaws, a
+        // kill (and a restart) once every process of the server is gone:
+        // from there on its sessions, and Redis's leases, are lost.
+        let (action, actual_ns, result) = match o.action {
+            Action::ServerPause => {
+                let r = server.pause();
+                ("server-stop", mono_ns(), r)
+            }
+            Action::Cont => ("server-cont", mono_ns(), server.resume()),
             Action::ServerKill => {
                 server.kill();
-                ("server-kill", Ok(()))
+                ("server-kill", mono_ns(), Ok(()))
             }
-            // Stamped at the kill: from here on the leases are gone.
-            _ => ("server-restart", server.restart().map_err(|e| e.to_string())),
+            _ => {
+                server.kill();
+                let at = mono_ns();
+                ("server-restart", at, server.start_again().map_err(|e| e.to_string()))
+            }
         };
-        let actual_ns = mono_ns();
         if let (Some(at), Ok(())) = (o.resume_at, &result) {
             self.schedule.resume_server(o.fault, at);
         }

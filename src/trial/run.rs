@@ -29,6 +29,16 @@ pub struct TrialRecord {
     pub outcomes: Vec<String>,
 }
 
+/// What a trial runs in: the executable that is the built-in worker, the
+/// run's stop flag, the trial's containment, the run's managed servers.
+#[derive(Clone, Copy)]
+pub struct TrialEnv<'a> {
+    pub exe: &'a Path,
+    pub stop: &'a AtomicBool,
+    pub group: &'a TrialGroup,
+    pub servers: &'a server::Servers,
+}
+
 /// Run trial number `trial` (1-based, unique in the run) in `dir` with the
 /// randomness of `seed` (the points of a sweep share seeds trial by trial,
 /// so that they differ only in their settings).
@@ -37,10 +47,9 @@ pub fn run_trial(
     trial: u32,
     seed: u64,
     dir: &Path,
-    exe: &Path,
-    stop: &AtomicBool,
-    group: &TrialGroup,
+    env: &TrialEnv<'_>,
 ) -> Result<TrialRecord, TrialError> {
+    let TrialEnv { exe, stop, group, servers } = *env;
     fresh_dir(dir).map_err(|source| TrialError::Dir { path: dir.into(), source })?;
     let lock = dir.join("leader.lock");
     nemesis::prepare_lock(exp, &lock).map_err(|source| TrialError::Dir { path: lock.clone(), source })?;
@@ -49,9 +58,9 @@ pub fn run_trial(
     let _ = nix::sys::prctl::set_timerslack(1);
 
     let (tx, rx) = mpsc::sync_channel(EVENT_BACKLOG);
-    let mut server = if exp.substrate.managed { Some(server::ManagedRedis::start(dir)?) } else { None };
-    let address = server.as_ref().map(|s| s.address()).or_else(|| exp.substrate.address());
-    if !exp.substrate.managed
+    let mut server = servers.for_trial(exp, dir)?;
+    let address = server.address().or_else(|| exp.substrate.address());
+    if server.shared()
         && let Some(address) = &address
     {
         // The lease's name on a shared server is derived from the lock
@@ -118,14 +127,14 @@ pub fn run_trial(
         // comes at the release).
         run.ready = exp.workers;
     }
-    let hit = Hit { lock: &lock, server: server.as_mut(), proxy: proxy.as_ref() };
+    let hit = Hit { lock: &lock, server: server.own(), proxy: proxy.as_ref() };
     let outcome = run.drive(exp, seed, &workers, barrier, stop, hit);
     // Undo every fault still in force before the clean-up, so that the
     // workers' releases are not stuck behind the experiment's own faults:
     // the clean-up continues stopped workers first; a paused server is
     // continued here, and every link healed.
-    if let Some(s) = server.as_mut() {
-        s.heal();
+    if let Some(s) = server.own() {
+        let _ = s.resume();
     }
     if let Some(p) = &proxy {
         for link in 0..p.links() {
@@ -142,10 +151,9 @@ pub fn run_trial(
             }
         }
     }
+    let shared = server.shared();
     drop(server);
-    if !exp.substrate.managed
-        && let Some(address) = &address
-    {
+    if shared && let Some(address) = &address {
         // A shared server keeps the lease after the trial: remove it.
         crate::substrate::forget(exp.substrate.kind, address, &lock.display().to_string());
     }

@@ -12,7 +12,8 @@ use std::time::Duration;
 
 use super::contain::TrialGroup;
 use super::error::{KILL_TIMEOUT, READY_TIMEOUT, TrialError};
-use super::run::{TrialRecord, run_trial};
+use super::run::{TrialEnv, TrialRecord, run_trial};
+use super::server::Servers;
 use crate::model::Experiment;
 
 /// Beyond the trial's own waits: start-up, the server, the clean-up.
@@ -37,18 +38,21 @@ pub fn run_trial_within_limit(
     dir: &Path,
     exe: &Path,
     stop: &Arc<AtomicBool>,
+    servers: &Arc<Servers>,
 ) -> Result<TrialRecord, TrialError> {
     let limit = time_limit(exp);
     let group = Arc::new(TrialGroup::new(trial));
     let (tx, rx) = std::sync::mpsc::channel();
-    let owned = (exp.clone(), dir.to_path_buf(), exe.to_path_buf(), Arc::clone(stop), Arc::clone(&group));
+    let owned =
+        (exp.clone(), dir.to_path_buf(), exe.to_path_buf(), Arc::clone(stop), Arc::clone(&group), Arc::clone(servers));
     // The workers are tied to the thread that spawns them (PR_SET_PDEATHSIG
     // is per thread): this one lives from their spawn to their reap.
     let thread = std::thread::Builder::new()
         .name(format!("trial-{trial}"))
         .spawn(move || {
-            let (exp, dir, exe, stop, group) = owned;
-            let _ = tx.send(run_trial(&exp, trial, seed, &dir, &exe, &stop, &group));
+            let (exp, dir, exe, stop, group, servers) = owned;
+            let env = TrialEnv { exe: &exe, stop: &stop, group: &group, servers: &servers };
+            let _ = tx.send(run_trial(&exp, trial, seed, &dir, &env));
         })
         .map_err(TrialError::Thread)?;
     match rx.recv_timeout(limit) {

@@ -102,8 +102,8 @@ fn an_epoch_job_that_cannot_run_is_an_error() {
 #[test]
 fn what_a_substrate_cannot_do_is_an_error() {
     rejects(
-        "name: x\nworkers: 2\nsubstrate: {kind: postgres, managed: true}\n",
-        "3:29: managed: only the redis substrate has a harness-managed server",
+        "name: x\nworkers: 2\nsubstrate: {kind: flock, managed: true}\n",
+        "3:26: managed: the flock substrate has no server to run",
     );
     rejects(
         "name: x\nworkers: 2\nsubstrate: {kind: redis}\nfaults:\n  - at: 1s\n    action: lock-empty\n",

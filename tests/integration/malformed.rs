@@ -202,9 +202,9 @@ const CASES: &[(&str, &[&str], &str)] = &[
     // Substrates and programs.
     ("name: x\nworkers: 2\nsubstrate: {kind: etcd}\n", &[], "3:"),
     (
-        "name: x\nworkers: 2\nsubstrate: {kind: postgres, managed: true}\n",
+        "name: x\nworkers: 2\nsubstrate: {kind: file, managed: true}\n",
         &[],
-        "3:29: managed: only the redis substrate",
+        "3:25: managed: the file substrate has no server",
     ),
     ("name: x\nworkers: 2\nprogram:\n  command: [w, \"{lokc}\"]\n", &[], "4:12: unknown placeholder {lokc}"),
     ("name: x\nworkers: 2\nprogram:\n  command: \"w\"\n", &[], "4:12: command is a list"),

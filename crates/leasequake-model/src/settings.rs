@@ -275,8 +275,9 @@ pub struct SubstrateSettings {
     /// Server address; default: the local service.
     #[serde(default)]
     pub address: Option<String>,
-    /// Redis only: the harness runs its own redis-server per trial, which
-    /// server-* faults can hit.
+    /// The harness runs the server itself (redis-server, or a PostgreSQL
+    /// cluster of its own), for the run or, where server-* faults hit it,
+    /// per trial.
     #[serde(default)]
     pub managed: bool,
     /// Put the harness's proxy between each worker and the server even
@@ -293,9 +294,19 @@ impl Default for SubstrateSettings {
 }
 
 impl SubstrateSettings {
-    /// The address workers use (a managed server's is known per trial).
+    /// The server the harness runs for this substrate, if it runs one (a
+    /// sweep over substrates may reach one without a server).
+    pub fn managed_server(&self) -> Option<Server> {
+        self.kind.server().filter(|_| self.managed)
+    }
+
+    /// The address workers use; None for a managed server, whose address
+    /// is known only once it runs.
     pub fn address(&self) -> Option<String> {
-        self.kind.server().map(|s| self.address.clone().unwrap_or_else(|| s.default_address().to_string()))
+        self.kind
+            .server()
+            .filter(|_| !self.managed)
+            .map(|s| self.address.clone().unwrap_or_else(|| s.default_address().to_string()))
     }
 }
 

@@ -1,0 +1,306 @@
+//! Lease servers the harness runs itself, so that faults can hit the server
+//! too and so that nothing but the server's binaries must be installed: a
+//! `redis-server` without persistence (`--save "" --appendonly no`: a
+//! restart forgets every lease, the classic critique of Redis locks), or a
+//! PostgreSQL cluster made with `initdb` in a temporary directory (a
+//! restart is a crash and its recovery: committed lease rows survive, the
+//! sessions and their advisory locks do not).
+//!
+//! A server lives for a run (`pool::Servers`), every trial with its own
+//! key, unless the experiment's faults pause, kill or restart it: then each
+//! trial has its own.
+
+mod pool;
+mod postgres;
+mod redis;
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+
+pub use pool::{Servers, TrialServer};
+pub use postgres::PgInstall;
+
+use super::contain::TrialGroup;
+use crate::model::Server;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    #[error("cannot start {what} (is it installed? `apt-get install {package}`): {source}")]
+    Spawn { what: &'static str, package: &'static str, source: std::io::Error },
+    #[error("cannot find a free loopback port: {0}")]
+    Port(std::io::Error),
+    #[error("{what} on port {port} did not answer within {within:?} (log: {})", log.display())]
+    NotReady { what: &'static str, port: u16, within: Duration, log: PathBuf },
+    #[error("{0}")]
+    Setup(String),
+}
+
+/// Are the binaries of a managed `server` installed? The error names the
+/// package.
+pub fn installed(server: Server) -> Result<(), String> {
+    match server {
+        Server::Redis => {
+            let found = Command::new("redis-server")
+                .arg("--version")
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|st| st.success());
+            if found {
+                Ok(())
+            } else {
+                Err("a managed Redis needs `redis-server` on PATH (`apt-get install redis-server`)".into())
+            }
+        }
+        Server::Postgres => postgres::find_binaries().map(drop).map_err(|e| e.to_string()),
+    }
+}
+
+/// One running server: its process (for PostgreSQL the postmaster, whose
+/// children are found through /proc), its port, where it logs.
+pub struct ManagedServer {
+    server: Server,
+    port: u16,
+    log: PathBuf,
+    /// PostgreSQL's cluster: its binaries and data directory.
+    pg: Option<postgres::Cluster>,
+    child: Option<Child>,
+    /// Its own cgroup where the harness has them: every process of the
+    /// server in it, whatever sessions they make, frozen and killed whole,
+    /// and by the guard should the harness die.
+    group: TrialGroup,
+}
+
+impl ManagedServer {
+    /// Start `server` on a free loopback port, logging to `log`. A
+    /// PostgreSQL cluster is copied from `pg`'s template.
+    fn start(server: Server, log: &Path, pg: Option<&PgInstall>, connections: usize) -> Result<Self, ServerError> {
+        // Let the kernel pick a free port; the small race until the server
+        // binds it is acceptable on a test machine's loopback.
+        let port = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map_err(ServerError::Port)?.port();
+        let pg = match (server, pg) {
+            (Server::Postgres, Some(install)) => Some(install.cluster(connections)?),
+            (Server::Postgres, None) => return Err(ServerError::Setup("no PostgreSQL installation".into())),
+            (Server::Redis, _) => None,
+        };
+        let group = TrialGroup::for_server();
+        let mut s = ManagedServer { server, port, log: log.to_path_buf(), pg, child: None, group };
+        s.spawn()?;
+        Ok(s)
+    }
+
+    pub fn address(&self) -> String {
+        match self.server {
+            Server::Redis => format!("redis://127.0.0.1:{}/", self.port),
+            Server::Postgres => format!("postgres://postgres@127.0.0.1:{}/postgres", self.port),
+        }
+    }
+
+    pub fn pid(&self) -> Option<Pid> {
+        self.child.as_ref().map(|c| Pid::from_raw(c.id() as i32))
+    }
+
+    fn what(&self) -> &'static str {
+        match self.server {
+            Server::Redis => "redis-server",
+            Server::Postgres => "postgres",
+        }
+    }
+
+    fn spawn_error(&self, source: std::io::Error) -> ServerError {
+        let package = match self.server {
+            Server::Redis => "redis-server",
+            Server::Postgres => "postgresql",
+        };
+        ServerError::Spawn { what: self.what(), package, source }
+    }
+
+    fn spawn(&mut self) -> Result<(), ServerError> {
+        let out =
+            std::fs::File::options().create(true).append(true).open(&self.log).map_err(|e| self.spawn_error(e))?;
+        let err = out.try_clone().map_err(|e| self.spawn_error(e))?;
+        let mut cmd = match &self.pg {
+            Some(cluster) => cluster.command(self.port),
+            None => redis::command(self.port, self.log.parent().unwrap_or(Path::new("."))),
+        };
+        cmd.stdin(Stdio::null()).stdout(Stdio::from(out)).stderr(Stdio::from(err));
+        let user = self.pg.as_ref().and_then(|c| c.user());
+        die_with_this_thread(&mut cmd, self.group.cgroup(), user).map_err(|e| self.spawn_error(e))?;
+        let guard = super::spawn::SPAWN_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+        let spawned = cmd.spawn();
+        drop(guard);
+        self.child = Some(spawned.map_err(|e| self.spawn_error(e))?);
+        self.wait_ready()
+    }
+
+    fn wait_ready(&mut self) -> Result<(), ServerError> {
+        // PostgreSQL may first replay its log after a restart (a crash).
+        let within = match self.server {
+            Server::Redis => Duration::from_secs(5),
+            Server::Postgres => Duration::from_secs(30),
+        };
+        let deadline = Instant::now() + within;
+        let address = self.address();
+        while Instant::now() < deadline {
+            if let Some(child) = self.child.as_mut()
+                && let Ok(Some(status)) = child.try_wait()
+            {
+                return Err(ServerError::Setup(format!(
+                    "{} exited at start-up ({status}); see {}",
+                    self.what(),
+                    self.log.display()
+                )));
+            }
+            let answered = match self.server {
+                Server::Redis => redis::answers(&address),
+                Server::Postgres => crate::substrate::preflight(crate::model::Kind::Postgres, &address).is_ok(),
+            };
+            if answered {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Err(ServerError::NotReady { what: self.what(), port: self.port, within, log: self.log.clone() })
+    }
+
+    /// The server's processes: the one we spawned and, for PostgreSQL, the
+    /// postmaster's children (each backend is a session leader of its own,
+    /// so no process group reaches them all).
+    fn processes(&self) -> Vec<Pid> {
+        let Some(pid) = self.pid() else { return Vec::new() };
+        let mut all = vec![pid];
+        if self.pg.is_some() {
+            all.extend(children_of(pid));
+        }
+        all
+    }
+
+    /// SIGSTOP every process of the server (the parent first, so that it
+    /// starts no new one while its children are being stopped).
+    pub fn pause(&self) -> Result<(), String> {
+        if let Some(frozen) = self.group.freeze(true) {
+            return frozen.map_err(|e| format!("cannot freeze the server's cgroup: {e}"));
+        }
+        let procs = self.processes();
+        if procs.is_empty() {
+            return Err("the server is not running".into());
+        }
+        for p in procs {
+            kill(p, Signal::SIGSTOP).map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    }
+
+    /// SIGCONT every process of the server (the children first).
+    pub fn resume(&self) -> Result<(), String> {
+        if let Some(thawed) = self.group.freeze(false) {
+            return thawed.map_err(|e| format!("cannot thaw the server's cgroup: {e}"));
+        }
+        let procs = self.processes();
+        if procs.is_empty() {
+            return Err("the server is not running".into());
+        }
+        for p in procs.into_iter().rev() {
+            kill(p, Signal::SIGCONT).map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    }
+
+    /// SIGKILL every process of the server and wait for them: every Redis
+    /// lease is gone; PostgreSQL loses its sessions and recovers its rows
+    /// at the next start.
+    pub fn kill(&mut self) {
+        if self.group.kill_and_wait().is_none() {
+            let procs = self.processes();
+            for p in &procs {
+                let _ = kill(*p, Signal::SIGKILL);
+            }
+            // A new postmaster refuses a data directory whose shared memory
+            // an old backend still holds: wait for the children to go.
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while procs.iter().skip(1).any(|p| alive(*p)) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Start again on the same port (and data) after a kill.
+    pub fn start_again(&mut self) -> Result<(), ServerError> {
+        self.spawn()
+    }
+}
+
+impl Drop for ManagedServer {
+    fn drop(&mut self) {
+        // A paused server must be continued to die promptly.
+        let _ = self.resume();
+        self.kill();
+    }
+}
+
+/// The child joins `cgroup` (if any) before it execs, then becomes `user`
+/// (uid, gid; the order matters: only root may join a root's cgroup), and
+/// dies with the thread that spawned it, even when the harness is killed with SIGKILL
+/// (PR_SET_PDEATHSIG, set after any change of user, which would clear it),
+/// or never starts if the harness is already gone. A pre_exec hook rather
+/// than the `exec-program` trampoline: a server run as another user may
+/// not be allowed to execute the harness's binary.
+fn die_with_this_thread(cmd: &mut Command, cgroup: Option<&Path>, user: Option<(u32, u32)>) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::process::CommandExt;
+    let parent = std::process::id() as i32;
+    let procs = cgroup
+        .map(|c| std::ffi::CString::new(c.join("cgroup.procs").as_os_str().as_bytes()))
+        .transpose()
+        .map_err(std::io::Error::other)?;
+    cmd.process_group(0);
+    // SAFETY: only async-signal-safe calls between fork and exec (the path
+    // was allocated before the fork).
+    unsafe {
+        cmd.pre_exec(move || {
+            if let Some(path) = &procs {
+                let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+                if fd < 0 || libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
+                    libc::_exit(126);
+                }
+                libc::close(fd);
+            }
+            if let Some((uid, gid)) = user
+                && (libc::setgroups(0, std::ptr::null()) != 0 || libc::setgid(gid) != 0 || libc::setuid(uid) != 0)
+            {
+                libc::_exit(125);
+            }
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0
+                || libc::getppid() != parent
+            {
+                libc::_exit(127);
+            }
+            Ok(())
+        });
+    }
+    Ok(())
+}
+
+/// Processes whose parent is `parent`, from /proc.
+fn children_of(parent: Pid) -> Vec<Pid> {
+    let Ok(all) = procfs::process::all_processes() else { return Vec::new() };
+    all.filter_map(Result::ok)
+        .filter_map(|p| p.stat().ok())
+        .filter(|s| s.ppid == parent.as_raw() && s.state != 'Z')
+        .map(|s| Pid::from_raw(s.pid))
+        .collect()
+}
+
+/// Alive and not a zombie (a zombie holds no memory, no socket).
+fn alive(pid: Pid) -> bool {
+    procfs::process::Process::new(pid.as_raw()).and_then(|p| p.stat()).is_ok_and(|s| s.state != 'Z')
+}
