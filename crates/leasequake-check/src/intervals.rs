@@ -67,6 +67,7 @@ pub fn check(history: &History, params: &CheckParams) -> TrialMetrics {
     metrics.writes = super::writes::writes(events);
     metrics.latency = super::latency::latency(events);
     metrics.network = super::network::network(events, params, &metrics.spans, end_us);
+    metrics.network.storm = super::storm::storm(events, params);
     if let Some(epoch_us) = params.epoch_us {
         metrics.jobs = super::jobs::jobs(events, epoch_us, end_us);
     }

@@ -12,15 +12,32 @@ pub struct Latency {
     pub observe_us: Vec<u64>,
 }
 
+/// The three substrate operations a worker times.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Op {
+    Acquire,
+    Renew,
+    Observe,
+}
+
+/// The operation whose outcome an event of this kind reports, if any.
+pub(crate) fn operation(kind: EventKind) -> Option<Op> {
+    match kind {
+        EventKind::Acquired | EventKind::NotAcquired | EventKind::TakeoverLost => Some(Op::Acquire),
+        EventKind::Renewed | EventKind::RenewFailed | EventKind::SteppedDown => Some(Op::Renew),
+        EventKind::HeldBy | EventKind::ExpiredSeen | EventKind::Unreadable => Some(Op::Observe),
+        _ => None,
+    }
+}
+
 pub fn latency(events: &[Event]) -> Latency {
     let mut out = Latency::default();
     for e in events {
-        let Some(us) = e.detail.op_us else { continue };
-        match e.kind {
-            EventKind::Acquired | EventKind::NotAcquired | EventKind::TakeoverLost => out.acquire_us.push(us),
-            EventKind::Renewed | EventKind::RenewFailed | EventKind::SteppedDown => out.renew_us.push(us),
-            EventKind::HeldBy | EventKind::ExpiredSeen | EventKind::Unreadable => out.observe_us.push(us),
-            _ => {}
+        let (Some(us), Some(op)) = (e.detail.op_us, operation(e.kind)) else { continue };
+        match op {
+            Op::Acquire => out.acquire_us.push(us),
+            Op::Renew => out.renew_us.push(us),
+            Op::Observe => out.observe_us.push(us),
         }
     }
     out

@@ -13,6 +13,7 @@ mod network;
 mod params;
 mod spans;
 pub mod stats;
+mod storm;
 mod theory;
 mod writes;
 
@@ -22,4 +23,5 @@ pub use latency::Latency;
 pub use metrics::{Evictions, Gap, KILL_MID_RENEWAL, Network, PauseOutcome, TrialMetrics};
 pub use params::CheckParams;
 pub use spans::{Span, Spans};
+pub use storm::{Storm, WindowOps};
 pub use writes::Writes;

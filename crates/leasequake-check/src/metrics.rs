@@ -3,6 +3,7 @@
 use super::jobs::Jobs;
 use super::latency::Latency;
 use super::spans::Spans;
+use super::storm::Storm;
 use super::writes::Writes;
 use leasequake_model::history::Micros;
 
@@ -163,9 +164,13 @@ pub struct Network {
     /// Lost-reply requests the history cannot settle: sent while a lease
     /// was held, answered after it ran out.
     pub possible_grants: usize,
+    /// Operation latencies after each heal beside the steady state before
+    /// the first network fault (storm.rs); None without a network fault.
+    pub storm: Option<Storm>,
 }
 
-/// Trials summed (the longest orphan is the longest of any).
+/// Trials summed (the longest orphan is the longest of any; the storms'
+/// samples pooled).
 impl std::ops::Add for Network {
     type Output = Network;
 
@@ -177,6 +182,10 @@ impl std::ops::Add for Network {
             orphaned_grant_us: self.orphaned_grant_us + o.orphaned_grant_us,
             orphaned_grant_max_us: self.orphaned_grant_max_us.max(o.orphaned_grant_max_us),
             possible_grants: self.possible_grants + o.possible_grants,
+            storm: match (self.storm, o.storm) {
+                (Some(a), Some(b)) => Some(a + b),
+                (a, b) => a.or(b),
+            },
         }
     }
 }
