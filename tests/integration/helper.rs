@@ -84,14 +84,22 @@ impl Lab {
                 "--quiet".into(),
                 "--no-calibrate".into(),
             ],
-            env: Vec::new(),
+            env: vec![("TMPDIR".into(), self.path().join("tmp").display().to_string())],
             out: self.path().join(format!("out-{}", next_id())),
         }
     }
 }
 
+/// Open to other users (a managed PostgreSQL runs as one), with a `tmp/`
+/// that every run of the lab takes as its TMPDIR: the servers' data
+/// directories are the lab's, and so are their processes, found and
+/// removed with it.
 fn tempdir() -> tempfile::TempDir {
-    tempfile::Builder::new().prefix("leasequake-test-").tempdir().expect("tempdir")
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::Builder::new().prefix("leasequake-test-").tempdir().expect("tempdir");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod the lab");
+    std::fs::create_dir(dir.path().join("tmp")).expect("the lab's tmp");
+    dir
 }
 
 fn next_id() -> usize {
@@ -255,5 +263,48 @@ pub fn wait_for<T>(limit: Duration, what: &str, mut f: impl FnMut() -> Option<T>
         }
         assert!(start.elapsed() < limit, "timed out after {limit:?} waiting for {what}");
         std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// A redis-server of the test's own, on a free loopback port: what only a
+/// server shared across runs shows (a lease an interrupted run left on it)
+/// needs one that outlives the harness. Killed when dropped; it works in
+/// `dir`, so the lab's leak check sees it.
+pub struct OwnRedis {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl OwnRedis {
+    pub fn start(dir: &Path) -> OwnRedis {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let child = std::process::Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .arg("--dir")
+            .arg(dir)
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("redis-server (apt-get install redis-server)");
+        let server = OwnRedis { child, port };
+        wait_for(Duration::from_secs(5), "redis-server to answer PING", || server.answers().then_some(()));
+        server
+    }
+
+    fn answers(&self) -> bool {
+        use std::io::{Read, Write};
+        let Ok(mut conn) = std::net::TcpStream::connect(("127.0.0.1", self.port)) else { return false };
+        let mut reply = [0u8; 5];
+        conn.write_all(b"PING\r\n").is_ok() && conn.read_exact(&mut reply).is_ok() && &reply == b"+PONG"
+    }
+
+    pub fn address(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+}
+
+impl Drop for OwnRedis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }

@@ -1,5 +1,5 @@
-//! Network faults through the harness's proxy, against the real Redis and
-//! PostgreSQL: a partitioned leader's belief, lost replies that renewed
+//! Network faults through the harness's proxy, against real Redis and
+//! PostgreSQL servers the harness runs: a partitioned leader's belief, lost replies that renewed
 //! the lease behind the holder's back, a session lock the server keeps
 //! while the partition holds the connection open, delay and reset.
 //!
@@ -36,7 +36,7 @@ fn events(rows: &[Row]) -> Vec<Ev> {
 
 fn experiment(name: &str, substrate: &str, worker: &str, fault: &str) -> String {
     format!(
-        "name: {name}\nworkers: 3\nduration: 40s\nseed: 5\nsubstrate: {{kind: {substrate}}}\nworker: {{{worker}}}\n\
+        "name: {name}\nworkers: 3\nduration: 40s\nseed: 5\nsubstrate: {{kind: {substrate}, managed: true}}\nworker: {{{worker}}}\n\
          faults:\n  - at: 12.5s\n    target: leader\n{fault}"
     )
 }
@@ -218,14 +218,15 @@ fn a_skewed_watcher_takes_a_live_lock_file_but_not_a_lease_the_server_judges() {
     // + 9 s) looks expired to it at its next look, and it takes the lease
     // while the leader still holds it. Redis judges by its own clock: the
     // jump changes nothing.
-    let skew = |kind: &str| {
+    let skew = |substrate: &str| {
         format!(
-            "name: s\nworkers: 3\nduration: 25s\nseed: 5\nsubstrate: {{kind: {kind}}}\nworker: {{expiry: exact}}\n\
+            "name: s\nworkers: 3\nduration: 25s\nseed: 5\nsubstrate: {substrate}\nworker: {{expiry: exact}}\n\
              faults:\n  - at: 12.5s\n    target: watcher\n    action: skew\n    by: 10s\n"
         )
     };
     let lab = Lab::new();
-    let files = vec![("file".to_string(), skew("file")), ("redis".to_string(), skew("redis"))];
+    let files =
+        vec![("file".to_string(), skew("{kind: file}")), ("redis".to_string(), skew("{kind: redis, managed: true}"))];
     let runs = run_all(&lab, &files);
     let file = &runs[0].table("trials.csv")[0];
     // Two at least: the old leader, told at its next renewal, may write

@@ -78,37 +78,67 @@ fn ctrl_c_stops_cleanly_keeps_results_and_exits_130() {
     assert!(String::from_utf8_lossy(&output.stderr).contains("interrupted"));
 }
 
-/// redis-server processes working in `dir` (a managed server chdirs to its
-/// trial directory; it rewrites its own command line, so that is no help).
+/// Server processes (`redis-server`, `postgres`) working in `dir`: a
+/// managed server chdirs to its trial directory, or to its data directory
+/// under the lab's TMPDIR; it rewrites its command line, so that is no help.
 fn servers_in(dir: &std::path::Path) -> Vec<procfs::process::Process> {
     procfs::process::all_processes()
         .expect("/proc")
         .flatten()
-        .filter(|p| p.stat().is_ok_and(|s| s.comm == "redis-server" && s.state != 'Z'))
+        .filter(|p| p.stat().is_ok_and(|s| matches!(s.comm.as_str(), "redis-server" | "postgres") && s.state != 'Z'))
         .filter(|p| p.cwd().is_ok_and(|cwd| cwd.starts_with(dir)))
         .collect()
 }
 
-#[test]
-fn kill_9_of_the_harness_takes_a_stopped_managed_server_with_it() {
-    // A managed redis-server that a server-pause left SIGSTOPped must die
-    // with the harness too.
+/// Stopped by a signal, or in a frozen cgroup (which /proc shows as
+/// sleeping).
+fn paused(p: &procfs::process::Process) -> bool {
+    let frozen = || {
+        let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+        let mount = mountinfo.lines().find_map(|l| {
+            let (left, right) = l.split_once(" - ")?;
+            right.starts_with("cgroup2 ").then(|| left.split(' ').nth(4).map(std::path::PathBuf::from))?
+        })?;
+        let cgroup = std::fs::read_to_string(format!("/proc/{}/cgroup", p.pid)).ok()?;
+        let rel = cgroup.lines().find_map(|l| l.strip_prefix("0::"))?.trim_start_matches('/').to_string();
+        let events = std::fs::read_to_string(mount.join(rel).join("cgroup.events")).ok()?;
+        Some(events.lines().any(|l| l == "frozen 1"))
+    };
+    p.stat().is_ok_and(|s| s.state == 'T') || frozen().unwrap_or(false)
+}
+
+fn kill_9_of_the_harness_takes_a_paused_server_with_it(kind: &str) {
+    // A managed server that a server-pause left stopped (or frozen) must
+    // die with the harness too, every process of it.
     let lab = Lab::new();
     let file = lab.file(
         "server.yaml",
-        "name: server\nworkers: 2\nduration: 30s\nsubstrate: {kind: redis, managed: true}\n\
-         faults:\n  - at: 5s\n    action: server-pause\n    duration: 20s\n",
+        &format!(
+            "name: server\nworkers: 2\nduration: 30s\nsubstrate: {{kind: {kind}, managed: true}}\n\
+             faults:\n  - at: 5s\n    action: server-pause\n    duration: 20s\n"
+        ),
     );
     let (mut child, out) = lab.run(&file).scale(0.1).trials(1).spawn();
-    wait_for(Duration::from_secs(10), "the server paused", || {
-        servers_in(&out).iter().any(|p| p.stat().is_ok_and(|s| s.state == 'T')).then_some(())
+    wait_for(Duration::from_secs(20), "the server paused", || {
+        let servers = servers_in(lab.path());
+        (!servers.is_empty() && servers.iter().all(paused)).then_some(())
     });
     assert_eq!(processes_mentioning(&out).len(), 2, "both workers run");
     kill(Pid::from_raw(child.id() as i32), Signal::SIGKILL).expect("kill -9 the harness");
     let _ = child.wait();
     wait_for(Duration::from_secs(5), "workers and server to die with the harness", || {
-        (processes_mentioning(&out).is_empty() && servers_in(&out).is_empty()).then_some(())
+        (processes_mentioning(&out).is_empty() && servers_in(lab.path()).is_empty()).then_some(())
     });
+}
+
+#[test]
+fn kill_9_of_the_harness_takes_a_paused_managed_redis_with_it() {
+    kill_9_of_the_harness_takes_a_paused_server_with_it("redis");
+}
+
+#[test]
+fn kill_9_of_the_harness_takes_a_paused_managed_postgresql_with_it() {
+    kill_9_of_the_harness_takes_a_paused_server_with_it("postgres");
 }
 
 /// kill -9 mid-trial, then `--resume`: the interrupted trial runs again from
@@ -116,7 +146,10 @@ fn kill_9_of_the_harness_takes_a_stopped_managed_server_with_it() {
 /// file or the server), and a torn last line in events.csv is tolerated.
 fn resumed_after_kill_9(substrate: &str) {
     let lab = Lab::new();
-    let yaml = format!("{SLOW}substrate: {{kind: {substrate}}}\n");
+    // The lease must outlive the harness: a server of the test's own.
+    let redis = (substrate == "redis").then(|| crate::helper::OwnRedis::start(lab.path()));
+    let address = redis.as_ref().map(|r| format!(", address: \"{}\"", r.address())).unwrap_or_default();
+    let yaml = format!("{SLOW}substrate: {{kind: {substrate}{address}}}\n");
     let file = lab.file("slow.yaml", &yaml);
     let (mut child, out) = lab.run(&file).scale(0.05).trials(3).spawn();
     wait_for(Duration::from_secs(30), "a finished trial", || (completed_trials(&out) >= 1).then_some(()));
