@@ -185,8 +185,7 @@ pub fn load_str(path: &Path, text: &str, overrides: &Overrides) -> Result<Experi
     };
 
     raw.substrate_swept = sweep.iter().any(|(key, values)| {
-        key == "substrate"
-            || (key == "points" && values.value.iter().any(|p| p.get("substrate").is_some()))
+        key == "substrate" || (key == "points" && values.value.iter().any(|p| p.get("substrate").is_some()))
     });
     // A sweep: the base must be valid on its own, then every point is the
     // base with some settings replaced, validated the same way (errors point

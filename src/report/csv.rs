@@ -545,6 +545,7 @@ fn eviction_rate(r: &SummaryRow<'_>) -> EvictionRate {
 /// A network row: the link's counts, and the stale belief (believers,
 /// total ms, longest ms) the evictions also report.
 fn network_counts(n: &crate::check::Network, stale: (usize, f64, Option<f64>)) -> NetworkCounts {
+    let storm = n.storm.as_ref();
     NetworkCounts {
         renew_failures: n.renew_failures,
         replies_lost: n.replies_lost,
@@ -555,7 +556,21 @@ fn network_counts(n: &crate::check::Network, stale: (usize, f64, Option<f64>)) -
         stale_believers: stale.0,
         stale_belief_ms: stale.1,
         stale_belief_max_ms: stale.2,
+        heals: storm.map_or(0, |s| s.heals),
+        storm_ops: storm.map_or(0, |s| s.after_heal.count()),
+        storm_failed: storm.map_or(0, |s| s.after_heal.failed),
+        storm_p50_ms: storm.and_then(|s| s.after_heal.p50()).map(us_to_ms),
+        storm_p99_ms: storm.and_then(|s| s.after_heal.p99()).map(us_to_ms),
+        storm_max_ms: storm.and_then(|s| s.after_heal.max()).map(|us| us_to_ms(us as f64)),
+        steady_ops: storm.map_or(0, |s| s.baseline.count()),
+        steady_p50_ms: storm.and_then(|s| s.baseline.p50()).map(us_to_ms),
+        steady_p99_ms: storm.and_then(|s| s.baseline.p99()).map(us_to_ms),
     }
+}
+
+/// An operation's µs as ms, to the µs.
+fn us_to_ms(us: f64) -> f64 {
+    round_ms(us / 1000.0)
 }
 
 fn write_counts(w: &crate::check::Writes) -> WriteCounts {

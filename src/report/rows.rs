@@ -177,6 +177,29 @@ pub struct NetworkCounts {
     pub stale_believers: usize,
     pub stale_belief_ms: f64,
     pub stale_belief_max_ms: Option<f64>,
+    /// The renewal storm (docs/metrics.md): heals of a network fault, the
+    /// operations begun within a lease after one, how many failed, and
+    /// their latency; beside them the operations of the steady state
+    /// before the first network fault. Absent from files written before
+    /// it was measured.
+    #[serde(default)]
+    pub heals: usize,
+    #[serde(default)]
+    pub storm_ops: usize,
+    #[serde(default)]
+    pub storm_failed: usize,
+    #[serde(default)]
+    pub storm_p50_ms: Option<f64>,
+    #[serde(default)]
+    pub storm_p99_ms: Option<f64>,
+    #[serde(default)]
+    pub storm_max_ms: Option<f64>,
+    #[serde(default)]
+    pub steady_ops: usize,
+    #[serde(default)]
+    pub steady_p50_ms: Option<f64>,
+    #[serde(default)]
+    pub steady_p99_ms: Option<f64>,
 }
 
 /// writes.csv (experiments with a protected resource), after the trial;

@@ -383,6 +383,7 @@ fn network(m: &Measured<'_>, rows: &[SummaryRow<'_>]) -> String {
             "renewals failed",
             "replies lost",
             "orphaned grants: total [longest]",
+            "ops in a lease after heal: p50 / p99 [steady p50], real ms",
             "gaps: median [min–max]",
             "theory",
             "verdict",
@@ -428,6 +429,7 @@ fn network(m: &Measured<'_>, rows: &[SummaryRow<'_>]) -> String {
             } else {
                 String::new()
             },
+            storm_cell(n.storm.as_ref()),
             gaps,
             theory,
             verdict,
@@ -441,6 +443,24 @@ fn network(m: &Measured<'_>, rows: &[SummaryRow<'_>]) -> String {
         name(m),
         description(m.exp),
         t.render()
+    )
+}
+
+/// The renewal storm: how long the operations begun after a heal took,
+/// beside the steady state's, in real time (a server's work is not scaled).
+fn storm_cell(storm: Option<&crate::check::Storm>) -> String {
+    let Some(st) = storm.filter(|s| s.after_heal.count() > 0) else { return String::new() };
+    let ms = |us: Option<f64>| us.map_or("–".to_string(), |us| format!("{:.2}", us / 1000.0));
+    let failed = match st.after_heal.failed {
+        0 => String::new(),
+        f => format!(", {f} failed"),
+    };
+    format!(
+        "{} / {} [{}] (n {}{failed})",
+        ms(st.after_heal.p50()),
+        ms(st.after_heal.p99()),
+        ms(st.baseline.p50()),
+        st.after_heal.count()
     )
 }
 

@@ -298,7 +298,7 @@ fn a_trial_past_its_time_limit_is_killed_whole_and_reported() {
 fn ctrl_c_during_the_calibration_leaves_nothing_behind() {
     let lab = Lab::new();
     let file = lab.file("slow.yaml", SLOW);
-    let tmp = lab.path().join("tmp");
+    let tmp = lab.path().join("private-tmp");
     std::fs::create_dir(&tmp).unwrap();
     let out = lab.path().join("out");
     let child = std::process::Command::new(crate::helper::bin())
