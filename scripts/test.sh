@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # The test suite. The tests run real servers (Redis and PostgreSQL, which
 # the harness starts itself), a real browser for the report pages, Python
-# for the example programs and the schema check, and libfaketime for
-# programs' clocks: whatever of that this machine lacks is installed with
+# for the example programs and the schema check: whatever of that this machine lacks is installed with
 # apt-get (as root), or named in one message. Then `cargo test`, with any
 # arguments given here.
 set -euo pipefail
@@ -14,7 +13,6 @@ compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || command -v initdb >/
 command -v chromium >/dev/null || missing+=(chromium)
 command -v python3 >/dev/null || missing+=(python3)
 python3 -c 'import jsonschema' 2>/dev/null || missing+=(python3-jsonschema)
-compgen -G '/usr/lib/*/faketime/libfaketime.so.1' >/dev/null || missing+=(faketime)
 
 if ((${#missing[@]})); then
     if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then

@@ -59,6 +59,7 @@ fn one_path(observe: Observe, lines: usize, interval: Duration) -> Result<Delay,
         count: 1,
         program: Some((&program, &values)),
         group: &group,
+        clocks: None,
     };
     let (tx, rx) = mpsc::sync_channel(crate::trial::EVENT_BACKLOG);
     let (mut workers, barrier) = spawn(&spec, &tx).map_err(|e| e.to_string())?;

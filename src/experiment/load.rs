@@ -13,8 +13,8 @@ use super::diagnostic::{Diagnostic, ExperimentError};
 use super::faults::{RawFault, RawLen, validate_fault};
 use super::yaml_error::{saphyr_message, tab_after};
 use crate::model::{
-    Action, After, ClockOffset, Dur, EpochJob, Expect, Experiment, Fault, InitialLock, JobStrategy, LeaseSettings,
-    Point, Reference, StartMode, SubstrateSettings, WorkerSettings, setting_name,
+    After, ClockOffset, Dur, EpochJob, Expect, Experiment, Fault, InitialLock, JobStrategy, LeaseSettings, Point,
+    Reference, StartMode, SubstrateSettings, WorkerSettings, setting_name,
 };
 
 /// The shortest lease, renew, watch or repeat interval a run may have, after
@@ -508,15 +508,6 @@ fn build(path: &Path, text: &str, raw: RawExperiment, overrides: &Overrides) -> 
         let (line, column) = locate(text, "clock_rate");
         return Err(at(line, column, format!("clock_rate: {p}")));
     }
-    if raw.program.is_some()
-        && let Some(f) = raw.faults.iter().find(|f| f.action.value == Action::Skew)
-    {
-        return Err(at(
-            f.action.referenced.line(),
-            f.action.referenced.column(),
-            "skew moves the built-in worker's clock; a program's clock cannot be moved yet".into(),
-        ));
-    }
     if raw.worker.request_timeout == Some(Dur::ZERO) {
         let (line, column) = locate(text, "request_timeout");
         return Err(at(line, column, "request_timeout must be longer than zero".into()));
@@ -566,12 +557,21 @@ fn build(path: &Path, text: &str, raw: RawExperiment, overrides: &Overrides) -> 
             let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
             let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
             let program = p.validate(dir.display().to_string()).map_err(|(line, column, msg)| at(line, column, msg))?;
-            if raw.worker != WorkerSettings::default() {
+            // The clock is the machine's, not the worker's: it moves a
+            // program's too (through the clock shim).
+            let clockless = WorkerSettings {
+                clock_offset: WorkerSettings::default().clock_offset,
+                clock_rate: WorkerSettings::default().clock_rate,
+                ..raw.worker.clone()
+            };
+            if clockless != WorkerSettings::default() {
                 let (line, column) = locate(text, "worker");
                 return Err(at(
                     line,
                     column,
-                    "worker: settings belong to the built-in worker, not to a program".into(),
+                    "worker: settings belong to the built-in worker, not to a program \
+                     (but clock_offset and clock_rate move a program's clock too)"
+                        .into(),
                 ));
             }
             Some(program)

@@ -259,14 +259,14 @@ pub fn keys() -> Vec<Key> {
             ClockOffset,
             "0s",
             "[0s, 2s, -1s]",
-            "How far each worker's wall clock is off: one offset, or one per worker.",
+            "How far each worker's wall clock is off: one offset, or one per worker (a program's too, through the clock shim).",
         ),
         key(
             "worker.clock_rate",
             ClockRate,
             "1",
             "[1, 1.01, 0.99]",
-            "How fast each worker's clocks run (wall clock, timers, deadlines): one rate, or one per worker; 0.5 to 2.",
+            "How fast each worker's clocks run (the built-in worker's wall clock, timers and deadlines; a program's wall clock only): one rate, or one per worker; 0.5 to 2.",
         ),
         key(
             "worker.request_timeout",

@@ -76,9 +76,27 @@ pub struct Run {
     /// One-shot trials: workers that have not yet made their attempt (nor
     /// died). `None` for trials that run their whole duration.
     pub(super) unsettled: Option<Vec<bool>>,
+    /// Where programs' clocks are moved: whether each program loaded the
+    /// clock shim (None until that can be told, at its first event).
+    pub(super) shim: Option<Vec<Option<bool>>>,
 }
 
 impl Run {
+    /// A program that did not load the clock shim runs on the true clock,
+    /// whatever the experiment says: say so, once, and in its outcome.
+    fn check_shim(&mut self, worker: usize, pid: i32) {
+        let Some(slot) = self.shim.as_mut().and_then(|s| s.get_mut(worker)) else { return };
+        if slot.is_none() {
+            *slot = super::clock::shim_loaded(pid);
+            if *slot == Some(false) {
+                crate::warnln!(
+                    "warning: worker {worker}'s program did not load the clock shim: its clock is not moved \
+                     (a static binary, or one that reads the clock without libc, such as Go's)"
+                );
+            }
+        }
+    }
+
     /// Fold one message into the history and the live view.
     pub(super) fn absorb(&mut self, msg: Msg, mut nemesis: Option<&mut Nemesis>) {
         match msg {
@@ -95,6 +113,7 @@ impl Run {
                     self.settle(worker);
                 }
                 self.live.observe(worker, event.event);
+                self.check_shim(worker, pid);
                 if let Some(n) = nemesis {
                     n.on_event(worker, event.event, event.t_ns, &self.live);
                 }

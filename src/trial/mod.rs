@@ -7,6 +7,7 @@
 //! period, SIGKILLed and reaped before `run_trial` returns.
 
 mod barrier;
+pub mod clock;
 pub mod contain;
 mod error;
 mod event_loop;

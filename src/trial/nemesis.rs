@@ -45,6 +45,9 @@ pub struct Nemesis<'s> {
     /// totals so far (ns).
     clock_dir: std::path::PathBuf,
     jumps: Vec<i64>,
+    /// A program's configured offsets, where its clock is moved by the
+    /// shim (whose control file holds the whole offset, not the jumps).
+    program_offsets: Option<Vec<i64>>,
 }
 
 impl<'s> Nemesis<'s> {
@@ -64,6 +67,8 @@ impl<'s> Nemesis<'s> {
             proxy,
             clock_dir: clock_dir(lock),
             jumps: vec![0; exp.workers],
+            program_offsets: super::clock::moves_program_clock(exp)
+                .then(|| (0..exp.workers).map(|w| exp.worker.clock_offset.of(w).as_ns()).collect()),
         }
     }
 
@@ -149,7 +154,10 @@ impl<'s> Nemesis<'s> {
                 .iter()
                 .map(|&w| {
                     self.jumps[w] += by;
-                    let written = write_jump(&self.clock_dir, w, self.jumps[w]);
+                    let written = match &self.program_offsets {
+                        Some(offsets) => super::clock::jump(&self.clock_dir, w, offsets[w] + self.jumps[w]),
+                        None => write_jump(&self.clock_dir, w, self.jumps[w]),
+                    };
                     Delivery {
                         worker: Some(w),
                         pid: Some(procs[w].pid.as_raw()),

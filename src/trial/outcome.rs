@@ -72,6 +72,9 @@ impl Run {
                     p.counts.dropped.load(std::sync::atomic::Ordering::Relaxed),
                     p.counts.unmatched.load(std::sync::atomic::Ordering::Relaxed),
                 );
+                if self.shim.as_ref().and_then(|s| s.get(w).copied().flatten()) == Some(false) {
+                    text += ", clock not moved (it did not load the clock shim)";
+                }
                 if dropped > 0 {
                     text += &format!(", flooded: {lines} lines, {dropped} dropped past the budget");
                 }

@@ -88,6 +88,15 @@ pub fn run_trial(
     } else {
         Vec::new()
     };
+    // A program's clock is moved by the shim; the anchor of its rate is now,
+    // before anything of the trial has run.
+    let clocks = if super::clock::moves_program_clock(exp) {
+        let dir = super::nemesis::clock_dir(&lock);
+        let prepared = super::clock::ProgramClocks::prepare(exp, &dir, crate::model::clock::wall_ns());
+        Some(prepared.map_err(|source| TrialError::Dir { path: dir, source })?)
+    } else {
+        None
+    };
     let spec = SpawnSpec {
         exe,
         args,
@@ -95,6 +104,7 @@ pub fn run_trial(
         count: exp.workers,
         program: exp.program.as_ref().map(|p| (p, &values as &spawn::Placeholders)),
         group,
+        clocks: clocks.as_ref(),
     };
     let mut raw: Vec<RawEvent> = Vec::new();
     let (mut workers, barrier) = spawn::spawn(&spec, &tx)?;
@@ -120,6 +130,7 @@ pub fn run_trial(
         end_ns: i64::MAX,
         unsettled: (exp.program.is_none() && exp.worker.mode == crate::model::Mode::OneShot)
             .then(|| vec![true; exp.workers]),
+        shim: clocks.as_ref().map(|_| vec![None; exp.workers]),
     };
     if exp.program.as_ref().is_some_and(|p| !p.ready) {
         // Without `ready: true` a program knows no barrier handshake: it is
@@ -142,6 +153,9 @@ pub fn run_trial(
         }
     }
     let cleaned = run.clean_up(exp, &mut workers, group);
+    if let Some(c) = &clocks {
+        c.remove_shim();
+    }
     if let Some(p) = proxy {
         // Each reply the links dropped: a request that reached the server.
         for (i, link) in p.stop().into_iter().enumerate() {

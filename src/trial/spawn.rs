@@ -117,6 +117,8 @@ pub struct SpawnSpec<'a> {
     pub program: Option<(&'a Program, &'a Placeholders<'a>)>,
     /// Where the trial's workers and everything they start are kept.
     pub group: &'a super::contain::TrialGroup,
+    /// The programs' clocks, where the experiment moves them.
+    pub clocks: Option<&'a super::clock::ProgramClocks>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -200,6 +202,14 @@ pub fn spawn(spec: &SpawnSpec<'_>, tx: &SyncSender<Msg>) -> Result<(Workers, Own
             Some((program, values)) => {
                 let program_err = |source| SpawnError::Program { index, command: program.command.join(" "), source };
                 let mut cmd = super::program::command(program, &values(index), spec.exe);
+                if let Some(clocks) = spec.clocks {
+                    let own = program
+                        .env
+                        .get("LD_PRELOAD")
+                        .map(std::ffi::OsString::from)
+                        .or_else(|| std::env::var_os("LD_PRELOAD"));
+                    cmd.envs(clocks.env(index, own.as_deref()));
+                }
                 contain(cmd.stdin(Stdio::from(stdin)), spec.group);
                 let (sources, events_write) = super::program::wire(program, &mut cmd, &stderr).map_err(spawn_err)?;
                 let guard = SPAWN_LOCK.lock().unwrap_or_else(|p| p.into_inner());

@@ -257,3 +257,35 @@ fn a_fast_clock_runs_the_workers_timers_fast_and_the_history_stays_true() {
     assert!((median - RENEW / 1.5).abs() < 10.0, "renewals {median} ms apart (median), not {} ms", RENEW / 1.5);
     assert!(steps.iter().all(|s| (s - RENEW / 1.5).abs() < TOL), "steps {steps:?}");
 }
+
+#[test]
+fn a_programs_clock_is_moved_by_the_shim_and_a_program_that_escapes_it_is_named() {
+    // The Python worker judges its lock file's `leaseUntil` by time.time(),
+    // like the blog's. At 12.5 s one watcher's clock jumps 10 s ahead
+    // through the clock shim: the leader's lease looks expired to it, and it
+    // takes it (two leaders). The same program started by `env -u
+    // LD_PRELOAD` runs without the shim: its clock stays true, one leader,
+    // and its outcome says the clock was not moved.
+    let worker = crate::helper::repo().join("examples/python/lease_worker.py");
+    let text = |name: &str, prefix: &str| {
+        format!(
+            "name: {name}\nworkers: 3\nduration: 25s\nseed: 5\nprogram:\n  command: [{prefix}python3, \"{}\", --lock, \"{{lock}}\", \
+             --lease-ms, \"{{lease_ms}}\", --renew-ms, \"{{renew_ms}}\", --watch-ms, \"{{watch_ms}}\"]\n  ready: true\n\
+             faults:\n  - at: 12.5s\n    target: watcher\n    action: skew\n    by: 10s\n",
+            worker.display()
+        )
+    };
+    let lab = Lab::new();
+    let files = vec![
+        ("moved".to_string(), text("moved", "")),
+        ("escaped".to_string(), text("escaped", "env, -u, LD_PRELOAD, ")),
+    ];
+    let runs = run_all(&lab, &files);
+    let moved = &runs[0].table("trials.csv")[0];
+    assert!(moved.f64("max_leaders") >= 2.0, "the skewed reader takes a live lease: {moved:?}");
+    assert!(!moved.get("worker_outcomes").contains("clock not moved"), "{moved:?}");
+    let escaped = &runs[1].table("trials.csv")[0];
+    assert_eq!(escaped.get("max_leaders"), "1", "a clock the shim never reached is not moved: {escaped:?}");
+    assert!(escaped.get("worker_outcomes").contains("clock not moved"), "{escaped:?}");
+    assert!(runs[1].stderr().contains("did not load the clock shim"), "{}", runs[1].stderr());
+}

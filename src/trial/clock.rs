@@ -1,0 +1,133 @@
+//! Moving a program's clock: the clock shim (src/child/clock_shim.c, built
+//! into this binary) preloaded into each program whose experiment sets a
+//! clock offset, a clock rate or a `skew` fault, and one control file per
+//! worker that the shim maps and the harness rewrites at a jump. Programs
+//! that do not read the clock through libc (static binaries, Go) ignore
+//! the shim: whether it was loaded is read off the process's mappings.
+
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use crate::model::Experiment;
+
+/// The shim, as built for this harness.
+static SHIM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/libleasequake-clock.so"));
+/// Its file name, which also finds it in a process's mappings.
+const SHIM_NAME: &str = "leasequake-clock.so";
+
+/// The control file's layout (four 64-bit words): a sequence number, odd
+/// while the harness writes; the offset; the anchor of the rate; the rate.
+const SEQ: u64 = 0;
+const OFFSET: u64 = 8;
+
+/// Does `exp` move a program's clock?
+pub fn moves_program_clock(exp: &Experiment) -> bool {
+    exp.program.is_some()
+        && (exp.worker.clock_offset.all().iter().any(|o| o.as_ns() != 0)
+            || exp.worker.clock_rate.all().iter().any(|r| *r != 1.0)
+            || exp.faults.iter().any(|f| f.action == crate::model::Action::Skew))
+}
+
+/// The shim and every worker's control file, in a trial's clock directory.
+pub struct ProgramClocks {
+    shim: PathBuf,
+    controls: Vec<PathBuf>,
+}
+
+impl ProgramClocks {
+    /// Write the shim and one control file per worker into `dir`: each
+    /// worker's configured offset, its rate from `anchor_wall_ns` on.
+    pub fn prepare(exp: &Experiment, dir: &Path, anchor_wall_ns: i64) -> io::Result<ProgramClocks> {
+        std::fs::create_dir_all(dir)?;
+        let shim = dir.join(SHIM_NAME);
+        std::fs::write(&shim, SHIM)?;
+        let controls = (0..exp.workers)
+            .map(|w| {
+                let path = control_path(dir, w);
+                let offset = exp.worker.clock_offset.of(w).as_ns();
+                let rate = exp.worker.clock_rate.of(w);
+                let mut words = Vec::with_capacity(32);
+                words.extend_from_slice(&0u64.to_ne_bytes());
+                words.extend_from_slice(&offset.to_ne_bytes());
+                words.extend_from_slice(&anchor_wall_ns.to_ne_bytes());
+                words.extend_from_slice(&rate.to_ne_bytes());
+                std::fs::write(&path, words).map(|()| path)
+            })
+            .collect::<io::Result<_>>()?;
+        Ok(ProgramClocks { shim, controls })
+    }
+
+    /// The environment worker `w`'s program is started with: the shim
+    /// preloaded before whatever the experiment preloads itself.
+    pub fn env(&self, w: usize, own: Option<&std::ffi::OsStr>) -> Vec<(&'static str, std::ffi::OsString)> {
+        let mut preload = self.shim.clone().into_os_string();
+        if let Some(own) = own.filter(|o| !o.is_empty()) {
+            preload.push(":");
+            preload.push(own);
+        }
+        let control = self.controls.get(w).cloned().unwrap_or_default().into_os_string();
+        vec![("LD_PRELOAD", preload), ("LEASEQUAKE_CLOCK", control)]
+    }
+
+    /// The shim is not needed once the trial is over (the control files
+    /// stay: they say where each clock ended).
+    pub fn remove_shim(&self) {
+        let _ = std::fs::remove_file(&self.shim);
+    }
+}
+
+fn control_path(dir: &Path, w: usize) -> PathBuf {
+    dir.join(format!("{w}.clock"))
+}
+
+/// Set worker `w`'s offset to `offset_ns` in place, under the seqlock: a
+/// program reading it meanwhile retries until the sequence is even again.
+pub fn jump(dir: &Path, w: usize, offset_ns: i64) -> io::Result<()> {
+    let f = std::fs::OpenOptions::new().read(true).write(true).open(control_path(dir, w))?;
+    let mut seq = [0u8; 8];
+    f.read_exact_at(&mut seq, SEQ)?;
+    let seq = u64::from_ne_bytes(seq);
+    f.write_all_at(&(seq + 1).to_ne_bytes(), SEQ)?;
+    f.write_all_at(&offset_ns.to_ne_bytes(), OFFSET)?;
+    f.write_all_at(&(seq + 2).to_ne_bytes(), SEQ)
+}
+
+/// Has process `pid` loaded the shim? None while it cannot be told yet
+/// (just after exec only the loader is mapped); Some(false) once libc is
+/// mapped without it, or for a static binary.
+pub fn shim_loaded(pid: i32) -> Option<bool> {
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).ok()?;
+    if maps.contains(SHIM_NAME) {
+        Some(true)
+    } else if maps.contains("libc.so") || !maps.contains("/ld-linux") {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_jump_rewrites_the_offset_and_leaves_the_sequence_even() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "name: c\nworkers: 2\nprogram: {command: [\"true\"]}\nworker: {clock_offset: [1s, -2s]}\n";
+        let exp = crate::experiment::load_str(Path::new("c.yaml"), text, &Default::default()).unwrap();
+        assert!(moves_program_clock(&exp));
+        let clocks = ProgramClocks::prepare(&exp, dir.path(), 42).unwrap();
+        let words = |w: usize| {
+            let b = std::fs::read(control_path(dir.path(), w)).unwrap();
+            let word = |i: usize| i64::from_ne_bytes(b[i * 8..i * 8 + 8].try_into().unwrap());
+            (word(0), word(1), word(2), f64::from_ne_bytes(b[24..32].try_into().unwrap()))
+        };
+        assert_eq!(words(1), (0, -2_000_000_000, 42, 1.0));
+        jump(dir.path(), 1, 8_000_000_000).unwrap();
+        assert_eq!(words(1), (2, 8_000_000_000, 42, 1.0), "sequence even again after the write");
+        assert_eq!(words(0).1, 1_000_000_000, "the other worker's clock is untouched");
+        let env = clocks.env(0, Some(std::ffi::OsStr::new("/x.so")));
+        assert!(env[0].1.to_string_lossy().ends_with("leasequake-clock.so:/x.so"), "{env:?}");
+    }
+}
