@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Run experiments/substrates/ (the same faults on every substrate: kill,
 # term, pause past the lease, zero-byte and corrupt lock files where there
-# is one; server pause and restart against a harness-managed Redis) and
-# write results/substrates/ with README.md (the substrate × fault table and
-# operation latencies) and host.json.
+# is one; server pause and restart against a managed Redis and PostgreSQL)
+# and write results/substrates/ with README.md (the substrate × fault table
+# and operation latencies) and host.json.
 #
-# Needs the local Redis (127.0.0.1:6379) and PostgreSQL (127.0.0.1:5432,
-# database test) and redis-server on PATH; see README, "Substrates".
+# The servers are the harness's own (managed: true): only their binaries
+# are needed (scripts/test.sh installs them); see README, "Substrates".
 #
 #   scripts/substrates.sh              time scale 0.1 (~6 min here)
 #   SCALE=1 scripts/substrates.sh      real time (~1 h)

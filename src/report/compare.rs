@@ -281,7 +281,7 @@ pub fn jobs_markdown(runs: &[Measured<'_>]) -> String {
 fn substrate_label(exp: &Experiment) -> String {
     let s = &exp.substrate;
     let kind = crate::model::setting_name(&s.kind);
-    if s.managed { format!("{kind} (managed)") } else { kind }
+    if s.managed_server().is_some() { format!("{kind} (managed)") } else { kind }
 }
 
 /// The substrate × fault table: every experiment (fault) a column, every
