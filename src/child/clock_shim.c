@@ -17,6 +17,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -65,26 +66,41 @@ static int true_time(clockid_t clk, struct timespec *ts) {
     return real_clock_gettime(clk, ts);
 }
 
+/* The last settings read whole, for a read that keeps meeting a write
+ * (a writer preempted between its words): the clock then keeps its last
+ * offset rather than falling back to the true time. */
+static int64_t last_offset, last_anchor;
+static double last_rate = 1.0;
+
 /* The program's wall time for the true wall time `ns`. */
 static int64_t moved(int64_t ns) {
     struct control *c = get_control();
     if (!c)
         return ns;
-    for (int tries = 0; tries < 1000; tries++) {
+    int64_t offset = __atomic_load_n(&last_offset, __ATOMIC_RELAXED);
+    int64_t anchor = __atomic_load_n(&last_anchor, __ATOMIC_RELAXED);
+    double rate = last_rate;
+    for (int tries = 0; tries < 100; tries++) {
         uint64_t before = __atomic_load_n(&c->seq, __ATOMIC_ACQUIRE);
-        if (before & 1)
+        if (before & 1) {
+            sched_yield();
             continue;
-        int64_t offset = __atomic_load_n(&c->offset_ns, __ATOMIC_RELAXED);
-        int64_t anchor = __atomic_load_n(&c->anchor_ns, __ATOMIC_RELAXED);
-        double rate = c->rate;
+        }
+        int64_t o = __atomic_load_n(&c->offset_ns, __ATOMIC_RELAXED);
+        int64_t a = __atomic_load_n(&c->anchor_ns, __ATOMIC_RELAXED);
+        double r = c->rate;
         __atomic_thread_fence(__ATOMIC_ACQUIRE);
         if (__atomic_load_n(&c->seq, __ATOMIC_RELAXED) != before)
             continue;
-        if (rate != 1.0 && rate > 0.0)
-            ns = anchor + (int64_t)((double)(ns - anchor) * rate);
-        return ns + offset;
+        offset = o, anchor = a, rate = r;
+        __atomic_store_n(&last_offset, o, __ATOMIC_RELAXED);
+        __atomic_store_n(&last_anchor, a, __ATOMIC_RELAXED);
+        last_rate = r;
+        break;
     }
-    return ns;
+    if (rate != 1.0 && rate > 0.0)
+        ns = anchor + (int64_t)((double)(ns - anchor) * rate);
+    return ns + offset;
 }
 
 static void shift(struct timespec *ts) {

@@ -103,6 +103,10 @@ impl Table {
         let tmp_name = format!(".{name}.tmp");
         let mut table = Table::create(dir, &tmp_name, header)?;
         for r in kept {
+            // Columns added at the end since the run began (network.csv's
+            // storm) are left empty in the rows it wrote.
+            let mut r: Vec<String> = r.iter().map(str::to_string).collect();
+            r.resize(r.len().max(header.len()), String::new());
             table.writer.write_record(&r).map_err(csv_err(&table.path))?;
         }
         table.flush()?;

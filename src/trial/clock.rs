@@ -41,6 +41,12 @@ impl ProgramClocks {
     pub fn prepare(exp: &Experiment, dir: &Path, anchor_wall_ns: i64) -> io::Result<ProgramClocks> {
         std::fs::create_dir_all(dir)?;
         let shim = dir.join(SHIM_NAME);
+        if shim.to_string_lossy().contains([' ', ':']) {
+            // The loader splits LD_PRELOAD at spaces and colons.
+            return Err(io::Error::other(
+                "a program's clock shim cannot be preloaded from a path with a space or a colon: choose --out without them",
+            ));
+        }
         std::fs::write(&shim, SHIM)?;
         let controls = (0..exp.workers)
             .map(|w| {

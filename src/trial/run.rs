@@ -144,8 +144,10 @@ pub fn run_trial(
     // workers' releases are not stuck behind the experiment's own faults:
     // the clean-up continues stopped workers first; a paused server is
     // continued here, and every link healed.
-    if let Some(s) = server.own() {
-        let _ = s.resume();
+    if let Some(s) = server.own()
+        && let Err(e) = s.resume()
+    {
+        crate::warnln!("warning: trial {trial}: the managed server could not be resumed: {e}");
     }
     if let Some(p) = &proxy {
         for link in 0..p.links() {

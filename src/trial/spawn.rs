@@ -203,11 +203,10 @@ pub fn spawn(spec: &SpawnSpec<'_>, tx: &SyncSender<Msg>) -> Result<(Workers, Own
                 let program_err = |source| SpawnError::Program { index, command: program.command.join(" "), source };
                 let mut cmd = super::program::command(program, &values(index), spec.exe);
                 if let Some(clocks) = spec.clocks {
-                    let own = program
-                        .env
-                        .get("LD_PRELOAD")
-                        .map(std::ffi::OsString::from)
-                        .or_else(|| std::env::var_os("LD_PRELOAD"));
+                    // The program's own preload, as its command was given it.
+                    let set =
+                        cmd.get_envs().find(|(k, _)| *k == "LD_PRELOAD").and_then(|(_, v)| v.map(|v| v.to_os_string()));
+                    let own = set.or_else(|| std::env::var_os("LD_PRELOAD"));
                     cmd.envs(clocks.env(index, own.as_deref()));
                 }
                 contain(cmd.stdin(Stdio::from(stdin)), spec.group);

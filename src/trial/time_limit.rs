@@ -27,7 +27,13 @@ pub fn time_limit(exp: &Experiment) -> Duration {
         return Duration::from_millis(ms);
     }
     let (duration, grace) = (Duration::from_nanos(exp.duration.as_ns()), Duration::from_nanos(exp.grace.as_ns()));
-    READY_TIMEOUT + duration + grace + 2 * KILL_TIMEOUT + MARGIN
+    // A trial's own server: its start, a restart, and its kill.
+    let server = if exp.substrate.managed_server().is_some() && exp.faults.iter().any(|f| f.action.is_server()) {
+        Duration::from_secs(70)
+    } else {
+        Duration::ZERO
+    };
+    READY_TIMEOUT + duration + grace + 2 * KILL_TIMEOUT + MARGIN + server
 }
 
 /// `run_trial`, killed whole if it overruns `time_limit`.

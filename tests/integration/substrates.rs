@@ -125,3 +125,24 @@ fn a_restarted_postgresql_keeps_the_lease_row_and_its_holder() {
     let faults = run.table("faults.csv");
     assert!(faults.iter().any(|f| f.get("action") == "server-restart" && f.get("error").is_empty()), "{faults:?}");
 }
+
+#[test]
+fn a_server_restarted_while_paused_comes_back_running() {
+    // A restart inside a pause kills the frozen server; the new one must
+    // not start in the frozen cgroup (it would never answer).
+    let lab = Lab::new();
+    let file = lab.file(
+        "restart-paused.yaml",
+        "name: restart-paused\nworkers: 2\nduration: 15s\nseed: 1\nsubstrate: {kind: postgres, managed: true}\n\
+         faults:\n  - {at: 4s, action: server-pause, duration: 6s}\n  - {at: 6s, action: server-restart}\n",
+    );
+    let run = lab.run(file).scale(0.2).trials(1).output().expect_code(0);
+    let faults = run.table("faults.csv");
+    let restart = faults.iter().find(|f| f.get("action") == "server-restart").expect("a restart row");
+    assert_eq!(restart.get("error"), "", "{faults:?}");
+    let events = run.table("events.csv");
+    assert!(
+        events.iter().any(|e| e.get("event") == "renewed" && e.f64("t_ms") > 6000.0 * 0.2),
+        "the restarted server answers renewals"
+    );
+}

@@ -182,16 +182,26 @@ impl ManagedServer {
 
     /// SIGSTOP every process of the server (the parent first, so that it
     /// starts no new one while its children are being stopped).
+    /// A pause that fails is undone: no server is left stopped that no
+    /// resume is scheduled for.
     pub fn pause(&self) -> Result<(), String> {
         if let Some(frozen) = self.group.freeze(true) {
-            return frozen.map_err(|e| format!("cannot freeze the server's cgroup: {e}"));
+            return frozen.map_err(|e| {
+                let _ = self.group.freeze(false);
+                format!("cannot freeze the server's cgroup: {e}")
+            });
         }
-        let procs = self.processes();
-        if procs.is_empty() {
-            return Err("the server is not running".into());
-        }
-        for p in procs {
-            kill(p, Signal::SIGSTOP).map_err(|e| e.to_string())?;
+        let Some(parent) = self.pid() else { return Err("the server is not running".into()) };
+        kill(parent, Signal::SIGSTOP).map_err(|e| e.to_string())?;
+        // Listed once the parent is stopped: it forks no new child now. A
+        // child that exits meanwhile (ESRCH) needs no pause.
+        for p in children_of(parent) {
+            if let Err(e) = kill(p, Signal::SIGSTOP)
+                && e != nix::errno::Errno::ESRCH
+            {
+                let _ = self.resume();
+                return Err(e.to_string());
+            }
         }
         Ok(())
     }
@@ -201,21 +211,28 @@ impl ManagedServer {
         if let Some(thawed) = self.group.freeze(false) {
             return thawed.map_err(|e| format!("cannot thaw the server's cgroup: {e}"));
         }
+        // A server that is not running (killed) has nothing to resume.
         let procs = self.processes();
-        if procs.is_empty() {
-            return Err("the server is not running".into());
-        }
+        let mut result = Ok(());
         for p in procs.into_iter().rev() {
-            kill(p, Signal::SIGCONT).map_err(|e| e.to_string())?;
+            if let Err(e) = kill(p, Signal::SIGCONT)
+                && e != nix::errno::Errno::ESRCH
+            {
+                result = Err(e.to_string());
+            }
         }
-        Ok(())
+        result
     }
 
     /// SIGKILL every process of the server and wait for them: every Redis
     /// lease is gone; PostgreSQL loses its sessions and recovers its rows
     /// at the next start.
     pub fn kill(&mut self) {
-        if self.group.kill_and_wait().is_none() {
+        if self.group.kill_and_wait().is_some() {
+            // A server killed while frozen: the next start must not join a
+            // frozen cgroup.
+            let _ = self.group.freeze(false);
+        } else {
             let procs = self.processes();
             for p in &procs {
                 let _ = kill(*p, Signal::SIGKILL);
@@ -270,18 +287,20 @@ fn die_with_this_thread(cmd: &mut Command, cgroup: Option<&Path>, user: Option<(
             if let Some(path) = &procs {
                 let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
                 if fd < 0 || libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
-                    libc::_exit(126);
+                    return Err(std::io::Error::last_os_error());
                 }
                 libc::close(fd);
             }
             if let Some((uid, gid)) = user
                 && (libc::setgroups(0, std::ptr::null()) != 0 || libc::setgid(gid) != 0 || libc::setuid(uid) != 0)
             {
-                libc::_exit(125);
+                return Err(std::io::Error::last_os_error());
             }
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0
-                || libc::getppid() != parent
-            {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if libc::getppid() != parent {
+                // The harness is already gone: nobody would stop us.
                 libc::_exit(127);
             }
             Ok(())

@@ -162,7 +162,7 @@ fn run_logged(cmd: &mut Command, user: Option<(u32, u32)>, log: &Path, what: &st
     if let Some((uid, gid)) = user {
         cmd.uid(uid).gid(gid);
     }
-    let status = cmd.status().map_err(|source| ServerError::Spawn { what: "initdb", package: PACKAGE, source })?;
+    let status = cmd.status().map_err(|e| ServerError::Setup(format!("cannot run {what}: {e}")))?;
     if status.success() {
         Ok(())
     } else {
