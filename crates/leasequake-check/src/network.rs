@@ -246,16 +246,7 @@ mod tests {
     }
 
     fn params() -> CheckParams {
-        CheckParams {
-            lease_us: s(LEASE),
-            renew_us: s(3.0),
-            watch_us: s(3.0),
-            resolution_us: 0,
-            epoch_us: None,
-            dropped_at_death: false,
-            rewritten_in_place: false,
-            server_slack_us: 0,
-        }
+        crate::params::server_lease(s(LEASE), s(3.0), s(3.0))
     }
 
     fn trial(mut events: Vec<Event>, end: f64) -> super::Network {

@@ -74,6 +74,22 @@ impl CheckParams {
     }
 }
 
+/// For the checker's tests: a lease a server judges (exact expiry, not a
+/// file rewritten in place), in µs.
+#[cfg(test)]
+pub(crate) fn server_lease(lease_us: Micros, renew_us: Micros, watch_us: Micros) -> CheckParams {
+    CheckParams {
+        lease_us,
+        renew_us,
+        watch_us,
+        resolution_us: 0,
+        epoch_us: None,
+        dropped_at_death: false,
+        rewritten_in_place: false,
+        server_slack_us: 0,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
