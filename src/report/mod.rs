@@ -6,6 +6,7 @@ pub mod csv;
 pub mod export;
 pub mod host;
 pub mod html;
+mod measures;
 pub mod plots;
 pub mod read;
 pub mod rows;

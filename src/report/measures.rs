@@ -1,0 +1,161 @@
+//! The checker's measures as the CSV rows carry them: ms to the µs, rates
+//! to four places, per-setting sums (`csv.rs` writes them).
+
+use super::rows::{
+    EventRow, EvictionCounts, EvictionRate, JobCounts, LatencyRow, NetworkCounts, SummaryStats, WriteCounts, ms,
+    round_ms,
+};
+use super::summary::{SummaryRow, crash_bound_ms, pct_us};
+use crate::check::stats::percentile;
+use crate::model::history::Event;
+
+pub(super) fn event_row(trial: u32, e: &Event) -> EventRow {
+    EventRow {
+        trial,
+        t_ms: ms(e.t_us),
+        worker: e.worker,
+        pid: e.pid,
+        event: e.kind.name().to_string(),
+        detail: e.detail.to_json(),
+    }
+}
+
+pub(super) fn stats(r: &SummaryRow<'_>) -> SummaryStats {
+    let s = &r.summary;
+    let (lo, hi) = crash_bound_ms(r.exp);
+    let round = |v: Option<f64>| v.map(round_ms);
+    SummaryStats {
+        n: s.n,
+        gaps: s.gaps,
+        open_gaps: s.open_gaps,
+        gap_min_ms: round(s.gap_min_ms),
+        gap_p50_ms: round(s.gap_p50_ms),
+        gap_p90_ms: round(s.gap_p90_ms),
+        gap_p99_ms: round(s.gap_p99_ms),
+        gap_max_ms: round(s.gap_max_ms),
+        double_leader_trials: s.double_leader_trials,
+        double_leader_ci_low: round4(s.double_leader_ci.0),
+        double_leader_ci_high: round4(s.double_leader_ci.1),
+        wedged_trials: s.wedged_trials,
+        no_leader_trials: s.no_leader_trials,
+        crash_gap_bound_min_ms: round_ms(lo),
+        crash_gap_bound_max_ms: round_ms(hi),
+        crash_gaps: s.crash_gaps_ms.len(),
+        crash_gap_p10_ms: round(s.crash_gap(0.1)),
+        crash_gap_p50_ms: round(s.crash_gap(0.5)),
+        crash_gap_p90_ms: round(s.crash_gap(0.9)),
+        crash_gap_max_ms: round(s.crash_gap(1.0)),
+        predicted_gaps: s.predicted_gaps,
+        gap_beyond_theory_p50_ms: round(percentile(&s.gap_beyond_theory_ms, 0.5)),
+        gap_anomalies: s.gap_anomalies,
+    }
+}
+
+/// A proportion to four decimals.
+pub(super) fn round4(v: f64) -> f64 {
+    (v * 10_000.0).round() / 10_000.0
+}
+
+pub(super) fn eviction_counts(e: &crate::check::Evictions) -> EvictionCounts {
+    EvictionCounts {
+        leader_pauses: e.leader_pauses,
+        false_evictions: e.false_evictions,
+        predicted_evictions: (e.leader_pauses == 0 || e.unpredicted < e.leader_pauses).then_some(e.predicted),
+        unpredicted_pauses: e.unpredicted,
+        eviction_anomalies: e.anomalies,
+        stale_believers: e.stale_believers,
+        stale_belief_ms: ms(e.stale_belief_us),
+        stale_belief_max_ms: (e.stale_believers > 0).then(|| ms(e.stale_belief_max_us)),
+    }
+}
+
+/// The eviction counts of a setting, summed over its trials.
+pub(super) fn summed_evictions(r: &SummaryRow<'_>) -> EvictionCounts {
+    let s = &r.summary;
+    EvictionCounts {
+        leader_pauses: s.leader_pauses,
+        false_evictions: s.false_evictions,
+        predicted_evictions: s.predicted_evictions(),
+        unpredicted_pauses: s.unpredicted_pauses,
+        eviction_anomalies: s.eviction_anomalies,
+        stale_believers: s.stale_believers,
+        stale_belief_ms: round_ms(s.stale_belief_ms),
+        stale_belief_max_ms: s.stale_belief_max_ms.map(round_ms),
+    }
+}
+
+pub(super) fn eviction_rate(r: &SummaryRow<'_>) -> EvictionRate {
+    let s = &r.summary;
+    EvictionRate {
+        false_eviction_rate: (s.leader_pauses > 0).then(|| round4(s.false_evictions as f64 / s.leader_pauses as f64)),
+        false_eviction_ci_low: round4(s.false_eviction_ci.0),
+        false_eviction_ci_high: round4(s.false_eviction_ci.1),
+    }
+}
+
+/// A network row: the link's counts, and the stale belief (believers,
+/// total ms, longest ms) the evictions also report.
+pub(super) fn network_counts(n: &crate::check::Network, stale: (usize, f64, Option<f64>)) -> NetworkCounts {
+    let storm = n.storm.as_ref();
+    NetworkCounts {
+        renew_failures: n.renew_failures,
+        replies_lost: n.replies_lost,
+        orphaned_grants: n.orphaned_grants,
+        orphaned_grant_ms: ms(n.orphaned_grant_us),
+        orphaned_grant_max_ms: (n.orphaned_grants > 0).then(|| ms(n.orphaned_grant_max_us)),
+        possible_grants: n.possible_grants,
+        stale_believers: stale.0,
+        stale_belief_ms: stale.1,
+        stale_belief_max_ms: stale.2,
+        heals: storm.map_or(0, |s| s.heals),
+        storm_ops: storm.map_or(0, |s| s.after_heal.count()),
+        storm_failed: storm.map_or(0, |s| s.after_heal.failed),
+        storm_p50_ms: storm.and_then(|s| s.after_heal.p50()).map(us_to_ms),
+        storm_p99_ms: storm.and_then(|s| s.after_heal.p99()).map(us_to_ms),
+        storm_max_ms: storm.and_then(|s| s.after_heal.max()).map(|us| us_to_ms(us as f64)),
+        steady_ops: storm.map_or(0, |s| s.baseline.count()),
+        steady_p50_ms: storm.and_then(|s| s.baseline.p50()).map(us_to_ms),
+        steady_p99_ms: storm.and_then(|s| s.baseline.p99()).map(us_to_ms),
+    }
+}
+
+/// An operation's µs as ms, to the µs.
+pub(super) fn us_to_ms(us: f64) -> f64 {
+    round_ms(us / 1000.0)
+}
+
+pub(super) fn write_counts(w: &crate::check::Writes) -> WriteCounts {
+    WriteCounts {
+        writes: w.attempted,
+        stale_writes: w.stale,
+        stale_writes_accepted: w.stale_accepted,
+        stale_writes_rejected: w.stale_rejected,
+        stale_writes_superseded: w.stale_superseded,
+    }
+}
+
+pub(super) fn job_counts(j: &crate::check::Jobs) -> JobCounts {
+    JobCounts {
+        epochs: j.expected,
+        job_runs: j.runs,
+        jobs_applied: j.applied,
+        jobs_repeated: j.repeated,
+        jobs_rejected: j.rejected,
+        missed_epochs: j.missed,
+        duplicate_executions: j.duplicates,
+        stale_results: j.stale_results,
+        stale_results_applied: j.stale_applied,
+    }
+}
+
+pub(super) fn latency(r: &SummaryRow<'_>) -> LatencyRow {
+    let l = &r.summary.latency;
+    LatencyRow {
+        acquire_p50_us: pct_us(&l.acquire_us, 0.5),
+        acquire_p99_us: pct_us(&l.acquire_us, 0.99),
+        renew_p50_us: pct_us(&l.renew_us, 0.5),
+        renew_p99_us: pct_us(&l.renew_us, 0.99),
+        observe_p50_us: pct_us(&l.observe_us, 0.5),
+        observe_p99_us: pct_us(&l.observe_us, 0.99),
+    }
+}
