@@ -14,7 +14,7 @@ use super::faults::{RawFault, RawLen, validate_fault};
 use super::yaml_error::{saphyr_message, tab_after};
 use crate::model::{
     After, ClockOffset, Dur, EpochJob, Expect, Experiment, Fault, InitialLock, JobStrategy, LeaseSettings, Point,
-    Reference, StartMode, SubstrateSettings, WorkerSettings, setting_name,
+    Reference, StartMode, SubstrateSettings, WorkerSettings,
 };
 
 /// The shortest lease, renew, watch or repeat interval a run may have, after
@@ -285,73 +285,22 @@ fn apply(
     Ok(text)
 }
 
-/// What a substrate cannot do: the lock file's variants, failpoints and
-/// faults exist only where there is a lock file; a managed server only
-/// where there is a server; server faults only against a managed server.
+/// What a substrate cannot do (`substrate_rules.rs`), placed in the file.
 fn validate_substrate(raw: &RawExperiment, text: &str) -> Result<(), (u64, u64, String)> {
-    use crate::model::Kind;
-    let s = &raw.substrate;
-    let name = setting_name(&s.kind);
-    let has_file = matches!(s.kind, Kind::File | Kind::Flock);
-    let w = &raw.worker;
-    let defaults = WorkerSettings::default();
-    // A sweep over substrates may reach a server from a file substrate.
-    let problem = if s.managed && s.kind.server().is_none() && !raw.substrate_swept {
-        Some((
-            "managed",
-            format!("managed: the {name} substrate has no server to run (redis, postgres and postgres-advisory have)"),
-        ))
-    } else if s.managed && s.address.is_some() {
-        Some(("address", "address: the harness chooses a managed server's address; remove it".to_string()))
-    } else if s.address.is_some() && has_file {
-        Some(("address", format!("address: the {name} substrate has no server")))
-    } else if s.proxy && has_file {
-        Some(("proxy", format!("proxy: the {name} substrate has no server to put a proxy before")))
-    } else if s.kind != Kind::File && (w.acquire != defaults.acquire || w.failpoint != defaults.failpoint) {
-        Some((
-            "substrate",
-            format!("worker.acquire and failpoints are lock-file variants; the {name} substrate has neither"),
-        ))
-    } else if !has_file && raw.initial_lock.is_some_and(|l| l != InitialLock::None) {
-        Some(("initial_lock", format!("initial_lock needs a lock file; the {name} substrate has none")))
-    } else {
-        None
+    let uses = super::substrate_rules::Uses {
+        substrate: &raw.substrate,
+        worker: &raw.worker,
+        initial_lock: raw.initial_lock,
+        faults: &raw.faults,
+        swept: raw.substrate_swept,
     };
-    let fault_problem = raw.faults.iter().find_map(|f| {
-        let a = f.action.value;
-        let loc = (f.action.referenced.line(), f.action.referenced.column());
-        if a.is_lock() && !has_file {
-            Some((loc, format!("{}: the {name} substrate has no lock file", a.name())))
-        } else if a.is_server() && !s.managed {
-            Some((
-                loc,
-                format!(
-                    "{} needs a server the harness runs: `substrate: {{kind: {}, managed: true}}`",
-                    a.name(),
-                    if s.kind.server().is_some() { name.as_str() } else { "redis" }
-                ),
-            ))
-        } else if a.is_network() && has_file {
-            Some((
-                loc,
-                format!(
-                    "{} acts on the link to a lease server; the {name} substrate has none (use redis, postgres or postgres-advisory)",
-                    a.name()
-                ),
-            ))
-        } else {
-            None
-        }
-    });
-    if let Some(((line, column), msg)) = fault_problem {
-        return Err((line, column, msg));
-    }
-    match problem {
-        Some((key, msg)) => {
+    match super::substrate_rules::check(&uses) {
+        Ok(()) => Ok(()),
+        Err(super::substrate_rules::Problem::Key(key, msg)) => {
             let (line, column) = locate(text, key);
             Err((line, column, msg))
         }
-        None => Ok(()),
+        Err(super::substrate_rules::Problem::At(line, column, msg)) => Err((line, column, msg)),
     }
 }
 

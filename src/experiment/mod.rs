@@ -9,6 +9,7 @@ mod load;
 mod program;
 pub mod reference;
 mod resolved;
+mod substrate_rules;
 mod sweep;
 mod trials;
 mod yaml_error;

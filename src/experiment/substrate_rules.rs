@@ -1,0 +1,88 @@
+//! What a substrate cannot do, checked on the experiment as written: the
+//! lock file's variants, failpoints and faults exist only where there is a
+//! lock file; an address, a proxy and network faults only where there is a
+//! server; a managed server only for a server substrate; server faults
+//! only against a managed server.
+
+use super::faults::RawFault;
+use crate::model::{InitialLock, Kind, SubstrateSettings, WorkerSettings, setting_name};
+
+/// The parts of an experiment file the rules read.
+pub(super) struct Uses<'a> {
+    pub substrate: &'a SubstrateSettings,
+    pub worker: &'a WorkerSettings,
+    pub initial_lock: Option<InitialLock>,
+    pub faults: &'a [RawFault],
+    /// A sweep varies the substrate (it may reach a server from a file).
+    pub swept: bool,
+}
+
+/// Where the problem is: at a key of the file, or at a place.
+pub(super) enum Problem {
+    Key(&'static str, String),
+    At(u64, u64, String),
+}
+
+/// The first rule the experiment breaks, if any.
+pub(super) fn check(raw: &Uses<'_>) -> Result<(), Problem> {
+    let s = raw.substrate;
+    let name = setting_name(&s.kind);
+    let has_file = matches!(s.kind, Kind::File | Kind::Flock);
+    let w = raw.worker;
+    let defaults = WorkerSettings::default();
+    // A sweep over substrates may reach a server from a file substrate.
+    let problem = if s.managed && s.kind.server().is_none() && !raw.swept {
+        Some((
+            "managed",
+            format!("managed: the {name} substrate has no server to run (redis, postgres and postgres-advisory have)"),
+        ))
+    } else if s.managed && s.address.is_some() {
+        Some(("address", "address: the harness chooses a managed server's address; remove it".to_string()))
+    } else if s.address.is_some() && has_file {
+        Some(("address", format!("address: the {name} substrate has no server")))
+    } else if s.proxy && has_file {
+        Some(("proxy", format!("proxy: the {name} substrate has no server to put a proxy before")))
+    } else if s.kind != Kind::File && (w.acquire != defaults.acquire || w.failpoint != defaults.failpoint) {
+        Some((
+            "substrate",
+            format!("worker.acquire and failpoints are lock-file variants; the {name} substrate has neither"),
+        ))
+    } else if !has_file && raw.initial_lock.is_some_and(|l| l != InitialLock::None) {
+        Some(("initial_lock", format!("initial_lock needs a lock file; the {name} substrate has none")))
+    } else {
+        None
+    };
+    let fault_problem = raw.faults.iter().find_map(|f| {
+        let a = f.action.value;
+        let loc = (f.action.referenced.line(), f.action.referenced.column());
+        if a.is_lock() && !has_file {
+            Some((loc, format!("{}: the {name} substrate has no lock file", a.name())))
+        } else if a.is_server() && !s.managed {
+            Some((
+                loc,
+                format!(
+                    "{} needs a server the harness runs: `substrate: {{kind: {}, managed: true}}`",
+                    a.name(),
+                    if s.kind.server().is_some() { name.as_str() } else { "redis" }
+                ),
+            ))
+        } else if a.is_network() && has_file {
+            Some((
+                loc,
+                format!(
+                    "{} acts on the link to a lease server; the {name} substrate has none (use redis, postgres or postgres-advisory)",
+                    a.name()
+                ),
+            ))
+        } else {
+            None
+        }
+    });
+    if let Some(((line, column), msg)) = fault_problem {
+        return Err(Problem::At(line, column, msg));
+    }
+    match problem {
+        Some((key, msg)) => Err(Problem::Key(key, msg)),
+        None => Ok(()),
+    }
+}
