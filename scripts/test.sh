@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The test suite. The tests run real servers (Redis and PostgreSQL, which
+# The test suite. The tests run real servers (Redis, PostgreSQL and etcd, which
 # the harness starts itself), a real browser for the report pages, Python
 # for the example programs and the schema check: whatever of that this machine lacks is installed with
 # apt-get (as root), or named in one message. Then `cargo test`, with any
@@ -9,6 +9,7 @@ cd "$(dirname "$0")/.."
 
 missing=()
 command -v redis-server >/dev/null || missing+=(redis-server)
+command -v etcd >/dev/null || missing+=(etcd-server)
 compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || command -v initdb >/dev/null || missing+=(postgresql)
 command -v chromium >/dev/null || missing+=(chromium)
 command -v python3 >/dev/null || missing+=(python3)

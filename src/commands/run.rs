@@ -151,9 +151,12 @@ fn servers_ready(exps: &[Experiment]) -> Result<(), Error> {
                     return Err(Error::Missing { experiment: exp.source.clone(), problem });
                 }
             } else if let Some(address) = s.address()
-                && checked.insert((crate::model::setting_name(&s.kind), address.clone()))
+                && checked.insert((
+                    format!("{} {:?}", crate::model::setting_name(&s.kind), unit.lease.lease),
+                    address.clone(),
+                ))
             {
-                crate::substrate::preflight(s.kind, &address)
+                crate::substrate::preflight(s.kind, &address, unit.lease.lease.as_std())
                     .map_err(|e| Error::Missing { experiment: exp.source.clone(), problem: e.to_string() })?;
             }
         }

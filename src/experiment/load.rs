@@ -14,7 +14,7 @@ use super::faults::{RawFault, RawLen, validate_fault};
 use super::yaml_error::{saphyr_message, tab_after};
 use crate::model::{
     After, ClockOffset, Dur, EpochJob, Expect, Experiment, Fault, InitialLock, JobStrategy, LeaseSettings, Point,
-    Reference, StartMode, SubstrateSettings, WorkerSettings,
+    Reference, StartMode, SubstrateSettings, WorkerSettings, setting_name,
 };
 
 /// The shortest lease, renew, watch or repeat interval a run may have, after
@@ -598,6 +598,18 @@ fn build(path: &Path, text: &str, raw: RawExperiment, overrides: &Overrides) -> 
     }
     if sc(renew) >= sc(lease) {
         return Err(place(None, format!("{flag} {scale} makes renew no longer shorter than lease")));
+    }
+    if let Some(unit) = raw.substrate.kind.ttl_unit()
+        && (sc(lease) < unit || sc(lease).as_ns() % unit.as_ns() != 0)
+    {
+        let msg = format!(
+            "the {} substrate's lease TTLs are whole multiples of {unit}; lease is {}{}: \
+             choose a lease (or a time scale) that makes it one",
+            setting_name(&raw.substrate.kind),
+            sc(lease),
+            scaled_note(lease)
+        );
+        return Err(place(raw.lease.as_ref().map(|s| &s.referenced), msg));
     }
     if sc(duration) > MAX_DURATION {
         let msg = format!("a trial would last {}{}; at most {MAX_DURATION}", sc(duration), scaled_note(duration));

@@ -34,7 +34,9 @@ pub(super) fn check(raw: &Uses<'_>) -> Result<(), Problem> {
     let problem = if s.managed && s.kind.server().is_none() && !raw.swept {
         Some((
             "managed",
-            format!("managed: the {name} substrate has no server to run (redis, postgres and postgres-advisory have)"),
+            format!(
+                "managed: the {name} substrate has no server to run (redis, postgres, postgres-advisory and etcd have)"
+            ),
         ))
     } else if s.managed && s.address.is_some() {
         Some(("address", "address: the harness chooses a managed server's address; remove it".to_string()))
@@ -70,7 +72,7 @@ pub(super) fn check(raw: &Uses<'_>) -> Result<(), Problem> {
             Some((
                 loc,
                 format!(
-                    "{} acts on the link to a lease server; the {name} substrate has none (use redis, postgres or postgres-advisory)",
+                    "{} acts on the link to a lease server; the {name} substrate has none (use redis, postgres, postgres-advisory or etcd)",
                     a.name()
                 ),
             ))

@@ -8,11 +8,14 @@
 //! * `redis`: `SET key value NX PX ttl`; expiry judged by the server;
 //! * `postgres`: a lease row whose `expires_at` is judged by the server's
 //!   `now()`, taken over by a conditional update; or a session advisory
-//!   lock, held as long as the holder's connection lives.
+//!   lock, held as long as the holder's connection lives;
+//! * `etcd`: a key attached to an etcd lease (whole seconds), kept alive by
+//!   its holder; expiry judged and carried out by the server.
 //!
 //! Every substrate gives each grant a fencing token strictly above every
 //! earlier grant's (file and flock only with `fencing_tokens`).
 
+pub mod etcd;
 pub mod file;
 pub mod flock;
 mod lease;

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::lease::Substrate;
 use super::lockfile::LockFile;
-use super::{file, flock, postgres, redis};
+use super::{etcd, file, flock, postgres, redis};
 use crate::model::{Kind, Server};
 
 /// Everything a worker needs to open its substrate.
@@ -43,6 +43,7 @@ pub fn open(o: &Open<'_>, lock: LockFile) -> io::Result<Box<dyn Substrate>> {
         Kind::PostgresAdvisory => {
             Box::new(postgres::PgLease::connect(&address(Server::Postgres), o.key, o.lease, o.request_timeout, true)?)
         }
+        Kind::Etcd => Box::new(etcd::EtcdLease::connect(&address(Server::Etcd), o.key, o.lease, o.request_timeout)?),
     })
 }
 
@@ -58,6 +59,9 @@ pub fn forget(kind: Kind, address: &str, key: &str) {
         Some(Server::Postgres) => {
             let _ = postgres::drop_lease(address, key);
         }
+        Some(Server::Etcd) => {
+            let _ = etcd::forget(address, key);
+        }
         None => {}
     }
 }
@@ -72,9 +76,9 @@ pub struct Unanswered {
     pub advice: &'static str,
 }
 
-/// Before a run: is the server there, and ready? The error says what to
-/// start if not.
-pub fn preflight(kind: Kind, address: &str) -> Result<(), Unanswered> {
+/// Before a run: is the server there, and ready for a `lease`? The error
+/// says what to start if not.
+pub fn preflight(kind: Kind, address: &str, lease: Duration) -> Result<(), Unanswered> {
     match kind.server() {
         Some(Server::Redis) => {
             let ping = ::redis::Client::open(address)
@@ -94,6 +98,13 @@ pub fn preflight(kind: Kind, address: &str) -> Result<(), Unanswered> {
             reason: e.to_string(),
             advice: "start it (`apt-get install postgresql`, `pg_ctlcluster 15 main start`) with a database \
                      `test` that trusts local connections, or set `substrate.address`",
+        }),
+        Some(Server::Etcd) => etcd::preflight(address, etcd::ttl_seconds(lease)).map_err(|e| Unanswered {
+            server: "etcd",
+            address: address.into(),
+            reason: e.to_string(),
+            advice: "start it (`apt-get install etcd-server`; its JSON gateway is on the client port), \
+                     or set `substrate.address`, or use `managed: true`",
         }),
         None => Ok(()),
     }

@@ -7,6 +7,7 @@
 mod blog;
 mod bounds;
 mod errors;
+mod etcd;
 mod faults;
 mod fencing;
 mod helper;

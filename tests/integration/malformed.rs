@@ -176,6 +176,16 @@ const CASES: &[(&str, &[&str], &str)] = &[
         "3:11: a trial would last 1000000s (10s × --time-scale 100000)",
     ),
     (
+        "name: x\nworkers: 3\nsubstrate: {kind: etcd}\nlease: 9s\n",
+        &["--time-scale", "0.1"],
+        "4:8: the etcd substrate's lease TTLs are whole multiples of 1s; lease is 900ms (9s × --time-scale 0.1)",
+    ),
+    (
+        "name: x\nworkers: 3\nsubstrate: {kind: etcd}\nlease: 1500ms\nrenew: 500ms\nwatch: 500ms\n",
+        &[],
+        "4:8: the etcd substrate's lease TTLs are whole multiples of 1s; lease is 1500ms: choose",
+    ),
+    (
         "name: x\nworkers: 3\ntime_scale: 0.5\n",
         &["--time-scale", "0.1"],
         "3:13: time_scale is set here and by --time-scale",
@@ -200,7 +210,7 @@ const CASES: &[(&str, &[&str], &str)] = &[
         "1:1: unknown field `a`",
     ),
     // Substrates and programs.
-    ("name: x\nworkers: 2\nsubstrate: {kind: etcd}\n", &[], "3:"),
+    ("name: x\nworkers: 2\nsubstrate: {kind: zookeeper}\n", &[], "3:19: unknown variant `zookeeper`"),
     (
         "name: x\nworkers: 2\nsubstrate: {kind: file, managed: true}\n",
         &[],

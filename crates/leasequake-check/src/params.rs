@@ -6,6 +6,13 @@ use leasequake_model::history::Micros;
 use leasequake_model::program::ProgramExpiry;
 use leasequake_model::settings::{Expiry, Kind};
 
+/// How long after a lease's end etcd may still show its key: its lessor
+/// revokes expired leases in a loop that runs every 500 ms (etcd 3.4's
+/// `lessor.runLoop`), then the revocation is a Raft proposal, committed and
+/// applied before the key is gone; 50 ms is allowed for that on a loaded
+/// machine. Real time: the server's loop does not scale.
+pub const ETCD_EXPIRY_SLACK_US: Micros = 550_000;
+
 /// Scaled lease settings of the trial, in µs.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct CheckParams {
@@ -23,20 +30,22 @@ pub struct CheckParams {
     /// a death inside a renewal leaves it empty.
     pub rewritten_in_place: bool,
     /// How much later than its `lease_until` a server may still show a
-    /// lease: Redis keeps a TTL in whole milliseconds on its own clock.
+    /// lease: Redis keeps a TTL in whole milliseconds on its own clock;
+    /// etcd's lessor looks for expired leases every 500 ms and then
+    /// commits each revocation through Raft.
     pub server_slack_us: Micros,
 }
 
 impl CheckParams {
     /// A gap longer than this at trial end, with a live unpaused worker, is a
-    /// wedge: `lease + watch + resolution`.
+    /// wedge: `lease + watch + resolution`, and the server's slack.
     pub fn wedge_threshold_us(&self) -> Micros {
-        self.lease_us + self.watch_us + self.resolution_us
+        self.lease_us + self.watch_us + self.resolution_us + self.server_slack_us
     }
 
     /// The theory's bound on the gap after a SIGKILL of the leader at a
     /// uniform moment (docs/metrics.md): `[lease − renew, lease + watch +
-    /// resolution]` for a lease that must expire; `[0, watch]` for a lock
+    /// resolution + server slack]` for a lease that must expire; `[0, watch]` for a lock
     /// dropped at its holder's death, found free at the next watch.
     pub fn crash_bound_us(&self) -> (Micros, Micros) {
         if self.dropped_at_death {
@@ -69,7 +78,11 @@ impl CheckParams {
             // Only the built-in worker's lock file is known to be rewritten
             // in place (truncated, then written).
             rewritten_in_place: exp.program.is_none() && exp.substrate.kind == Kind::File,
-            server_slack_us: if exp.substrate.kind == Kind::Redis { 1000 } else { 0 },
+            server_slack_us: match exp.substrate.kind {
+                Kind::Redis => 1000,
+                Kind::Etcd => ETCD_EXPIRY_SLACK_US,
+                _ => 0,
+            },
         }
     }
 }

@@ -343,6 +343,9 @@ pub enum Kind {
     Postgres,
     /// `pg_try_advisory_lock`: held by the holder's database session.
     PostgresAdvisory,
+    /// An etcd key attached to a lease with a TTL in whole seconds, kept
+    /// alive by its holder; the server revokes it when the TTL runs out.
+    Etcd,
 }
 
 impl Kind {
@@ -352,12 +355,19 @@ impl Kind {
         !matches!(self, Kind::Flock | Kind::PostgresAdvisory)
     }
 
+    /// The unit a server grants leases in, where it has one: etcd's TTLs
+    /// are whole seconds (and at least one).
+    pub fn ttl_unit(self) -> Option<Dur> {
+        (self == Kind::Etcd).then(|| Dur::from_secs(1))
+    }
+
     /// Does this substrate talk to a server?
     pub fn server(self) -> Option<Server> {
         match self {
             Kind::File | Kind::Flock => None,
             Kind::Redis => Some(Server::Redis),
             Kind::Postgres | Kind::PostgresAdvisory => Some(Server::Postgres),
+            Kind::Etcd => Some(Server::Etcd),
         }
     }
 }
@@ -366,6 +376,7 @@ impl Kind {
 pub enum Server {
     Redis,
     Postgres,
+    Etcd,
 }
 
 impl Server {
@@ -374,6 +385,8 @@ impl Server {
         match self {
             Server::Redis => "redis://127.0.0.1:6379/",
             Server::Postgres => "postgres://postgres@127.0.0.1:5432/test",
+            // Its JSON gateway, on the client port.
+            Server::Etcd => "http://127.0.0.1:2379",
         }
     }
 }

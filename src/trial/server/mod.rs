@@ -4,12 +4,14 @@
 //! restart forgets every lease, the classic critique of Redis locks), or a
 //! PostgreSQL cluster made with `initdb` in a temporary directory (a
 //! restart is a crash and its recovery: committed lease rows survive, the
-//! sessions and their advisory locks do not).
+//! sessions and their advisory locks do not), or a one-member `etcd` (a
+//! restart keeps its leases, which it then extends by a whole TTL).
 //!
 //! A server lives for a run (`pool::Servers`), every trial with its own
 //! key, unless the experiment's faults pause, kill or restart it: then each
 //! trial has its own.
 
+mod etcd;
 mod pool;
 mod postgres;
 mod redis;
@@ -58,6 +60,7 @@ pub fn installed(server: Server) -> Result<(), String> {
             }
         }
         Server::Postgres => postgres::find_binaries().map(drop).map_err(|e| e.to_string()),
+        Server::Etcd => etcd::installed(),
     }
 }
 
@@ -69,6 +72,8 @@ pub struct ManagedServer {
     log: PathBuf,
     /// PostgreSQL's cluster: its binaries and data directory.
     pg: Option<postgres::Cluster>,
+    /// etcd's data directory and peer port.
+    etcd: Option<etcd::Member>,
     child: Option<Child>,
     /// Its own cgroup where the harness has them: every process of the
     /// server in it, whatever sessions they make, frozen and killed whole,
@@ -86,10 +91,11 @@ impl ManagedServer {
         let pg = match (server, pg) {
             (Server::Postgres, Some(install)) => Some(install.cluster(connections)?),
             (Server::Postgres, None) => return Err(ServerError::Setup("no PostgreSQL installation".into())),
-            (Server::Redis, _) => None,
+            (Server::Redis | Server::Etcd, _) => None,
         };
+        let etcd = if server == Server::Etcd { Some(etcd::Member::new()?) } else { None };
         let group = TrialGroup::for_server();
-        let mut s = ManagedServer { server, port, log: log.to_path_buf(), pg, child: None, group };
+        let mut s = ManagedServer { server, port, log: log.to_path_buf(), pg, etcd, child: None, group };
         s.spawn()?;
         Ok(s)
     }
@@ -98,6 +104,7 @@ impl ManagedServer {
         match self.server {
             Server::Redis => format!("redis://127.0.0.1:{}/", self.port),
             Server::Postgres => format!("postgres://postgres@127.0.0.1:{}/postgres", self.port),
+            Server::Etcd => format!("http://127.0.0.1:{}", self.port),
         }
     }
 
@@ -109,6 +116,7 @@ impl ManagedServer {
         match self.server {
             Server::Redis => "redis-server",
             Server::Postgres => "postgres",
+            Server::Etcd => "etcd",
         }
     }
 
@@ -116,6 +124,7 @@ impl ManagedServer {
         let package = match self.server {
             Server::Redis => "redis-server",
             Server::Postgres => "postgresql",
+            Server::Etcd => "etcd-server",
         };
         ServerError::Spawn { what: self.what(), package, source }
     }
@@ -124,9 +133,10 @@ impl ManagedServer {
         let out =
             std::fs::File::options().create(true).append(true).open(&self.log).map_err(|e| self.spawn_error(e))?;
         let err = out.try_clone().map_err(|e| self.spawn_error(e))?;
-        let mut cmd = match &self.pg {
-            Some(cluster) => cluster.command(self.port),
-            None => redis::command(self.port, self.log.parent().unwrap_or(Path::new("."))),
+        let mut cmd = match (&self.pg, &self.etcd) {
+            (Some(cluster), _) => cluster.command(self.port),
+            (None, Some(member)) => member.command(self.port),
+            (None, None) => redis::command(self.port, self.log.parent().unwrap_or(Path::new("."))),
         };
         cmd.stdin(Stdio::null()).stdout(Stdio::from(out)).stderr(Stdio::from(err));
         let user = self.pg.as_ref().and_then(|c| c.user());
@@ -142,7 +152,7 @@ impl ManagedServer {
         // PostgreSQL may first replay its log after a restart (a crash).
         let within = match self.server {
             Server::Redis => Duration::from_secs(5),
-            Server::Postgres => Duration::from_secs(30),
+            Server::Postgres | Server::Etcd => Duration::from_secs(30),
         };
         let deadline = Instant::now() + within;
         let address = self.address();
@@ -158,7 +168,10 @@ impl ManagedServer {
             }
             let answered = match self.server {
                 Server::Redis => redis::answers(&address),
-                Server::Postgres => crate::substrate::preflight(crate::model::Kind::Postgres, &address).is_ok(),
+                Server::Postgres => {
+                    crate::substrate::preflight(crate::model::Kind::Postgres, &address, Duration::ZERO).is_ok()
+                }
+                Server::Etcd => etcd::answers(&address),
             };
             if answered {
                 return Ok(());

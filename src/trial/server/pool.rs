@@ -24,7 +24,7 @@ pub struct Servers {
 pub enum TrialServer {
     None,
     Shared(String),
-    Own(ManagedServer),
+    Own(Box<ManagedServer>),
 }
 
 impl TrialServer {
@@ -81,7 +81,7 @@ impl Servers {
         }
         servers.per_trial_connections =
             needs.iter().filter(|(_, own, _)| *own).map(|(_, _, w)| connections(*w)).max().unwrap_or(0);
-        for kind in [Server::Redis, Server::Postgres] {
+        for kind in [Server::Redis, Server::Postgres, Server::Etcd] {
             let most = needs.iter().filter(|(s, own, _)| *s == kind && !own).map(|(_, _, w)| *w).max();
             if let Some(workers) = most {
                 let log = dir.join(format!("{}.log", log_name(kind)));
@@ -98,7 +98,8 @@ impl Servers {
         if own {
             let log = dir.join(format!("{}.log", log_name(kind)));
             let connections = self.per_trial_connections.max(connections(exp.workers));
-            return ManagedServer::start(kind, &log, self.pg.as_ref(), connections).map(TrialServer::Own);
+            return ManagedServer::start(kind, &log, self.pg.as_ref(), connections)
+                .map(|s| TrialServer::Own(Box::new(s)));
         }
         self.shared
             .iter()
@@ -112,5 +113,6 @@ fn log_name(kind: Server) -> &'static str {
     match kind {
         Server::Redis => "redis-server",
         Server::Postgres => "postgres",
+        Server::Etcd => "etcd",
     }
 }
