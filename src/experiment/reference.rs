@@ -11,7 +11,7 @@ use serde_json::{Map, Value, json};
 use crate::model::program::{DETAIL_FIELDS, ProgramExpiry};
 use crate::model::{
     Acquire, Action, Belief, Direction, Expiry, Failpoint, InitialLock, JobStrategy, Kind, Mode, Resource, StartMode,
-    Unreadable,
+    Unreadable, WatchBy,
 };
 
 /// The type of a key's value.
@@ -273,7 +273,7 @@ pub fn keys() -> Vec<Key> {
             Duration,
             "a third of the lease",
             "500ms",
-            "How long one request to a lease server may take, connecting included (at least 20 ms for Redis, 50 ms for PostgreSQL by default).",
+            "How long one request to a lease server may take, connecting included (at least 20 ms for Redis, 50 ms for PostgreSQL and etcd by default).",
         ),
         key(
             "worker.belief",
@@ -289,6 +289,13 @@ pub fn keys() -> Vec<Key> {
             "1s",
             "With `belief: local-deadline`, step down this long before the lease would end.",
         ),
+        key(
+            "worker.watch_by",
+            Choice(choices::<WatchBy>()),
+            "poll",
+            "push",
+            "How a watcher learns the lease is free: by looking every `watch`, or also told by the server (an etcd watch on the key), taking over the moment it is; the ticks go on as a safety net.",
+        ),
         key("substrate", Section, "", "", "Where the lease lives."),
         key("substrate.kind", Choice(choices::<Kind>()), "file", "redis", "The lease's substrate."),
         key("substrate.address", Text, "the local service", "redis://127.0.0.1:6379/", "A server substrate's address."),
@@ -297,7 +304,7 @@ pub fn keys() -> Vec<Key> {
             Bool,
             "false",
             "true",
-            "The harness runs the server itself (redis-server; a PostgreSQL cluster made by initdb), for the run, or per trial where server-* faults hit it.",
+            "The harness runs the server itself (redis-server; a PostgreSQL cluster made by initdb; a one-member etcd), for the run, or per trial where server-* faults hit it.",
         ),
         key(
             "substrate.proxy",

@@ -5,7 +5,7 @@
 //! only against a managed server.
 
 use super::faults::RawFault;
-use crate::model::{InitialLock, Kind, SubstrateSettings, WorkerSettings, setting_name};
+use crate::model::{InitialLock, Kind, Push, SubstrateSettings, WatchBy, WorkerSettings, setting_name};
 
 /// The parts of an experiment file the rules read.
 pub(super) struct Uses<'a> {
@@ -49,6 +49,8 @@ pub(super) fn check(raw: &Uses<'_>) -> Result<(), Problem> {
             "substrate",
             format!("worker.acquire and failpoints are lock-file variants; the {name} substrate has neither"),
         ))
+    } else if w.watch_by == WatchBy::Push && s.kind.push() == Push::Nothing && !raw.swept {
+        Some(("watch_by", format!("watch_by: push needs a server that pushes (etcd); the {name} substrate does not")))
     } else if !has_file && raw.initial_lock.is_some_and(|l| l != InitialLock::None) {
         Some(("initial_lock", format!("initial_lock needs a lock file; the {name} substrate has none")))
     } else {

@@ -1,6 +1,7 @@
 //! The interface every substrate implements, and what its operations say.
 
 use std::io;
+use std::os::fd::RawFd;
 use std::time::Duration;
 
 use super::lockfile::{Lease, ReadError};
@@ -24,6 +25,16 @@ pub enum Renewal {
     Lost {
         holder: Option<i64>,
     },
+}
+
+/// What a subscribed watcher was told (`Substrate::pushed`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pushed {
+    /// Nothing that frees the lease (yet).
+    Nothing,
+    /// The lease is gone, as the server says it: the reason in its words
+    /// (`delete`, `expired`, `released`).
+    Gone(&'static str),
 }
 
 /// One lease, as the worker uses it. `fresh` leases carry the caller's pid
@@ -51,4 +62,17 @@ pub trait Substrate {
     /// ends at a deadline must not sit in a request past it. Substrates
     /// without requests that can hang ignore it.
     fn set_budget(&mut self, _budget: Option<Duration>) {}
+    /// `watch_by: push`: subscribe to the lease's changes unless already
+    /// subscribed, and return the descriptor that becomes readable when the
+    /// server pushes something; `None` where the substrate pushes nothing.
+    fn subscribe(&mut self) -> io::Result<Option<RawFd>> {
+        Ok(None)
+    }
+    /// What the server pushed since the last call, without waiting. An
+    /// error ends the subscription: the next `subscribe` makes a new one.
+    fn pushed(&mut self) -> io::Result<Pushed> {
+        Ok(Pushed::Nothing)
+    }
+    /// Drop the subscription (a leader needs none).
+    fn unsubscribe(&mut self) {}
 }

@@ -26,6 +26,6 @@ pub mod redis;
 pub mod resource;
 pub mod tokens;
 
-pub use lease::{Renewal, Seen, Substrate};
+pub use lease::{Pushed, Renewal, Seen, Substrate};
 pub use lockfile::{Lease, ReadError};
 pub use open::{Open, Unanswered, forget, open, preflight};

@@ -3,6 +3,8 @@
 //! (`process.rs`); the unit tests provide a fake clock that jumps to each
 //! deadline and a recorder.
 
+use std::os::fd::RawFd;
+
 use nix::sys::signal::Signal;
 
 use crate::model::history::{Detail, EventKind};
@@ -16,8 +18,27 @@ pub trait Env {
     /// Sleep until the monotonic `deadline_ns`, or until a shutdown signal
     /// (returned) arrives first.
     fn wait_until(&mut self, deadline_ns: i64) -> Option<Signal>;
+    /// Like `wait_until`, but wake as well when `fd` becomes readable (a
+    /// lease server pushed something).
+    fn wait_or_readable(&mut self, deadline_ns: i64, fd: RawFd) -> Wake {
+        let _ = fd;
+        match self.wait_until(deadline_ns) {
+            Some(sig) => Wake::Signal(sig),
+            None => Wake::Deadline,
+        }
+    }
     /// Report an event that happened at `t_ns` (monotonic).
     fn emit_at(&mut self, t_ns: i64, event: EventKind, detail: Detail);
     /// One line of the blog-format human log.
     fn log(&mut self, line: &str);
+}
+
+/// Why a wait ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wake {
+    /// A shutdown signal.
+    Signal(Signal),
+    Deadline,
+    /// The descriptor waited on became readable.
+    Readable,
 }

@@ -8,16 +8,16 @@ use std::collections::BTreeSet;
 
 use nix::sys::signal::Signal;
 
-use super::env::Env;
+use super::env::{Env, Wake};
 use crate::model::Resource;
 use crate::model::clock::utc;
 use crate::model::expiry::ExpiryRule;
 use crate::model::history::{Detail, EventKind};
 use crate::model::worker_config::WorkerConfig;
-use crate::model::{Belief, Dur, JobStrategy, Mode, Unreadable};
+use crate::model::{Belief, Dur, JobStrategy, Mode, Unreadable, WatchBy};
 use crate::substrate::lockfile::{Lease, ReadError};
 use crate::substrate::resource::{self, JobOutcome};
-use crate::substrate::{Renewal, Seen, Substrate};
+use crate::substrate::{Pushed, Renewal, Seen, Substrate};
 
 /// Consecutive failed renewals after which a leader steps down (the blog's 3).
 const MAX_RENEW_FAILURES: u32 = 3;
@@ -64,6 +64,12 @@ pub struct Worker<E: Env> {
     /// Under `belief: local-deadline`, when this leader stops believing
     /// unless a renewal succeeds first (monotonic ns).
     deadline_ns: Option<i64>,
+    /// Under `watch_by: push`, whether a watcher should (re)subscribe
+    /// before its next wait: once per role change and per watch tick, so
+    /// that a server that refuses is not asked in a loop.
+    subscribe_due: bool,
+    /// The descriptor of the watcher's subscription, while it has one.
+    subscribed: Option<std::os::fd::RawFd>,
 }
 
 impl<E: Env> Worker<E> {
@@ -86,6 +92,8 @@ impl<E: Env> Worker<E> {
             op_us: None,
             op_start_ns: now,
             deadline_ns: None,
+            subscribe_due: true,
+            subscribed: None,
         }
     }
 
@@ -270,8 +278,26 @@ impl<E: Env> Worker<E> {
                 Role::Leader { .. } => self.deadline_ns.unwrap_or(i64::MAX),
                 Role::Watcher => i64::MAX,
             };
-            if self.env.wait_until(next.min(boundary).min(deadline)).is_some() {
-                return self.shut_down(role);
+            let until = next.min(boundary).min(deadline);
+            let pushed = match self.subscription(role) {
+                Some(fd) => match self.env.wait_or_readable(until, fd) {
+                    Wake::Signal(_) => return self.shut_down(role),
+                    Wake::Readable => true,
+                    Wake::Deadline => false,
+                },
+                None if self.env.wait_until(until).is_some() => return self.shut_down(role),
+                None => false,
+            };
+            if pushed {
+                // Told, not ticked: the tick grid stays where it is.
+                role = self.on_push();
+                if matches!(role, Role::Leader { .. }) {
+                    if self.catch_up().is_some() {
+                        return self.shut_down(role);
+                    }
+                    next = self.env.mono_ns() + self.interval(role);
+                }
+                continue;
             }
             if self.env.mono_ns() >= deadline {
                 role = self.deadline_passed();
@@ -305,7 +331,10 @@ impl<E: Env> Worker<E> {
                         role => role,
                     }
                 }
-                Role::Watcher => self.watch(),
+                Role::Watcher => {
+                    self.subscribe_due = true;
+                    self.watch()
+                }
             };
             // A leader, new or renewed, catches up on an epoch nobody ran.
             if matches!(role, Role::Leader { .. }) && self.catch_up().is_some() {
@@ -313,6 +342,7 @@ impl<E: Env> Worker<E> {
             }
             let now = self.env.mono_ns();
             if was_leader != matches!(role, Role::Leader { .. }) {
+                self.subscribe_due = true;
                 // First tick of a new role is one interval after the change.
                 next = now + self.interval(role);
             } else {
@@ -497,6 +527,50 @@ impl<E: Env> Worker<E> {
             self.emit(EventKind::HeldBy, seen);
             self.log(&format!("[WATCHER] Lease held by {holder}, valid until {until}"));
             Role::Watcher
+        }
+    }
+
+    /// Under `watch_by: push`, a watcher's subscription: made (or made
+    /// again after it broke) when due, dropped by a leader. None: wait for
+    /// the tick alone.
+    fn subscription(&mut self, role: Role) -> Option<std::os::fd::RawFd> {
+        if self.cfg.worker.watch_by != WatchBy::Push {
+            return None;
+        }
+        if matches!(role, Role::Leader { .. }) {
+            if self.subscribed.take().is_some() {
+                self.lease.unsubscribe();
+            }
+            return None;
+        }
+        if self.subscribed.is_none() && std::mem::take(&mut self.subscribe_due) {
+            match self.lease.subscribe() {
+                Ok(fd) => self.subscribed = fd,
+                Err(e) => {
+                    self.emit(EventKind::Notified, Detail { error: Some(e.to_string()), ..Detail::default() });
+                    self.log(&format!("[WATCHER] Could not subscribe to the lease ({e}), polling until the next tick"));
+                }
+            }
+        }
+        self.subscribed
+    }
+
+    /// The server pushed something to a watcher: if it says the lease is
+    /// gone, take over at once.
+    fn on_push(&mut self) -> Role {
+        match self.lease.pushed() {
+            Ok(Pushed::Nothing) => Role::Watcher,
+            Ok(Pushed::Gone(reason)) => {
+                self.emit(EventKind::Notified, Detail { reason: Some(reason.into()), ..Detail::default() });
+                self.log(&format!("[WATCHER] The server says the lease is gone ({reason}), attempting takeover"));
+                self.take_over()
+            }
+            Err(e) => {
+                self.emit(EventKind::Notified, Detail { error: Some(e.to_string()), ..Detail::default() });
+                self.log(&format!("[WATCHER] The subscription ended ({e}), polling until the next tick"));
+                self.subscribed = None;
+                Role::Watcher
+            }
         }
     }
 

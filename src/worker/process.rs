@@ -10,12 +10,13 @@
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 
 use nix::sys::signal::{SigSet, Signal};
 
 use super::clock::LocalClock;
-use super::env::Env;
+use super::env::{Env, Wake};
 use super::machine::Worker;
 use crate::model::clock::{mono_ns, wall_ns};
 use crate::model::expiry::ExpiryRule;
@@ -149,7 +150,7 @@ pub fn run(args: WorkerArgs) -> i32 {
             return 3;
         }
     };
-    let env = ProcessEnv { shutdown, log, clock };
+    let env = ProcessEnv { shutdown, log, clock, sigfd: None };
     let mut w = Worker::new(env, cfg, args.index, i64::from(std::process::id()), lease, rule);
     w.ready();
     if !no_barrier && let Some(release) = wait_for_barrier() {
@@ -206,6 +207,42 @@ fn wait_until(set: &SigSet, deadline_ns: i64) -> Option<Signal> {
     }
 }
 
+/// Sleep until the monotonic `deadline`, a blocked shutdown signal (read
+/// from `sigfd`, a signalfd of them) or `fd` readable, whichever is first.
+fn wait_or_readable(sigfd: RawFd, fd: RawFd, deadline_ns: i64) -> Wake {
+    loop {
+        let left = (deadline_ns - mono_ns()).max(0);
+        let ts = libc::timespec { tv_sec: left / 1_000_000_000, tv_nsec: left % 1_000_000_000 };
+        let mut fds = [
+            libc::pollfd { fd: sigfd, events: libc::POLLIN, revents: 0 },
+            libc::pollfd { fd, events: libc::POLLIN, revents: 0 },
+        ];
+        // SAFETY: two valid pollfds, a valid timespec, no signal mask change.
+        let n = unsafe { libc::ppoll(fds.as_mut_ptr(), 2, &ts, std::ptr::null()) };
+        if n > 0 && fds[0].revents != 0 {
+            let mut info = std::mem::MaybeUninit::<libc::signalfd_siginfo>::zeroed();
+            let size = std::mem::size_of::<libc::signalfd_siginfo>();
+            // SAFETY: reading one siginfo into a buffer of its size.
+            if unsafe { libc::read(sigfd, info.as_mut_ptr().cast(), size) } == size as isize {
+                // SAFETY: fully written by the read above.
+                let signo = unsafe { info.assume_init() }.ssi_signo as i32;
+                if let Ok(sig) = Signal::try_from(signo) {
+                    return Wake::Signal(sig);
+                }
+            }
+            continue;
+        }
+        if n > 0 && fds[1].revents != 0 {
+            // Readable, closed or broken: the substrate's read says which.
+            return Wake::Readable;
+        }
+        if (n == 0 || left == 0) && mono_ns() >= deadline_ns {
+            return Wake::Deadline;
+        }
+        // EINTR (SIGSTOP/SIGCONT) or an early timeout: look again.
+    }
+}
+
 /// Report one event on stdout, stamped now.
 fn emit(event: EventKind, detail: Detail) {
     emit_at(mono_ns(), event, detail);
@@ -240,6 +277,9 @@ struct ProcessEnv {
     shutdown: SigSet,
     log: Box<dyn Write>,
     clock: LocalClock,
+    /// A signalfd of the shutdown signals, made at the first wait on a
+    /// descriptor (push watchers only).
+    sigfd: Option<OwnedFd>,
 }
 
 impl Env for ProcessEnv {
@@ -254,6 +294,27 @@ impl Env for ProcessEnv {
     fn wait_until(&mut self, deadline_ns: i64) -> Option<Signal> {
         let woke = wait_until(&self.shutdown, self.clock.real(deadline_ns));
         // A skew the harness ordered meanwhile holds from this tick on.
+        self.clock.refresh();
+        woke
+    }
+
+    fn wait_or_readable(&mut self, deadline_ns: i64, fd: RawFd) -> Wake {
+        if self.sigfd.is_none() {
+            // SAFETY: a valid sigset; -1 makes a new descriptor.
+            let sfd = unsafe { libc::signalfd(-1, self.shutdown.as_ref(), libc::SFD_CLOEXEC | libc::SFD_NONBLOCK) };
+            if sfd < 0 {
+                // No signalfd: a wait without the descriptor still ends
+                // at a shutdown signal; the push waits for the next tick.
+                return match self.wait_until(deadline_ns) {
+                    Some(sig) => Wake::Signal(sig),
+                    None => Wake::Deadline,
+                };
+            }
+            // SAFETY: a descriptor just made and owned by nobody else.
+            self.sigfd = Some(unsafe { OwnedFd::from_raw_fd(sfd) });
+        }
+        let sigfd = self.sigfd.as_ref().map(AsRawFd::as_raw_fd).expect("made above");
+        let woke = wait_or_readable(sigfd, fd, self.clock.real(deadline_ns));
         self.clock.refresh();
         woke
     }

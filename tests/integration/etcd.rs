@@ -15,6 +15,10 @@ const WATCH: f64 = 500.0;
 /// The lessor's 500 ms loop and the Raft round of the revocation.
 const SLACK: f64 = 550.0;
 const TOL: f64 = 25.0;
+/// From a pushed deletion to the new grant: the push, a lease grant and a
+/// transaction, each a round trip on loopback (and a Raft round for the
+/// two writes).
+const PUSHED: f64 = 100.0;
 
 /// Three workers: the leader is sent SIGTERM at 2.1 s and the next leader
 /// SIGKILL at 5.15 s (both clear of the 500 ms ticks), then nothing for
@@ -68,4 +72,25 @@ fn etcd_keeps_one_leader_releases_on_term_and_fails_over_after_its_lessor_revoke
     let tokens = tokens(&events);
     assert_eq!(tokens.len(), 3, "three grants: {tokens:?}");
     assert!(tokens.windows(2).all(|w| w[0] < w[1]), "tokens not increasing: {tokens:?}");
+}
+
+#[test]
+fn with_push_watches_the_crash_gap_has_no_watch_term_and_a_release_is_taken_at_once() {
+    let lab = Lab::new();
+    let (trial, gaps, events) = gaps(&lab, "push");
+    assert_eq!(trial.get("max_leaders"), "1", "two leaders without a race: {trial:?}");
+    assert_eq!(gaps.len(), 2, "one gap per fault: {gaps:?}");
+    let (term, kill) = (&gaps[0], &gaps[1]);
+    // Both takeovers were told, not found at a tick.
+    let told: Vec<&Row> = events.iter().filter(|e| e.get("event") == "notified").collect();
+    assert!(told.len() >= 2, "a push for the release and one for the expiry: {told:?}");
+    assert!(told.iter().all(|e| e.get("detail").contains("delete")), "{told:?}");
+    // Release: the revocation is pushed; the takeover is one grant away,
+    // well inside the 500 ms a poll could take.
+    let t = term.f64("duration_ms");
+    assert!(t <= PUSHED + TOL, "gap after SIGTERM {t} ms: not pushed");
+    // Crash: [lease − renew, lease + the lessor's slack], no watch term.
+    let k = kill.f64("duration_ms");
+    let (lo, hi) = (LEASE - RENEW, LEASE + SLACK);
+    assert!(k >= lo - TOL && k <= hi + TOL, "gap after SIGKILL {k} ms outside [{lo}, {hi}] ms");
 }

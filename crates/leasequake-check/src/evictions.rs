@@ -108,6 +108,7 @@ mod tests {
             dropped_at_death: false,
             rewritten_in_place: true,
             server_slack_us: 0,
+            push: leasequake_model::settings::Push::Nothing,
         };
         check(&History::new(events), &params).evictions
     }

@@ -483,6 +483,7 @@ mod tests {
         dropped_at_death: false,
         rewritten_in_place: true,
         server_slack_us: 0,
+        push: leasequake_model::settings::Push::Nothing,
     };
 
     /// Seconds (as written in the blog) to µs.

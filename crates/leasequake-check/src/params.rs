@@ -4,7 +4,7 @@
 use leasequake_model::experiment::Experiment;
 use leasequake_model::history::Micros;
 use leasequake_model::program::ProgramExpiry;
-use leasequake_model::settings::{Expiry, Kind};
+use leasequake_model::settings::{Expiry, Kind, Push, WatchBy};
 
 /// How long after a lease's end etcd may still show its key: its lessor
 /// revokes expired leases in a loop that runs every 500 ms (etcd 3.4's
@@ -34,6 +34,8 @@ pub struct CheckParams {
     /// etcd's lessor looks for expired leases every 500 ms and then
     /// commits each revocation through Raft.
     pub server_slack_us: Micros,
+    /// What the server tells subscribed watchers (`watch_by: push`).
+    pub push: Push,
 }
 
 impl CheckParams {
@@ -45,11 +47,15 @@ impl CheckParams {
 
     /// The theory's bound on the gap after a SIGKILL of the leader at a
     /// uniform moment (docs/metrics.md): `[lease − renew, lease + watch +
-    /// resolution + server slack]` for a lease that must expire; `[0, watch]` for a lock
+    /// resolution + server slack]` for a lease that must expire (without
+    /// the watch where the server pushes the expiry to watchers); `[0, watch]` for a lock
     /// dropped at its holder's death, found free at the next watch.
     pub fn crash_bound_us(&self) -> (Micros, Micros) {
         if self.dropped_at_death {
             (0, self.watch_us)
+        } else if self.push == Push::ReleaseAndExpiry {
+            // Told when the server frees it: no watch interval to wait out.
+            (self.lease_us - self.renew_us, self.lease_us + self.resolution_us + self.server_slack_us)
         } else {
             (self.lease_us - self.renew_us, self.wedge_threshold_us())
         }
@@ -83,6 +89,11 @@ impl CheckParams {
                 Kind::Etcd => ETCD_EXPIRY_SLACK_US,
                 _ => 0,
             },
+            push: match &exp.program {
+                Some(_) => Push::Nothing,
+                None if exp.worker.watch_by == WatchBy::Push => exp.substrate.kind.push(),
+                None => Push::Nothing,
+            },
         }
     }
 }
@@ -100,6 +111,7 @@ pub(crate) fn server_lease(lease_us: Micros, renew_us: Micros, watch_us: Micros)
         dropped_at_death: false,
         rewritten_in_place: false,
         server_slack_us: 0,
+        push: Push::Nothing,
     }
 }
 
@@ -117,6 +129,7 @@ mod tests {
             dropped_at_death,
             rewritten_in_place: !dropped_at_death,
             server_slack_us: 0,
+            push: Push::Nothing,
         }
     }
 

@@ -18,6 +18,7 @@ use super::metrics::{Gap, PauseOutcome};
 use super::params::CheckParams;
 use super::spans::{Span, Spans};
 use leasequake_model::history::{Event, EventKind, Micros, ms_to_us};
+use leasequake_model::settings::Push;
 
 /// How many of a watcher's latest ticks fix its grid: the earliest-woken of
 /// them is the best estimate of where the grid lies.
@@ -97,12 +98,43 @@ impl<'a> Phases<'a> {
     /// to `at_us` show: `None` if it was leading, paused or silent then, or
     /// is dead or paused by the time of those ticks.
     fn ticks(&self, worker: usize, at_us: Micros, free: Window) -> Option<Ticks> {
-        let watch = self.params.watch_us;
         // What is known before the lock becomes free says nothing of who
         // takes it: the grids are read up to then.
         let known = at_us.max(free.from);
         let dead = self.dies_within(worker, Micros::MIN, known);
-        if watch <= 0 || dead || self.believes(worker, known) || self.paused_at(worker, known) {
+        if dead || self.believes(worker, known) || self.paused_at(worker, known) {
+            return None;
+        }
+        let polled = self.polled(worker, at_us, free, known);
+        // A subscribed watcher is told when the server frees the lease:
+        // somewhere in the window itself, no tick to wait for.
+        let pushed = Some(Ticks { earliest: free.from, sure: free.to, op: 0 })
+            .filter(|_| self.pushed(free))
+            .filter(|t| !self.dies_within(worker, at_us, t.sure) && !self.paused_at(worker, t.earliest));
+        match (polled, pushed) {
+            (Some(p), Some(q)) => Some(Ticks {
+                earliest: p.earliest.min(q.earliest),
+                sure: p.sure.min(q.sure),
+                op: if q.sure <= p.sure { q.op } else { p.op },
+            }),
+            (p, q) => p.or(q),
+        }
+    }
+
+    /// Does the server push the end of a lease freed within `free` to its
+    /// subscribed watchers?
+    fn pushed(&self, free: Window) -> bool {
+        match self.params.push {
+            Push::Nothing => false,
+            Push::Release => free.released,
+            Push::ReleaseAndExpiry => true,
+        }
+    }
+
+    /// `worker`'s polling ticks, from its grid (see `ticks`).
+    fn polled(&self, worker: usize, at_us: Micros, free: Window, known: Micros) -> Option<Ticks> {
+        let watch = self.params.watch_us;
+        if watch <= 0 {
             return None;
         }
         // A new role starts a new grid, its first tick one interval after
@@ -250,7 +282,7 @@ impl<'a> Phases<'a> {
             |kind: EventKind| self.events.iter().any(|e| e.worker == Some(holder) && e.t_us == start && e.kind == kind);
 
         let free = if ended_with(EventKind::Released) || (self.params.dropped_at_death && ended_with(EventKind::Exit)) {
-            Some(Window::from(start, 0))
+            Some(Window { released: ended_with(EventKind::Released), ..Window::from(start, 0) })
         } else if self.params.dropped_at_death {
             None
         } else {
@@ -316,11 +348,13 @@ enum End {
 struct Window {
     from: Micros,
     to: Micros,
+    /// Freed by its holder's release (not by expiry or a death).
+    released: bool,
 }
 
 impl Window {
     fn from(from: Micros, width: Micros) -> Window {
-        Window { from, to: from + width }
+        Window { from, to: from + width, released: false }
     }
 }
 
@@ -380,6 +414,7 @@ mod tests {
             dropped_at_death: false,
             rewritten_in_place: true,
             server_slack_us: 0,
+            push: leasequake_model::settings::Push::Nothing,
         }
     }
 
@@ -473,6 +508,40 @@ mod tests {
         // A trial that went on to 40 s with nobody taking over: an anomaly.
         let m = judge(open, 40.0);
         assert_eq!(m.gaps[0].anomaly.as_deref(), Some("no takeover"));
+    }
+
+    #[test]
+    fn a_pushed_expiry_is_taken_over_when_the_server_frees_it_not_at_a_tick() {
+        // The same kill, on a server that revokes the lease up to 0.55 s
+        // after its end and tells its subscribed watchers: the takeover is
+        // due inside [19, 19.55] s, not at the 21.2 s tick.
+        let pushing = CheckParams {
+            server_slack_us: s(0.55),
+            push: leasequake_model::settings::Push::ReleaseAndExpiry,
+            ..params()
+        };
+        let mut events = trial(10.0);
+        events.extend([fault(10.0, 0, "kill"), ev(10.001, 0, EventKind::Exit), ev(18.2, 1, EventKind::HeldBy)]);
+        let pushed = |at: f64| [ev(at, 1, EventKind::Notified), write(at + 0.002, 1, EventKind::Acquired)];
+        let judge = |events: &[Event]| {
+            let mut events = events.to_vec();
+            events.push(Event::new(s(30.0), None, EventKind::TrialEnd));
+            check(&History::new(events), &pushing)
+        };
+        let mut told = events.clone();
+        told.extend(pushed(19.3));
+        let m = judge(&told);
+        assert_eq!((m.gaps[0].predicted_end_us, m.gaps[0].anomaly.as_deref()), (Some(s(19.0)), None));
+        // A pause: the push evicts the paused leader once the server frees
+        // the lease, with no tick in between.
+        let mut paused = trial(10.0);
+        paused.extend([fault(10.0, 0, "stop"), ev(19.3, 1, EventKind::Notified)]);
+        paused.extend([write(19.302, 1, EventKind::Acquired), fault(20.0, 0, "cont")]);
+        let p = judge(&paused).evictions.pauses[0].clone();
+        assert_eq!((p.takeover_tick_us, p.predicted, p.evicted), (Some(s(19.0)), Some(true), true));
+        // The same without push: no tick in [19, 20), so no eviction due.
+        paused.push(Event::new(s(30.0), None, EventKind::TrialEnd));
+        assert_eq!(check(&History::new(paused), &params()).evictions.pauses[0].predicted, Some(false));
     }
 
     #[test]

@@ -57,6 +57,10 @@ pub enum EventKind {
     ExpiredSeen,
     /// Watcher's takeover create failed: another process won.
     TakeoverLost,
+    /// Watcher was told by the lease server that the lease is gone
+    /// (detail: `reason` = what the server said), and will try to take
+    /// over at once; or its subscription failed (detail: `error`).
+    Notified,
     /// Watcher could not read/parse the lock file (detail: `error`).
     Unreadable,
     /// Leader gave up leadership (detail: `reason`).
@@ -98,7 +102,7 @@ impl EventKind {
         )
     }
 
-    pub const ALL: [EventKind; 27] = [
+    pub const ALL: [EventKind; 28] = [
         EventKind::Spawn,
         EventKind::Barrier,
         EventKind::Fault,
@@ -115,6 +119,7 @@ impl EventKind {
         EventKind::HeldBy,
         EventKind::ExpiredSeen,
         EventKind::TakeoverLost,
+        EventKind::Notified,
         EventKind::Unreadable,
         EventKind::SteppedDown,
         EventKind::Released,
@@ -147,6 +152,7 @@ impl EventKind {
             EventKind::HeldBy => "held_by",
             EventKind::ExpiredSeen => "expired_seen",
             EventKind::TakeoverLost => "takeover_lost",
+            EventKind::Notified => "notified",
             EventKind::Unreadable => "unreadable",
             EventKind::SteppedDown => "stepped_down",
             EventKind::Released => "released",

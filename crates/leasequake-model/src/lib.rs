@@ -19,6 +19,6 @@ pub use experiment::{Expect, Experiment, Point, Reference, Until};
 pub use faults::{Action, After, Direction, Fault, FaultRow, NetParams, PauseLen, Target};
 pub use settings::{
     Acquire, Belief, ClockOffset, ClockRate, EpochJob, Expiry, Failpoint, InitialLock, JobStrategy, Kind,
-    LeaseSettings, Mode, PerWorker, Resource, Server, StartMode, SubstrateSettings, Unreadable, WorkerSettings,
-    setting_name,
+    LeaseSettings, Mode, PerWorker, Push, Resource, Server, StartMode, SubstrateSettings, Unreadable, WatchBy,
+    WorkerSettings, setting_name,
 };

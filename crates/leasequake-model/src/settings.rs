@@ -133,6 +133,22 @@ pub struct WorkerSettings {
     /// Under `belief: local-deadline`, step down this long before the
     /// lease would end (scaled): room for clocks that run at different rates.
     pub belief_margin: Dur,
+    /// How a watcher learns that the lease is free: by looking every
+    /// `watch` (poll), or told by the server as well (push).
+    pub watch_by: WatchBy,
+}
+
+/// How a watcher learns that the lease became free.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WatchBy {
+    /// Look every `watch` (the blog).
+    Poll,
+    /// Also subscribe to the lease's changes and try to take over the
+    /// moment the server says the lease is gone: an etcd watch on the key,
+    /// a Redis keyspace notification, a PostgreSQL NOTIFY on release. The
+    /// `watch` ticks go on as a safety net for a push that never comes.
+    Push,
 }
 
 /// How long a leader keeps believing after its last successful renewal.
@@ -263,6 +279,7 @@ impl Default for WorkerSettings {
             request_timeout: None,
             belief: Belief::UntilRenewalFails,
             belief_margin: Dur::ZERO,
+            watch_by: WatchBy::Poll,
         }
     }
 }
@@ -361,6 +378,14 @@ impl Kind {
         (self == Kind::Etcd).then(|| Dur::from_secs(1))
     }
 
+    /// What the server tells a subscribed watcher (`watch_by: push`).
+    pub fn push(self) -> Push {
+        match self {
+            Kind::Etcd => Push::ReleaseAndExpiry,
+            _ => Push::Nothing,
+        }
+    }
+
     /// Does this substrate talk to a server?
     pub fn server(self) -> Option<Server> {
         match self {
@@ -370,6 +395,18 @@ impl Kind {
             Kind::Etcd => Some(Server::Etcd),
         }
     }
+}
+
+/// Which ends of a lease a server pushes to a subscribed watcher.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Push {
+    /// None: watchers poll.
+    Nothing,
+    /// A release (PostgreSQL's NOTIFY), not an expiry, which no statement
+    /// carries out.
+    Release,
+    /// Both: the server itself removes an expired lease and says so.
+    ReleaseAndExpiry,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

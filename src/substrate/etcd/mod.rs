@@ -12,6 +12,9 @@
 //!   it, through Raft. A watcher never sees an expired key, only a key or
 //!   none.
 //! * Release: revoke our lease (which deletes the key).
+//! * Push (`watch_by: push`): a watch on the key from just after the last
+//!   revision this worker saw, so that a deletion between its last look and
+//!   the watch is not missed; a DELETE event frees the lease.
 //!
 //! Every request has a timeout (`worker.request_timeout`, by default a
 //! third of the lease), like the other servers' substrates.
@@ -23,8 +26,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use self::gateway::{Gateway, b64, int, unb64};
-use super::lease::{Renewal, Seen, Substrate};
+use self::gateway::{Change, Gateway, WatchStream, b64, int, unb64};
+use super::lease::{Pushed, Renewal, Seen, Substrate};
 use super::lockfile::{Lease, ReadError};
 use crate::model::clock::wall_ns;
 
@@ -37,6 +40,10 @@ pub struct EtcdLease {
     budget: Option<Duration>,
     /// Our etcd lease and the grant's token, while we hold it.
     mine: Option<(i64, u64)>,
+    /// The store's revision in the last reply that carried one.
+    revision: i64,
+    /// The watch on the key, while subscribed.
+    watch: Option<WatchStream>,
 }
 
 /// The lease's TTL in etcd's whole seconds; `None` if `lease` is not a
@@ -58,6 +65,8 @@ impl EtcdLease {
             timeout,
             budget: None,
             mine: None,
+            revision: 0,
+            watch: None,
         })
     }
 
@@ -70,7 +79,12 @@ impl EtcdLease {
         if limit.is_zero() {
             return Err(io::Error::new(io::ErrorKind::TimedOut, "etcd: no time left for the request"));
         }
-        self.gateway.call(path, body, limit)
+        let reply = self.gateway.call(path, body, limit)?;
+        let revision = int(&reply["header"]["revision"]);
+        if revision > 0 && path.starts_with("/v3/kv/") {
+            self.revision = revision;
+        }
+        Ok(reply)
     }
 
     /// The key's holder (pid) and token, if the key exists.
@@ -151,6 +165,32 @@ impl Substrate for EtcdLease {
 
     fn set_budget(&mut self, budget: Option<Duration>) {
         self.budget = budget;
+    }
+
+    fn subscribe(&mut self) -> io::Result<Option<std::os::fd::RawFd>> {
+        if self.watch.is_none() {
+            // From the first revision this worker has not seen (the key's
+            // state at `revision` is what it last looked at).
+            let from = if self.revision > 0 { self.revision + 1 } else { 0 };
+            self.watch = Some(WatchStream::open(&self.gateway, &self.key, from, self.limit())?);
+        }
+        Ok(self.watch.as_ref().map(WatchStream::fd))
+    }
+
+    fn pushed(&mut self) -> io::Result<Pushed> {
+        let Some(watch) = self.watch.as_mut() else { return Ok(Pushed::Nothing) };
+        match watch.changes() {
+            Ok(changes) if changes.contains(&Change::Delete) => Ok(Pushed::Gone("delete")),
+            Ok(_) => Ok(Pushed::Nothing),
+            Err(e) => {
+                self.watch = None;
+                Err(e)
+            }
+        }
+    }
+
+    fn unsubscribe(&mut self) {
+        self.watch = None;
     }
 }
 
