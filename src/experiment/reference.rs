@@ -294,7 +294,7 @@ pub fn keys() -> Vec<Key> {
             Choice(choices::<WatchBy>()),
             "poll",
             "push",
-            "How a watcher learns the lease is free: by looking every `watch`, or also told by the server (an etcd watch on the key), taking over the moment it is; the ticks go on as a safety net.",
+            "How a watcher learns the lease is free: by looking every `watch`, or also told by the server, taking over the moment it is: an etcd watch on the key, a Redis keyspace notification (`del`, `expired`), a PostgreSQL NOTIFY on release (not on expiry). The ticks go on as a safety net.",
         ),
         key("substrate", Section, "", "", "Where the lease lives."),
         key("substrate.kind", Choice(choices::<Kind>()), "file", "redis", "The lease's substrate."),

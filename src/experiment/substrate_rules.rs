@@ -50,7 +50,12 @@ pub(super) fn check(raw: &Uses<'_>) -> Result<(), Problem> {
             format!("worker.acquire and failpoints are lock-file variants; the {name} substrate has neither"),
         ))
     } else if w.watch_by == WatchBy::Push && s.kind.push() == Push::Nothing && !raw.swept {
-        Some(("watch_by", format!("watch_by: push needs a server that pushes (etcd); the {name} substrate does not")))
+        Some((
+            "watch_by",
+            format!(
+                "watch_by: push needs a server that pushes (etcd, redis, postgres, postgres-advisory); the {name} substrate does not"
+            ),
+        ))
     } else if !has_file && raw.initial_lock.is_some_and(|l| l != InitialLock::None) {
         Some(("initial_lock", format!("initial_lock needs a lock file; the {name} substrate has none")))
     } else {

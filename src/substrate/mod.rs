@@ -18,9 +18,11 @@
 pub mod etcd;
 pub mod file;
 pub mod flock;
+mod keyspace;
 mod lease;
 pub mod lockfile;
 mod open;
+mod pg_listen;
 pub mod postgres;
 pub mod redis;
 pub mod resource;

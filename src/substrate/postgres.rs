@@ -8,6 +8,9 @@
 //!   The server drops it when the session ends (a killed holder's
 //!   connection closes), and never otherwise: like flock, no expiry. The row
 //!   still names the holder and counts the generations.
+//!
+//! Push (`watch_by: push`): a release notifies the lease's channel in the
+//! same statement, and a push watcher LISTENs on it (`pg_listen.rs`).
 
 use std::io;
 use std::sync::Arc;
@@ -16,8 +19,9 @@ use std::time::Duration;
 use postgres::{Client, NoTls};
 use tokio_postgres::Statement;
 
-use super::lease::{Renewal, Seen, Substrate};
+use super::lease::{Pushed, Renewal, Seen, Substrate};
 use super::lockfile::{Lease, ReadError};
+use super::pg_listen::Listener;
 
 /// The harness creates it before a run (see `ensure_table`).
 pub const TABLE: &str = "leasequake_leases";
@@ -35,8 +39,10 @@ const RENEW: &str = "UPDATE leasequake_leases SET expires_at = now() + $4::float
      WHERE name = $1 AND holder = $2 AND token = $3 \
      RETURNING extract(epoch from expires_at)::float8";
 
-const RELEASE: &str =
-    "UPDATE leasequake_leases SET expires_at = '-infinity' WHERE name = $1 AND holder = $2 AND token = $3";
+/// A release, announced to push watchers when it commits.
+const RELEASE: &str = "WITH released AS (UPDATE leasequake_leases SET expires_at = '-infinity' \
+     WHERE name = $1 AND holder = $2 AND token = $3 RETURNING name) \
+     SELECT pg_notify('leasequake_' || md5(name), 'released') FROM released";
 
 fn err(e: postgres::Error) -> io::Error {
     // The server's own words ("db error" alone says nothing).
@@ -84,6 +90,11 @@ pub struct PgLease {
     advisory: bool,
     /// Our grant (pid, token) while we hold the lease.
     mine: Option<(i64, i64)>,
+    /// The push subscription, while there is one.
+    listener: Option<Listener>,
+    /// Found before the first notification: the lease was free by the time
+    /// the subscription began.
+    gone_already: bool,
 }
 
 /// A connection: the client, its prepared statements, and the task that
@@ -96,6 +107,10 @@ struct Session {
 
 const TRY_LOCK: &str = "SELECT pg_try_advisory_lock(hashtext($1))";
 const UNLOCK: &str = "SELECT pg_advisory_unlock(hashtext($1))";
+/// The holder's unlock, announced to push watchers (a watcher's probe
+/// unlocks with `UNLOCK`, silently).
+const UNLOCK_RELEASE: &str =
+    "SELECT pg_advisory_unlock(hashtext($1)), pg_notify('leasequake_' || md5($1::text), 'released')";
 /// Does this session hold an advisory lock? (It takes no other.)
 const HELD: &str = "SELECT count(*) > 0 FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()";
 
@@ -110,6 +125,7 @@ struct Prepared {
     release: Statement,
     try_lock: Statement,
     unlock: Statement,
+    unlock_release: Statement,
     held: Statement,
 }
 
@@ -122,6 +138,7 @@ impl Prepared {
             release: c.prepare(RELEASE).await?,
             try_lock: c.prepare(TRY_LOCK).await?,
             unlock: c.prepare(UNLOCK).await?,
+            unlock_release: c.prepare(UNLOCK_RELEASE).await?,
             held: c.prepare(HELD).await?,
         })
     }
@@ -155,6 +172,8 @@ impl PgLease {
             budget: None,
             advisory,
             mine: None,
+            listener: None,
+            gone_already: false,
         })
     }
 
@@ -321,12 +340,43 @@ impl Substrate for PgLease {
         let key = self.key.clone();
         if self.advisory {
             let id = self.key.clone();
-            return self.with(move |c, q| async move { c.execute(&q.unlock, &[&id]).await.map(|_| ()) });
+            return self.with(move |c, q| async move { c.execute(&q.unlock_release, &[&id]).await.map(|_| ()) });
         }
         self.with(move |c, q| async move { c.execute(&q.release, &[&key, &pid, &token]).await.map(|_| ()) })
     }
 
     fn set_budget(&mut self, budget: Option<Duration>) {
         self.budget = budget;
+    }
+
+    fn subscribe(&mut self) -> io::Result<Option<std::os::fd::RawFd>> {
+        if self.listener.is_none() {
+            let limit = self.budget.map_or(self.timeout, |b| b.min(self.timeout));
+            self.listener = Some(Listener::listen(&self.rt, &self.config, &self.key, limit)?);
+            // Released between the last look and the LISTEN: no
+            // notification will say so.
+            self.gone_already = matches!(self.observe(), Ok(Seen::Free));
+        }
+        Ok(self.listener.as_ref().map(Listener::fd))
+    }
+
+    fn pushed(&mut self) -> io::Result<Pushed> {
+        if std::mem::take(&mut self.gone_already) {
+            return Ok(Pushed::Gone("missing"));
+        }
+        let Some(listener) = self.listener.as_mut() else { return Ok(Pushed::Nothing) };
+        match listener.notified(&self.rt, Duration::from_millis(10)) {
+            Ok(0) => Ok(Pushed::Nothing),
+            Ok(_) => Ok(Pushed::Gone("released")),
+            Err(e) => {
+                self.listener = None;
+                Err(e)
+            }
+        }
+    }
+
+    fn unsubscribe(&mut self) {
+        self.listener = None;
+        self.gone_already = false;
     }
 }

@@ -9,13 +9,18 @@
 //! timeout (`worker.request_timeout`, by default a third of the lease), so
 //! a paused or partitioned server fails operations instead of hanging the
 //! worker.
+//!
+//! Push (`watch_by: push`): a keyspace-notification subscription of its
+//! own (`keyspace.rs`), once the server is seen to publish `del` and
+//! `expired` events; a `del` or an `expired` frees the lease.
 
 use std::io;
 use std::time::{Duration, Instant};
 
 use redis::{Client, Connection, IntoConnectionInfo, Value};
 
-use super::lease::{Renewal, Seen, Substrate};
+use super::keyspace::{self, Keyspace};
+use super::lease::{Pushed, Renewal, Seen, Substrate};
 use super::lockfile::{Lease, ReadError};
 use crate::model::clock::wall_ns;
 
@@ -61,6 +66,12 @@ pub struct RedisLease {
     budget: Option<Duration>,
     /// Our value while we hold the lease: `pid:token`.
     mine: Option<String>,
+    address: String,
+    /// The push subscription, while there is one.
+    keyspace: Option<Keyspace>,
+    /// Found before the first event: the lease was gone by the time the
+    /// subscription began.
+    gone_already: bool,
 }
 
 fn err(e: redis::RedisError) -> io::Error {
@@ -94,19 +105,30 @@ impl RedisLease {
             timeout,
             budget: None,
             mine: None,
+            address: address.to_string(),
+            keyspace: None,
+            gone_already: false,
         })
     }
 
     /// Run a script; drop the connection on any error so the next call
     /// reconnects (to a restarted server, say).
     fn eval(&mut self, script: &str, args: &[String]) -> io::Result<Value> {
+        let mut cmd = redis::cmd("EVAL");
+        cmd.arg(script).arg(2).arg(&self.key).arg(&self.token_key).arg(args);
+        self.query(&cmd)
+    }
+
+    /// One command, reconnecting once where the connection died with its
+    /// server.
+    fn query(&mut self, cmd: &redis::Cmd) -> io::Result<Value> {
         let reused = self.conn.is_some();
-        match self.eval_once(script, args) {
+        match self.query_once(cmd) {
             // A connection that died with its server (a restart) fails its
             // first command before sending it: once more, on a new one. Not
             // after a timeout: a paused server would cost the retry too.
             Err(e) if reused && !e.is_timeout() && (e.is_connection_dropped() || e.is_io_error()) => {
-                self.eval_once(script, args).map_err(err)
+                self.query_once(cmd).map_err(err)
             }
             other => other.map_err(err),
         }
@@ -115,8 +137,8 @@ impl RedisLease {
     /// One command, connecting first if need be, within one request
     /// timeout (or the budget) in all: a connection accepted by a
     /// partitioned link must not double the wait.
-    fn eval_once(&mut self, script: &str, args: &[String]) -> redis::RedisResult<Value> {
-        let limit = self.budget.map_or(self.timeout, |b| b.min(self.timeout));
+    fn query_once(&mut self, cmd: &redis::Cmd) -> redis::RedisResult<Value> {
+        let limit = self.limit();
         let start = Instant::now();
         let timed_out = || redis::RedisError::from(io::Error::new(io::ErrorKind::TimedOut, "no reply in time"));
         if limit.is_zero() {
@@ -133,12 +155,15 @@ impl RedisLease {
         let conn = self.conn.as_mut().expect("connected above");
         conn.set_read_timeout(Some(left))?;
         conn.set_write_timeout(Some(left))?;
-        let result =
-            redis::cmd("EVAL").arg(script).arg(2).arg(&self.key).arg(&self.token_key).arg(args).query::<Value>(conn);
+        let result = cmd.query::<Value>(conn);
         if result.is_err() {
             self.conn = None;
         }
         result
+    }
+
+    fn limit(&self) -> Duration {
+        self.budget.map_or(self.timeout, |b| b.min(self.timeout))
     }
 
     fn ttl_ms(&self) -> String {
@@ -221,5 +246,51 @@ impl Substrate for RedisLease {
 
     fn set_budget(&mut self, budget: Option<Duration>) {
         self.budget = budget;
+    }
+
+    fn subscribe(&mut self) -> io::Result<Option<std::os::fd::RawFd>> {
+        if self.keyspace.is_none() {
+            let flags = self.query(redis::cmd("CONFIG").arg("GET").arg("notify-keyspace-events"))?;
+            let flags = match flags {
+                Value::Array(a) | Value::Set(a) => a.get(1).map(text).unwrap_or_default(),
+                Value::Map(m) => m.first().map(|(_, v)| text(v)).unwrap_or_default(),
+                _ => String::new(),
+            };
+            if !keyspace::enabled(&flags) {
+                return Err(io::Error::other(format!(
+                    "redis publishes no deletions or expiries (notify-keyspace-events is {flags:?}; push needs Kgx)"
+                )));
+            }
+            self.keyspace = Some(Keyspace::subscribe(&self.address, &self.key, self.limit())?);
+            // Freed between the last look and the subscription: no event
+            // will say so.
+            let (value, _) = pair(self.eval(OBSERVE, &[])?)?;
+            self.gone_already = text(&value).is_empty();
+        }
+        Ok(self.keyspace.as_ref().map(Keyspace::fd))
+    }
+
+    fn pushed(&mut self) -> io::Result<Pushed> {
+        if std::mem::take(&mut self.gone_already) {
+            return Ok(Pushed::Gone("missing"));
+        }
+        let Some(sub) = self.keyspace.as_mut() else { return Ok(Pushed::Nothing) };
+        match sub.events() {
+            Ok(events) => Ok(match events.iter().rev().find(|e| keyspace::frees(e)).map(String::as_str) {
+                Some("del") => Pushed::Gone("del"),
+                Some("expired") => Pushed::Gone("expired"),
+                Some(_) => Pushed::Gone("evicted"),
+                None => Pushed::Nothing,
+            }),
+            Err(e) => {
+                self.keyspace = None;
+                Err(e)
+            }
+        }
+    }
+
+    fn unsubscribe(&mut self) {
+        self.keyspace = None;
+        self.gone_already = false;
     }
 }

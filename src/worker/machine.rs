@@ -70,6 +70,8 @@ pub struct Worker<E: Env> {
     subscribe_due: bool,
     /// The descriptor of the watcher's subscription, while it has one.
     subscribed: Option<std::os::fd::RawFd>,
+    /// The subscription was just made: look at it before waiting.
+    new_subscription: bool,
 }
 
 impl<E: Env> Worker<E> {
@@ -94,6 +96,7 @@ impl<E: Env> Worker<E> {
             deadline_ns: None,
             subscribe_due: true,
             subscribed: None,
+            new_subscription: false,
         }
     }
 
@@ -280,6 +283,9 @@ impl<E: Env> Worker<E> {
             };
             let until = next.min(boundary).min(deadline);
             let pushed = match self.subscription(role) {
+                // A new subscription may hold news already (a lease freed
+                // since the last look): read it before waiting.
+                Some(_) if std::mem::take(&mut self.new_subscription) => true,
                 Some(fd) => match self.env.wait_or_readable(until, fd) {
                     Wake::Signal(_) => return self.shut_down(role),
                     Wake::Readable => true,
@@ -545,7 +551,10 @@ impl<E: Env> Worker<E> {
         }
         if self.subscribed.is_none() && std::mem::take(&mut self.subscribe_due) {
             match self.lease.subscribe() {
-                Ok(fd) => self.subscribed = fd,
+                Ok(fd) => {
+                    self.subscribed = fd;
+                    self.new_subscription = fd.is_some();
+                }
                 Err(e) => {
                     self.emit(EventKind::Notified, Detail { error: Some(e.to_string()), ..Detail::default() });
                     self.log(&format!("[WATCHER] Could not subscribe to the lease ({e}), polling until the next tick"));

@@ -19,6 +19,7 @@ mod network;
 mod outputs;
 mod plan;
 mod programs;
+mod push;
 mod races;
 mod recheck;
 mod report;

@@ -212,9 +212,9 @@ const CASES: &[(&str, &[&str], &str)] = &[
     // Substrates and programs.
     ("name: x\nworkers: 2\nsubstrate: {kind: zookeeper}\n", &[], "3:19: unknown variant `zookeeper`"),
     (
-        "name: x\nworkers: 2\nsubstrate: {kind: redis}\nworker:\n  watch_by: push\n",
+        "name: x\nworkers: 2\nsubstrate: {kind: flock}\nworker:\n  watch_by: push\n",
         &[],
-        "5:3: watch_by: push needs a server that pushes (etcd); the redis substrate does not",
+        "5:3: watch_by: push needs a server that pushes (etcd, redis, postgres, postgres-advisory); the flock substrate does not",
     ),
     (
         "name: x\nworkers: 2\nsubstrate: {kind: file, managed: true}\n",

@@ -484,6 +484,7 @@ mod tests {
         rewritten_in_place: true,
         server_slack_us: 0,
         push: leasequake_model::settings::Push::Nothing,
+        push_slack_us: 0,
     };
 
     /// Seconds (as written in the blog) to µs.

@@ -13,6 +13,11 @@ use leasequake_model::settings::{Expiry, Kind, Push, WatchBy};
 /// machine. Real time: the server's loop does not scale.
 pub const ETCD_EXPIRY_SLACK_US: Micros = 550_000;
 
+/// How long after a key's TTL Redis may publish its `expired` event: its
+/// expiry cycle runs every 1/hz (100 ms at the default hz 10) and, with
+/// few keys that have a TTL, samples them all; 10 ms is allowed beside.
+pub const REDIS_EXPIRE_CYCLE_US: Micros = 110_000;
+
 /// Scaled lease settings of the trial, in µs.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct CheckParams {
@@ -36,6 +41,10 @@ pub struct CheckParams {
     pub server_slack_us: Micros,
     /// What the server tells subscribed watchers (`watch_by: push`).
     pub push: Push,
+    /// How much later than the end of a lease that expired a subscribed
+    /// watcher may be told: Redis publishes `expired` when its expiry
+    /// cycle samples the key (every 1/hz) unless a client touches it first.
+    pub push_slack_us: Micros,
 }
 
 impl CheckParams {
@@ -55,7 +64,10 @@ impl CheckParams {
             (0, self.watch_us)
         } else if self.push == Push::ReleaseAndExpiry {
             // Told when the server frees it: no watch interval to wait out.
-            (self.lease_us - self.renew_us, self.lease_us + self.resolution_us + self.server_slack_us)
+            (
+                self.lease_us - self.renew_us,
+                self.lease_us + self.resolution_us + self.server_slack_us + self.push_slack_us,
+            )
         } else {
             (self.lease_us - self.renew_us, self.wedge_threshold_us())
         }
@@ -94,6 +106,7 @@ impl CheckParams {
                 None if exp.worker.watch_by == WatchBy::Push => exp.substrate.kind.push(),
                 None => Push::Nothing,
             },
+            push_slack_us: if exp.substrate.kind == Kind::Redis { REDIS_EXPIRE_CYCLE_US } else { 0 },
         }
     }
 }
@@ -112,6 +125,7 @@ pub(crate) fn server_lease(lease_us: Micros, renew_us: Micros, watch_us: Micros)
         rewritten_in_place: false,
         server_slack_us: 0,
         push: Push::Nothing,
+        push_slack_us: 0,
     }
 }
 
@@ -130,6 +144,7 @@ mod tests {
             rewritten_in_place: !dropped_at_death,
             server_slack_us: 0,
             push: Push::Nothing,
+            push_slack_us: 0,
         }
     }
 

@@ -108,7 +108,8 @@ impl<'a> Phases<'a> {
         let polled = self.polled(worker, at_us, free, known);
         // A subscribed watcher is told when the server frees the lease:
         // somewhere in the window itself, no tick to wait for.
-        let pushed = Some(Ticks { earliest: free.from, sure: free.to, op: 0 })
+        let told = free.to + if free.released { 0 } else { self.params.push_slack_us };
+        let pushed = Some(Ticks { earliest: free.from, sure: told, op: 0 })
             .filter(|_| self.pushed(free))
             .filter(|t| !self.dies_within(worker, at_us, t.sure) && !self.paused_at(worker, t.earliest));
         match (polled, pushed) {
@@ -415,6 +416,7 @@ mod tests {
             rewritten_in_place: true,
             server_slack_us: 0,
             push: leasequake_model::settings::Push::Nothing,
+            push_slack_us: 0,
         }
     }
 

@@ -381,7 +381,8 @@ impl Kind {
     /// What the server tells a subscribed watcher (`watch_by: push`).
     pub fn push(self) -> Push {
         match self {
-            Kind::Etcd => Push::ReleaseAndExpiry,
+            Kind::Etcd | Kind::Redis => Push::ReleaseAndExpiry,
+            Kind::Postgres | Kind::PostgresAdvisory => Push::Release,
             _ => Push::Nothing,
         }
     }

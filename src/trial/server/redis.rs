@@ -11,6 +11,8 @@ pub(super) fn command(port: u16, dir: &Path) -> Command {
     cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
         // A thousand workers reconnecting at once must not be refused.
         .args(["--maxclients", "20000", "--tcp-backlog", "4096"])
+        // Push watchers subscribe to the lease key's deletions and expiries.
+        .args(["--notify-keyspace-events", "Kgx"])
         .arg("--dir")
         .arg(dir);
     cmd
