@@ -409,7 +409,12 @@ fn build(path: &Path, text: &str, raw: RawExperiment, overrides: &Overrides) -> 
     if let (StartMode::Barrier, Some(s)) = (start, &raw.stagger)
         && s.value != Dur::ZERO
     {
-        return Err(err_at(&s.referenced, "stagger needs `start: staggered`".into()));
+        return Err(err_at(&s.referenced, "stagger needs `start: staggered` or `start: random`".into()));
+    }
+    if start == StartMode::Random && stagger == Dur::ZERO {
+        let msg = "start: random needs a stagger: the window each worker's start is drawn from".to_string();
+        let (line, column) = locate(text, "start");
+        return Err(at(line, column, msg));
     }
 
     if let Some(a) = &raw.align
@@ -543,14 +548,15 @@ fn build(path: &Path, text: &str, raw: RawExperiment, overrides: &Overrides) -> 
         ));
     }
     if let Some(s) = &raw.stagger {
-        let last = s.value.as_us().checked_mul(workers as u64 - 1).map(Dur::from_us);
+        // Random starts fall inside one stagger; staggered ones one per worker.
+        let later = if start == StartMode::Random { 1 } else { workers as u64 - 1 };
+        let last = s.value.as_us().checked_mul(later).map(Dur::from_us);
         if last.is_none_or(|last| last >= duration) {
             return Err(err_at(
                 &s.referenced,
                 format!(
                     "stagger {} × {} later workers does not start them all before the trial ends (duration: {duration})",
-                    s.value,
-                    workers - 1
+                    s.value, later
                 ),
             ));
         }

@@ -178,14 +178,14 @@ pub fn keys() -> Vec<Key> {
             Choice(choices::<StartMode>()),
             "barrier",
             "staggered",
-            "How the workers start: together on one barrier, or staggered.",
+            "How the workers start: together on one barrier, staggered, or each at a uniform moment in [0, stagger) drawn from the trial's seed (random).",
         ),
         key(
             "stagger",
             Duration,
             "0s",
             "1ms",
-            "With `start: staggered`, worker i starts i × stagger after the barrier.",
+            "With `start: staggered`, worker i starts i × stagger after the barrier; with `start: random`, the window each worker's start is drawn from.",
         ),
         key(
             "align",

@@ -106,7 +106,7 @@ pub fn to_yaml(e: &Experiment) -> String {
         }
     }
     let _ = writeln!(w, "start: {}", setting_name(&e.start));
-    if e.start == StartMode::Staggered {
+    if e.start != StartMode::Barrier {
         let _ = writeln!(w, "stagger: {}", e.stagger);
     }
     if let Some(a) = e.align {

@@ -404,6 +404,7 @@ mod tests {
             spans: Spans::default(),
             evictions: Default::default(),
             network: Default::default(),
+            pushes: Default::default(),
             writes: Default::default(),
             jobs: Default::default(),
             latency: Default::default(),

@@ -1,5 +1,6 @@
 //! Reports: CSV first (the durable result), then the terminal summary.
 
+mod cells;
 pub mod columns;
 pub mod compare;
 pub mod csv;
@@ -8,6 +9,7 @@ pub mod host;
 pub mod html;
 mod measures;
 pub mod plots;
+mod push;
 pub mod read;
 pub mod rows;
 pub mod suite;

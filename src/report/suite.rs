@@ -7,47 +7,13 @@
 
 use std::fmt::Write;
 
+use super::cells::{
+    MdTable, anomalies, beyond_theory, crash_bound, crash_gap, crash_verdict, description, evictions, name, own_s,
+    own_value, predicted, rate, swept_cells, swept_keys,
+};
 use super::compare::{Measured, bound_row, jobs_markdown, substrates_markdown};
-use super::summary::{Summary, SummaryRow, crash_bound_ms};
-use crate::check::stats::percentile;
-use crate::model::{Action, Dur, Experiment, setting_name};
-
-/// A Markdown table that leaves out the columns empty in every row.
-pub struct MdTable {
-    headers: Vec<String>,
-    rows: Vec<Vec<String>>,
-}
-
-impl MdTable {
-    pub fn new(headers: &[&str]) -> MdTable {
-        MdTable { headers: headers.iter().map(|h| h.to_string()).collect(), rows: Vec::new() }
-    }
-
-    pub fn with_headers(headers: Vec<String>) -> MdTable {
-        MdTable { headers, rows: Vec::new() }
-    }
-
-    pub fn row(&mut self, cells: Vec<String>) {
-        self.rows.push(cells);
-    }
-
-    pub fn render(&self) -> String {
-        let cell = |r: &Vec<String>, i: usize| r.get(i).map_or("", |c| c.as_str()).trim().to_string();
-        let keep: Vec<usize> =
-            (0..self.headers.len()).filter(|&i| self.rows.iter().any(|r| !cell(r, i).is_empty())).collect();
-        let line = |cells: Vec<String>| format!("| {} |\n", cells.join(" | "));
-        let mut out = line(keep.iter().map(|&i| escape(&self.headers[i])).collect());
-        out += &line(keep.iter().map(|_| "---".to_string()).collect());
-        for r in &self.rows {
-            out += &line(keep.iter().map(|&i| escape(&cell(r, i))).collect());
-        }
-        out
-    }
-}
-
-fn escape(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
-}
+use super::summary::{Summary, SummaryRow};
+use crate::model::{Action, Experiment, setting_name};
 
 /// What an experiment asks, for the table it goes in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,6 +30,8 @@ enum Kind {
     Jobs,
     /// Network faults hit the links to the server.
     Network,
+    /// Watchers are told by the server (`watch_by: push`), polling beside.
+    Push,
     Other,
 }
 
@@ -75,6 +43,8 @@ fn kind(exp: &Experiment) -> Kind {
         Kind::Blog
     } else if faults.clone().any(|f| f.action.is_network()) {
         Kind::Network
+    } else if super::push::pushes(exp) {
+        Kind::Push
     } else if substrates.len() > 1 {
         Kind::Substrates
     } else if !exp.points.is_empty() {
@@ -110,6 +80,9 @@ pub fn readme(title: &str, preamble: &str, runs: &[Measured<'_>], points: &[Vec<
     for (m, rows) in of(Kind::Network) {
         out += &network(m, rows);
     }
+    for (m, rows) in of(Kind::Push) {
+        out += &super::push::table(m, rows);
+    }
     for (m, rows) in of(Kind::Substrates) {
         out += &per_substrate(m, rows);
     }
@@ -121,112 +94,15 @@ pub fn readme(title: &str, preamble: &str, runs: &[Measured<'_>], points: &[Vec<
     if of(Kind::Other).next().is_some() {
         out += &others(&of(Kind::Other).map(|(m, _)| m).collect::<Vec<_>>());
     }
-    let all: Vec<&SummaryRow<'_>> =
-        runs.iter().zip(points).filter(|(m, _)| kind(m.exp) == Kind::Substrates).flat_map(|(_, p)| p).collect();
+    let all: Vec<&SummaryRow<'_>> = runs
+        .iter()
+        .zip(points)
+        .filter(|(m, _)| matches!(kind(m.exp), Kind::Substrates | Kind::Push))
+        .flat_map(|(_, p)| p)
+        .collect();
     out += &substrates_markdown(&all);
     out += &expectations(runs);
     out
-}
-
-/// The experiment's name, linked to its directory, marked ✗ if an `expect:`
-/// failed.
-fn name(m: &Measured<'_>) -> String {
-    let mark = if m.failed.is_empty() { "" } else { "✗ " };
-    format!("{mark}[{}]({})", m.exp.name, m.link)
-}
-
-/// ms as ran → seconds in the experiment's own time.
-fn own_s(ms: f64, scale: f64) -> f64 {
-    ms / 1000.0 / scale
-}
-
-/// `median [p10–p90] (n)` of the kill gaps, in own seconds.
-fn crash_gap(s: &Summary, scale: f64) -> String {
-    match (s.crash_gap(0.5), s.crash_gap(0.1), s.crash_gap(0.9)) {
-        (Some(m), Some(a), Some(b)) => format!(
-            "{:.2} s [{:.2}–{:.2}] (n {})",
-            own_s(m, scale),
-            own_s(a, scale),
-            own_s(b, scale),
-            s.crash_gaps_ms.len()
-        ),
-        _ => String::new(),
-    }
-}
-
-fn crash_bound(exp: &Experiment, s: &Summary) -> String {
-    if s.crash_gaps_ms.is_empty() {
-        return String::new();
-    }
-    let (lo, hi) = crash_bound_ms(exp);
-    format!("[{:.2}, {:.2}] s", own_s(lo, exp.time_scale), own_s(hi, exp.time_scale))
-}
-
-/// Whether the kill gaps keep to their bound, with what does not.
-fn crash_verdict(exp: &Experiment, s: &Summary) -> String {
-    let (lo, hi) = crash_bound_ms(exp);
-    let mut outside = Vec::new();
-    if let (Some(&min), Some(&max)) = (s.crash_gaps_ms.first(), s.crash_gaps_ms.last())
-        && (min < lo || max > hi)
-    {
-        let scale = exp.time_scale;
-        outside.push(format!("kill gaps {:.2}–{:.2} s", own_s(min, scale), own_s(max, scale)));
-    }
-    if s.wedged_trials > 0 {
-        outside.push(format!("{}/{} wedged", s.wedged_trials, s.n));
-    }
-    if s.mid_renewal_kills > 0 {
-        outside.push(format!("{} killed mid-renewal", s.mid_renewal_kills));
-    }
-    match (outside.is_empty(), s.crash_gaps_ms.is_empty()) {
-        (true, true) => String::new(),
-        (true, false) => "inside".into(),
-        (false, _) => format!("✗ outside: {}", outside.join(", ")),
-    }
-}
-
-fn rate(k: usize, n: usize, ci: (f64, f64)) -> String {
-    format!("{k}/{n} ({:.0}–{:.0} %)", ci.0 * 100.0, ci.1 * 100.0)
-}
-
-fn evictions(s: &Summary) -> String {
-    if s.leader_pauses == 0 { String::new() } else { rate(s.false_evictions, s.leader_pauses, s.false_eviction_ci) }
-}
-
-fn predicted(s: &Summary) -> String {
-    if s.leader_pauses == 0 {
-        return String::new();
-    }
-    match s.predicted_evictions() {
-        None => "unknown".into(),
-        Some(p) if s.unpredicted_pauses > 0 => format!("{p} ({} too close to call)", s.unpredicted_pauses),
-        Some(p) => p.to_string(),
-    }
-}
-
-/// Measured − predicted gap, median, in own ms.
-fn beyond_theory(s: &Summary, scale: f64) -> String {
-    percentile(&s.gap_beyond_theory_ms, 0.5).map_or(String::new(), |ms| format!("{:+.1} ms", ms / scale))
-}
-
-/// Gap and pause predictions the measurement disagrees with.
-fn anomalies(s: &Summary) -> String {
-    if s.predicted_gaps == 0 && s.leader_pauses == s.unpredicted_pauses {
-        return String::new();
-    }
-    let n = s.gap_anomalies + s.eviction_anomalies;
-    if n == 0 { "0".into() } else { format!("✗ {n} ({} gaps, {} pauses)", s.gap_anomalies, s.eviction_anomalies) }
-}
-
-/// A swept value in the experiment's own time (`lease=150ms` at 0.1 →
-/// `1500ms`).
-fn own_value(key: &str, value: &str, scale: f64) -> String {
-    if crate::experiment::is_duration_setting(key)
-        && let Ok(d) = Dur::parse(value)
-    {
-        return d.scaled(1.0 / scale).to_string();
-    }
-    value.to_string()
 }
 
 /// A point's label in the experiment's own time.
@@ -324,11 +200,6 @@ fn dial(m: &Measured<'_>, rows: &[SummaryRow<'_>]) -> String {
     )
 }
 
-fn description(exp: &Experiment) -> String {
-    let d = exp.description.trim();
-    if d.is_empty() { String::new() } else { format!("{}\n\n", d.split_whitespace().collect::<Vec<_>>().join(" ")) }
-}
-
 /// Per substrate: the crash gap against that substrate's own bound, double
 /// leaders, wedges, false evictions.
 fn per_substrate(m: &Measured<'_>, rows: &[SummaryRow<'_>]) -> String {
@@ -367,14 +238,7 @@ fn per_substrate(m: &Measured<'_>, rows: &[SummaryRow<'_>]) -> String {
 /// What the network faults did, per setting: believers, orphaned grants,
 /// gaps; with `belief: local-deadline`, the theory's promise beside it.
 fn network(m: &Measured<'_>, rows: &[SummaryRow<'_>]) -> String {
-    // Every swept setting, in order of first appearance: `points:` may set
-    // some settings at some points only.
-    let mut keys: Vec<String> = Vec::new();
-    for (k, _) in m.exp.points.iter().flat_map(|p| &p.settings) {
-        if !keys.contains(k) {
-            keys.push(k.clone());
-        }
-    }
+    let keys = swept_keys(m.exp);
     let mut headers = keys.clone();
     headers.extend(
         [
@@ -396,16 +260,7 @@ fn network(m: &Measured<'_>, rows: &[SummaryRow<'_>]) -> String {
     for r in rows {
         let (s, exp) = (&r.summary, r.exp);
         let scale = exp.time_scale;
-        let point = m.exp.points.iter().find(|p| p.label() == r.setting);
-        let mut cells: Vec<String> = keys
-            .iter()
-            .map(|k| {
-                point
-                    .and_then(|p| p.settings.iter().find(|(key, _)| key == k))
-                    .map(|(k, v)| own_value(k, v, scale))
-                    .unwrap_or_default()
-            })
-            .collect();
+        let mut cells = swept_cells(m.exp, &r.setting, &keys, scale);
         let n = &s.network;
         let secs = |ms: f64| format!("{:.2} s", own_s(ms, scale));
         let gaps = match (s.gap_p50_ms, s.gap_min_ms, s.gap_max_ms) {

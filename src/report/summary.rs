@@ -55,6 +55,11 @@ pub struct Summary {
     pub stale_belief_max_ms: Option<f64>,
     /// What the links to the server did, summed over trials.
     pub network: crate::check::Network,
+    /// Takeovers a push set off (`watch_by: push`).
+    pub pushes: crate::check::Pushes,
+    /// Kill gaps from the nominal end of the holder's lease to the
+    /// takeover (the detection lag), sorted, ms.
+    pub detection_ms: Vec<f64>,
     /// Substrate operation durations over all trials, µs, sorted.
     pub latency: crate::check::Latency,
     /// The median start spread (latest − earliest worker start), µs.
@@ -214,6 +219,17 @@ pub fn summarize(trials: &[&TrialMetrics]) -> Summary {
             .map(|t| us_to_ms(t.evictions.stale_belief_max_us))
             .max_by(f64::total_cmp),
         network: trials.iter().fold(crate::check::Network::default(), |acc, t| acc + t.network.clone()),
+        pushes: trials.iter().fold(crate::check::Pushes::default(), |acc, t| acc + t.pushes),
+        detection_ms: {
+            let mut v: Vec<f64> = trials
+                .iter()
+                .flat_map(|t| t.gaps.iter())
+                .filter(|g| g.ended && g.cause == "kill")
+                .filter_map(|g| g.detection_lag_us.map(us_to_ms))
+                .collect();
+            v.sort_by(f64::total_cmp);
+            v
+        },
         latency: {
             let all = |f: fn(&crate::check::Latency) -> &Vec<u64>| {
                 let mut v: Vec<u64> = trials.iter().flat_map(|t| f(&t.latency).iter().copied()).collect();

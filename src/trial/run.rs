@@ -83,7 +83,7 @@ pub fn run_trial(
     };
     let values = |i: usize| placeholder_values(exp, i, dir, &lock, addresses.of(i));
     let args = if exp.program.is_none() {
-        write_worker_config(exp, dir, &lock, &addresses)
+        write_worker_config(exp, dir, &lock, &addresses, seed)
             .map_err(|source| TrialError::Dir { path: dir.join("worker.json"), source })?
     } else {
         Vec::new()

@@ -25,7 +25,22 @@ impl Addresses {
     }
 }
 
-fn worker_config(exp: &Experiment, lock: &Path, address: &Addresses) -> WorkerConfig {
+/// Under `start: random`, each worker's start delay in `[0, stagger)`,
+/// from the trial's seed (a stream of its own: the fault schedule's draws
+/// stay those of the seed).
+fn start_delays(exp: &Experiment, seed: u64) -> Vec<Dur> {
+    use rand::{Rng, SeedableRng};
+    if exp.start != StartMode::Random || exp.stagger == Dur::ZERO {
+        return Vec::new();
+    }
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ START_STREAM);
+    (0..exp.workers).map(|_| Dur::from_us(rng.random_range(0..exp.stagger.as_us().max(1)))).collect()
+}
+
+/// Mixed into the trial's seed for the start delays.
+const START_STREAM: u64 = 0x5354_4152_5453;
+
+fn worker_config(exp: &Experiment, lock: &Path, address: &Addresses, seed: u64) -> WorkerConfig {
     let needs_store = exp.worker.resource != Resource::None || exp.worker.epoch_job.is_some();
     WorkerConfig {
         lock: lock.to_path_buf(),
@@ -38,6 +53,7 @@ fn worker_config(exp: &Experiment, lock: &Path, address: &Addresses) -> WorkerCo
         resource_dir: needs_store.then(|| lock.with_file_name("resource")),
         workers: exp.workers,
         stagger: if exp.start == StartMode::Staggered { exp.stagger } else { Dur::ZERO },
+        start_delays: start_delays(exp, seed),
         clock_dir: exp
             .faults
             .iter()
@@ -53,9 +69,10 @@ pub fn write_worker_config(
     dir: &Path,
     lock: &Path,
     address: &Addresses,
+    seed: u64,
 ) -> std::io::Result<Vec<String>> {
     let path = dir.join("worker.json");
-    let text = serde_json::to_string_pretty(&worker_config(exp, lock, address)).map_err(std::io::Error::other)?;
+    let text = serde_json::to_string_pretty(&worker_config(exp, lock, address, seed)).map_err(std::io::Error::other)?;
     std::fs::write(&path, text + "\n")?;
     Ok(vec!["worker".to_string(), "--config".to_string(), path.display().to_string()])
 }
@@ -86,4 +103,29 @@ pub fn placeholder_values(
         ("renew_ms", ms(exp.lease.renew)),
         ("watch_ms", ms(exp.lease.watch)),
     ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::{Overrides, load_str};
+
+    fn exp(start: &str) -> Experiment {
+        let yaml = format!("name: x\nworkers: 30\n{start}");
+        load_str(Path::new("x.yaml"), &yaml, &Overrides::default()).expect("a valid experiment")
+    }
+
+    #[test]
+    fn random_starts_fall_in_the_window_and_replay_with_the_seed() {
+        let random = exp("start: random\nstagger: 3s\n");
+        let delays = start_delays(&random, 7);
+        assert_eq!(delays.len(), 30);
+        assert!(delays.iter().all(|d| *d < Dur::from_secs(3)), "{delays:?}");
+        assert_eq!(delays, start_delays(&random, 7), "a seed replays");
+        assert_ne!(delays, start_delays(&random, 8), "another seed, other phases");
+        // Spread over the window, not bunched at one end.
+        assert!(delays.iter().any(|d| *d < Dur::from_secs(1)) && delays.iter().any(|d| *d >= Dur::from_secs(2)));
+        assert!(start_delays(&exp("start: staggered\nstagger: 1s\n"), 7).is_empty());
+        assert!(start_delays(&exp(""), 7).is_empty());
+    }
 }

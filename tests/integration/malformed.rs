@@ -112,7 +112,8 @@ const CASES: &[(&str, &[&str], &str)] = &[
         &[],
         "4:10: stagger 20s × 2 later workers does not start them all",
     ),
-    ("name: x\nworkers: 3\nstagger: 1s\n", &[], "3:10: stagger needs `start: staggered`"),
+    ("name: x\nworkers: 3\nstagger: 1s\n", &[], "3:10: stagger needs `start: staggered` or `start: random`"),
+    ("name: x\nworkers: 3\nstart: random\n", &[], "3:1: start: random needs a stagger"),
     // Names that are no directory name.
     ("name: \"a\\0b\"\nworkers: 3\n", &[], "1:7: name \"a\\0b\" must be usable as a directory name"),
     ("name: ../x\nworkers: 3\n", &[], "1:7: name \"../x\" must be usable as a directory name"),

@@ -68,6 +68,7 @@ pub fn check(history: &History, params: &CheckParams) -> TrialMetrics {
     metrics.latency = super::latency::latency(events);
     metrics.network = super::network::network(events, params, &metrics.spans, end_us);
     metrics.network.storm = super::storm::storm(events, params);
+    metrics.pushes = super::push::pushes(events);
     if let Some(epoch_us) = params.epoch_us {
         metrics.jobs = super::jobs::jobs(events, epoch_us, end_us);
     }
@@ -384,6 +385,7 @@ impl Sweep {
             jobs: Default::default(),
             latency: Default::default(),
             network: Default::default(),
+            pushes: Default::default(),
             spans: self.spans,
         }
     }

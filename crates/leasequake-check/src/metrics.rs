@@ -70,6 +70,8 @@ pub struct TrialMetrics {
     pub latency: Latency,
     /// Failed renewals, lost replies and orphaned grants.
     pub network: Network,
+    /// Takeovers a push set off, and failed subscriptions.
+    pub pushes: super::push::Pushes,
 }
 
 impl TrialMetrics {

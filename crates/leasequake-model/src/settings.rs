@@ -69,6 +69,10 @@ pub enum StartMode {
     Barrier,
     /// Worker i starts `stagger × i` after the barrier.
     Staggered,
+    /// Each worker starts at a uniform moment in `[0, stagger)` after the
+    /// barrier, drawn from the trial's seed: its ticks fall at a phase of
+    /// their own against the leader's, as with processes started apart.
+    Random,
 }
 
 /// State of the lock file before the workers start.

@@ -33,6 +33,9 @@ pub struct WorkerConfig {
     pub workers: usize,
     /// Worker i starts `stagger × i` after the barrier.
     pub stagger: Dur,
+    /// Worker i starts `start_delays[i]` after the barrier instead, where
+    /// there is one (`start: random`).
+    pub start_delays: Vec<Dur>,
     /// Where the harness writes each worker's clock jumps (`skew` faults):
     /// a file per worker index holding the total in ns.
     pub clock_dir: Option<PathBuf>,
@@ -52,6 +55,7 @@ impl Default for WorkerConfig {
             resource_dir: None,
             workers: 1,
             stagger: Dur::ZERO,
+            start_delays: Vec::new(),
             clock_dir: None,
         }
     }
@@ -87,7 +91,7 @@ impl WorkerConfig {
 
     /// Worker `index`'s start delay after the barrier.
     pub fn start_delay(&self, index: usize) -> Dur {
-        self.stagger.scaled(index as f64)
+        self.start_delays.get(index).copied().unwrap_or_else(|| self.stagger.scaled(index as f64))
     }
 
     /// Does worker `index` stall at the failpoint?

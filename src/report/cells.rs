@@ -1,0 +1,181 @@
+//! The cells of a suite's tables, shared by every kind of table: a
+//! Markdown table that drops empty columns, the crash gap against its
+//! bound, rates with their intervals, values in the experiment's own time.
+
+use super::compare::Measured;
+use super::summary::{Summary, crash_bound_ms};
+use crate::check::stats::percentile;
+use crate::model::{Dur, Experiment};
+
+/// A Markdown table that leaves out the columns empty in every row.
+pub struct MdTable {
+    headers: Vec<String>,
+    rows: Vec<Vec<String>>,
+}
+
+impl MdTable {
+    pub fn new(headers: &[&str]) -> MdTable {
+        MdTable { headers: headers.iter().map(|h| h.to_string()).collect(), rows: Vec::new() }
+    }
+
+    pub fn with_headers(headers: Vec<String>) -> MdTable {
+        MdTable { headers, rows: Vec::new() }
+    }
+
+    pub fn row(&mut self, cells: Vec<String>) {
+        self.rows.push(cells);
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    pub fn render(&self) -> String {
+        let cell = |r: &Vec<String>, i: usize| r.get(i).map_or("", |c| c.as_str()).trim().to_string();
+        let keep: Vec<usize> =
+            (0..self.headers.len()).filter(|&i| self.rows.iter().any(|r| !cell(r, i).is_empty())).collect();
+        let line = |cells: Vec<String>| format!("| {} |\n", cells.join(" | "));
+        let mut out = line(keep.iter().map(|&i| escape(&self.headers[i])).collect());
+        out += &line(keep.iter().map(|_| "---".to_string()).collect());
+        for r in &self.rows {
+            out += &line(keep.iter().map(|&i| escape(&cell(r, i))).collect());
+        }
+        out
+    }
+}
+
+pub(super) fn escape(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
+
+/// The experiment's name, linked to its directory, marked ✗ if an `expect:`
+/// failed.
+pub(super) fn name(m: &Measured<'_>) -> String {
+    let mark = if m.failed.is_empty() { "" } else { "✗ " };
+    format!("{mark}[{}]({})", m.exp.name, m.link)
+}
+
+/// ms as ran → seconds in the experiment's own time.
+pub(super) fn own_s(ms: f64, scale: f64) -> f64 {
+    ms / 1000.0 / scale
+}
+
+/// `median [p10–p90] (n)` of the kill gaps, in own seconds.
+pub(super) fn crash_gap(s: &Summary, scale: f64) -> String {
+    match (s.crash_gap(0.5), s.crash_gap(0.1), s.crash_gap(0.9)) {
+        (Some(m), Some(a), Some(b)) => format!(
+            "{:.2} s [{:.2}–{:.2}] (n {})",
+            own_s(m, scale),
+            own_s(a, scale),
+            own_s(b, scale),
+            s.crash_gaps_ms.len()
+        ),
+        _ => String::new(),
+    }
+}
+
+pub(super) fn crash_bound(exp: &Experiment, s: &Summary) -> String {
+    if s.crash_gaps_ms.is_empty() {
+        return String::new();
+    }
+    let (lo, hi) = crash_bound_ms(exp);
+    format!("[{:.2}, {:.2}] s", own_s(lo, exp.time_scale), own_s(hi, exp.time_scale))
+}
+
+/// Whether the kill gaps keep to their bound, with what does not.
+pub(super) fn crash_verdict(exp: &Experiment, s: &Summary) -> String {
+    let (lo, hi) = crash_bound_ms(exp);
+    let mut outside = Vec::new();
+    if let (Some(&min), Some(&max)) = (s.crash_gaps_ms.first(), s.crash_gaps_ms.last())
+        && (min < lo || max > hi)
+    {
+        let scale = exp.time_scale;
+        outside.push(format!("kill gaps {:.2}–{:.2} s", own_s(min, scale), own_s(max, scale)));
+    }
+    if s.wedged_trials > 0 {
+        outside.push(format!("{}/{} wedged", s.wedged_trials, s.n));
+    }
+    if s.mid_renewal_kills > 0 {
+        outside.push(format!("{} killed mid-renewal", s.mid_renewal_kills));
+    }
+    match (outside.is_empty(), s.crash_gaps_ms.is_empty()) {
+        (true, true) => String::new(),
+        (true, false) => "inside".into(),
+        (false, _) => format!("✗ outside: {}", outside.join(", ")),
+    }
+}
+
+pub(super) fn rate(k: usize, n: usize, ci: (f64, f64)) -> String {
+    format!("{k}/{n} ({:.0}–{:.0} %)", ci.0 * 100.0, ci.1 * 100.0)
+}
+
+pub(super) fn evictions(s: &Summary) -> String {
+    if s.leader_pauses == 0 { String::new() } else { rate(s.false_evictions, s.leader_pauses, s.false_eviction_ci) }
+}
+
+pub(super) fn predicted(s: &Summary) -> String {
+    if s.leader_pauses == 0 {
+        return String::new();
+    }
+    match s.predicted_evictions() {
+        None => "unknown".into(),
+        Some(p) if s.unpredicted_pauses > 0 => format!("{p} ({} too close to call)", s.unpredicted_pauses),
+        Some(p) => p.to_string(),
+    }
+}
+
+/// Measured − predicted gap, median, in own ms.
+pub(super) fn beyond_theory(s: &Summary, scale: f64) -> String {
+    percentile(&s.gap_beyond_theory_ms, 0.5).map_or(String::new(), |ms| format!("{:+.1} ms", ms / scale))
+}
+
+/// Gap and pause predictions the measurement disagrees with.
+pub(super) fn anomalies(s: &Summary) -> String {
+    if s.predicted_gaps == 0 && s.leader_pauses == s.unpredicted_pauses {
+        return String::new();
+    }
+    let n = s.gap_anomalies + s.eviction_anomalies;
+    if n == 0 { "0".into() } else { format!("✗ {n} ({} gaps, {} pauses)", s.gap_anomalies, s.eviction_anomalies) }
+}
+
+/// A swept value in the experiment's own time (`lease=150ms` at 0.1 →
+/// `1500ms`).
+pub(super) fn own_value(key: &str, value: &str, scale: f64) -> String {
+    if crate::experiment::is_duration_setting(key)
+        && let Ok(d) = Dur::parse(value)
+    {
+        return d.scaled(1.0 / scale).to_string();
+    }
+    value.to_string()
+}
+
+pub(super) fn description(exp: &Experiment) -> String {
+    let d = exp.description.trim();
+    if d.is_empty() { String::new() } else { format!("{}\n\n", d.split_whitespace().collect::<Vec<_>>().join(" ")) }
+}
+
+/// Every swept setting of `exp`, in order of first appearance: `points:`
+/// may set some settings at some points only.
+pub(super) fn swept_keys(exp: &Experiment) -> Vec<String> {
+    let mut keys: Vec<String> = Vec::new();
+    for (k, _) in exp.points.iter().flat_map(|p| &p.settings) {
+        if !keys.contains(k) {
+            keys.push(k.clone());
+        }
+    }
+    keys
+}
+
+/// The values of `keys` at the point labelled `setting`, in own time
+/// (empty where the point does not set one).
+pub(super) fn swept_cells(exp: &Experiment, setting: &str, keys: &[String], scale: f64) -> Vec<String> {
+    let point = exp.points.iter().find(|p| p.label() == setting);
+    keys.iter()
+        .map(|k| {
+            point
+                .and_then(|p| p.settings.iter().find(|(key, _)| key == k))
+                .map(|(k, v)| own_value(k, v, scale))
+                .unwrap_or_default()
+        })
+        .collect()
+}
