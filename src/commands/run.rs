@@ -156,7 +156,8 @@ fn servers_ready(exps: &[Experiment]) -> Result<(), Error> {
                     address.clone(),
                 ))
             {
-                crate::substrate::preflight(s.kind, &address, unit.lease.lease.as_std())
+                let push = unit.worker.watch_by == crate::model::WatchBy::Push;
+                crate::substrate::preflight(s.kind, &address, unit.lease.lease.as_std(), push)
                     .map_err(|e| Error::Missing { experiment: exp.source.clone(), problem: e.to_string() })?;
             }
         }

@@ -76,21 +76,41 @@ pub struct Unanswered {
     pub advice: &'static str,
 }
 
-/// Before a run: is the server there, and ready for a `lease`? The error
-/// says what to start if not.
-pub fn preflight(kind: Kind, address: &str, lease: Duration) -> Result<(), Unanswered> {
+/// Before a run: is the server there, and ready for a `lease` (and, with
+/// `push`, does it publish what push watchers need)? The error says what
+/// to start or set if not.
+pub fn preflight(kind: Kind, address: &str, lease: Duration, push: bool) -> Result<(), Unanswered> {
     match kind.server() {
         Some(Server::Redis) => {
             let ping = ::redis::Client::open(address)
                 .and_then(|c| c.get_connection_with_timeout(Duration::from_secs(2)))
-                .and_then(|mut conn| ::redis::cmd("PING").query::<String>(&mut conn));
-            ping.map(|_| ()).map_err(|e| Unanswered {
-                server: "Redis",
-                address: address.into(),
-                reason: e.to_string(),
-                advice: "start it (`redis-server --daemonize yes`, or `apt-get install redis-server`), \
-                         or set `substrate.address`, or use `managed: true`",
-            })
+                .and_then(|mut conn| {
+                    ::redis::cmd("PING").query::<String>(&mut conn)?;
+                    if !push {
+                        return Ok(None);
+                    }
+                    let flags: Vec<String> =
+                        ::redis::cmd("CONFIG").arg("GET").arg("notify-keyspace-events").query(&mut conn)?;
+                    Ok(Some(flags.get(1).cloned().unwrap_or_default()))
+                });
+            match ping {
+                Ok(Some(flags)) if !super::keyspace::enabled(&flags) => Err(Unanswered {
+                    server: "Redis",
+                    address: address.into(),
+                    reason: format!(
+                        "it publishes no keyspace events for push watchers (notify-keyspace-events {flags:?})"
+                    ),
+                    advice: "`CONFIG SET notify-keyspace-events Kgx` on it, or use `managed: true`",
+                }),
+                Ok(_) => Ok(()),
+                Err(e) => Err(Unanswered {
+                    server: "Redis",
+                    address: address.into(),
+                    reason: e.to_string(),
+                    advice: "start it (`redis-server --daemonize yes`, or `apt-get install redis-server`), \
+                             or set `substrate.address`, or use `managed: true`",
+                }),
+            }
         }
         Some(Server::Postgres) => postgres::ensure_table(address).map_err(|e| Unanswered {
             server: "PostgreSQL",

@@ -117,7 +117,14 @@ fn what_a_substrate_cannot_do_is_an_error() {
         "name: x\nworkers: 2\nworker:\n  acquire: link\nsubstrate: {kind: flock}\n",
         "5:1: worker.acquire and failpoints are lock-file variants",
     );
-    rejects("name: x\nworkers: 2\nsubstrate: {kind: etcd}\n", "3:");
+    rejects(
+        "name: x\nworkers: 2\nsubstrate: {kind: etcd, managed: true}\nlease: 2500ms\nrenew: 1s\n",
+        "4:8: the etcd substrate's lease TTLs are whole multiples of 1s",
+    );
+    rejects(
+        "name: x\nworkers: 2\nsubstrate: {kind: file}\nworker: {watch_by: push}\n",
+        "4:10: watch_by: push needs a server that pushes",
+    );
 }
 
 #[test]

@@ -169,7 +169,7 @@ impl ManagedServer {
             let answered = match self.server {
                 Server::Redis => redis::answers(&address),
                 Server::Postgres => {
-                    crate::substrate::preflight(crate::model::Kind::Postgres, &address, Duration::ZERO).is_ok()
+                    crate::substrate::preflight(crate::model::Kind::Postgres, &address, Duration::ZERO, false).is_ok()
                 }
                 Server::Etcd => etcd::answers(&address),
             };
