@@ -78,14 +78,16 @@ fn ctrl_c_stops_cleanly_keeps_results_and_exits_130() {
     assert!(String::from_utf8_lossy(&output.stderr).contains("interrupted"));
 }
 
-/// Server processes (`redis-server`, `postgres`) working in `dir`: a
+/// Server processes (`redis-server`, `postgres`, `etcd`) working in `dir`: a
 /// managed server chdirs to its trial directory, or to its data directory
 /// under the lab's TMPDIR; it rewrites its command line, so that is no help.
 fn servers_in(dir: &std::path::Path) -> Vec<procfs::process::Process> {
     procfs::process::all_processes()
         .expect("/proc")
         .flatten()
-        .filter(|p| p.stat().is_ok_and(|s| matches!(s.comm.as_str(), "redis-server" | "postgres") && s.state != 'Z'))
+        .filter(|p| {
+            p.stat().is_ok_and(|s| matches!(s.comm.as_str(), "redis-server" | "postgres" | "etcd") && s.state != 'Z')
+        })
         .filter(|p| p.cwd().is_ok_and(|cwd| cwd.starts_with(dir)))
         .collect()
 }
@@ -109,16 +111,19 @@ fn paused(p: &procfs::process::Process) -> bool {
 
 fn kill_9_of_the_harness_takes_a_paused_server_with_it(kind: &str) {
     // A managed server that a server-pause left stopped (or frozen) must
-    // die with the harness too, every process of it.
+    // die with the harness too, every process of it. etcd's TTLs are whole
+    // seconds: its lease is 2 s in real time, the others' 0.9 s.
+    let (lease, scale) = if kind == "etcd" { ("lease: 2s\nrenew: 500ms\nwatch: 500ms\n", 1.0) } else { ("", 0.1) };
+    let at = if kind == "etcd" { "1s" } else { "5s" };
     let lab = Lab::new();
     let file = lab.file(
         "server.yaml",
         &format!(
-            "name: server\nworkers: 2\nduration: 30s\nsubstrate: {{kind: {kind}, managed: true}}\n\
-             faults:\n  - at: 5s\n    action: server-pause\n    duration: 20s\n"
+            "name: server\nworkers: 2\nduration: 30s\n{lease}substrate: {{kind: {kind}, managed: true}}\n\
+             faults:\n  - at: {at}\n    action: server-pause\n    duration: 20s\n"
         ),
     );
-    let (mut child, out) = lab.run(&file).scale(0.1).trials(1).spawn();
+    let (mut child, out) = lab.run(&file).scale(scale).trials(1).spawn();
     wait_for(Duration::from_secs(20), "the server paused", || {
         let servers = servers_in(lab.path());
         (!servers.is_empty() && servers.iter().all(paused)).then_some(())
@@ -139,6 +144,11 @@ fn kill_9_of_the_harness_takes_a_paused_managed_redis_with_it() {
 #[test]
 fn kill_9_of_the_harness_takes_a_paused_managed_postgresql_with_it() {
     kill_9_of_the_harness_takes_a_paused_server_with_it("postgres");
+}
+
+#[test]
+fn kill_9_of_the_harness_takes_a_paused_managed_etcd_with_it() {
+    kill_9_of_the_harness_takes_a_paused_server_with_it("etcd");
 }
 
 /// kill -9 mid-trial, then `--resume`: the interrupted trial runs again from

@@ -260,17 +260,72 @@ pub enum Change {
     Delete,
 }
 
-/// One watch on one key: a connection whose reply never ends, read without
-/// blocking once it is set up, so that a worker can wait on its socket
-/// beside its signals.
-pub struct WatchStream {
-    reader: BufReader<TcpStream>,
+/// A chunked body read piece by piece: whole chunks decoded, whole
+/// messages (a JSON object a line) taken out, whatever the pieces.
+#[derive(Default)]
+struct Chunks {
     /// Bytes read but not yet decoded.
     raw: Vec<u8>,
     /// Decoded stream bytes not yet split into messages.
     text: Vec<u8>,
     /// What is left of the chunk being read.
-    chunk_left: usize,
+    left: usize,
+}
+
+impl Chunks {
+    fn push(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.raw.extend_from_slice(bytes);
+        if self.raw.len() + self.text.len() > MAX_BODY {
+            return Err(bad("watch message too large"));
+        }
+        self.decode()
+    }
+
+    /// Move whole chunk payloads from `raw` to `text`.
+    fn decode(&mut self) -> io::Result<()> {
+        loop {
+            if self.left > 0 {
+                let take = self.left.min(self.raw.len());
+                self.text.extend(self.raw.drain(..take));
+                self.left -= take;
+                if self.left > 0 {
+                    return Ok(());
+                }
+            }
+            // A chunk's CRLF trailer, then the next size line.
+            while self.raw.first().is_some_and(|b| *b == b'\r' || *b == b'\n') {
+                self.raw.remove(0);
+            }
+            let Some(end) = self.raw.windows(2).position(|w| w == b"\r\n") else { return Ok(()) };
+            let size_text = String::from_utf8_lossy(&self.raw[..end]).into_owned();
+            let size = usize::from_str_radix(size_text.trim().split(';').next().unwrap_or(""), 16)
+                .map_err(|_| bad(format_args!("bad chunk size {size_text:?}")))?;
+            if size == 0 {
+                return Err(io::Error::new(io::ErrorKind::ConnectionAborted, "etcd: the watch stream ended"));
+            }
+            self.raw.drain(..end + 2);
+            self.left = size;
+        }
+    }
+
+    /// The next whole message decoded, if one has arrived.
+    fn message(&mut self) -> io::Result<Option<Value>> {
+        while let Some(end) = self.text.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = self.text.drain(..=end).collect();
+            if !line.iter().all(u8::is_ascii_whitespace) {
+                return answer(200, &line).map(Some);
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// One watch on one key: a connection whose reply never ends, read without
+/// blocking once it is set up, so that a worker can wait on its socket
+/// beside its signals.
+pub struct WatchStream {
+    reader: BufReader<TcpStream>,
+    chunks: Chunks,
 }
 
 impl WatchStream {
@@ -287,12 +342,16 @@ impl WatchStream {
             let body = read_body(&mut reader, framing, deadline).unwrap_or_default();
             return Err(answer(status, &body).err().unwrap_or_else(|| bad("the watch did not stream")));
         }
-        let mut watch = WatchStream { reader, raw: Vec::new(), text: Vec::new(), chunk_left: 0 };
+        // Whatever the head's reader already holds of the body.
+        let mut chunks = Chunks::default();
+        chunks.push(reader.buffer())?;
+        let consumed = reader.buffer().len();
+        reader.consume(consumed);
+        let mut watch = WatchStream { reader, chunks };
         // The first message says the watch is created; changes come after
-        // it, and stay in `text` for the first `changes`.
+        // it, and stay decoded for the first `changes`.
         loop {
-            watch.dechunk()?;
-            if let Some(first) = watch.next_message()? {
+            if let Some(first) = watch.chunks.message()? {
                 if first.get("created").and_then(Value::as_bool) != Some(true) {
                     return Err(bad(format_args!("the watch was not created: {first}")));
                 }
@@ -300,11 +359,11 @@ impl WatchStream {
             }
             watch.reader.get_ref().set_read_timeout(Some(left(deadline)?))?;
             let mut buf = [0u8; 4096];
-            let n = watch.reader.read(&mut buf).map_err(timeout_kind)?;
+            let n = watch.reader.get_mut().read(&mut buf).map_err(timeout_kind)?;
             if n == 0 {
                 return Err(io::Error::new(io::ErrorKind::ConnectionAborted, "etcd: the watch stream closed"));
             }
-            watch.raw.extend_from_slice(&buf[..n]);
+            watch.chunks.push(&buf[..n])?;
         }
         watch.reader.get_ref().set_nonblocking(true)?;
         Ok(watch)
@@ -319,79 +378,35 @@ impl WatchStream {
     pub fn changes(&mut self) -> io::Result<Vec<Change>> {
         let mut buf = [0u8; 4096];
         loop {
-            match self.reader.read(&mut buf) {
+            match self.reader.get_mut().read(&mut buf) {
                 Ok(0) => return Err(io::Error::new(io::ErrorKind::ConnectionAborted, "etcd: the watch stream closed")),
-                Ok(n) => self.raw.extend_from_slice(&buf[..n]),
+                Ok(n) => self.chunks.push(&buf[..n])?,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(e),
             }
-            if self.raw.len() > MAX_BODY {
-                return Err(bad("watch message too large"));
-            }
         }
         let mut changes = Vec::new();
-        self.messages(&mut changes)?;
+        while let Some(v) = self.chunks.message()? {
+            changes.extend(watch_changes(&v)?);
+        }
         Ok(changes)
     }
+}
 
-    /// Decode the chunks read so far and take every whole message out.
-    fn messages(&mut self, changes: &mut Vec<Change>) -> io::Result<()> {
-        self.dechunk()?;
-        while let Some(v) = self.next_message()? {
-            if v.get("canceled").and_then(Value::as_bool) == Some(true) {
-                let why = v.get("cancel_reason").and_then(Value::as_str).unwrap_or("compacted");
-                return Err(io::Error::other(format!("etcd: the watch was cancelled ({why})")));
-            }
-            for e in v.get("events").and_then(Value::as_array).into_iter().flatten() {
-                // PUT is the enum's zero, which proto3's JSON leaves out.
-                changes.push(if e.get("type").and_then(Value::as_str) == Some("DELETE") {
-                    Change::Delete
-                } else {
-                    Change::Put
-                });
-            }
-        }
-        Ok(())
+/// The changes one watch message reports; an error if it ends the watch.
+fn watch_changes(v: &Value) -> io::Result<Vec<Change>> {
+    if v.get("canceled").and_then(Value::as_bool) == Some(true) {
+        let why = v.get("cancel_reason").and_then(Value::as_str).unwrap_or("compacted");
+        return Err(io::Error::other(format!("etcd: the watch was cancelled ({why})")));
     }
-
-    /// The next whole message decoded, if one has arrived.
-    fn next_message(&mut self) -> io::Result<Option<Value>> {
-        while let Some(end) = self.text.iter().position(|b| *b == b'\n') {
-            let line: Vec<u8> = self.text.drain(..=end).collect();
-            if !line.iter().all(u8::is_ascii_whitespace) {
-                return answer(200, &line).map(Some);
-            }
-        }
-        Ok(None)
-    }
-
-    /// Move whole chunk payloads from `raw` to `text`.
-    fn dechunk(&mut self) -> io::Result<()> {
-        loop {
-            if self.chunk_left > 0 {
-                let take = self.chunk_left.min(self.raw.len());
-                self.text.extend(self.raw.drain(..take));
-                self.chunk_left -= take;
-                if self.chunk_left > 0 {
-                    return Ok(());
-                }
-            }
-            // A chunk's CRLF trailer, then the next size line.
-            while self.raw.first().is_some_and(|b| *b == b'\r' || *b == b'\n') {
-                self.raw.remove(0);
-            }
-            let Some(end) = self.raw.windows(2).position(|w| w == b"\r\n") else { return Ok(()) };
-            let size_text = String::from_utf8_lossy(&self.raw[..end]).into_owned();
-            let size = usize::from_str_radix(size_text.trim().split(';').next().unwrap_or(""), 16)
-                .map_err(|_| bad(format_args!("bad chunk size {size_text:?}")))?;
-            if size == 0 {
-                return Err(io::Error::new(io::ErrorKind::ConnectionAborted, "etcd: the watch stream ended"));
-            }
-            self.raw.drain(..end + 2);
-            self.chunk_left = size;
-        }
-    }
+    Ok(v.get("events")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        // PUT is the enum's zero, which proto3's JSON leaves out.
+        .map(|e| if e.get("type").and_then(Value::as_str) == Some("DELETE") { Change::Delete } else { Change::Put })
+        .collect())
 }
 
 #[cfg(test)]
@@ -405,6 +420,36 @@ mod tests {
         assert!(e.to_string().contains("requested lease not found"), "{e}");
         let ok = answer(200, b"{\"result\":{\"TTL\":\"3\"}}\n").unwrap();
         assert_eq!(int(&ok["TTL"]), 3);
+    }
+
+    #[test]
+    fn a_watch_stream_is_read_whole_whatever_the_pieces() {
+        let created = r#"{"result":{"header":{"revision":"5"},"created":true}}"#;
+        let deleted = r#"{"result":{"header":{"revision":"6"},"events":[{"type":"DELETE","kv":{"key":"Zm9v"}}]}}"#;
+        let put = r#"{"result":{"events":[{"kv":{"key":"Zm9v","value":"MQ=="}}]}}"#;
+        let mut body = Vec::new();
+        for m in [created, deleted, put] {
+            let line = format!("{m}\n");
+            body.extend(format!("{:x}\r\n{line}\r\n", line.len()).bytes());
+        }
+        for piece in [1, 2, 3, 7, 64, body.len()] {
+            let mut chunks = Chunks::default();
+            let mut messages = Vec::new();
+            for part in body.chunks(piece) {
+                chunks.push(part).unwrap();
+                while let Some(m) = chunks.message().unwrap() {
+                    messages.push(m);
+                }
+            }
+            assert_eq!(messages.len(), 3, "pieces of {piece}");
+            assert_eq!(messages[0]["created"], true);
+            assert_eq!(watch_changes(&messages[1]).unwrap(), vec![Change::Delete]);
+            assert_eq!(watch_changes(&messages[2]).unwrap(), vec![Change::Put]);
+        }
+        let mut end = Chunks::default();
+        assert!(end.push(b"0\r\n\r\n").is_err(), "the end of the stream ends the watch");
+        let cancelled = serde_json::json!({"canceled": true, "cancel_reason": "compacted"});
+        assert!(watch_changes(&cancelled).is_err());
     }
 
     #[test]
