@@ -10,7 +10,7 @@ use std::io;
 use std::net::{TcpStream, ToSocketAddrs};
 use std::os::fd::{AsRawFd, RawFd};
 use std::pin::pin;
-use std::task::Poll;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use tokio_postgres::config::Host;
@@ -38,24 +38,32 @@ fn timed_out() -> io::Error {
     io::Error::new(io::ErrorKind::TimedOut, "postgres: no reply within the request timeout")
 }
 
-/// Drive `conn` (its replies, and any notification, kept in `told`) until
-/// `fut` is done.
+fn closed() -> io::Error {
+    io::Error::new(io::ErrorKind::ConnectionAborted, "postgres: the listening session closed")
+}
+
+/// Take every message the connection has ready, counting notifications in
+/// `told`: an error if it broke or closed, Pending once nothing more is
+/// ready (the runtime then wakes the task when there is).
+fn drain(conn: &mut Conn, cx: &mut Context<'_>, told: &mut usize) -> Poll<io::Result<()>> {
+    loop {
+        match conn.poll_message(cx) {
+            Poll::Ready(Some(Ok(AsyncMessage::Notification(_)))) => *told += 1,
+            Poll::Ready(Some(Ok(_))) => {}
+            Poll::Ready(Some(Err(e))) => return Poll::Ready(Err(pg_err(e))),
+            Poll::Ready(None) => return Poll::Ready(Err(closed())),
+            Poll::Pending => return Poll::Pending,
+        }
+    }
+}
+
+/// Drive `conn` (its replies, and any notification, counted in `told`)
+/// until `fut` is done.
 async fn driving<T>(conn: &mut Conn, fut: impl Future<Output = T>, told: &mut usize) -> io::Result<T> {
     let mut fut = pin!(fut);
     poll_fn(|cx| {
-        loop {
-            match conn.poll_message(cx) {
-                Poll::Ready(Some(Ok(AsyncMessage::Notification(_)))) => *told += 1,
-                Poll::Ready(Some(Ok(_))) => {}
-                Poll::Ready(Some(Err(e))) => return Poll::Ready(Err(pg_err(e))),
-                Poll::Ready(None) => {
-                    return Poll::Ready(Err(io::Error::new(
-                        io::ErrorKind::ConnectionAborted,
-                        "postgres: the listening session closed",
-                    )));
-                }
-                Poll::Pending => break,
-            }
+        if let Poll::Ready(Err(e)) = drain(conn, cx, told) {
+            return Poll::Ready(Err(e));
         }
         fut.as_mut().poll(cx).map(Ok)
     })
@@ -107,24 +115,12 @@ impl Listener {
     pub fn notified(&mut self, rt: &tokio::runtime::Runtime, patience: Duration) -> io::Result<usize> {
         let mut told = 0;
         let result = rt.block_on(async {
-            let read = poll_fn(|cx| {
-                loop {
-                    match self.conn.poll_message(cx) {
-                        Poll::Ready(Some(Ok(AsyncMessage::Notification(_)))) => told += 1,
-                        Poll::Ready(Some(Ok(_))) => {}
-                        Poll::Ready(Some(Err(e))) => return Poll::Ready(Err(pg_err(e))),
-                        Poll::Ready(None) => {
-                            return Poll::Ready(Err(io::Error::new(
-                                io::ErrorKind::ConnectionAborted,
-                                "postgres: the listening session closed",
-                            )));
-                        }
-                        // Nothing yet: park once, so that the runtime polls
-                        // the socket the worker saw readable.
-                        Poll::Pending if told == 0 => return Poll::Pending,
-                        Poll::Pending => return Poll::Ready(Ok(())),
-                    }
-                }
+            let read = poll_fn(|cx| match drain(&mut self.conn, cx, &mut told) {
+                Poll::Ready(result) => Poll::Ready(result),
+                // Nothing yet: park once, so that the runtime polls the
+                // socket the worker saw readable.
+                Poll::Pending if told == 0 => Poll::Pending,
+                Poll::Pending => Poll::Ready(Ok(())),
             });
             tokio::time::timeout(patience, read).await.unwrap_or(Ok(()))
         });
