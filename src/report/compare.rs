@@ -277,11 +277,20 @@ pub fn jobs_markdown(runs: &[Measured<'_>]) -> String {
     out
 }
 
-/// A substrate as the comparison names it.
+/// A substrate as the comparison names it, with how its watchers learn of
+/// a free lease where they are told (the same server, polled and pushed,
+/// is two rows).
 fn substrate_label(exp: &Experiment) -> String {
     let s = &exp.substrate;
     let kind = crate::model::setting_name(&s.kind);
-    if s.managed_server().is_some() { format!("{kind} (managed)") } else { kind }
+    let mut how: Vec<&str> = Vec::new();
+    if s.managed_server().is_some() {
+        how.push("managed");
+    }
+    if exp.worker.watch_by == crate::model::WatchBy::Push {
+        how.push("push");
+    }
+    if how.is_empty() { kind } else { format!("{kind} ({})", how.join(", ")) }
 }
 
 /// The substrate × fault table: every experiment (fault) a column, every
