@@ -3,7 +3,7 @@
 //! bound, rates with their intervals, values in the experiment's own time.
 
 use super::compare::Measured;
-use super::summary::{Summary, crash_bound_ms};
+use super::summary::{Summary, SummaryRow, crash_bound_ms};
 use crate::check::stats::percentile;
 use crate::model::{Dur, Experiment};
 
@@ -178,4 +178,14 @@ pub(super) fn swept_cells(exp: &Experiment, setting: &str, keys: &[String], scal
                 .unwrap_or_default()
         })
         .collect()
+}
+
+/// A table of points: a column per swept setting, then `headers`.
+pub(super) fn points_table(keys: &[String], headers: &[&str]) -> MdTable {
+    MdTable::with_headers(keys.iter().cloned().chain(headers.iter().map(|h| h.to_string())).collect())
+}
+
+/// The one row of an experiment without points.
+pub(super) fn whole_row<'a>(m: &Measured<'a>) -> SummaryRow<'a> {
+    SummaryRow { setting: m.exp.name.clone(), exp: m.exp, summary: m.summary.clone() }
 }

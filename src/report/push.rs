@@ -5,7 +5,7 @@
 //! expiry", held against each server's measured delay.
 
 use super::cells::{MdTable, anomalies, crash_bound, crash_gap, crash_verdict, description, name, own_s, rate};
-use super::cells::{swept_cells, swept_keys};
+use super::cells::{points_table, swept_cells, swept_keys, whole_row};
 use super::compare::Measured;
 use super::summary::{Summary, SummaryRow};
 use crate::check::CheckParams;
@@ -40,9 +40,9 @@ fn told(s: &Summary) -> String {
 /// The table of one experiment: a row per point.
 pub fn table(m: &Measured<'_>, rows: &[SummaryRow<'_>]) -> String {
     let keys = swept_keys(m.exp);
-    let mut headers = keys.clone();
-    headers.extend(
-        [
+    let mut t = points_table(
+        &keys,
+        &[
             "gap median [p10–p90]",
             "kill gap median [p10–p90]",
             "after the lease's end: median [max]",
@@ -51,11 +51,9 @@ pub fn table(m: &Measured<'_>, rows: &[SummaryRow<'_>]) -> String {
             "takeovers told by a push",
             "two leaders (95 % CI)",
             "anomalies",
-        ]
-        .map(String::from),
+        ],
     );
-    let mut t = MdTable::with_headers(headers);
-    let plain = [SummaryRow { setting: m.exp.name.clone(), exp: m.exp, summary: m.summary.clone() }];
+    let plain = [whole_row(m)];
     let rows = if rows.is_empty() { &plain[..] } else { rows };
     for r in rows {
         let (s, scale) = (&r.summary, r.exp.time_scale);

@@ -9,7 +9,7 @@ use std::fmt::Write;
 
 use super::cells::{
     MdTable, anomalies, beyond_theory, crash_bound, crash_gap, crash_verdict, description, evictions, name, own_s,
-    own_value, predicted, rate, swept_cells, swept_keys,
+    own_value, points_table, predicted, rate, swept_cells, swept_keys, whole_row,
 };
 use super::compare::{Measured, bound_row, jobs_markdown, substrates_markdown};
 use super::summary::{Summary, SummaryRow};
@@ -239,9 +239,9 @@ fn per_substrate(m: &Measured<'_>, rows: &[SummaryRow<'_>]) -> String {
 /// gaps; with `belief: local-deadline`, the theory's promise beside it.
 fn network(m: &Measured<'_>, rows: &[SummaryRow<'_>]) -> String {
     let keys = swept_keys(m.exp);
-    let mut headers = keys.clone();
-    headers.extend(
-        [
+    let mut t = points_table(
+        &keys,
+        &[
             "two leaders (95 % CI)",
             "stale belief, longest",
             "renewals failed",
@@ -251,11 +251,9 @@ fn network(m: &Measured<'_>, rows: &[SummaryRow<'_>]) -> String {
             "gaps: median [min–max]",
             "theory",
             "verdict",
-        ]
-        .map(String::from),
+        ],
     );
-    let mut t = MdTable::with_headers(headers);
-    let plain = [SummaryRow { setting: m.exp.name.clone(), exp: m.exp, summary: m.summary.clone() }];
+    let plain = [whole_row(m)];
     let rows = if rows.is_empty() { &plain[..] } else { rows };
     for r in rows {
         let (s, exp) = (&r.summary, r.exp);
