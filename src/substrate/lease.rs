@@ -63,10 +63,14 @@ pub trait Substrate {
     /// without requests that can hang ignore it.
     fn set_budget(&mut self, _budget: Option<Duration>) {}
     /// `watch_by: push`: subscribe to the lease's changes unless already
-    /// subscribed, and return the descriptor that becomes readable when the
-    /// server pushes something; `None` where the substrate pushes nothing.
-    fn subscribe(&mut self) -> io::Result<Option<RawFd>> {
-        Ok(None)
+    /// subscribed (a substrate that pushes nothing does nothing).
+    fn subscribe(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+    /// The subscription's descriptor, readable when the server pushed
+    /// something; `None` while there is no subscription.
+    fn subscribed(&self) -> Option<RawFd> {
+        None
     }
     /// What the server pushed since the last call, without waiting. An
     /// error ends the subscription: the next `subscribe` makes a new one.

@@ -349,7 +349,7 @@ impl Substrate for PgLease {
         self.budget = budget;
     }
 
-    fn subscribe(&mut self) -> io::Result<Option<std::os::fd::RawFd>> {
+    fn subscribe(&mut self) -> io::Result<()> {
         if self.listener.is_none() {
             let limit = self.budget.map_or(self.timeout, |b| b.min(self.timeout));
             self.listener = Some(Listener::listen(&self.rt, &self.config, &self.key, limit)?);
@@ -357,7 +357,11 @@ impl Substrate for PgLease {
             // notification will say so.
             self.gone_already = matches!(self.observe(), Ok(Seen::Free));
         }
-        Ok(self.listener.as_ref().map(Listener::fd))
+        Ok(())
+    }
+
+    fn subscribed(&self) -> Option<std::os::fd::RawFd> {
+        self.listener.as_ref().map(Listener::fd)
     }
 
     fn pushed(&mut self) -> io::Result<Pushed> {

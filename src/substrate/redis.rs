@@ -248,7 +248,7 @@ impl Substrate for RedisLease {
         self.budget = budget;
     }
 
-    fn subscribe(&mut self) -> io::Result<Option<std::os::fd::RawFd>> {
+    fn subscribe(&mut self) -> io::Result<()> {
         if self.keyspace.is_none() {
             let flags = self.query(redis::cmd("CONFIG").arg("GET").arg("notify-keyspace-events"))?;
             let flags = match flags {
@@ -267,7 +267,11 @@ impl Substrate for RedisLease {
             let (value, _) = pair(self.eval(OBSERVE, &[])?)?;
             self.gone_already = text(&value).is_empty();
         }
-        Ok(self.keyspace.as_ref().map(Keyspace::fd))
+        Ok(())
+    }
+
+    fn subscribed(&self) -> Option<std::os::fd::RawFd> {
+        self.keyspace.as_ref().map(Keyspace::fd)
     }
 
     fn pushed(&mut self) -> io::Result<Pushed> {

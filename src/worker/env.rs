@@ -22,10 +22,7 @@ pub trait Env {
     /// lease server pushed something).
     fn wait_or_readable(&mut self, deadline_ns: i64, fd: RawFd) -> Wake {
         let _ = fd;
-        match self.wait_until(deadline_ns) {
-            Some(sig) => Wake::Signal(sig),
-            None => Wake::Deadline,
-        }
+        self.wait_until(deadline_ns).into()
     }
     /// Report an event that happened at `t_ns` (monotonic).
     fn emit_at(&mut self, t_ns: i64, event: EventKind, detail: Detail);
@@ -41,4 +38,11 @@ pub enum Wake {
     Deadline,
     /// The descriptor waited on became readable.
     Readable,
+}
+
+impl From<Option<Signal>> for Wake {
+    /// What `Env::wait_until` returned.
+    fn from(woke: Option<Signal>) -> Wake {
+        woke.map_or(Wake::Deadline, Wake::Signal)
+    }
 }

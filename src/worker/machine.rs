@@ -6,30 +6,19 @@
 
 use std::collections::BTreeSet;
 
-use nix::sys::signal::Signal;
-
 use super::env::{Env, Wake};
 use crate::model::Resource;
 use crate::model::clock::utc;
 use crate::model::expiry::ExpiryRule;
 use crate::model::history::{Detail, EventKind};
 use crate::model::worker_config::WorkerConfig;
-use crate::model::{Belief, Dur, JobStrategy, Mode, Unreadable, WatchBy};
+use crate::model::{Belief, Dur, Mode, Unreadable, WatchBy};
 use crate::substrate::lockfile::{Lease, ReadError};
-use crate::substrate::resource::{self, JobOutcome};
+use crate::substrate::resource;
 use crate::substrate::{Pushed, Renewal, Seen, Substrate};
 
 /// Consecutive failed renewals after which a leader steps down (the blog's 3).
 const MAX_RENEW_FAILURES: u32 = 3;
-
-/// What became of one attempt to run the epoch job.
-enum JobRun {
-    /// The store (or this worker) already had the epoch's result.
-    AlreadyDone,
-    Ran,
-    /// A shutdown signal arrived mid-job.
-    Interrupted(Signal),
-}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Role {
@@ -68,8 +57,6 @@ pub struct Worker<E: Env> {
     /// before its next wait: once per role change and per watch tick, so
     /// that a server that refuses is not asked in a loop.
     subscribe_due: bool,
-    /// The descriptor of the watcher's subscription, while it has one.
-    subscribed: Option<std::os::fd::RawFd>,
     /// The subscription was just made: look at it before waiting.
     new_subscription: bool,
 }
@@ -95,7 +82,6 @@ impl<E: Env> Worker<E> {
             op_start_ns: now,
             deadline_ns: None,
             subscribe_due: true,
-            subscribed: None,
             new_subscription: false,
         }
     }
@@ -259,11 +245,6 @@ impl<E: Env> Worker<E> {
         }
     }
 
-    /// How the epoch job is kept exactly-once (meaningless without a job).
-    fn job_strategy(&self) -> JobStrategy {
-        self.cfg.worker.epoch_job.map_or(JobStrategy::LeaseOnly, |j| j.strategy)
-    }
-
     fn interval(&self, role: Role) -> i64 {
         match role {
             Role::Leader { .. } => self.cfg.timing.renew.as_ns() as i64,
@@ -282,17 +263,17 @@ impl<E: Env> Worker<E> {
                 Role::Watcher => i64::MAX,
             };
             let until = next.min(boundary).min(deadline);
-            let pushed = match self.subscription(role) {
+            let woke = match self.subscription(role) {
                 // A new subscription may hold news already (a lease freed
                 // since the last look): read it before waiting.
-                Some(_) if std::mem::take(&mut self.new_subscription) => true,
-                Some(fd) => match self.env.wait_or_readable(until, fd) {
-                    Wake::Signal(_) => return self.shut_down(role),
-                    Wake::Readable => true,
-                    Wake::Deadline => false,
-                },
-                None if self.env.wait_until(until).is_some() => return self.shut_down(role),
-                None => false,
+                Some(_) if std::mem::take(&mut self.new_subscription) => Wake::Readable,
+                Some(fd) => self.env.wait_or_readable(until, fd),
+                None => self.env.wait_until(until).into(),
+            };
+            let pushed = match woke {
+                Wake::Signal(_) => return self.shut_down(role),
+                Wake::Readable => true,
+                Wake::Deadline => false,
             };
             if pushed {
                 // Told, not ticked: the tick grid stays where it is.
@@ -361,100 +342,6 @@ impl<E: Env> Worker<E> {
                 }
             }
         }
-    }
-
-    /// The epoch the worker is in now (0 before the first boundary).
-    fn epoch_now(&self) -> u64 {
-        match self.cfg.worker.epoch_job {
-            Some(j) => ((self.env.mono_ns() - self.origin_ns).max(0) as u64) / j.epoch.as_ns(),
-            None => 0,
-        }
-    }
-
-    /// At an epoch boundary: run the job if it is ours to run.
-    fn on_boundary(&mut self, role: Role) -> Option<Signal> {
-        let epoch = self.epoch_now();
-        let ours = match self.job_strategy() {
-            JobStrategy::Partitioned => epoch % self.cfg.workers.max(1) as u64 == self.index as u64,
-            _ => matches!(role, Role::Leader { .. }),
-        };
-        if !ours {
-            return None;
-        }
-        match self.run_job(epoch) {
-            JobRun::Interrupted(sig) => Some(sig),
-            JobRun::AlreadyDone | JobRun::Ran => None,
-        }
-    }
-
-    /// A leader's catch-up: the oldest epoch up to now whose job nobody ran
-    /// (the leader that should have died, or was paused past the boundary
-    /// and its late result refused). One job per tick, so that catching up
-    /// never costs the lease. Partitioned jobs have no leader to catch up.
-    fn catch_up(&mut self) -> Option<Signal> {
-        if self.cfg.worker.epoch_job.is_none() || self.job_strategy() == JobStrategy::Partitioned {
-            return None;
-        }
-        for epoch in 1..=self.epoch_now() {
-            if self.known_done.contains(&epoch) {
-                continue;
-            }
-            match self.run_job(epoch) {
-                JobRun::AlreadyDone => continue,
-                JobRun::Ran => return None,
-                JobRun::Interrupted(sig) => return Some(sig),
-            }
-        }
-        None
-    }
-
-    /// One run of the epoch's job: ask the store whether it is done (under
-    /// fencing, presenting the token), work for the job's duration (a pause
-    /// can land here), then store the result. The job does not look at the
-    /// lease again: that is the point.
-    fn run_job(&mut self, epoch: u64) -> JobRun {
-        let Some(dir) = self.cfg.resource_dir.clone() else { return JobRun::AlreadyDone };
-        let strategy = self.job_strategy();
-        let token = self.token.unwrap_or(0);
-        if epoch == 0 || self.known_done.contains(&epoch) || self.refused.contains(&(epoch, token)) {
-            return JobRun::AlreadyDone;
-        }
-        // A partitioned job runs on no lease: it has no token to carry.
-        let carried = (strategy != JobStrategy::Partitioned).then_some(token);
-        let detail = |error: Option<String>| Detail { epoch: Some(epoch), token: carried, error, ..Detail::default() };
-        match resource::begin_job(&dir, strategy, epoch, token) {
-            Ok(true) => {
-                self.known_done.insert(epoch);
-                return JobRun::AlreadyDone;
-            }
-            Ok(false) => {}
-            Err(e) => {
-                self.emit(EventKind::JobRejected, detail(Some(e.to_string())));
-                return JobRun::Ran;
-            }
-        }
-        self.emit(EventKind::JobStarted, detail(None));
-        self.log(&format!("[JOB] Running the job of epoch {epoch} with token {token}"));
-        if let Some(sig) =
-            self.env.wait_until(self.env.mono_ns() + self.cfg.worker.epoch_job.map_or(0, |j| j.duration.as_ns() as i64))
-        {
-            self.log(&format!("[JOB] Epoch {epoch} interrupted"));
-            return JobRun::Interrupted(sig);
-        }
-        let (kind, error) = match resource::commit_job(&dir, strategy, epoch, token, self.pid) {
-            Ok(JobOutcome::Applied) => (EventKind::JobApplied, None),
-            Ok(JobOutcome::Repeated) => (EventKind::JobRepeated, None),
-            Ok(JobOutcome::Rejected) => (EventKind::JobRejected, None),
-            Err(e) => (EventKind::JobRejected, Some(e.to_string())),
-        };
-        if kind == EventKind::JobRejected {
-            self.refused.insert((epoch, token));
-        } else {
-            self.known_done.insert(epoch);
-        }
-        self.emit(kind, detail(error));
-        self.log(&format!("[JOB] Epoch {epoch} stored: {}", kind.name()));
-        JobRun::Ran
     }
 
     fn renew(&mut self, failures: u32) -> Role {
@@ -544,24 +431,19 @@ impl<E: Env> Worker<E> {
             return None;
         }
         if matches!(role, Role::Leader { .. }) {
-            if self.subscribed.take().is_some() {
-                self.lease.unsubscribe();
-            }
+            self.lease.unsubscribe();
             return None;
         }
-        if self.subscribed.is_none() && std::mem::take(&mut self.subscribe_due) {
+        if self.lease.subscribed().is_none() && std::mem::take(&mut self.subscribe_due) {
             match self.lease.subscribe() {
-                Ok(fd) => {
-                    self.subscribed = fd;
-                    self.new_subscription = fd.is_some();
-                }
+                Ok(()) => self.new_subscription = self.lease.subscribed().is_some(),
                 Err(e) => {
                     self.emit(EventKind::Notified, Detail { error: Some(e.to_string()), ..Detail::default() });
                     self.log(&format!("[WATCHER] Could not subscribe to the lease ({e}), polling until the next tick"));
                 }
             }
         }
-        self.subscribed
+        self.lease.subscribed()
     }
 
     /// The server pushed something to a watcher: if it says the lease is
@@ -577,7 +459,6 @@ impl<E: Env> Worker<E> {
             Err(e) => {
                 self.emit(EventKind::Notified, Detail { error: Some(e.to_string()), ..Detail::default() });
                 self.log(&format!("[WATCHER] The subscription ended ({e}), polling until the next tick"));
-                self.subscribed = None;
                 Role::Watcher
             }
         }
@@ -638,6 +519,9 @@ impl<E: Env> Worker<E> {
         0
     }
 }
+
+#[path = "job.rs"]
+mod job;
 
 #[cfg(test)]
 #[path = "machine_tests.rs"]

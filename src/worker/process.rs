@@ -305,10 +305,7 @@ impl Env for ProcessEnv {
             if sfd < 0 {
                 // No signalfd: a wait without the descriptor still ends
                 // at a shutdown signal; the push waits for the next tick.
-                return match self.wait_until(deadline_ns) {
-                    Some(sig) => Wake::Signal(sig),
-                    None => Wake::Deadline,
-                };
+                return self.wait_until(deadline_ns).into();
             }
             // SAFETY: a descriptor just made and owned by nobody else.
             self.sigfd = Some(unsafe { OwnedFd::from_raw_fd(sfd) });

@@ -167,14 +167,18 @@ impl Substrate for EtcdLease {
         self.budget = budget;
     }
 
-    fn subscribe(&mut self) -> io::Result<Option<std::os::fd::RawFd>> {
+    fn subscribe(&mut self) -> io::Result<()> {
         if self.watch.is_none() {
             // From the first revision this worker has not seen (the key's
             // state at `revision` is what it last looked at).
             let from = if self.revision > 0 { self.revision + 1 } else { 0 };
             self.watch = Some(WatchStream::open(&self.gateway, &self.key, from, self.limit())?);
         }
-        Ok(self.watch.as_ref().map(WatchStream::fd))
+        Ok(())
+    }
+
+    fn subscribed(&self) -> Option<std::os::fd::RawFd> {
+        self.watch.as_ref().map(WatchStream::fd)
     }
 
     fn pushed(&mut self) -> io::Result<Pushed> {
