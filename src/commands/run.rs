@@ -152,12 +152,17 @@ fn servers_ready(exps: &[Experiment]) -> Result<(), Error> {
                 }
             } else if let Some(address) = s.address()
                 && checked.insert((
-                    format!("{} {:?}", crate::model::setting_name(&s.kind), unit.lease.lease),
+                    // What the check depends on: the lease's TTL (etcd), push (Redis).
+                    format!(
+                        "{} {:?} {:?}",
+                        crate::model::setting_name(&s.kind),
+                        unit.lease.lease,
+                        unit.worker.watch_by
+                    ),
                     address.clone(),
                 ))
             {
-                let push = unit.worker.watch_by == crate::model::WatchBy::Push;
-                crate::substrate::preflight(s.kind, &address, unit.lease.lease.as_std(), push)
+                crate::substrate::preflight(unit, &address)
                     .map_err(|e| Error::Missing { experiment: exp.source.clone(), problem: e.to_string() })?;
             }
         }

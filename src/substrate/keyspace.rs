@@ -24,9 +24,36 @@ pub fn frees(event: &str) -> bool {
     matches!(event, "del" | "expired" | "evicted")
 }
 
+/// Asks the server what it publishes.
+pub fn flags_query() -> redis::Cmd {
+    let mut cmd = redis::cmd("CONFIG");
+    cmd.arg("GET").arg("notify-keyspace-events");
+    cmd
+}
+
+/// Why a server that answered `flags_query` with `reply` cannot serve push
+/// watchers, if it cannot.
+pub fn refusal(reply: &redis::Value) -> Option<String> {
+    let text = |v: &redis::Value| match v {
+        redis::Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
+        redis::Value::SimpleString(s) => s.clone(),
+        _ => String::new(),
+    };
+    let flags = match reply {
+        redis::Value::Array(a) | redis::Value::Set(a) => a.get(1).map(text).unwrap_or_default(),
+        redis::Value::Map(m) => m.first().map(|(_, v)| text(v)).unwrap_or_default(),
+        _ => String::new(),
+    };
+    (!enabled(&flags)).then(|| {
+        format!(
+            "it publishes no deletions or expiries for push watchers (notify-keyspace-events {flags:?}; push needs Kgx)"
+        )
+    })
+}
+
 /// Does `flags` (the server's `notify-keyspace-events`) publish the events
 /// a push watcher needs?
-pub fn enabled(flags: &str) -> bool {
+fn enabled(flags: &str) -> bool {
     let all = flags.contains('A');
     flags.contains('K') && (all || (flags.contains('g') && flags.contains('x')))
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use super::lease::Substrate;
 use super::lockfile::LockFile;
 use super::{etcd, file, flock, postgres, redis};
-use crate::model::{Kind, Server};
+use crate::model::{Experiment, Kind, Server, WatchBy};
 
 /// Everything a worker needs to open its substrate.
 #[derive(Clone, Debug)]
@@ -66,9 +66,10 @@ pub fn forget(kind: Kind, address: &str, key: &str) {
     }
 }
 
-/// A lease server that does not answer, and what to start.
+/// A lease server that does not answer, or cannot serve the experiment, and
+/// what to start or set.
 #[derive(Debug, thiserror::Error)]
-#[error("{server} at {address} does not answer ({reason}): {advice}")]
+#[error("{server} at {address} is not ready ({reason}): {advice}")]
 pub struct Unanswered {
     pub server: &'static str,
     pub address: String,
@@ -76,11 +77,12 @@ pub struct Unanswered {
     pub advice: &'static str,
 }
 
-/// Before a run: is the server there, and ready for a `lease` (and, with
-/// `push`, does it publish what push watchers need)? The error says what
-/// to start or set if not.
-pub fn preflight(kind: Kind, address: &str, lease: Duration, push: bool) -> Result<(), Unanswered> {
-    match kind.server() {
+/// Before a run: is the server of `unit` there, and ready for its lease
+/// (and, for push watchers, does it publish what they need)? The error
+/// says what to start or set if not.
+pub fn preflight(unit: &Experiment, address: &str) -> Result<(), Unanswered> {
+    let push = unit.worker.watch_by == WatchBy::Push;
+    match unit.substrate.kind.server() {
         Some(Server::Redis) => {
             let ping = ::redis::Client::open(address)
                 .and_then(|c| c.get_connection_with_timeout(Duration::from_secs(2)))
@@ -89,17 +91,13 @@ pub fn preflight(kind: Kind, address: &str, lease: Duration, push: bool) -> Resu
                     if !push {
                         return Ok(None);
                     }
-                    let flags: Vec<String> =
-                        ::redis::cmd("CONFIG").arg("GET").arg("notify-keyspace-events").query(&mut conn)?;
-                    Ok(Some(flags.get(1).cloned().unwrap_or_default()))
+                    Ok(super::keyspace::refusal(&super::keyspace::flags_query().query(&mut conn)?))
                 });
             match ping {
-                Ok(Some(flags)) if !super::keyspace::enabled(&flags) => Err(Unanswered {
+                Ok(Some(why)) => Err(Unanswered {
                     server: "Redis",
                     address: address.into(),
-                    reason: format!(
-                        "it publishes no keyspace events for push watchers (notify-keyspace-events {flags:?})"
-                    ),
+                    reason: why,
                     advice: "`CONFIG SET notify-keyspace-events Kgx` on it, or use `managed: true`",
                 }),
                 Ok(_) => Ok(()),
@@ -119,13 +117,15 @@ pub fn preflight(kind: Kind, address: &str, lease: Duration, push: bool) -> Resu
             advice: "start it (`apt-get install postgresql`, `pg_ctlcluster 15 main start`) with a database \
                      `test` that trusts local connections, or set `substrate.address`",
         }),
-        Some(Server::Etcd) => etcd::preflight(address, etcd::ttl_seconds(lease)).map_err(|e| Unanswered {
-            server: "etcd",
-            address: address.into(),
-            reason: e.to_string(),
-            advice: "start it (`apt-get install etcd-server`; its JSON gateway is on the client port), \
+        Some(Server::Etcd) => {
+            etcd::preflight(address, etcd::ttl_seconds(unit.lease.lease.as_std())).map_err(|e| Unanswered {
+                server: "etcd",
+                address: address.into(),
+                reason: e.to_string(),
+                advice: "start it (`apt-get install etcd-server`; its JSON gateway is on the client port), \
                      or set `substrate.address`, or use `managed: true`",
-        }),
+            })
+        }
         None => Ok(()),
     }
 }

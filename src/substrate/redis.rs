@@ -250,16 +250,8 @@ impl Substrate for RedisLease {
 
     fn subscribe(&mut self) -> io::Result<()> {
         if self.keyspace.is_none() {
-            let flags = self.query(redis::cmd("CONFIG").arg("GET").arg("notify-keyspace-events"))?;
-            let flags = match flags {
-                Value::Array(a) | Value::Set(a) => a.get(1).map(text).unwrap_or_default(),
-                Value::Map(m) => m.first().map(|(_, v)| text(v)).unwrap_or_default(),
-                _ => String::new(),
-            };
-            if !keyspace::enabled(&flags) {
-                return Err(io::Error::other(format!(
-                    "redis publishes no deletions or expiries (notify-keyspace-events is {flags:?}; push needs Kgx)"
-                )));
+            if let Some(why) = keyspace::refusal(&self.query(&keyspace::flags_query())?) {
+                return Err(io::Error::other(format!("redis: {why}")));
             }
             self.keyspace = Some(Keyspace::subscribe(&self.address, &self.key, self.limit())?);
             // Freed between the last look and the subscription: no event

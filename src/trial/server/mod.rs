@@ -67,18 +67,24 @@ pub fn installed(server: Server) -> Result<(), String> {
 /// One running server: its process (for PostgreSQL the postmaster, whose
 /// children are found through /proc), its port, where it logs.
 pub struct ManagedServer {
-    server: Server,
     port: u16,
     log: PathBuf,
-    /// PostgreSQL's cluster: its binaries and data directory.
-    pg: Option<postgres::Cluster>,
-    /// etcd's data directory and peer port.
-    etcd: Option<etcd::Member>,
+    /// What the server keeps between its starts.
+    data: Data,
     child: Option<Child>,
     /// Its own cgroup where the harness has them: every process of the
     /// server in it, whatever sessions they make, frozen and killed whole,
     /// and by the guard should the harness die.
     group: TrialGroup,
+}
+
+/// What a server keeps between its starts: Redis nothing; PostgreSQL its
+/// cluster (binaries, data directory, user); etcd its data directory and
+/// peer port.
+enum Data {
+    Redis,
+    Postgres(postgres::Cluster),
+    Etcd(etcd::Member),
 }
 
 impl ManagedServer {
@@ -88,20 +94,28 @@ impl ManagedServer {
         // Let the kernel pick a free port; the small race until the server
         // binds it is acceptable on a test machine's loopback.
         let port = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map_err(ServerError::Port)?.port();
-        let pg = match (server, pg) {
-            (Server::Postgres, Some(install)) => Some(install.cluster(connections)?),
+        let data = match (server, pg) {
+            (Server::Postgres, Some(install)) => Data::Postgres(install.cluster(connections)?),
             (Server::Postgres, None) => return Err(ServerError::Setup("no PostgreSQL installation".into())),
-            (Server::Redis | Server::Etcd, _) => None,
+            (Server::Etcd, _) => Data::Etcd(etcd::Member::new()?),
+            (Server::Redis, _) => Data::Redis,
         };
-        let etcd = if server == Server::Etcd { Some(etcd::Member::new()?) } else { None };
         let group = TrialGroup::for_server();
-        let mut s = ManagedServer { server, port, log: log.to_path_buf(), pg, etcd, child: None, group };
+        let mut s = ManagedServer { port, log: log.to_path_buf(), data, child: None, group };
         s.spawn()?;
         Ok(s)
     }
 
+    fn server(&self) -> Server {
+        match self.data {
+            Data::Redis => Server::Redis,
+            Data::Postgres(_) => Server::Postgres,
+            Data::Etcd(_) => Server::Etcd,
+        }
+    }
+
     pub fn address(&self) -> String {
-        match self.server {
+        match self.server() {
             Server::Redis => format!("redis://127.0.0.1:{}/", self.port),
             Server::Postgres => format!("postgres://postgres@127.0.0.1:{}/postgres", self.port),
             Server::Etcd => format!("http://127.0.0.1:{}", self.port),
@@ -113,7 +127,7 @@ impl ManagedServer {
     }
 
     fn what(&self) -> &'static str {
-        match self.server {
+        match self.server() {
             Server::Redis => "redis-server",
             Server::Postgres => "postgres",
             Server::Etcd => "etcd",
@@ -121,7 +135,7 @@ impl ManagedServer {
     }
 
     fn spawn_error(&self, source: std::io::Error) -> ServerError {
-        let package = match self.server {
+        let package = match self.server() {
             Server::Redis => "redis-server",
             Server::Postgres => "postgresql",
             Server::Etcd => "etcd-server",
@@ -133,13 +147,16 @@ impl ManagedServer {
         let out =
             std::fs::File::options().create(true).append(true).open(&self.log).map_err(|e| self.spawn_error(e))?;
         let err = out.try_clone().map_err(|e| self.spawn_error(e))?;
-        let mut cmd = match (&self.pg, &self.etcd) {
-            (Some(cluster), _) => cluster.command(self.port),
-            (None, Some(member)) => member.command(self.port),
-            (None, None) => redis::command(self.port, self.log.parent().unwrap_or(Path::new("."))),
+        let mut cmd = match &self.data {
+            Data::Postgres(cluster) => cluster.command(self.port),
+            Data::Etcd(member) => member.command(self.port),
+            Data::Redis => redis::command(self.port, self.log.parent().unwrap_or(Path::new("."))),
         };
         cmd.stdin(Stdio::null()).stdout(Stdio::from(out)).stderr(Stdio::from(err));
-        let user = self.pg.as_ref().and_then(|c| c.user());
+        let user = match &self.data {
+            Data::Postgres(cluster) => cluster.user(),
+            _ => None,
+        };
         die_with_this_thread(&mut cmd, self.group.cgroup(), user).map_err(|e| self.spawn_error(e))?;
         let guard = super::spawn::SPAWN_LOCK.lock().unwrap_or_else(|p| p.into_inner());
         let spawned = cmd.spawn();
@@ -150,7 +167,7 @@ impl ManagedServer {
 
     fn wait_ready(&mut self) -> Result<(), ServerError> {
         // PostgreSQL may first replay its log after a restart (a crash).
-        let within = match self.server {
+        let within = match self.server() {
             Server::Redis => Duration::from_secs(5),
             Server::Postgres | Server::Etcd => Duration::from_secs(30),
         };
@@ -166,11 +183,9 @@ impl ManagedServer {
                     self.log.display()
                 )));
             }
-            let answered = match self.server {
+            let answered = match self.server() {
                 Server::Redis => redis::answers(&address),
-                Server::Postgres => {
-                    crate::substrate::preflight(crate::model::Kind::Postgres, &address, Duration::ZERO, false).is_ok()
-                }
+                Server::Postgres => crate::substrate::postgres::ensure_table(&address).is_ok(),
                 Server::Etcd => etcd::answers(&address),
             };
             if answered {
@@ -187,7 +202,7 @@ impl ManagedServer {
     fn processes(&self) -> Vec<Pid> {
         let Some(pid) = self.pid() else { return Vec::new() };
         let mut all = vec![pid];
-        if self.pg.is_some() {
+        if matches!(self.data, Data::Postgres(_)) {
             all.extend(children_of(pid));
         }
         all
