@@ -43,7 +43,7 @@ pub fn table(m: &Measured<'_>, rows: &[SummaryRow<'_>]) -> String {
     let mut t = points_table(
         &keys,
         &[
-            "gap median [p10–p90]",
+            "gap median [min–max]",
             "kill gap median [p10–p90]",
             "after the lease's end: median [max]",
             "its bound",

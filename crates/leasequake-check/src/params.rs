@@ -101,10 +101,11 @@ impl CheckParams {
                 Kind::Etcd => ETCD_EXPIRY_SLACK_US,
                 _ => 0,
             },
-            push: match &exp.program {
-                Some(_) => Push::Nothing,
-                None if exp.worker.watch_by == WatchBy::Push => exp.substrate.kind.push(),
-                None => Push::Nothing,
+            // A program watches its own way: nothing is known of its pushes.
+            push: if exp.program.is_none() && exp.worker.watch_by == WatchBy::Push {
+                exp.substrate.kind.push()
+            } else {
+                Push::Nothing
             },
             push_slack_us: if exp.substrate.kind == Kind::Redis { REDIS_EXPIRE_CYCLE_US } else { 0 },
         }
