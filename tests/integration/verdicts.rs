@@ -89,7 +89,7 @@ fn each_kind_of_suite_gets_its_own_table_without_empty_columns() {
     )
     .unwrap();
     std::fs::write(suite.join("plain.yaml"), "name: plain\nworkers: 2\nduration: 6s\n").unwrap();
-    let run = lab.run(&suite).scale(0.05).trials(2).output().expect_code(0);
+    let run = lab.run(&suite).scale(0.1).trials(2).output().expect_code(0);
     let readme = std::fs::read_to_string(run.out.join("README.md")).unwrap();
     assert!(!readme.contains("## The blog's claims"), "no experiment has the blog's claims:\n{readme}");
     for table in tables(&readme) {
