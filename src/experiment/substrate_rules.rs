@@ -15,7 +15,13 @@ pub(super) struct Uses<'a> {
     pub faults: &'a [RawFault],
     /// A sweep varies the substrate (it may reach a server from a file).
     pub swept: bool,
+    /// The workers are a program under test.
+    pub program: bool,
 }
+
+/// The most servers of a replicated service: each on a loopback address
+/// of its own, started and watched per trial.
+pub const MAX_MEMBERS: usize = 5;
 
 /// Where the problem is: at a key of the file, or at a place.
 pub(super) enum Problem {
@@ -37,6 +43,26 @@ pub(super) fn check(raw: &Uses<'_>) -> Result<(), Problem> {
             format!(
                 "managed: the {name} substrate has no server to run (redis, postgres, postgres-advisory and etcd have)"
             ),
+        ))
+    } else if s.members == 0 || s.members > MAX_MEMBERS {
+        Some(("members", format!("members: {} is not in 1..={MAX_MEMBERS}", s.members)))
+    } else if s.replicated() && !(s.managed && s.kind == Kind::Redis) {
+        Some((
+            "members",
+            format!(
+                "members: a replicated service is one the harness runs, so far Redis with Sentinel (`substrate: {{kind: redis, managed: true, members: {}}}`)",
+                s.members
+            ),
+        ))
+    } else if s.replicated() && raw.program {
+        Some((
+            "members",
+            "members: only the built-in worker finds the primary through Sentinel so far; a program is handed one address".to_string(),
+        ))
+    } else if s.replicated() && w.watch_by == WatchBy::Push {
+        Some((
+            "watch_by",
+            "watch_by: push is not yet followed across a failover; a replicated service is polled".to_string(),
         ))
     } else if s.managed && s.address.is_some() {
         Some(("address", "address: the harness chooses a managed server's address; remove it".to_string()))
@@ -66,6 +92,8 @@ pub(super) fn check(raw: &Uses<'_>) -> Result<(), Problem> {
         let loc = (f.action.referenced.line(), f.action.referenced.column());
         if a.is_lock() && !has_file {
             Some((loc, format!("{}: the {name} substrate has no lock file", a.name())))
+        } else if a.is_server() && s.replicated() {
+            Some((loc, format!("{}: a replicated service has several servers; cut one off with a network fault instead", a.name())))
         } else if a.is_server() && !s.managed {
             Some((
                 loc,

@@ -97,6 +97,7 @@ pub(super) fn eviction_rate(r: &SummaryRow<'_>) -> EvictionRate {
 /// total ms, longest ms) the evictions also report.
 pub(super) fn network_counts(n: &crate::check::Network, stale: (usize, f64, Option<f64>)) -> NetworkCounts {
     let storm = n.storm.as_ref();
+    let d = &n.double_grants;
     NetworkCounts {
         renew_failures: n.renew_failures,
         replies_lost: n.replies_lost,
@@ -116,6 +117,11 @@ pub(super) fn network_counts(n: &crate::check::Network, stale: (usize, f64, Opti
         steady_ops: storm.map_or(0, |s| s.baseline.count()),
         steady_p50_ms: storm.and_then(|s| s.baseline.p50()).map(us_to_ms),
         steady_p99_ms: storm.and_then(|s| s.baseline.p99()).map(us_to_ms),
+        double_grants: d.definite,
+        double_grant_ms: ms(d.definite_us),
+        double_grant_max_ms: (d.definite > 0).then(|| ms(d.definite_max_us)),
+        double_grants_across_members: d.across_members,
+        possible_double_grants: d.possible,
     }
 }
 

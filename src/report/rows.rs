@@ -200,6 +200,21 @@ pub struct NetworkCounts {
     pub steady_p50_ms: Option<f64>,
     #[serde(default)]
     pub steady_p99_ms: Option<f64>,
+    /// Grants of the lease to two workers at once (docs/metrics.md, "Double
+    /// grants"): definite ones (maximal intervals), their total and longest
+    /// time, how many came from two members of a replicated service, and
+    /// those a lost reply may have made. Absent from files written before
+    /// they were measured.
+    #[serde(default)]
+    pub double_grants: usize,
+    #[serde(default)]
+    pub double_grant_ms: f64,
+    #[serde(default)]
+    pub double_grant_max_ms: Option<f64>,
+    #[serde(default)]
+    pub double_grants_across_members: usize,
+    #[serde(default)]
+    pub possible_double_grants: usize,
 }
 
 /// writes.csv (experiments with a protected resource), after the trial;

@@ -113,6 +113,19 @@ pub fn render(exp: &Experiment, s: &Summary, dir: &Path) -> String {
             ms(n.orphaned_grant_max_us),
             n.possible_grants
         );
+        let d = &n.double_grants;
+        if d.definite + d.possible > 0 {
+            out += &format!(
+                "  double grants:  {} in {}/{} trials ({} in all, longest {}; {} across members), {} more possible\n",
+                d.definite,
+                d.trials,
+                s.n,
+                ms(d.definite_us),
+                ms(d.definite_max_us),
+                d.across_members,
+                d.possible
+            );
+        }
     }
     if s.no_leader_trials > 0 {
         out += &format!("  never led:      {}/{} trials\n", s.no_leader_trials, s.n);

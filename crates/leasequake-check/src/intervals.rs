@@ -487,6 +487,7 @@ mod tests {
         server_slack_us: 0,
         push: leasequake_model::settings::Push::Nothing,
         push_slack_us: 0,
+        replicated: false,
     };
 
     /// Seconds (as written in the blog) to µs.

@@ -5,6 +5,7 @@
 //! the wedge threshold). docs/metrics.md defines every metric.
 
 mod evictions;
+mod grants;
 mod intervals;
 mod jobs;
 mod latency;
@@ -18,6 +19,7 @@ mod storm;
 mod theory;
 mod writes;
 
+pub use grants::DoubleGrants;
 pub use intervals::check;
 pub use jobs::Jobs;
 pub use latency::Latency;

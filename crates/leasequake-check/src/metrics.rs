@@ -166,6 +166,8 @@ pub struct Network {
     /// Lost-reply requests the history cannot settle: sent while a lease
     /// was held, answered after it ran out.
     pub possible_grants: usize,
+    /// Grants of the lease to two workers at once (grants.rs).
+    pub double_grants: super::grants::DoubleGrants,
     /// Operation latencies after each heal beside the steady state before
     /// the first network fault (storm.rs); None without a network fault.
     pub storm: Option<Storm>,
@@ -184,6 +186,7 @@ impl std::ops::Add for Network {
             orphaned_grant_us: self.orphaned_grant_us + o.orphaned_grant_us,
             orphaned_grant_max_us: self.orphaned_grant_max_us.max(o.orphaned_grant_max_us),
             possible_grants: self.possible_grants + o.possible_grants,
+            double_grants: self.double_grants + o.double_grants,
             storm: match (self.storm, o.storm) {
                 (Some(a), Some(b)) => Some(a + b),
                 (a, b) => a.or(b),

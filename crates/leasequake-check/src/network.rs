@@ -30,6 +30,7 @@ struct Grant {
 
 pub(crate) fn network(events: &[Event], params: &CheckParams, spans: &Spans, end_us: Micros) -> Network {
     let mut out = Network {
+        double_grants: super::grants::double_grants(events, params, end_us),
         renew_failures: events.iter().filter(|e| e.kind == EventKind::RenewFailed).count(),
         replies_lost: events.iter().filter(|e| e.kind == EventKind::ReplyLost).count(),
         ..Network::default()
@@ -105,25 +106,31 @@ fn known_grants(events: &[Event], worker: usize, barrier_wall_us: Option<i64>, e
 
 /// When the lease an `acquired`/`renewed` wrote ends: its `lease_until` on
 /// the trial's axis, else its nominal expiry.
-fn grant_end(e: &Event, barrier_wall_us: Option<i64>) -> Option<Micros> {
+pub(crate) fn grant_end(e: &Event, barrier_wall_us: Option<i64>) -> Option<Micros> {
     match (e.detail.lease_until, barrier_wall_us) {
         (Some(until), Some(wall)) => Some((until * 1e6).round() as i64 - wall),
         _ => e.detail.expires_in_ms.map(|ms| e.t_us + (ms * 1000.0).round() as i64),
     }
 }
 
-/// The grants `worker` was not told of: requests that failed for it but
-/// whose reply was lost. (definite grants, how many were possible.)
-fn unknown_grants(
-    events: &[Event],
-    worker: usize,
-    params: &CheckParams,
-    known: &[Vec<Grant>],
-    cut: &dyn Fn(Grant) -> Grant,
-    end_us: Micros,
-) -> (Vec<Grant>, usize) {
+/// A request of one worker that failed for it but whose reply the proxy
+/// dropped: it reached the server.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct LostRequest {
+    pub sent_us: Micros,
+    /// When its reply was dropped.
+    pub reply_us: Micros,
+    /// A renewal (else an acquire or a takeover).
+    pub renewal: bool,
+}
+
+/// `worker`'s requests whose reply was lost, in order.
+pub(crate) fn lost_requests(events: &[Event], worker: usize) -> Vec<LostRequest> {
     let mine: Vec<&Event> = events.iter().filter(|e| e.worker == Some(worker)).collect();
     let lost: Vec<Micros> = mine.iter().filter(|e| e.kind == EventKind::ReplyLost).map(|e| e.t_us).collect();
+    if lost.is_empty() {
+        return Vec::new();
+    }
     // When each of the worker's requests was sent: a lost reply answers
     // the latest one sent before it (a delayed reply can come after its
     // request failed by timeout).
@@ -141,10 +148,10 @@ fn unknown_grants(
         let next = sent_at.iter().copied().find(|t| *t > sent).unwrap_or(Micros::MAX);
         lost.iter().copied().find(|t| *t >= sent && *t < next)
     };
-    let (mut out, mut possible) = (Vec::new(), 0);
+    let mut out = Vec::new();
     let mut renewing: Option<Micros> = None;
     for e in &mine {
-        let (sent, renewal) = match e.kind {
+        let (sent_us, renewal) = match e.kind {
             EventKind::Renewing => {
                 renewing = Some(e.t_us);
                 continue;
@@ -155,7 +162,25 @@ fn unknown_grants(
             }
             _ => continue,
         };
-        let Some(reply) = answers(sent) else { continue };
+        if let Some(reply_us) = answers(sent_us) {
+            out.push(LostRequest { sent_us, reply_us, renewal });
+        }
+    }
+    out
+}
+
+/// The grants `worker` was not told of: requests that failed for it but
+/// whose reply was lost. (definite grants, how many were possible.)
+fn unknown_grants(
+    events: &[Event],
+    worker: usize,
+    params: &CheckParams,
+    known: &[Vec<Grant>],
+    cut: &dyn Fn(Grant) -> Grant,
+    end_us: Micros,
+) -> (Vec<Grant>, usize) {
+    let (mut out, mut possible) = (Vec::new(), 0);
+    for LostRequest { sent_us: sent, reply_us: reply, renewal } in lost_requests(events, worker) {
         let covers = |g: &Grant, t: Micros| g.start_us <= t && t < g.end_us;
         let held_by = |w: usize, t: Micros| known[w].iter().any(|g| covers(&cut(*g), t));
         let took = if renewal {
@@ -188,7 +213,7 @@ fn unknown_grants(
 }
 
 /// Overlapping or touching intervals joined, in order.
-fn merge(mut v: Vec<(Micros, Micros)>) -> Vec<(Micros, Micros)> {
+pub(crate) fn merge(mut v: Vec<(Micros, Micros)>) -> Vec<(Micros, Micros)> {
     v.retain(|(a, b)| b > a);
     v.sort_unstable();
     let mut out: Vec<(Micros, Micros)> = Vec::new();

@@ -45,6 +45,10 @@ pub struct CheckParams {
     /// watcher may be told: Redis publishes `expired` when its expiry
     /// cycle samples the key (every 1/hz) unless a client touches it first.
     pub push_slack_us: Micros,
+    /// The lease service has several servers that may split: a request
+    /// whose reply was lost may then have been granted beside another
+    /// worker's grant (a single server grants one at a time).
+    pub replicated: bool,
 }
 
 impl CheckParams {
@@ -108,6 +112,7 @@ impl CheckParams {
                 Push::Nothing
             },
             push_slack_us: if exp.substrate.kind == Kind::Redis { REDIS_EXPIRE_CYCLE_US } else { 0 },
+            replicated: exp.substrate.replicated(),
         }
     }
 }
@@ -127,6 +132,7 @@ pub(crate) fn server_lease(lease_us: Micros, renew_us: Micros, watch_us: Micros)
         server_slack_us: 0,
         push: Push::Nothing,
         push_slack_us: 0,
+        replicated: false,
     }
 }
 
@@ -146,6 +152,7 @@ mod tests {
             server_slack_us: 0,
             push: Push::Nothing,
             push_slack_us: 0,
+            replicated: false,
         }
     }
 

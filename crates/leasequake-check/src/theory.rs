@@ -417,6 +417,7 @@ mod tests {
             server_slack_us: 0,
             push: leasequake_model::settings::Push::Nothing,
             push_slack_us: 0,
+            replicated: false,
         }
     }
 

@@ -188,6 +188,10 @@ pub struct Detail {
     /// (write time + lease). `lease_remainder` is measured against it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub expires_in_ms: Option<f64>,
+    /// The member of a replicated lease service that served the operation
+    /// (its index), where the substrate knows it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub member: Option<usize>,
     /// Fencing token, where the substrate provides one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub token: Option<u64>,

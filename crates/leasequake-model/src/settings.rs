@@ -306,11 +306,24 @@ pub struct SubstrateSettings {
     /// the proxy itself costs.
     #[serde(default)]
     pub proxy: bool,
+    /// Servers of a replicated lease service the harness runs (managed
+    /// only): Redis as a primary and `members − 1` replicas watched by
+    /// three Sentinels. 1: a single server.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub members: usize,
+}
+
+fn one() -> usize {
+    1
+}
+
+fn is_one(n: &usize) -> bool {
+    *n == 1
 }
 
 impl Default for SubstrateSettings {
     fn default() -> Self {
-        SubstrateSettings { kind: Kind::File, address: None, managed: false, proxy: false }
+        SubstrateSettings { kind: Kind::File, address: None, managed: false, proxy: false, members: 1 }
     }
 }
 
@@ -319,6 +332,11 @@ impl SubstrateSettings {
     /// sweep over substrates may reach one without a server).
     pub fn managed_server(&self) -> Option<Server> {
         self.kind.server().filter(|_| self.managed)
+    }
+
+    /// A lease service of several servers (docs/replicated.md).
+    pub fn replicated(&self) -> bool {
+        self.members > 1
     }
 
     /// The address workers use; None for a managed server, whose address
