@@ -14,7 +14,7 @@ mod address;
 mod relay;
 
 use std::io;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::sync::mpsc;
 use std::thread::JoinHandle;
@@ -67,10 +67,32 @@ struct Command {
     done: mpsc::SyncSender<i64>,
 }
 
-/// A running proxy: `links` listening ports on 127.0.0.1, all relaying to
-/// one upstream server. Dropping it closes every connection.
+/// A listening address of the proxy, where it relays to, and which link a
+/// connection accepted there belongs to (the unit a fault acts on).
+#[derive(Clone, Debug)]
+pub struct Door {
+    pub listen: SocketAddr,
+    pub upstream: SocketAddr,
+    pub route: Route,
+}
+
+/// Which link a door's connection belongs to.
+#[derive(Clone, Debug)]
+pub enum Route {
+    /// Every connection: a worker's own door to its server.
+    Link(usize),
+    /// By the address the connection comes from: one door before a member
+    /// of a replicated service that every other member dials, each member
+    /// from a loopback address of its own (Redis's `bind-source-addr`).
+    BySource { sources: Vec<(IpAddr, usize)>, otherwise: usize },
+}
+
+/// A running proxy: listening addresses (doors) relaying to their
+/// upstream servers, their connections grouped into links that faults act
+/// on. Dropping it closes every connection.
 pub struct Proxy {
     addrs: Vec<SocketAddr>,
+    links: usize,
     tx: Option<mpsc::Sender<Command>>,
     waker: Arc<mio::Waker>,
     thread: Option<JoinHandle<Vec<LinkStats>>>,
@@ -80,25 +102,33 @@ pub struct Proxy {
 const ACK_WITHIN: Duration = Duration::from_secs(2);
 
 impl Proxy {
-    /// Listen on `links` free loopback ports and relay to `upstream`.
-    /// `seed` draws which connections a partial fault (`toxicity`) hits and
-    /// each delayed chunk's jitter.
+    /// Listen on `links` free loopback ports and relay to `upstream`, a
+    /// link per port. `seed` draws which connections a partial fault
+    /// (`toxicity`) hits and each delayed chunk's jitter.
     pub fn start(upstream: SocketAddr, links: usize, seed: u64) -> io::Result<Proxy> {
-        let relay = relay::Relay::new(upstream, links, seed)?;
+        let any: SocketAddr = "127.0.0.1:0".parse().expect("a socket address");
+        let doors = (0..links).map(|i| Door { listen: any, upstream, route: Route::Link(i) }).collect();
+        Proxy::start_doors(doors, links, seed)
+    }
+
+    /// Listen at each door (port 0: a free one) and relay what it accepts
+    /// to its upstream, on `links` links.
+    pub fn start_doors(doors: Vec<Door>, links: usize, seed: u64) -> io::Result<Proxy> {
+        let relay = relay::Relay::new(doors, links, seed)?;
         let addrs = relay.addrs()?;
         let waker = relay.waker();
         let (tx, rx) = mpsc::channel();
         let thread = std::thread::Builder::new().name("proxy".into()).spawn(move || relay.run(rx))?;
-        Ok(Proxy { addrs, tx: Some(tx), waker, thread: Some(thread) })
+        Ok(Proxy { addrs, links, tx: Some(tx), waker, thread: Some(thread) })
     }
 
-    /// Link `i`'s listening address.
-    pub fn address(&self, link: usize) -> SocketAddr {
-        self.addrs[link]
+    /// Door `i`'s listening address (with `start`, link `i`'s).
+    pub fn address(&self, door: usize) -> SocketAddr {
+        self.addrs[door]
     }
 
     pub fn links(&self) -> usize {
-        self.addrs.len()
+        self.links
     }
 
     /// Apply a toxic to link `link`'s connections (each drawn with

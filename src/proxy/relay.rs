@@ -6,7 +6,7 @@
 
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
-use std::net::{Shutdown, SocketAddr};
+use std::net::{IpAddr, Shutdown, SocketAddr};
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::sync::mpsc::{self, TryRecvError};
@@ -17,11 +17,11 @@ use mio::{Events, Interest, Poll, Token, Waker};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::{Change, Command, Toxic};
+use super::{Change, Command, Door, Route, Toxic};
 use crate::model::clock::mono_ns;
 
 const WAKER: Token = Token(usize::MAX);
-/// Tokens below are listeners (one per link); from here on, connections:
+/// Tokens below are listeners (one per door); from here on, connections:
 /// `CONN + 2k` the worker's side of connection k, `CONN + 2k + 1` the server's.
 const CONN: usize = 1 << 24;
 /// Bytes held per direction before the relay stops reading that side
@@ -46,8 +46,14 @@ pub struct LinkStats {
     pub resets: u64,
 }
 
-struct Link {
+/// A listening address, and where what it accepts goes.
+struct Listener {
     listener: TcpListener,
+    upstream: SocketAddr,
+    route: Route,
+}
+
+struct Link {
     /// Toxics in force, with their toxicity, for connections accepted now.
     toxics: Vec<(Toxic, f64)>,
     stats: LinkStats,
@@ -104,6 +110,7 @@ impl Side {
 
 struct Conn {
     link: usize,
+    upstream: SocketAddr,
     client: Side,
     /// None while a partition defers the upstream connection.
     server: Option<Side>,
@@ -126,7 +133,7 @@ enum Outcome {
 pub(super) struct Relay {
     poll: Poll,
     waker: Arc<Waker>,
-    upstream: SocketAddr,
+    doors: Vec<Listener>,
     links: Vec<Link>,
     conns: Vec<Option<Conn>>,
     free: Vec<usize>,
@@ -134,19 +141,20 @@ pub(super) struct Relay {
 }
 
 impl Relay {
-    pub(super) fn new(upstream: SocketAddr, links: usize, seed: u64) -> io::Result<Relay> {
+    pub(super) fn new(doors: Vec<Door>, links: usize, seed: u64) -> io::Result<Relay> {
         let poll = Poll::new()?;
         let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
-        let mut all = Vec::with_capacity(links);
-        for i in 0..links {
-            let mut listener = TcpListener::bind("127.0.0.1:0".parse().expect("a socket address"))?;
+        let mut listeners = Vec::with_capacity(doors.len());
+        for (i, door) in doors.into_iter().enumerate() {
+            let mut listener = TcpListener::bind(door.listen)?;
             poll.registry().register(&mut listener, Token(i), Interest::READABLE)?;
-            all.push(Link { listener, toxics: Vec::new(), stats: LinkStats::default() });
+            listeners.push(Listener { listener, upstream: door.upstream, route: door.route });
         }
+        let all = (0..links).map(|_| Link { toxics: Vec::new(), stats: LinkStats::default() }).collect();
         Ok(Relay {
             poll,
             waker,
-            upstream,
+            doors: listeners,
             links: all,
             conns: Vec::new(),
             free: Vec::new(),
@@ -155,7 +163,7 @@ impl Relay {
     }
 
     pub(super) fn addrs(&self) -> io::Result<Vec<SocketAddr>> {
-        self.links.iter().map(|l| l.listener.local_addr()).collect()
+        self.doors.iter().map(|d| d.listener.local_addr()).collect()
     }
 
     pub(super) fn waker(&self) -> Arc<Waker> {
@@ -228,10 +236,10 @@ impl Relay {
         self.conns.iter().flatten().flat_map(|c| [c.up.next_due(), c.down.next_due()]).flatten().min()
     }
 
-    fn accept(&mut self, link: usize) {
+    fn accept(&mut self, door: usize) {
         loop {
-            let stream = match self.links[link].listener.accept() {
-                Ok((s, _)) => s,
+            let (stream, link) = match self.doors[door].listener.accept() {
+                Ok((s, from)) => (s, route(&self.doors[door].route, from.ip())),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 // Out of descriptors, say: the worker's connect stays in
@@ -241,6 +249,7 @@ impl Relay {
             self.links[link].stats.connections += 1;
             let mut conn = Conn {
                 link,
+                upstream: self.doors[door].upstream,
                 client: Side::new(stream),
                 server: None,
                 connected: false,
@@ -280,7 +289,7 @@ impl Relay {
     /// Open connection k's upstream half.
     fn connect(&mut self, k: usize) {
         let Some(c) = self.conns[k].as_mut() else { return };
-        match TcpStream::connect(self.upstream) {
+        match TcpStream::connect(c.upstream) {
             Ok(mut s) => {
                 if self.poll.registry().register(&mut s, Token(CONN + 2 * k + 1), rw()).is_err() {
                     return self.finish(k, Outcome::Reset);
@@ -357,6 +366,16 @@ impl Relay {
             let _ = self.poll.registry().deregister(&mut s.stream);
         }
         self.free.push(k);
+    }
+}
+
+/// The link a connection from `from` belongs to.
+fn route(route: &Route, from: IpAddr) -> usize {
+    match route {
+        Route::Link(link) => *link,
+        Route::BySource { sources, otherwise } => {
+            sources.iter().find(|(ip, _)| *ip == from).map_or(*otherwise, |(_, link)| *link)
+        }
     }
 }
 

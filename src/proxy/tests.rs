@@ -1,7 +1,7 @@
 //! The proxy against a real echo server on loopback.
 
 use std::io::{ErrorKind, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::{IpAddr, TcpListener, TcpStream};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -85,6 +85,40 @@ fn a_partition_is_silent_until_heal_then_delivers() {
     assert_eq!(&buf, b"b", "held bytes arrive after heal, like a retransmission");
     late.read_exact(&mut buf).unwrap();
     assert_eq!(&buf, b"c");
+}
+
+/// A connection to `to` from the loopback address `from`.
+fn client_from(from: &str, to: SocketAddr) -> TcpStream {
+    let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    let local: SocketAddr = format!("{from}:0").parse().unwrap();
+    sock.bind(&local.into()).unwrap();
+    sock.connect(&to.into()).unwrap();
+    let s: TcpStream = sock.into();
+    s.set_read_timeout(Some(Duration::from_millis(150))).unwrap();
+    s
+}
+
+#[test]
+fn a_door_routes_each_connection_to_the_link_of_the_address_it_comes_from() {
+    let (server, _) = echo();
+    let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+    let door = Door {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        upstream: server,
+        route: Route::BySource { sources: vec![(ip("127.0.0.12"), 0), (ip("127.0.0.13"), 1)], otherwise: 2 },
+    };
+    let proxy = Proxy::start_doors(vec![door], 3, 1).unwrap();
+    let at = proxy.address(0);
+    let (mut a, mut b, mut c) =
+        (client_from("127.0.0.12", at), client_from("127.0.0.13", at), client_from("127.0.0.1", at));
+    proxy.apply(1, Toxic::Partition, 1.0).unwrap();
+    assert_eq!(round_trip(&mut a, b"a").unwrap(), b"a");
+    assert!(silent(round_trip(&mut b, b"b").unwrap_err()), "the connection from .13 is on the cut link");
+    assert_eq!(round_trip(&mut c, b"c").unwrap(), b"c", "an unknown address is on the link for the rest");
+    proxy.heal(1).unwrap();
+    let mut buf = [0u8; 1];
+    b.read_exact(&mut buf).unwrap();
+    assert_eq!(&buf, b"b");
 }
 
 #[test]
