@@ -62,7 +62,7 @@ impl RawLen {
 
 #[derive(Clone, Deserialize)]
 #[serde(untagged)]
-pub(super) enum RawTarget {
+pub(crate) enum RawTarget {
     Index(i64),
     Name(String),
 }

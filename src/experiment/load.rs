@@ -688,7 +688,7 @@ fn build(path: &Path, text: &str, raw: RawExperiment, overrides: &Overrides) -> 
         time_scale: scale * applied,
         grace,
         jobs,
-        substrate: raw.substrate.clone(),
+        substrate: SubstrateSettings { failover_after: raw.substrate.failover_after.map(sc), ..raw.substrate.clone() },
         program,
         reference: raw.reference,
         points: Vec::new(),

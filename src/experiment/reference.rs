@@ -314,6 +314,20 @@ pub fn keys() -> Vec<Key> {
             "Put the harness's TCP proxy between each worker and the server even without network faults.",
         ),
         key(
+            "substrate.members",
+            Int(1),
+            "1",
+            "2",
+            "Servers of a replicated lease service the harness runs per trial (managed, so far Redis): a primary and `members − 1` replicas watched by three Sentinels, each on a loopback address of its own, every link through the proxy (docs/replicated.md).",
+        ),
+        key(
+            "substrate.failover_after",
+            Duration,
+            "a third of the lease, at least 100ms",
+            "3s",
+            "How long the Sentinels wait on a silent primary before they fail it over (`down-after-milliseconds`).",
+        ),
+        key(
             "program",
             Section,
             "",
@@ -511,7 +525,7 @@ fn type_text(ty: &Ty) -> String {
         Ty::Pair(inner) => format!("[{0}, {0}]", type_text(inner)),
         Ty::PauseLength => "duration or distribution".into(),
         Ty::Target => format!(
-            "{} or a worker index",
+            "{}, `member-K` or a worker index",
             crate::model::Target::NAMES.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
         ),
         Ty::ClockOffset => "signed duration, or a list of one per worker".into(),
@@ -550,6 +564,7 @@ fn schema_of(ty: &Ty, about: &str) -> Value {
         }
         Ty::Target => json!({"oneOf": [
             {"enum": crate::model::Target::NAMES},
+            {"type": "string", "pattern": "^member-[0-9]+$"},
             {"type": "integer", "minimum": 0},
         ]}),
         Ty::ClockOffset => {

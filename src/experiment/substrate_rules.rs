@@ -4,8 +4,8 @@
 //! server; a managed server only for a server substrate; server faults
 //! only against a managed server.
 
-use super::faults::RawFault;
-use crate::model::{InitialLock, Kind, Push, SubstrateSettings, WatchBy, WorkerSettings, setting_name};
+use super::faults::{RawFault, RawTarget};
+use crate::model::{InitialLock, Kind, Push, SubstrateSettings, Target, WatchBy, WorkerSettings, setting_name};
 
 /// The parts of an experiment file the rules read.
 pub(super) struct Uses<'a> {
@@ -54,6 +54,8 @@ pub(super) fn check(raw: &Uses<'_>) -> Result<(), Problem> {
                 s.members
             ),
         ))
+    } else if s.failover_after.is_some() && !s.replicated() {
+        Some(("failover_after", "failover_after: a single server is never failed over (members: 1)".to_string()))
     } else if s.replicated() && raw.program {
         Some((
             "members",
@@ -90,6 +92,29 @@ pub(super) fn check(raw: &Uses<'_>) -> Result<(), Problem> {
     let fault_problem = raw.faults.iter().find_map(|f| {
         let a = f.action.value;
         let loc = (f.action.referenced.line(), f.action.referenced.column());
+        // A part of a replicated service: only there, only cut off.
+        let service_part = f.target.as_ref().and_then(|t| match &t.value {
+            RawTarget::Name(n) => Target::from_name(n)
+                .filter(|t| matches!(t, Target::PrimarySide | Target::Member(_)))
+                .map(|target| (target, (t.referenced.line(), t.referenced.column()))),
+            RawTarget::Index(_) => None,
+        });
+        if let Some((target, at)) = service_part {
+            if !s.replicated() {
+                return Some((at, format!("target {target} is a part of a replicated service; this substrate has one server (members: 1)")));
+            }
+            if let Target::Member(k) = target
+                && k >= s.members
+            {
+                return Some((at, format!("target {target}: the service has members 0..{}", s.members - 1)));
+            }
+            if !a.is_network() {
+                return Some((at, format!("target {target} is cut off by a network fault (partition, …), not by {}", a.name())));
+            }
+            if f.after.is_some() && target != Target::PrimarySide {
+                return Some((at, format!("target {target} is no worker: it reports no event to fire `after`")));
+            }
+        }
         if a.is_lock() && !has_file {
             Some((loc, format!("{}: the {name} substrate has no lock file", a.name())))
         } else if a.is_server() && s.replicated() {

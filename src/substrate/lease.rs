@@ -62,6 +62,11 @@ pub trait Substrate {
     /// ends at a deadline must not sit in a request past it. Substrates
     /// without requests that can hang ignore it.
     fn set_budget(&mut self, _budget: Option<Duration>) {}
+
+    /// The member of a replicated service the last operation went to.
+    fn member(&self) -> Option<usize> {
+        None
+    }
     /// `watch_by: push`: subscribe to the lease's changes unless already
     /// subscribed (a substrate that pushes nothing does nothing).
     fn subscribe(&mut self) -> io::Result<()> {

@@ -20,6 +20,8 @@ pub struct Open<'a> {
     pub rule: crate::model::expiry::ExpiryRule,
     pub fencing_tokens: bool,
     pub address: Option<&'a str>,
+    /// A replicated service, found through its Sentinels, instead.
+    pub service: Option<&'a crate::model::ServiceView>,
     /// The lease's name on a server (unique per trial).
     pub key: &'a str,
     pub lease: Duration,
@@ -35,7 +37,11 @@ pub fn open(o: &Open<'_>, lock: LockFile) -> io::Result<Box<dyn Substrate>> {
         Kind::File => Box::new(file::FileLease::new(lock, o.rule, o.fencing_tokens)),
         Kind::Flock => Box::new(flock::FlockLease::new(o.lock, o.fencing_tokens)),
         Kind::Redis => {
-            Box::new(redis::RedisLease::connect(&address(Server::Redis), o.key, o.lease, o.request_timeout)?)
+            let mut lease = redis::RedisLease::connect(&address(Server::Redis), o.key, o.lease, o.request_timeout)?;
+            if let Some(service) = o.service {
+                lease.through_sentinels(service.clone());
+            }
+            Box::new(lease)
         }
         Kind::Postgres => {
             Box::new(postgres::PgLease::connect(&address(Server::Postgres), o.key, o.lease, o.request_timeout, false)?)

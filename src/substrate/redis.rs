@@ -19,6 +19,8 @@ use std::time::{Duration, Instant};
 
 use redis::{Client, Connection, IntoConnectionInfo, Value};
 
+use crate::model::ServiceView;
+
 use super::keyspace::{self, Keyspace};
 use super::lease::{Pushed, Renewal, Seen, Substrate};
 use super::lockfile::{Lease, ReadError};
@@ -72,6 +74,11 @@ pub struct RedisLease {
     /// Found before the first event: the lease was gone by the time the
     /// subscription began.
     gone_already: bool,
+    /// A replicated service: the primary is asked of its Sentinels at
+    /// every new connection, as a Sentinel-aware client does.
+    service: Option<ServiceView>,
+    /// The member the connection is to.
+    member: Option<usize>,
 }
 
 fn err(e: redis::RedisError) -> io::Error {
@@ -89,12 +96,7 @@ fn parse(value: &str) -> Option<(i64, u64)> {
 
 impl RedisLease {
     pub fn connect(address: &str, key: &str, ttl: Duration, timeout: Option<Duration>) -> io::Result<RedisLease> {
-        // No `CLIENT SETINFO` after connecting: the client waits a whole
-        // timeout for each of its replies, so a link that loses replies
-        // would hold a request for several timeouts.
-        let info = address.into_connection_info().map_err(err)?;
-        let settings = info.redis_settings().clone().set_skip_set_lib_name();
-        let client = Client::open(info.set_redis_settings(settings)).map_err(err)?;
+        let client = client(address).map_err(err)?;
         let timeout = timeout.unwrap_or((ttl / 3).max(Duration::from_millis(20))).max(Duration::from_millis(1));
         Ok(RedisLease {
             client,
@@ -108,7 +110,47 @@ impl RedisLease {
             address: address.to_string(),
             keyspace: None,
             gone_already: false,
+            service: None,
+            member: None,
         })
+    }
+
+    /// Find the primary through `service`'s Sentinels instead of the
+    /// address given.
+    pub fn through_sentinels(&mut self, service: ServiceView) {
+        self.service = Some(service);
+    }
+
+    /// Ask the Sentinels, in order, where the primary is, and point the
+    /// client at that member; each Sentinel gets an equal share of what is
+    /// left of `limit`, so that one cut off does not take it all.
+    fn discover(&mut self, limit: Duration) -> redis::RedisResult<()> {
+        let Some(service) = &self.service else { return Ok(()) };
+        let start = Instant::now();
+        let mut last = None;
+        for (i, sentinel) in service.sentinels.iter().enumerate() {
+            let left = limit.saturating_sub(start.elapsed()) / (service.sentinels.len() - i) as u32;
+            if left.is_zero() {
+                break;
+            }
+            match ask_primary(sentinel, &service.name, left) {
+                Ok(Some(announced)) => {
+                    let Some(m) = service.members.iter().position(|(a, _)| *a == announced) else {
+                        return Err(redis::RedisError::from(io::Error::other(format!(
+                            "Sentinel names a primary {announced} that is no member of the service"
+                        ))));
+                    };
+                    self.client = client(&service.members[m].1)?;
+                    self.member = Some(m);
+                    return Ok(());
+                }
+                Ok(None) => last = Some(io::Error::other(format!("Sentinel knows no primary {:?}", service.name))),
+                Err(e) => last = Some(io::Error::other(format!("Sentinel {sentinel}: {e}"))),
+            }
+        }
+        Err(redis::RedisError::from(
+            last.unwrap_or_else(|| io::Error::new(io::ErrorKind::TimedOut, "no Sentinel answered in time")),
+        ))
     }
 
     /// Run a script; drop the connection on any error so the next call
@@ -145,7 +187,12 @@ impl RedisLease {
             return Err(timed_out());
         }
         if self.conn.is_none() {
-            self.conn = Some(self.client.get_connection_with_timeout(limit)?);
+            self.discover(limit)?;
+            let left = limit.saturating_sub(start.elapsed());
+            if left.is_zero() {
+                return Err(timed_out());
+            }
+            self.conn = Some(self.client.get_connection_with_timeout(left)?);
         }
         let left = limit.saturating_sub(start.elapsed());
         if left.is_zero() {
@@ -169,6 +216,25 @@ impl RedisLease {
     fn ttl_ms(&self) -> String {
         self.ttl.as_millis().max(1).to_string()
     }
+}
+
+/// A client for `address`. No `CLIENT SETINFO` after connecting: the
+/// client waits a whole timeout for each of its replies, so a link that
+/// loses replies would hold a request for several timeouts.
+fn client(address: &str) -> redis::RedisResult<Client> {
+    let info = address.into_connection_info()?;
+    let settings = info.redis_settings().clone().set_skip_set_lib_name();
+    Client::open(info.set_redis_settings(settings))
+}
+
+/// `host:port` of the primary a Sentinel at `sentinel` knows as `name`.
+fn ask_primary(sentinel: &str, name: &str, within: Duration) -> redis::RedisResult<Option<String>> {
+    let mut conn = client(sentinel)?.get_connection_with_timeout(within)?;
+    conn.set_read_timeout(Some(within))?;
+    conn.set_write_timeout(Some(within))?;
+    let reply: Option<(String, String)> =
+        redis::cmd("SENTINEL").arg("get-master-addr-by-name").arg(name).query(&mut conn)?;
+    Ok(reply.map(|(host, port)| format!("{host}:{port}")))
 }
 
 fn text(v: &Value) -> String {
@@ -246,6 +312,10 @@ impl Substrate for RedisLease {
 
     fn set_budget(&mut self, budget: Option<Duration>) {
         self.budget = budget;
+    }
+
+    fn member(&self) -> Option<usize> {
+        self.member
     }
 
     fn subscribe(&mut self) -> io::Result<()> {

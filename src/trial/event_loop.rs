@@ -60,6 +60,8 @@ pub struct Hit<'a> {
     pub(super) server: Option<&'a mut server::ManagedServer>,
     /// The workers' links to the server, for network faults.
     pub(super) proxy: Option<&'a crate::proxy::Proxy>,
+    /// A replicated service's links, for network faults instead.
+    pub(super) service: Option<&'a server::ReplicatedRedis>,
 }
 
 /// The state of the trial loop.
@@ -227,7 +229,7 @@ impl Run {
         // 3. Faults until the end.
         let end = t0 + exp.duration.as_ns() as i64;
         let rng = ChaCha8Rng::seed_from_u64(seed);
-        let mut nemesis = Nemesis::new(exp, t0, rng, hit.lock, hit.server, hit.proxy);
+        let mut nemesis = Nemesis::new(exp, t0, rng, hit.lock, hit.server, (hit.proxy, hit.service));
         loop {
             if stop.load(Ordering::SeqCst) {
                 return Err(TrialError::Interrupted);

@@ -8,7 +8,7 @@ use nix::sys::signal::Signal;
 use rand_chacha::ChaCha8Rng;
 
 use super::schedule::{Live, Order, Schedule};
-use super::server::ManagedServer;
+use super::server::{ManagedServer, ReplicatedRedis};
 use super::spawn::WorkerProc;
 use crate::model::clock::{mono_ns, wall_ns};
 use crate::model::expiry::ExpiryRule;
@@ -41,6 +41,11 @@ pub struct Nemesis<'s> {
     server: Option<&'s mut ManagedServer>,
     /// The workers' links to their server, for network faults.
     proxy: Option<&'s Proxy>,
+    /// A replicated service's links, for network faults instead.
+    service: Option<&'s ReplicatedRedis>,
+    /// The nodes each network fault cut off, by fault: its heal mends
+    /// those links, whatever the primary is by then.
+    sides: std::collections::HashMap<usize, Vec<usize>>,
     /// Where each worker's clock jumps are written (`skew`), and their
     /// totals so far (ns).
     clock_dir: std::path::PathBuf,
@@ -57,7 +62,7 @@ impl<'s> Nemesis<'s> {
         rng: ChaCha8Rng,
         lock: &Path,
         server: Option<&'s mut ManagedServer>,
-        proxy: Option<&'s Proxy>,
+        (proxy, service): (Option<&'s Proxy>, Option<&'s ReplicatedRedis>),
     ) -> Nemesis<'s> {
         Nemesis {
             schedule: Schedule::new(&exp.faults, t0, rng),
@@ -65,6 +70,8 @@ impl<'s> Nemesis<'s> {
             lock: lock.to_path_buf(),
             server,
             proxy,
+            service,
+            sides: std::collections::HashMap::new(),
             clock_dir: clock_dir(lock),
             jumps: vec![0; exp.workers],
             program_offsets: super::clock::moves_program_clock(exp)
@@ -144,7 +151,7 @@ impl<'s> Nemesis<'s> {
                 ..base(o.action.name())
             }];
         }
-        let targets = match o.workers {
+        let targets = match o.workers.clone() {
             Ok(t) => t,
             Err(error) => return vec![Delivery { actual_ns: mono_ns(), error: Some(error), ..base(o.action.name()) }],
         };
@@ -167,6 +174,11 @@ impl<'s> Nemesis<'s> {
                     }
                 })
                 .collect();
+        }
+        if o.action.is_network()
+            && let Some(service) = self.service
+        {
+            return self.cut_off(service, &o, &targets, procs, base);
         }
         if o.action.is_network() {
             let net = o.net.unwrap_or_default();
@@ -215,6 +227,56 @@ impl<'s> Nemesis<'s> {
             });
         }
         out
+    }
+
+    /// A network fault on a replicated service: the side it names (the
+    /// workers targeted, and the primary or a member) is cut off from the
+    /// rest, every link between them faulted at once; its heal mends the
+    /// same links. A row per node of the side.
+    fn cut_off(
+        &mut self,
+        service: &ReplicatedRedis,
+        o: &Order,
+        targets: &[usize],
+        procs: &[WorkerProc],
+        base: impl Fn(&'static str) -> Delivery,
+    ) -> Vec<Delivery> {
+        use crate::model::Target;
+        let net = o.net.unwrap_or_default();
+        let toxic = Toxic::of(o.action, &net);
+        let side = match (toxic, self.sides.remove(&o.fault)) {
+            (None, Some(side)) => side,
+            _ => {
+                let mut side = targets.to_vec();
+                match o.target {
+                    Target::PrimarySide => side.push(service.member_node(service.primary())),
+                    Target::Member(k) => side.push(service.member_node(k)),
+                    _ => {}
+                }
+                side
+            }
+        };
+        let done = match toxic {
+            Some(t) => service.apply(&side, t, net.toxicity),
+            None => service.heal(&side),
+        };
+        if toxic.is_some() {
+            self.sides.insert(o.fault, side.clone());
+        }
+        let (actual_ns, error) = match done {
+            Ok(at) => (at, None),
+            Err(e) => (mono_ns(), Some(e.to_string())),
+        };
+        side.iter()
+            .map(|&n| {
+                let (worker, pid) = if n < procs.len() {
+                    (Some(n), Some(procs[n].pid.as_raw()))
+                } else {
+                    (None, service.member_pid(n - procs.len()))
+                };
+                Delivery { worker, pid, actual_ns, error: error.clone(), ..base(o.action.name()) }
+            })
+            .collect()
     }
 
     /// server-pause (a stop now, a cont later), server-kill, server-restart.

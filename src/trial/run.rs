@@ -59,6 +59,8 @@ pub fn run_trial(
 
     let (tx, rx) = mpsc::sync_channel(EVENT_BACKLOG);
     let mut server = servers.for_trial(exp, dir)?;
+    // A replicated service is each trial's own: a failover changes it.
+    let service = if exp.substrate.replicated() { Some(server::ReplicatedRedis::start(exp, dir, seed)?) } else { None };
     let address = server.address().or_else(|| exp.substrate.address());
     if server.shared()
         && let Some(address) = &address
@@ -80,6 +82,7 @@ pub fn run_trial(
                 .collect::<Result<_, _>>()?,
             _ => Vec::new(),
         },
+        services: service.as_ref().map(|s| s.views()).unwrap_or_default(),
     };
     let values = |i: usize| placeholder_values(exp, i, dir, &lock, addresses.of(i));
     let args = if exp.program.is_none() {
@@ -138,7 +141,7 @@ pub fn run_trial(
         // comes at the release).
         run.ready = exp.workers;
     }
-    let hit = Hit { lock: &lock, server: server.own(), proxy: proxy.as_ref() };
+    let hit = Hit { lock: &lock, server: server.own(), proxy: proxy.as_ref(), service: service.as_ref() };
     let outcome = run.drive(exp, seed, &workers, barrier, stop, hit);
     // Undo every fault still in force before the clean-up, so that the
     // workers' releases are not stuck behind the experiment's own faults:
@@ -154,6 +157,9 @@ pub fn run_trial(
             let _ = p.heal(link);
         }
     }
+    if let Some(s) = &service {
+        s.heal_all();
+    }
     let cleaned = run.clean_up(exp, &mut workers, group);
     if let Some(c) = &clocks {
         c.remove_shim();
@@ -163,6 +169,14 @@ pub fn run_trial(
         for (i, link) in p.stop().into_iter().enumerate() {
             let pid = workers.procs.get(i).map(|w| w.pid.as_raw());
             for t_ns in link.reply_losses {
+                run.raw.push(RawEvent::harness(t_ns, Some(i), pid, EventKind::ReplyLost, Detail::default()));
+            }
+        }
+    }
+    if let Some(s) = service {
+        for (i, losses) in s.stop().into_iter().enumerate() {
+            let pid = workers.procs.get(i).map(|w| w.pid.as_raw());
+            for t_ns in losses {
                 run.raw.push(RawEvent::harness(t_ns, Some(i), pid, EventKind::ReplyLost, Detail::default()));
             }
         }

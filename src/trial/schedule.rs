@@ -176,12 +176,12 @@ impl Schedule {
                 continue;
             }
             let matches = match p.target {
-                Target::Leader => live.leaders.contains(&worker),
+                Target::Leader | Target::PrimarySide => live.leaders.contains(&worker),
                 Target::Watcher => !live.leaders.contains(&worker),
                 Target::Worker(i) => i == worker,
                 Target::AllButLeader => live.leaders.last() != Some(&worker),
                 Target::All | Target::Any => true,
-                Target::Lock | Target::Server => false,
+                Target::Lock | Target::Server | Target::Member(_) => false,
             };
             if matches {
                 p.when = When::At(t_ns + after.delay.as_ns() as i64);
@@ -345,6 +345,12 @@ impl Schedule {
                 let rest: Vec<usize> = (0..live.alive.len()).filter(|w| alive(w) && Some(w) != leader).collect();
                 if rest.is_empty() { Err("no live worker but the leader".to_string()) } else { Ok(rest) }
             }
+            // The primary's side is its primary and the leader, if there
+            // is one; a member is no worker (the nemesis adds the members).
+            Target::PrimarySide => {
+                Ok(live.leaders.iter().rev().find(|w| alive(w)).map(|w| vec![*w]).unwrap_or_default())
+            }
+            Target::Member(_) => Ok(Vec::new()),
             Target::Worker(i) if live.alive[i] => Ok(vec![i]),
             Target::Worker(i) => Err(format!("worker {i} is not running")),
             Target::Lock | Target::Server => unreachable!("lock and server targets are their actions'"),

@@ -16,6 +16,8 @@ pub struct Addresses {
     pub server: Option<String>,
     /// By worker index (empty without a proxy).
     pub links: Vec<String>,
+    /// By worker index, a replicated service (empty without one).
+    pub services: Vec<crate::model::ServiceView>,
 }
 
 impl Addresses {
@@ -49,6 +51,7 @@ fn worker_config(exp: &Experiment, lock: &Path, address: &Addresses, seed: u64) 
         substrate: exp.substrate.kind,
         address: address.server.clone(),
         addresses: address.links.clone(),
+        services: address.services.clone(),
         lease_key: None,
         resource_dir: needs_store.then(|| lock.with_file_name("resource")),
         workers: exp.workers,

@@ -164,6 +164,7 @@ impl<E: Env> Worker<E> {
             // the checker then does not split gaps into lease + detection.
             expires_in_ms: self.cfg.substrate.expires().then(|| self.cfg.timing.lease.as_ms_f64()),
             token: lease.token,
+            member: self.lease.member(),
             ..Detail::default()
         }
     }

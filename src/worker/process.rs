@@ -139,6 +139,7 @@ pub fn run(args: WorkerArgs) -> i32 {
         rule,
         fencing_tokens: cfg.worker.fencing_tokens,
         address: cfg.address_of(args.index),
+        service: cfg.service_of(args.index),
         request_timeout: cfg.worker.request_timeout.map(|d| d.as_std()),
         key: &key,
         lease: cfg.timing.lease.as_std(),

@@ -22,6 +22,7 @@ mod programs;
 mod push;
 mod races;
 mod recheck;
+mod replicated;
 mod report;
 mod signals;
 mod substrates;

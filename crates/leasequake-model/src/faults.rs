@@ -27,14 +27,26 @@ pub enum Target {
     AllButLeader,
     /// Worker by index.
     Worker(usize),
+    /// A replicated service's primary (as it is at the fault) and the
+    /// worker that believes it leads: a partition cuts them off from the
+    /// rest of the service and the other workers (network faults).
+    PrimarySide,
+    /// A member of a replicated service by index, 0 the first primary:
+    /// a partition cuts it off from everything else (network faults).
+    Member(usize),
 }
 
 impl Target {
-    /// Every target written by name (a worker is written by its index).
-    pub const NAMES: [&'static str; 7] = ["leader", "watcher", "all", "all-but-leader", "any", "lock", "server"];
+    /// Every target written by name (a worker is written by its index, a
+    /// member as `member-K`).
+    pub const NAMES: [&'static str; 8] =
+        ["leader", "watcher", "all", "all-but-leader", "any", "lock", "server", "primary-side"];
 
-    /// The target of a name in `NAMES`.
+    /// The target of a name in `NAMES`, or `member-K`.
     pub fn from_name(name: &str) -> Option<Target> {
+        if let Some(k) = name.strip_prefix("member-") {
+            return k.parse().ok().map(Target::Member);
+        }
         Some(match name {
             "leader" => Target::Leader,
             "watcher" => Target::Watcher,
@@ -43,6 +55,7 @@ impl Target {
             "any" => Target::Any,
             "lock" => Target::Lock,
             "server" => Target::Server,
+            "primary-side" => Target::PrimarySide,
             _ => return None,
         })
     }
@@ -59,6 +72,8 @@ impl std::fmt::Display for Target {
             Target::Server => write!(f, "server"),
             Target::AllButLeader => write!(f, "all-but-leader"),
             Target::Worker(i) => write!(f, "{i}"),
+            Target::PrimarySide => write!(f, "primary-side"),
+            Target::Member(k) => write!(f, "member-{k}"),
         }
     }
 }
@@ -311,6 +326,8 @@ mod tests {
             assert_eq!(Target::from_name(name).map(|t| t.to_string()).as_deref(), Some(name));
         }
         assert_eq!(Target::from_name("3"), None);
+        assert_eq!(Target::from_name("member-2"), Some(Target::Member(2)));
+        assert_eq!(Target::Member(2).to_string(), "member-2");
     }
 
     #[test]

@@ -22,3 +22,4 @@ pub use settings::{
     LeaseSettings, Mode, PerWorker, Push, Resource, Server, StartMode, SubstrateSettings, Unreadable, WatchBy,
     WorkerSettings, setting_name,
 };
+pub use worker_config::ServiceView;

@@ -311,6 +311,11 @@ pub struct SubstrateSettings {
     /// three Sentinels. 1: a single server.
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub members: usize,
+    /// How long a replicated service's watchers (Sentinel's
+    /// `down-after-milliseconds`) wait on a silent primary before they
+    /// fail it over; default a third of the lease, at least 100 ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failover_after: Option<Dur>,
 }
 
 fn one() -> usize {
@@ -323,7 +328,14 @@ fn is_one(n: &usize) -> bool {
 
 impl Default for SubstrateSettings {
     fn default() -> Self {
-        SubstrateSettings { kind: Kind::File, address: None, managed: false, proxy: false, members: 1 }
+        SubstrateSettings {
+            kind: Kind::File,
+            address: None,
+            managed: false,
+            proxy: false,
+            members: 1,
+            failover_after: None,
+        }
     }
 }
 

@@ -25,6 +25,9 @@ pub struct WorkerConfig {
     /// Per worker (by index), the address that replaces `address`: its own
     /// link through the harness's proxy.
     pub addresses: Vec<String>,
+    /// Per worker (by index), the replicated service it reaches instead of
+    /// one server (`substrate.members` > 1).
+    pub services: Vec<ServiceView>,
     /// The lease's name on a server (default: the lock path).
     pub lease_key: Option<String>,
     /// Directory of the protected resource and the epoch job's store.
@@ -51,6 +54,7 @@ impl Default for WorkerConfig {
             substrate: Kind::File,
             address: None,
             addresses: Vec::new(),
+            services: Vec::new(),
             lease_key: None,
             resource_dir: None,
             workers: 1,
@@ -59,6 +63,21 @@ impl Default for WorkerConfig {
             clock_dir: None,
         }
     }
+}
+
+/// A replicated lease service as one worker reaches it: Sentinels to ask
+/// where the primary is, and each member's address as the service
+/// announces it beside the address this worker reaches it at (its own link
+/// through the harness's proxy).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServiceView {
+    /// The name the Sentinels know the primary by.
+    pub name: String,
+    /// `redis://…` of each Sentinel.
+    pub sentinels: Vec<String>,
+    /// (announced `host:port`, `redis://…` to reach it) per member.
+    pub members: Vec<(String, String)>,
 }
 
 impl WorkerConfig {
@@ -102,6 +121,11 @@ impl WorkerConfig {
     /// The server address worker `index` uses.
     pub fn address_of(&self, index: usize) -> Option<&str> {
         self.addresses.get(index).or(self.address.as_ref()).map(String::as_str)
+    }
+
+    /// The replicated service worker `index` reaches, if there is one.
+    pub fn service_of(&self, index: usize) -> Option<&ServiceView> {
+        self.services.get(index)
     }
 
     /// Worker `index`'s wall-clock offset.

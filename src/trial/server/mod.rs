@@ -15,8 +15,9 @@ mod etcd;
 mod pool;
 mod postgres;
 mod redis;
+mod replicated;
 
-use std::net::TcpListener;
+use std::net::{Ipv4Addr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -26,6 +27,7 @@ use nix::unistd::Pid;
 
 pub use pool::{Servers, TrialServer};
 pub use postgres::PgInstall;
+pub use replicated::ReplicatedRedis;
 
 use super::contain::TrialGroup;
 use crate::model::Server;
@@ -67,6 +69,9 @@ pub fn installed(server: Server) -> Result<(), String> {
 /// One running server: its process (for PostgreSQL the postmaster, whose
 /// children are found through /proc), its port, where it logs.
 pub struct ManagedServer {
+    /// Its loopback address (127.0.0.1, or one of its own for a member of
+    /// a replicated service).
+    ip: Ipv4Addr,
     port: u16,
     log: PathBuf,
     /// What the server keeps between its starts.
@@ -78,11 +83,11 @@ pub struct ManagedServer {
     group: TrialGroup,
 }
 
-/// What a server keeps between its starts: Redis nothing; PostgreSQL its
-/// cluster (binaries, data directory, user); etcd its data directory and
-/// peer port.
+/// What a server keeps between its starts: Redis its part in a replicated
+/// service, if it has one; PostgreSQL its cluster (binaries, data
+/// directory, user); etcd its data directory and peer port.
 enum Data {
-    Redis,
+    Redis(redis::Setup),
     Postgres(postgres::Cluster),
     Etcd(etcd::Member),
 }
@@ -98,17 +103,25 @@ impl ManagedServer {
             (Server::Postgres, Some(install)) => Data::Postgres(install.cluster(connections)?),
             (Server::Postgres, None) => return Err(ServerError::Setup("no PostgreSQL installation".into())),
             (Server::Etcd, _) => Data::Etcd(etcd::Member::new()?),
-            (Server::Redis, _) => Data::Redis,
+            (Server::Redis, _) => Data::Redis(redis::Setup::Single),
         };
         let group = TrialGroup::for_server();
-        let mut s = ManagedServer { port, log: log.to_path_buf(), data, child: None, group };
+        let mut s = ManagedServer { ip: Ipv4Addr::LOCALHOST, port, log: log.to_path_buf(), data, child: None, group };
+        s.spawn()?;
+        Ok(s)
+    }
+
+    /// Start a `redis-server` in the part `setup` on `ip:port`.
+    fn start_redis(setup: redis::Setup, ip: Ipv4Addr, port: u16, log: &Path) -> Result<Self, ServerError> {
+        let group = TrialGroup::for_server();
+        let mut s = ManagedServer { ip, port, log: log.to_path_buf(), data: Data::Redis(setup), child: None, group };
         s.spawn()?;
         Ok(s)
     }
 
     fn server(&self) -> Server {
         match self.data {
-            Data::Redis => Server::Redis,
+            Data::Redis(_) => Server::Redis,
             Data::Postgres(_) => Server::Postgres,
             Data::Etcd(_) => Server::Etcd,
         }
@@ -116,7 +129,7 @@ impl ManagedServer {
 
     pub fn address(&self) -> String {
         match self.server() {
-            Server::Redis => format!("redis://127.0.0.1:{}/", self.port),
+            Server::Redis => format!("redis://{}:{}/", self.ip, self.port),
             Server::Postgres => format!("postgres://postgres@127.0.0.1:{}/postgres", self.port),
             Server::Etcd => format!("http://127.0.0.1:{}", self.port),
         }
@@ -150,7 +163,7 @@ impl ManagedServer {
         let mut cmd = match &self.data {
             Data::Postgres(cluster) => cluster.command(self.port),
             Data::Etcd(member) => member.command(self.port),
-            Data::Redis => redis::command(self.port, self.log.parent().unwrap_or(Path::new("."))),
+            Data::Redis(setup) => setup.command(self.ip, self.port, self.log.parent().unwrap_or(Path::new("."))),
         };
         cmd.stdin(Stdio::null()).stdout(Stdio::from(out)).stderr(Stdio::from(err));
         let user = match &self.data {

@@ -53,6 +53,10 @@ impl TrialServer {
 
 /// The managed server `exp` needs, and whether each trial needs its own.
 fn need(exp: &Experiment) -> Option<(Server, bool)> {
+    // A replicated service is each trial's own (`ReplicatedRedis`).
+    if exp.substrate.replicated() {
+        return None;
+    }
     let server = exp.substrate.managed_server()?;
     Some((server, exp.faults.iter().any(|f| f.action.is_server())))
 }

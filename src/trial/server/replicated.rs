@@ -1,0 +1,265 @@
+//! A replicated Redis the harness runs for one trial: a primary and
+//! `members − 1` replicas, watched by three Sentinels that fail the
+//! primary over when it falls silent, the way Redis is deployed when a
+//! single server is not enough.
+//!
+//! Every link of it passes the harness's proxy, so that a partition can
+//! cut any of them: each worker reaches each member and each Sentinel
+//! through a door of its own, and each member and Sentinel has a *front
+//! door* that the others dial (and that it announces as its address). The
+//! servers themselves listen on other ports. Each server has a loopback
+//! address of its own (127.0.0.11… for members, 127.0.0.21… for
+//! Sentinels) and dials from it (`bind-source-addr`), so the front door
+//! tells by the caller's address which link a connection is on.
+//!
+//! The nodes of the trial's network are the workers, then the members,
+//! then the Sentinels; a link joins each worker to each server and each
+//! server to each other one.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use super::redis::Setup;
+use super::{ManagedServer, ServerError};
+use crate::model::{Dur, Experiment, ServiceView};
+use crate::proxy::{Door, Proxy, Route, Toxic};
+
+/// The name the Sentinels know the primary by.
+const NAME: &str = "leasequake";
+/// Three, so that a majority survives losing one.
+const SENTINELS: usize = 3;
+/// Sentinel's timer ticks every 100 ms: it cannot notice a silence sooner.
+const MIN_FAILOVER_AFTER: Dur = Dur::from_ms(100);
+/// How long the service gets to come up whole: replicas in sync, every
+/// Sentinel able to reach a quorum.
+const READY_WITHIN: Duration = Duration::from_secs(15);
+
+pub struct ReplicatedRedis {
+    workers: usize,
+    members: Vec<ManagedServer>,
+    sentinels: Vec<ManagedServer>,
+    proxy: Proxy,
+    /// The two nodes each link joins (the last link, the harness's own
+    /// connections, joins none).
+    links: Vec<(usize, usize)>,
+    /// Each server's front door: the address the service knows it by.
+    fronts: Vec<SocketAddr>,
+    /// Where each worker reaches the service.
+    views: Vec<ServiceView>,
+}
+
+fn ip_of(server: usize, members: usize) -> Ipv4Addr {
+    if server < members {
+        Ipv4Addr::new(127, 0, 0, 11 + server as u8)
+    } else {
+        Ipv4Addr::new(127, 0, 0, 21 + (server - members) as u8)
+    }
+}
+
+/// A free port on `ip` (the small race until the server binds it is
+/// acceptable on a test machine's loopback).
+fn free_port(ip: Ipv4Addr) -> Result<SocketAddr, ServerError> {
+    TcpListener::bind((ip, 0)).and_then(|l| l.local_addr()).map_err(ServerError::Port)
+}
+
+impl ReplicatedRedis {
+    /// Start the service for a trial of `exp` in `dir` (its logs and the
+    /// Sentinels' config files), the proxy's draws from `seed`.
+    pub fn start(exp: &Experiment, dir: &Path, seed: u64) -> Result<ReplicatedRedis, ServerError> {
+        let (workers, members) = (exp.workers, exp.substrate.members);
+        let servers = members + SENTINELS;
+        let ips: Vec<Ipv4Addr> = (0..servers).map(|x| ip_of(x, members)).collect();
+        let hidden: Vec<SocketAddr> = ips.iter().map(|ip| free_port(*ip)).collect::<Result<_, _>>()?;
+        let mut links = Vec::new();
+        let mut index = HashMap::new();
+        for a in 0..workers + servers {
+            for b in (a + 1).max(workers)..workers + servers {
+                index.insert((a, b), links.len());
+                links.push((a, b));
+            }
+        }
+        let harness = links.len();
+        let link = |a: usize, b: usize| index[&(a.min(b), a.max(b))];
+        let mut doors = Vec::new();
+        for x in 0..servers {
+            let sources = (0..servers)
+                .filter(|y| *y != x)
+                .map(|y| (IpAddr::V4(ips[y]), link(workers + x, workers + y)))
+                .collect();
+            doors.push(Door {
+                listen: SocketAddr::new(ips[x].into(), 0),
+                upstream: hidden[x],
+                route: Route::BySource { sources, otherwise: harness },
+            });
+        }
+        let any: SocketAddr = (Ipv4Addr::LOCALHOST, 0).into();
+        for w in 0..workers {
+            for (x, upstream) in hidden.iter().enumerate() {
+                doors.push(Door { listen: any, upstream: *upstream, route: Route::Link(link(w, workers + x)) });
+            }
+        }
+        let proxy = Proxy::start_doors(doors, harness + 1, seed)
+            .map_err(|e| ServerError::Setup(format!("cannot start the proxy of the replicated service: {e}")))?;
+        let fronts: Vec<SocketAddr> = (0..servers).map(|x| proxy.address(x)).collect();
+        let url = |a: SocketAddr| format!("redis://{a}/");
+        let views = (0..workers)
+            .map(|w| {
+                let door = |x: usize| url(proxy.address(servers + w * servers + x));
+                ServiceView {
+                    name: NAME.to_string(),
+                    sentinels: (members..servers).map(door).collect(),
+                    members: (0..members).map(|k| (fronts[k].to_string(), door(k))).collect(),
+                }
+            })
+            .collect();
+
+        let mut started = Vec::new();
+        for k in 0..members {
+            let setup = Setup::Member { announce: fronts[k], replica_of: (k > 0).then_some(fronts[0]) };
+            let log = dir.join(format!("redis-{k}.log"));
+            started.push(ManagedServer::start_redis(setup, ips[k], hidden[k].port(), &log)?);
+        }
+        let deadline = Instant::now() + READY_WITHIN;
+        for replica in &started[1..] {
+            wait_for(deadline, "a replica in sync with its primary", || in_sync(&replica.address()))?;
+        }
+        let failover_after =
+            exp.substrate.failover_after.unwrap_or(Dur::from_us(exp.lease.lease.as_us() / 3)).max(MIN_FAILOVER_AFTER);
+        let ids: Vec<String> = (0..SENTINELS).map(|s| format!("{:040x}", (seed as u128) << 8 | s as u128)).collect();
+        let mut sentinels = Vec::new();
+        for s in 0..SENTINELS {
+            let x = members + s;
+            let config = dir.join(format!("sentinel-{s}.conf"));
+            let mut text = format!(
+                "sentinel announce-ip {ip}\nsentinel announce-port {port}\nsentinel myid {id}\n\
+                 sentinel monitor {NAME} {pip} {pport} 2\n\
+                 sentinel down-after-milliseconds {NAME} {after}\n\
+                 sentinel failover-timeout {NAME} {timeout}\n\
+                 sentinel parallel-syncs {NAME} 1\n",
+                ip = fronts[x].ip(),
+                port = fronts[x].port(),
+                id = ids[s],
+                pip = fronts[0].ip(),
+                pport = fronts[0].port(),
+                after = failover_after.as_ms_f64().round() as u64,
+                timeout = (failover_after.as_ms_f64() * 10.0).max(5000.0).round() as u64,
+            );
+            // Known from the start: no wait for their hello messages.
+            for f in &fronts[1..members] {
+                text += &format!("sentinel known-replica {NAME} {} {}\n", f.ip(), f.port());
+            }
+            for o in (0..SENTINELS).filter(|o| *o != s) {
+                let f = fronts[members + o];
+                text += &format!("sentinel known-sentinel {NAME} {} {} {}\n", f.ip(), f.port(), ids[o]);
+            }
+            std::fs::write(&config, text).map_err(|e| ServerError::Setup(format!("{}: {e}", config.display())))?;
+            let log = dir.join(format!("sentinel-{s}.log"));
+            sentinels.push(ManagedServer::start_redis(Setup::Sentinel { config }, ips[x], hidden[x].port(), &log)?);
+        }
+        for s in &sentinels {
+            wait_for(deadline, "a Sentinel that can reach its quorum", || quorum(&s.address()))?;
+        }
+        Ok(ReplicatedRedis { workers, members: started, sentinels, proxy, links, fronts, views })
+    }
+
+    /// Where each worker reaches the service.
+    pub fn views(&self) -> Vec<ServiceView> {
+        self.views.clone()
+    }
+
+    /// The member the Sentinels name as primary now (asked directly, past
+    /// the proxy), else the first.
+    pub fn primary(&self) -> usize {
+        self.sentinels
+            .iter()
+            .find_map(|s| primary_named(&s.address()))
+            .and_then(|a| self.fronts.iter().position(|f| f.to_string() == a))
+            .filter(|k| *k < self.members.len())
+            .unwrap_or(0)
+    }
+
+    /// The node of member `k`.
+    pub fn member_node(&self, k: usize) -> usize {
+        self.workers + k
+    }
+
+    pub fn member_pid(&self, k: usize) -> Option<i32> {
+        self.members.get(k).and_then(|m| m.pid()).map(|p| p.as_raw())
+    }
+
+    /// The links that join `side` to the rest.
+    fn across(&self, side: &[usize]) -> Vec<usize> {
+        let on = |n: usize| side.contains(&n);
+        (0..self.links.len()).filter(|&l| on(self.links[l].0) != on(self.links[l].1)).collect()
+    }
+
+    /// Cut `side` off from the rest with `toxic`; when it took effect.
+    pub fn apply(&self, side: &[usize], toxic: Toxic, toxicity: f64) -> std::io::Result<i64> {
+        let mut at = crate::model::clock::mono_ns();
+        for l in self.across(side) {
+            at = self.proxy.apply(l, toxic, toxicity)?;
+        }
+        Ok(at)
+    }
+
+    /// End every fault between `side` and the rest.
+    pub fn heal(&self, side: &[usize]) -> std::io::Result<i64> {
+        let mut at = crate::model::clock::mono_ns();
+        for l in self.across(side) {
+            at = self.proxy.heal(l)?;
+        }
+        Ok(at)
+    }
+
+    /// End every fault.
+    pub fn heal_all(&self) {
+        for l in 0..self.proxy.links() {
+            let _ = self.proxy.heal(l);
+        }
+    }
+
+    /// Stop relaying; each worker's lost replies (monotonic ns), by worker.
+    pub fn stop(self) -> Vec<Vec<i64>> {
+        let mut lost = vec![Vec::new(); self.workers];
+        for (l, stats) in self.proxy.stop().into_iter().enumerate() {
+            if let Some(&(w, _)) = self.links.get(l).filter(|(a, _)| *a < self.workers) {
+                lost[w].extend(stats.reply_losses);
+            }
+        }
+        lost
+    }
+}
+
+fn wait_for(deadline: Instant, what: &str, mut ready: impl FnMut() -> bool) -> Result<(), ServerError> {
+    while Instant::now() < deadline {
+        if ready() {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Err(ServerError::Setup(format!("the replicated Redis did not come up: no {what} within {READY_WITHIN:?}")))
+}
+
+fn query<T: ::redis::FromRedisValue>(address: &str, cmd: &::redis::Cmd) -> Option<T> {
+    let within = Duration::from_millis(200);
+    let mut conn = ::redis::Client::open(address).ok()?.get_connection_with_timeout(within).ok()?;
+    conn.set_read_timeout(Some(within)).ok()?;
+    cmd.query(&mut conn).ok()
+}
+
+fn in_sync(replica: &str) -> bool {
+    query::<String>(replica, ::redis::cmd("INFO").arg("replication"))
+        .is_some_and(|s| s.contains("master_link_status:up"))
+}
+
+fn quorum(sentinel: &str) -> bool {
+    query::<String>(sentinel, ::redis::cmd("SENTINEL").arg("CKQUORUM").arg(NAME)).is_some_and(|s| s.starts_with("OK"))
+}
+
+fn primary_named(sentinel: &str) -> Option<String> {
+    let (host, port): (String, String) =
+        query(sentinel, ::redis::cmd("SENTINEL").arg("get-master-addr-by-name").arg(NAME))?;
+    Some(format!("{host}:{port}"))
+}

@@ -1,0 +1,95 @@
+//! A lease service that splits: Redis with a replica and three Sentinels,
+//! run by the harness per trial, every link through its proxy. Cut the
+//! primary and the leader off from the rest, and the Sentinels promote the
+//! replica; the other workers take the lease there while the leader goes
+//! on renewing on the old primary: two grants at once, from two members.
+//!
+//! Sentinel's own timers do not scale, so this runs at a quarter of real
+//! time with a failover after 0.5 s of silence: the replica is promoted
+//! about a second after the cut, the lease it was told of has run out
+//! 2.25 s after the cut, and the partition lasts 5 s.
+
+use crate::helper::{Lab, Row, bin};
+
+const SPLIT: &str = "name: split\nworkers: 3\nduration: 36s\nseed: 7\n\
+    substrate: {kind: redis, managed: true, members: 2, failover_after: 2s}\n\
+    worker: {fencing_tokens: true}\n\
+    faults:\n  - at: 12s\n    target: primary-side\n    action: partition\n    duration: 20s\n";
+
+fn detail(e: &Row) -> serde_json::Value {
+    serde_json::from_str(e.get("detail")).expect("detail is JSON")
+}
+
+#[test]
+fn a_split_redis_grants_the_lease_twice_and_a_fencing_token_tells_the_grants_apart() {
+    let lab = Lab::new();
+    let run = lab.run(lab.file("split.yaml", SPLIT)).scale(0.25).trials(1).output().expect_code(0);
+    let net = run.table("network.csv").remove(0);
+    assert!(net.f64("double_grants") >= 1.0, "no double grant: {net:?}\n{}", run.stderr());
+    assert!(net.f64("double_grants_across_members") >= 1.0, "{net:?}");
+    assert!(net.f64("double_grant_ms") > 0.0, "{net:?}");
+    let trial = run.table("trials.csv").remove(0);
+    assert_eq!(trial.get("max_leaders"), "2", "two believers as well: {trial:?}");
+
+    // The grants came from both members, to different workers, the later
+    // with the higher token.
+    let events = run.table("events.csv");
+    let grants: Vec<(String, u64, u64)> = events
+        .iter()
+        .filter(|e| e.get("event") == "acquired")
+        .map(|e| {
+            let d = detail(e);
+            (
+                e.get("worker").to_string(),
+                d["member"].as_u64().expect("a member"),
+                d["token"].as_u64().expect("a token"),
+            )
+        })
+        .collect();
+    let first = grants.iter().find(|g| g.1 == 0).expect("a grant by the first primary");
+    let promoted = grants.iter().find(|g| g.1 == 1).expect("a grant by the promoted replica");
+    assert_ne!(first.0, promoted.0, "two workers: {grants:?}");
+    assert!(promoted.2 > first.2, "the promoted replica's token is above the first grant's: {grants:?}");
+    let renewed_on_old = events.iter().any(|e| {
+        e.get("event") == "renewed"
+            && e.get("worker") == first.0
+            && detail(e)["member"] == 0
+            && e.f64("t_ms")
+                > events.iter().find(|p| p.get("event") == "acquired" && detail(p)["member"] == 1).unwrap().f64("t_ms")
+    });
+    assert!(renewed_on_old, "the cut-off leader renewed on the old primary after the new grant");
+
+    // The partition hit the leader and the primary (a row without a worker).
+    let faults = run.table("faults.csv");
+    let cut: Vec<&Row> = faults.iter().filter(|f| f.get("action") == "partition").collect();
+    assert_eq!(cut.len(), 2, "{faults:?}");
+    assert!(cut.iter().any(|f| f.get("worker").is_empty() && !f.get("pid").is_empty()), "{faults:?}");
+}
+
+#[test]
+fn a_replicated_service_is_refused_where_it_cannot_run() {
+    let lab = Lab::new();
+    let cases = [
+        ("substrate: {kind: file, members: 2}\n", "members: a replicated service is one the harness runs"),
+        ("substrate: {kind: redis, managed: true, members: 9}\n", "members: 9 is not in 1..=5"),
+        (
+            "substrate: {kind: redis, managed: true}\nfaults:\n  - at: 1s\n    target: primary-side\n    action: partition\n",
+            "6:13: target primary-side is a part of a replicated service",
+        ),
+        (
+            "substrate: {kind: redis, managed: true, members: 2}\nfaults:\n  - at: 1s\n    target: member-2\n    action: partition\n",
+            "6:13: target member-2: the service has members 0..1",
+        ),
+        (
+            "substrate: {kind: redis, managed: true, members: 2}\nfaults:\n  - at: 1s\n    target: member-1\n    action: kill\n",
+            "6:13: target member-1 is cut off by a network fault",
+        ),
+    ];
+    for (yaml, want) in cases {
+        let file = lab.file("bad.yaml", &format!("name: x\nworkers: 3\n{yaml}"));
+        let out = std::process::Command::new(bin()).arg("validate").arg(&file).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{yaml}: {stderr}");
+        assert!(stderr.contains(want), "expected {want:?} in: {stderr}");
+    }
+}
