@@ -243,6 +243,7 @@ fn network(m: &Measured<'_>, rows: &[SummaryRow<'_>]) -> String {
         &keys,
         &[
             "two leaders (95 % CI)",
+            "double grants (95 % CI) [longest]",
             "stale belief, longest",
             "renewals failed",
             "replies lost",
@@ -267,9 +268,20 @@ fn network(m: &Measured<'_>, rows: &[SummaryRow<'_>]) -> String {
             }
             _ => String::new(),
         };
-        let (theory, verdict) = network_theory(exp, s);
+        let (theory, verdict) = if exp.substrate.replicated() { split_theory(exp, s) } else { network_theory(exp, s) };
+        let d = &n.double_grants;
         cells.extend([
             rate(s.double_leader_trials, s.n, s.double_leader_ci),
+            if d.definite + d.possible > 0 {
+                let more = if d.possible > 0 { format!(", {} more possible", d.possible) } else { String::new() };
+                format!(
+                    "{} [{}]{more}",
+                    rate(d.trials, s.n, crate::check::stats::wilson95(d.trials, s.n)),
+                    secs(d.definite_max_us as f64 / 1000.0)
+                )
+            } else {
+                rate(0, s.n, crate::check::stats::wilson95(0, s.n))
+            },
             s.stale_belief_max_ms.map(secs).unwrap_or_default(),
             n.renew_failures.to_string(),
             n.replies_lost.to_string(),
@@ -291,6 +303,7 @@ fn network(m: &Measured<'_>, rows: &[SummaryRow<'_>]) -> String {
     }
     format!(
         "\n## {}: the network\n\n{}Stale belief: a holder believing after the lease was granted to another. \
+         Double grant: the service granting the lease to two workers at once (each grant counted for the least it can have lasted). \
          Orphaned grant: the server holding a grant for a live worker that does not believe in it (a lower bound). \
          Times in the experiment's own time.\n\n{}",
         name(m),
@@ -325,6 +338,44 @@ fn storm_cell(storm: Option<&crate::check::Storm>) -> String {
 /// clock. Under a partition, where nothing the leader sends arrives, the
 /// gap after its step-down is the rest of its grant plus at most a watch
 /// interval (and a server's millisecond).
+/// A replicated service cut in two: the theory of the double grant. The
+/// side without the primary has it failed over after `failover_after` and
+/// Sentinel's election, then waits out the lease the promoted replica was
+/// last told of; the cut-off primary goes on granting until it hears of
+/// the failover, after the heal.
+fn split_theory(exp: &Experiment, s: &Summary) -> (String, String) {
+    let scale = exp.time_scale;
+    let lease = exp.lease.lease.as_ms_f64();
+    let after = exp.substrate.failover_after.map_or(lease / 3.0, |d| d.as_ms_f64()).max(100.0);
+    let cut =
+        exp.faults.iter().find(|f| f.action == Action::Partition && f.target == crate::model::Target::PrimarySide);
+    let Some(len) = cut.and_then(|f| f.duration.as_ref()).and_then(|p| match p {
+        crate::model::PauseLen::Fixed(d) => Some(d.as_ms_f64()),
+        _ => None,
+    }) else {
+        return (String::new(), String::new());
+    };
+    let needed = after + lease;
+    if len > needed {
+        let theory = format!(
+            "a double grant: the cut ({:.1} s) outlasts failover_after + lease ({:.1} s), plus Sentinel's election",
+            own_s(len, scale),
+            own_s(needed, scale)
+        );
+        let verdict = if s.network.double_grants.trials == s.n {
+            "as the theory says: a store that splits grants twice".to_string()
+        } else {
+            format!("{}/{} trials without one", s.n - s.network.double_grants.trials, s.n)
+        };
+        (theory, verdict)
+    } else {
+        (
+            format!("no double grant: the cut is shorter than failover_after + lease ({:.1} s)", own_s(needed, scale)),
+            String::new(),
+        )
+    }
+}
+
 fn network_theory(exp: &Experiment, s: &Summary) -> (String, String) {
     if exp.worker.belief != crate::model::Belief::LocalDeadline || exp.program.is_some() {
         return (String::new(), String::new());

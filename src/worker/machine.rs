@@ -410,6 +410,7 @@ impl<E: Env> Worker<E> {
             holder: Some(current.process_id),
             lease_until: Some(self.rule.unix_seconds(current.lease_until)),
             token: current.token,
+            member: self.lease.member(),
             ..Detail::default()
         };
         let (holder, until) = (current.process_id, self.until_text(current.lease_until));
