@@ -46,16 +46,33 @@ pub(super) fn check(raw: &Uses<'_>) -> Result<(), Problem> {
         ))
     } else if s.members == 0 || s.members > MAX_MEMBERS {
         Some(("members", format!("members: {} is not in 1..={MAX_MEMBERS}", s.members)))
-    } else if s.replicated() && !(s.managed && s.kind == Kind::Redis) {
+    } else if s.replicated() && !(s.managed && matches!(s.kind, Kind::Redis | Kind::Etcd)) {
         Some((
             "members",
             format!(
-                "members: a replicated service is one the harness runs, so far Redis with Sentinel (`substrate: {{kind: redis, managed: true, members: {}}}`)",
+                "members: a replicated service is one the harness runs, Redis with Sentinel or an etcd cluster (`substrate: {{kind: redis, managed: true, members: {}}}`)",
                 s.members
             ),
         ))
-    } else if s.failover_after.is_some() && !s.replicated() {
-        Some(("failover_after", "failover_after: a single server is never failed over (members: 1)".to_string()))
+    } else if s.sync_replicas > 0 && s.sync_replicas >= s.members {
+        Some((
+            "sync_replicas",
+            format!(
+                "sync_replicas: {} is more than the service's {} replicas (members − 1)",
+                s.sync_replicas,
+                s.members - 1
+            ),
+        ))
+    } else if s.failover_after.is_some() && !(s.replicated() && s.kind == Kind::Redis) {
+        Some((
+            "failover_after",
+            "failover_after: only Sentinel fails a Redis over after a silence (members > 1); an etcd cluster elects a leader on its own".to_string(),
+        ))
+    } else if s.sync_replicas > 0 && s.kind != Kind::Redis {
+        Some((
+            "sync_replicas",
+            "sync_replicas: Redis's WAIT; an etcd cluster commits every write to a majority".to_string(),
+        ))
     } else if s.replicated() && raw.program {
         Some((
             "members",

@@ -11,6 +11,7 @@
 //! acknowledged with the moment they took effect.
 
 mod address;
+mod owner;
 mod relay;
 
 use std::io;
@@ -85,7 +86,13 @@ pub enum Route {
     /// of a replicated service that every other member dials, each member
     /// from a loopback address of its own (Redis's `bind-source-addr`).
     BySource { sources: Vec<(IpAddr, usize)>, otherwise: usize },
+    /// By the process that dialled it (/proc), for servers that dial from
+    /// any address: (pid, link) pairs, filled in as the servers start.
+    ByOwner { owners: Owners, otherwise: usize },
 }
+
+/// (pid, link) of each process a door knows, shared with who starts them.
+pub type Owners = Arc<std::sync::Mutex<Vec<(i32, usize)>>>;
 
 /// A running proxy: listening addresses (doors) relaying to their
 /// upstream servers, their connections grouped into links that faults act

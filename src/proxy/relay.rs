@@ -6,7 +6,7 @@
 
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
-use std::net::{IpAddr, Shutdown, SocketAddr};
+use std::net::{Shutdown, SocketAddr};
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::sync::mpsc::{self, TryRecvError};
@@ -239,7 +239,7 @@ impl Relay {
     fn accept(&mut self, door: usize) {
         loop {
             let (stream, link) = match self.doors[door].listener.accept() {
-                Ok((s, from)) => (s, route(&self.doors[door].route, from.ip())),
+                Ok((s, from)) => (s, route(&self.doors[door], from)),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 // Out of descriptors, say: the worker's connect stays in
@@ -369,12 +369,17 @@ impl Relay {
     }
 }
 
-/// The link a connection from `from` belongs to.
-fn route(route: &Route, from: IpAddr) -> usize {
-    match route {
+/// The link a connection from `from` to `door` belongs to.
+fn route(door: &Listener, from: SocketAddr) -> usize {
+    match &door.route {
         Route::Link(link) => *link,
         Route::BySource { sources, otherwise } => {
-            sources.iter().find(|(ip, _)| *ip == from).map_or(*otherwise, |(_, link)| *link)
+            sources.iter().find(|(ip, _)| *ip == from.ip()).map_or(*otherwise, |(_, link)| *link)
+        }
+        Route::ByOwner { owners, otherwise } => {
+            let owners = owners.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            let here = door.listener.local_addr().ok();
+            here.and_then(|d| super::owner::owner(from, d, &owners)).unwrap_or(*otherwise)
         }
     }
 }

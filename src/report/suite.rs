@@ -338,41 +338,63 @@ fn storm_cell(storm: Option<&crate::check::Storm>) -> String {
 /// clock. Under a partition, where nothing the leader sends arrives, the
 /// gap after its step-down is the rest of its grant plus at most a watch
 /// interval (and a server's millisecond).
-/// A replicated service cut in two: the theory of the double grant. The
-/// side without the primary has it failed over after `failover_after` and
-/// Sentinel's election, then waits out the lease the promoted replica was
-/// last told of; the cut-off primary goes on granting until it hears of
-/// the failover, after the heal.
+/// A replicated service cut in two: the theory of the double grant.
+/// Redis: the side without the primary has it failed over after
+/// `failover_after` and Sentinel's election, then waits out the lease the
+/// promoted replica was last told of; the cut-off primary goes on granting
+/// until it hears of the failover, after the heal. etcd: a side without a
+/// quorum grants nothing, so never twice; a cut-off Raft leader costs an
+/// election and a whole lease (leases are reset on a leader change).
 fn split_theory(exp: &Experiment, s: &Summary) -> (String, String) {
     let scale = exp.time_scale;
     let lease = exp.lease.lease.as_ms_f64();
+    let Some(cut) = exp.faults.iter().find(|f| f.action == Action::Partition) else {
+        return (String::new(), String::new());
+    };
+    let twice = s.network.double_grants.trials;
+    if exp.substrate.kind == crate::model::Kind::Etcd {
+        let gap = if cut.target == crate::model::Target::PrimarySide {
+            format!("the others acquire an election and a whole lease ({:.1} s) after the cut", own_s(lease, scale))
+        } else {
+            "the others acquire when the lease's remainder runs out".to_string()
+        };
+        let verdict = if twice == 0 {
+            "as the theory says: a consistent service grants once".to_string()
+        } else {
+            format!("double grants in {twice}/{} trials", s.n)
+        };
+        return (format!("no double grant (a side without a quorum grants nothing); {gap}"), verdict);
+    }
     let after = exp.substrate.failover_after.map_or(lease / 3.0, |d| d.as_ms_f64()).max(100.0);
-    let cut =
-        exp.faults.iter().find(|f| f.action == Action::Partition && f.target == crate::model::Target::PrimarySide);
-    let Some(len) = cut.and_then(|f| f.duration.as_ref()).and_then(|p| match p {
+    let Some(len) = cut.duration.as_ref().and_then(|p| match p {
         crate::model::PauseLen::Fixed(d) => Some(d.as_ms_f64()),
         _ => None,
     }) else {
         return (String::new(), String::new());
     };
     let needed = after + lease;
-    if len > needed {
+    if exp.substrate.sync_replicas > 0 {
+        let verdict =
+            if twice == 0 { "no double grant".to_string() } else { format!("double grants in {twice}/{} trials", s.n) };
+        return (
+            "no double grant the workers were told of: a renewal the replica never had fails; the promoted primary has no replica to acknowledge an acquire until the old one rejoins".to_string(),
+            verdict,
+        );
+    }
+    if cut.target == crate::model::Target::PrimarySide && len > needed {
         let theory = format!(
             "a double grant: the cut ({:.1} s) outlasts failover_after + lease ({:.1} s), plus Sentinel's election",
             own_s(len, scale),
             own_s(needed, scale)
         );
-        let verdict = if s.network.double_grants.trials == s.n {
+        let verdict = if twice == s.n {
             "as the theory says: a store that splits grants twice".to_string()
         } else {
-            format!("{}/{} trials without one", s.n - s.network.double_grants.trials, s.n)
+            format!("{}/{} trials without one", s.n - twice, s.n)
         };
         (theory, verdict)
     } else {
-        (
-            format!("no double grant: the cut is shorter than failover_after + lease ({:.1} s)", own_s(needed, scale)),
-            String::new(),
-        )
+        (String::new(), String::new())
     }
 }
 

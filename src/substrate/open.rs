@@ -49,7 +49,13 @@ pub fn open(o: &Open<'_>, lock: LockFile) -> io::Result<Box<dyn Substrate>> {
         Kind::PostgresAdvisory => {
             Box::new(postgres::PgLease::connect(&address(Server::Postgres), o.key, o.lease, o.request_timeout, true)?)
         }
-        Kind::Etcd => Box::new(etcd::EtcdLease::connect(&address(Server::Etcd), o.key, o.lease, o.request_timeout)?),
+        Kind::Etcd => {
+            let mut lease = etcd::EtcdLease::connect(&address(Server::Etcd), o.key, o.lease, o.request_timeout)?;
+            if let Some(service) = o.service {
+                lease.through_members(service)?;
+            }
+            Box::new(lease)
+        }
     })
 }
 

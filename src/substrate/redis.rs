@@ -209,6 +209,24 @@ impl RedisLease {
         result
     }
 
+    /// With `sync_replicas`, wait (`WAIT`) until that many replicas have
+    /// the write just made, for half the request timeout.
+    fn synced(&mut self) -> io::Result<()> {
+        let want = self.service.as_ref().map_or(0, |s| s.sync_replicas);
+        if want == 0 {
+            return Ok(());
+        }
+        let within = (self.limit() / 2).as_millis().max(1);
+        let acked = int(&self.query(redis::cmd("WAIT").arg(want).arg(within as u64))?);
+        if (acked as usize) < want {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!("redis: WAIT: {acked} of {want} replicas have the write after {within} ms"),
+            ));
+        }
+        Ok(())
+    }
+
     fn limit(&self) -> Duration {
         self.budget.map_or(self.timeout, |b| b.min(self.timeout))
     }
@@ -269,6 +287,9 @@ impl Substrate for RedisLease {
         if token <= 0 {
             return Ok(None);
         }
+        // Not replicated in time: not ours to use, though the primary
+        // keeps it until it runs out.
+        self.synced()?;
         self.mine = Some(format!("{}:{token}", fresh.process_id));
         Ok(Some(Lease { token: Some(token as u64), ..fresh }))
     }
@@ -292,6 +313,7 @@ impl Substrate for RedisLease {
         let (ok, value) =
             pair(self.eval(RENEW, &[mine.clone(), self.ttl_ms()]).map_err(ReadError::Io)?).map_err(ReadError::Io)?;
         if int(&ok) == 1 {
+            self.synced().map_err(ReadError::Io)?;
             let token = parse(&mine).map(|(_, t)| t);
             return Ok(Renewal::Renewed(Lease { token, ..fresh }));
         }

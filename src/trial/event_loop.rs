@@ -61,7 +61,7 @@ pub struct Hit<'a> {
     /// The workers' links to the server, for network faults.
     pub(super) proxy: Option<&'a crate::proxy::Proxy>,
     /// A replicated service's links, for network faults instead.
-    pub(super) service: Option<&'a server::ReplicatedRedis>,
+    pub(super) service: Option<&'a server::ReplicatedService>,
 }
 
 /// The state of the trial loop.

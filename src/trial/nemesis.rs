@@ -8,7 +8,7 @@ use nix::sys::signal::Signal;
 use rand_chacha::ChaCha8Rng;
 
 use super::schedule::{Live, Order, Schedule};
-use super::server::{ManagedServer, ReplicatedRedis};
+use super::server::{ManagedServer, ReplicatedService};
 use super::spawn::WorkerProc;
 use crate::model::clock::{mono_ns, wall_ns};
 use crate::model::expiry::ExpiryRule;
@@ -42,7 +42,7 @@ pub struct Nemesis<'s> {
     /// The workers' links to their server, for network faults.
     proxy: Option<&'s Proxy>,
     /// A replicated service's links, for network faults instead.
-    service: Option<&'s ReplicatedRedis>,
+    service: Option<&'s ReplicatedService>,
     /// The nodes each network fault cut off, by fault: its heal mends
     /// those links, whatever the primary is by then.
     sides: std::collections::HashMap<usize, Vec<usize>>,
@@ -62,7 +62,7 @@ impl<'s> Nemesis<'s> {
         rng: ChaCha8Rng,
         lock: &Path,
         server: Option<&'s mut ManagedServer>,
-        (proxy, service): (Option<&'s Proxy>, Option<&'s ReplicatedRedis>),
+        (proxy, service): (Option<&'s Proxy>, Option<&'s ReplicatedService>),
     ) -> Nemesis<'s> {
         Nemesis {
             schedule: Schedule::new(&exp.faults, t0, rng),
@@ -235,7 +235,7 @@ impl<'s> Nemesis<'s> {
     /// same links. A row per node of the side.
     fn cut_off(
         &mut self,
-        service: &ReplicatedRedis,
+        service: &ReplicatedService,
         o: &Order,
         targets: &[usize],
         procs: &[WorkerProc],

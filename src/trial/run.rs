@@ -60,7 +60,8 @@ pub fn run_trial(
     let (tx, rx) = mpsc::sync_channel(EVENT_BACKLOG);
     let mut server = servers.for_trial(exp, dir)?;
     // A replicated service is each trial's own: a failover changes it.
-    let service = if exp.substrate.replicated() { Some(server::ReplicatedRedis::start(exp, dir, seed)?) } else { None };
+    let service =
+        if exp.substrate.replicated() { Some(server::ReplicatedService::start(exp, dir, seed)?) } else { None };
     let address = server.address().or_else(|| exp.substrate.address());
     if server.shared()
         && let Some(address) = &address

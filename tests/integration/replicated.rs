@@ -93,3 +93,30 @@ fn a_replicated_service_is_refused_where_it_cannot_run() {
         assert!(stderr.contains(want), "expected {want:?} in: {stderr}");
     }
 }
+
+/// etcd's whole-second TTLs: real time, a 2 s lease kept alive every
+/// 500 ms. The Raft leader and the holder are cut off at 3 s for 5 s.
+const ETCD_SPLIT: &str = "name: etcd-split\nworkers: 3\nduration: 10s\nseed: 7\nlease: 2s\nrenew: 500ms\nwatch: 500ms\n\
+    substrate: {kind: etcd, managed: true, members: 3}\n\
+    faults:\n  - at: 3s\n    target: primary-side\n    action: partition\n    duration: 5s\n";
+
+#[test]
+fn an_etcd_cluster_cut_in_two_grants_once_and_only_after_the_cut_off_lease_is_over() {
+    let lab = Lab::new();
+    let run = lab.run(lab.file("etcd-split.yaml", ETCD_SPLIT)).trials(1).output().expect_code(0);
+    let net = run.table("network.csv").remove(0);
+    assert_eq!(net.get("double_grants"), "0", "a consistent service never grants twice: {net:?}");
+    let events = run.table("events.csv");
+    let faults = run.table("faults.csv");
+    let cut = faults.iter().find(|f| f.get("action") == "partition").expect("the cut").f64("actual_ms");
+    let holder = faults.iter().find(|f| f.get("action") == "partition" && !f.get("worker").is_empty()).unwrap();
+    let next = events
+        .iter()
+        .find(|e| e.get("event") == "acquired" && e.f64("t_ms") > cut && e.get("worker") != holder.get("worker"))
+        .expect("another worker acquires on the majority side");
+    // Not before the cut-off lease (2 s, whole again after the election)
+    // ran out; by then an election (allowed 1 s on a loaded machine), the
+    // lessor's loop (550 ms) and a watch tick (500 ms).
+    let after = next.f64("t_ms") - cut;
+    assert!((2000.0..=2000.0 + 1000.0 + 550.0 + 500.0 + 100.0).contains(&after), "acquired {after} ms after the cut");
+}

@@ -316,6 +316,15 @@ pub struct SubstrateSettings {
     /// fail it over; default a third of the lease, at least 100 ms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failover_after: Option<Dur>,
+    /// After each write, wait until this many replicas have it (Redis's
+    /// `WAIT`), within the request timeout; fewer, and the operation
+    /// failed (though the primary keeps the write).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub sync_replicas: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 fn one() -> usize {
@@ -335,6 +344,7 @@ impl Default for SubstrateSettings {
             proxy: false,
             members: 1,
             failover_after: None,
+            sync_replicas: 0,
         }
     }
 }

@@ -78,6 +78,9 @@ pub struct ServiceView {
     pub sentinels: Vec<String>,
     /// (announced `host:port`, `redis://…` to reach it) per member.
     pub members: Vec<(String, String)>,
+    /// Replicas each write must reach before it counts (`WAIT`).
+    #[serde(default)]
+    pub sync_replicas: usize,
 }
 
 impl WorkerConfig {

@@ -44,6 +44,11 @@ pub struct EtcdLease {
     revision: i64,
     /// The watch on the key, while subscribed.
     watch: Option<WatchStream>,
+    /// A cluster's members (by index, each this worker's address of it),
+    /// tried in turn: a request that fails moves on to the next one.
+    members: Vec<(usize, String)>,
+    /// The member the gateway is to.
+    at: usize,
 }
 
 /// The lease's TTL in etcd's whole seconds; `None` if `lease` is not a
@@ -67,7 +72,18 @@ impl EtcdLease {
             mine: None,
             revision: 0,
             watch: None,
+            members: Vec::new(),
+            at: 0,
         })
+    }
+
+    /// Reach a cluster through `service`'s members, starting at its first.
+    pub fn through_members(&mut self, service: &crate::model::ServiceView) -> io::Result<()> {
+        self.members = service.members.iter().map(|(k, url)| (k.parse().unwrap_or(0), url.clone())).collect();
+        if let Some((_, url)) = self.members.first() {
+            self.gateway = Gateway::new(url)?;
+        }
+        Ok(())
     }
 
     fn limit(&self) -> Duration {
@@ -79,7 +95,20 @@ impl EtcdLease {
         if limit.is_zero() {
             return Err(io::Error::new(io::ErrorKind::TimedOut, "etcd: no time left for the request"));
         }
-        let reply = self.gateway.call(path, body, limit)?;
+        let reply = match self.gateway.call(path, body, limit) {
+            Ok(r) => r,
+            Err(e) => {
+                // As etcd's own client does: the next request goes to the
+                // next member.
+                if !self.members.is_empty() {
+                    self.at = (self.at + 1) % self.members.len();
+                    if let Ok(g) = Gateway::new(&self.members[self.at].1) {
+                        self.gateway = g;
+                    }
+                }
+                return Err(e);
+            }
+        };
         let revision = int(&reply["header"]["revision"]);
         if revision > 0 && path.starts_with("/v3/kv/") {
             self.revision = revision;
@@ -196,6 +225,10 @@ impl Substrate for EtcdLease {
     fn unsubscribe(&mut self) {
         self.watch = None;
     }
+
+    fn member(&self) -> Option<usize> {
+        self.members.get(self.at).map(|(k, _)| *k)
+    }
 }
 
 /// Before a run: does etcd answer, and does it grant a lease of `ttl_s`
@@ -224,4 +257,17 @@ pub fn preflight(address: &str, ttl_s: Option<i64>) -> io::Result<()> {
 pub fn forget(address: &str, key: &str) -> io::Result<()> {
     let mut gateway = Gateway::new(address)?;
     gateway.call("/v3/kv/deleterange", &json!({"key": b64(key.as_bytes())}), Duration::from_secs(2)).map(drop)
+}
+
+/// Which of a cluster's members (by their addresses) is its Raft leader
+/// now, as the first of them to answer says.
+pub fn leader_of(addresses: &[String]) -> Option<usize> {
+    let limit = Duration::from_millis(500);
+    let id = |v: &Value| v.as_str().map(str::to_string).or_else(|| v.as_u64().map(|n| n.to_string()));
+    let status =
+        |a: &String| Gateway::new(a).and_then(|mut g| g.call("/v3/maintenance/status", &json!({}), limit)).ok();
+    let ids: Vec<Option<String>> =
+        addresses.iter().map(|a| status(a).and_then(|r| id(&r["header"]["member_id"]))).collect();
+    let leader = addresses.iter().find_map(|a| status(a).and_then(|r| id(&r["leader"])))?;
+    ids.iter().position(|m| m.as_deref() == Some(leader.as_str()))
 }

@@ -7,7 +7,7 @@
 //! 1 s (with etcd's defaults it is 2 s), and a lone member elects itself at
 //! once.
 
-use std::net::TcpListener;
+use std::net::{Ipv4Addr, SocketAddr, TcpListener};
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -24,38 +24,54 @@ pub(super) fn installed() -> Result<(), String> {
     if found { Ok(()) } else { Err("a managed etcd needs `etcd` on PATH (`apt-get install etcd-server`)".into()) }
 }
 
-/// One member's data directory and peer port.
+/// One member: its name, data directory, peer addresses (where it
+/// listens, and where the others reach it: the same for a lone member, the
+/// harness's proxy in a cluster) and the cluster it starts in.
 pub(super) struct Member {
     dir: tempfile::TempDir,
-    peer_port: u16,
+    name: String,
+    peer: SocketAddr,
+    advertised: SocketAddr,
+    cluster: String,
 }
 
 impl Member {
+    /// A lone member on 127.0.0.1.
     pub(super) fn new() -> Result<Member, ServerError> {
+        let peer = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map_err(ServerError::Port)?;
+        Member::of_cluster("leasequake", peer, peer, &format!("leasequake=http://{peer}"))
+    }
+
+    /// Member `name` of the cluster `cluster` (`name=http://addr,…`),
+    /// listening for its peers at `peer`, reached by them at `advertised`.
+    pub(super) fn of_cluster(
+        name: &str,
+        peer: SocketAddr,
+        advertised: SocketAddr,
+        cluster: &str,
+    ) -> Result<Member, ServerError> {
         let dir = tempfile::Builder::new()
             .prefix("leasequake-etcd-")
             .tempdir()
             .map_err(|e| ServerError::Setup(format!("cannot make a directory for etcd: {e}")))?;
-        let peer_port =
-            TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map_err(ServerError::Port)?.port();
-        Ok(Member { dir, peer_port })
+        Ok(Member { dir, name: name.to_string(), peer, advertised, cluster: cluster.to_string() })
     }
 
     fn data(&self) -> PathBuf {
         self.dir.path().join("data")
     }
 
-    /// The member serving clients on `port`.
-    pub(super) fn command(&self, port: u16) -> Command {
-        let client = format!("http://127.0.0.1:{port}");
-        let peer = format!("http://127.0.0.1:{}", self.peer_port);
+    /// The member serving clients on `ip:port`.
+    pub(super) fn command(&self, ip: Ipv4Addr, port: u16) -> Command {
+        let client = format!("http://{ip}:{port}");
         let mut cmd = Command::new("etcd");
-        cmd.args(["--name", "leasequake"])
+        cmd.args(["--name", &self.name])
             .arg("--data-dir")
             .arg(self.data())
             .args(["--listen-client-urls", &client, "--advertise-client-urls", &client])
-            .args(["--listen-peer-urls", &peer, "--initial-advertise-peer-urls", &peer])
-            .args(["--initial-cluster", &format!("leasequake={peer}")])
+            .args(["--listen-peer-urls", &format!("http://{}", self.peer)])
+            .args(["--initial-advertise-peer-urls", &format!("http://{}", self.advertised)])
+            .args(["--initial-cluster", &self.cluster])
             .args(["--heartbeat-interval", "10", "--election-timeout", "100"])
             // Its log is a warning or an error, not every request.
             .args(["--logger", "zap", "--log-level", "warn"])

@@ -27,7 +27,7 @@ use nix::unistd::Pid;
 
 pub use pool::{Servers, TrialServer};
 pub use postgres::PgInstall;
-pub use replicated::ReplicatedRedis;
+pub use replicated::ReplicatedService;
 
 use super::contain::TrialGroup;
 use crate::model::Server;
@@ -111,6 +111,15 @@ impl ManagedServer {
         Ok(s)
     }
 
+    /// Launch an etcd cluster's `member` serving clients on `ip:port`
+    /// (it answers once a quorum of its cluster runs: `wait_ready`).
+    fn launch_etcd(member: etcd::Member, ip: Ipv4Addr, port: u16, log: &Path) -> Result<Self, ServerError> {
+        let group = TrialGroup::for_server();
+        let mut s = ManagedServer { ip, port, log: log.to_path_buf(), data: Data::Etcd(member), child: None, group };
+        s.launch()?;
+        Ok(s)
+    }
+
     /// Start a `redis-server` in the part `setup` on `ip:port`.
     fn start_redis(setup: redis::Setup, ip: Ipv4Addr, port: u16, log: &Path) -> Result<Self, ServerError> {
         let group = TrialGroup::for_server();
@@ -130,8 +139,8 @@ impl ManagedServer {
     pub fn address(&self) -> String {
         match self.server() {
             Server::Redis => format!("redis://{}:{}/", self.ip, self.port),
-            Server::Postgres => format!("postgres://postgres@127.0.0.1:{}/postgres", self.port),
-            Server::Etcd => format!("http://127.0.0.1:{}", self.port),
+            Server::Postgres => format!("postgres://postgres@{}:{}/postgres", self.ip, self.port),
+            Server::Etcd => format!("http://{}:{}", self.ip, self.port),
         }
     }
 
@@ -157,12 +166,19 @@ impl ManagedServer {
     }
 
     fn spawn(&mut self) -> Result<(), ServerError> {
+        self.launch()?;
+        self.wait_ready()
+    }
+
+    /// Start the process, without waiting for it to answer (the members
+    /// of an etcd cluster answer only once a quorum of them runs).
+    fn launch(&mut self) -> Result<(), ServerError> {
         let out =
             std::fs::File::options().create(true).append(true).open(&self.log).map_err(|e| self.spawn_error(e))?;
         let err = out.try_clone().map_err(|e| self.spawn_error(e))?;
         let mut cmd = match &self.data {
             Data::Postgres(cluster) => cluster.command(self.port),
-            Data::Etcd(member) => member.command(self.port),
+            Data::Etcd(member) => member.command(self.ip, self.port),
             Data::Redis(setup) => setup.command(self.ip, self.port, self.log.parent().unwrap_or(Path::new("."))),
         };
         cmd.stdin(Stdio::null()).stdout(Stdio::from(out)).stderr(Stdio::from(err));
@@ -175,7 +191,7 @@ impl ManagedServer {
         let spawned = cmd.spawn();
         drop(guard);
         self.child = Some(spawned.map_err(|e| self.spawn_error(e))?);
-        self.wait_ready()
+        Ok(())
     }
 
     fn wait_ready(&mut self) -> Result<(), ServerError> {

@@ -53,7 +53,7 @@ impl TrialServer {
 
 /// The managed server `exp` needs, and whether each trial needs its own.
 fn need(exp: &Experiment) -> Option<(Server, bool)> {
-    // A replicated service is each trial's own (`ReplicatedRedis`).
+    // A replicated service is each trial's own (`ReplicatedService`).
     if exp.substrate.replicated() {
         return None;
     }

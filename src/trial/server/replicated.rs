@@ -1,16 +1,17 @@
-//! A replicated Redis the harness runs for one trial: a primary and
-//! `members − 1` replicas, watched by three Sentinels that fail the
-//! primary over when it falls silent, the way Redis is deployed when a
-//! single server is not enough.
+//! A replicated lease service the harness runs for one trial: a Redis
+//! primary and `members − 1` replicas, watched by three Sentinels that
+//! fail the primary over when it falls silent (the way Redis is deployed
+//! when a single server is not enough); or an etcd cluster of `members`.
 //!
 //! Every link of it passes the harness's proxy, so that a partition can
-//! cut any of them: each worker reaches each member and each Sentinel
-//! through a door of its own, and each member and Sentinel has a *front
-//! door* that the others dial (and that it announces as its address). The
-//! servers themselves listen on other ports. Each server has a loopback
-//! address of its own (127.0.0.11… for members, 127.0.0.21… for
-//! Sentinels) and dials from it (`bind-source-addr`), so the front door
-//! tells by the caller's address which link a connection is on.
+//! cut any of them: each worker reaches each server through a door of its
+//! own, and each server has a *front door* that the others dial (and that
+//! it announces as its address). The servers themselves listen on other
+//! ports, each on a loopback address of its own (127.0.0.11… for members,
+//! 127.0.0.21… for Sentinels). A front door tells which link a
+//! connection is on by who dialled it: Redis dials from its own address
+//! (`bind-source-addr`); etcd cannot be told to, so the door looks up the
+//! process behind the connection.
 //!
 //! The nodes of the trial's network are the workers, then the members,
 //! then the Sentinels; a link joins each worker to each server and each
@@ -22,9 +23,9 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use super::redis::Setup;
-use super::{ManagedServer, ServerError};
-use crate::model::{Dur, Experiment, ServiceView};
-use crate::proxy::{Door, Proxy, Route, Toxic};
+use super::{ManagedServer, ServerError, etcd};
+use crate::model::{Dur, Experiment, Kind, ServiceView};
+use crate::proxy::{Door, Owners, Proxy, Route, Toxic};
 
 /// The name the Sentinels know the primary by.
 const NAME: &str = "leasequake";
@@ -36,7 +37,9 @@ const MIN_FAILOVER_AFTER: Dur = Dur::from_ms(100);
 /// Sentinel able to reach a quorum.
 const READY_WITHIN: Duration = Duration::from_secs(15);
 
-pub struct ReplicatedRedis {
+/// A running replicated service and the proxy on its links.
+pub struct ReplicatedService {
+    kind: Kind,
     workers: usize,
     members: Vec<ManagedServer>,
     sentinels: Vec<ManagedServer>,
@@ -64,62 +67,109 @@ fn free_port(ip: Ipv4Addr) -> Result<SocketAddr, ServerError> {
     TcpListener::bind((ip, 0)).and_then(|l| l.local_addr()).map_err(ServerError::Port)
 }
 
-impl ReplicatedRedis {
-    /// Start the service for a trial of `exp` in `dir` (its logs and the
-    /// Sentinels' config files), the proxy's draws from `seed`.
-    pub fn start(exp: &Experiment, dir: &Path, seed: u64) -> Result<ReplicatedRedis, ServerError> {
-        let (workers, members) = (exp.workers, exp.substrate.members);
-        let servers = members + SENTINELS;
+/// The trial's network before any server runs: each server's loopback
+/// address and ports, the links between the nodes.
+struct Plan {
+    workers: usize,
+    ips: Vec<Ipv4Addr>,
+    /// Where each server serves clients (its workers' doors lead there).
+    client: Vec<SocketAddr>,
+    links: Vec<(usize, usize)>,
+    index: HashMap<(usize, usize), usize>,
+}
+
+impl Plan {
+    fn new(workers: usize, servers: usize, members: usize) -> Result<Plan, ServerError> {
         let ips: Vec<Ipv4Addr> = (0..servers).map(|x| ip_of(x, members)).collect();
-        let hidden: Vec<SocketAddr> = ips.iter().map(|ip| free_port(*ip)).collect::<Result<_, _>>()?;
-        let mut links = Vec::new();
-        let mut index = HashMap::new();
+        let client = ips.iter().map(|ip| free_port(*ip)).collect::<Result<_, _>>()?;
+        let (mut links, mut index) = (Vec::new(), HashMap::new());
         for a in 0..workers + servers {
             for b in (a + 1).max(workers)..workers + servers {
                 index.insert((a, b), links.len());
                 links.push((a, b));
             }
         }
-        let harness = links.len();
-        let link = |a: usize, b: usize| index[&(a.min(b), a.max(b))];
+        Ok(Plan { workers, ips, client, links, index })
+    }
+
+    /// The link between two nodes.
+    fn link(&self, a: usize, b: usize) -> usize {
+        self.index[&(a.min(b), a.max(b))]
+    }
+
+    /// The link for what no node of the plan dialled (the harness's own).
+    fn harness(&self) -> usize {
+        self.links.len()
+    }
+
+    /// Each worker's door to each server, after the servers' own doors.
+    fn worker_doors(&self) -> Vec<Door> {
+        let any: SocketAddr = (Ipv4Addr::LOCALHOST, 0).into();
+        let mut doors = Vec::new();
+        for w in 0..self.workers {
+            for (x, upstream) in self.client.iter().enumerate() {
+                doors.push(Door {
+                    listen: any,
+                    upstream: *upstream,
+                    route: Route::Link(self.link(w, self.workers + x)),
+                });
+            }
+        }
+        doors
+    }
+
+    /// Worker `w`'s door to server `x`, as a URL of `scheme`.
+    fn door_url(&self, proxy: &Proxy, w: usize, x: usize, scheme: &str) -> String {
+        let servers = self.ips.len();
+        let a = proxy.address(servers + w * servers + x);
+        if scheme == "redis" { format!("redis://{a}/") } else { format!("http://{a}") }
+    }
+}
+
+impl ReplicatedService {
+    /// Start the service for a trial of `exp` in `dir` (its logs and
+    /// config files), the proxy's draws from `seed`.
+    pub fn start(exp: &Experiment, dir: &Path, seed: u64) -> Result<ReplicatedService, ServerError> {
+        match exp.substrate.kind {
+            Kind::Etcd => ReplicatedService::start_etcd(exp, dir, seed),
+            _ => ReplicatedService::start_redis(exp, dir, seed),
+        }
+    }
+
+    fn start_redis(exp: &Experiment, dir: &Path, seed: u64) -> Result<ReplicatedService, ServerError> {
+        let (workers, members) = (exp.workers, exp.substrate.members);
+        let servers = members + SENTINELS;
+        let plan = Plan::new(workers, servers, members)?;
+        let ips = &plan.ips;
         let mut doors = Vec::new();
         for x in 0..servers {
             let sources = (0..servers)
                 .filter(|y| *y != x)
-                .map(|y| (IpAddr::V4(ips[y]), link(workers + x, workers + y)))
+                .map(|y| (IpAddr::V4(ips[y]), plan.link(workers + x, workers + y)))
                 .collect();
             doors.push(Door {
                 listen: SocketAddr::new(ips[x].into(), 0),
-                upstream: hidden[x],
-                route: Route::BySource { sources, otherwise: harness },
+                upstream: plan.client[x],
+                route: Route::BySource { sources, otherwise: plan.harness() },
             });
         }
-        let any: SocketAddr = (Ipv4Addr::LOCALHOST, 0).into();
-        for w in 0..workers {
-            for (x, upstream) in hidden.iter().enumerate() {
-                doors.push(Door { listen: any, upstream: *upstream, route: Route::Link(link(w, workers + x)) });
-            }
-        }
-        let proxy = Proxy::start_doors(doors, harness + 1, seed)
+        doors.extend(plan.worker_doors());
+        let proxy = Proxy::start_doors(doors, plan.harness() + 1, seed)
             .map_err(|e| ServerError::Setup(format!("cannot start the proxy of the replicated service: {e}")))?;
         let fronts: Vec<SocketAddr> = (0..servers).map(|x| proxy.address(x)).collect();
-        let url = |a: SocketAddr| format!("redis://{a}/");
         let views = (0..workers)
-            .map(|w| {
-                let door = |x: usize| url(proxy.address(servers + w * servers + x));
-                ServiceView {
-                    name: NAME.to_string(),
-                    sentinels: (members..servers).map(door).collect(),
-                    members: (0..members).map(|k| (fronts[k].to_string(), door(k))).collect(),
-                }
+            .map(|w| ServiceView {
+                name: NAME.to_string(),
+                sentinels: (members..servers).map(|x| plan.door_url(&proxy, w, x, "redis")).collect(),
+                members: (0..members).map(|k| (fronts[k].to_string(), plan.door_url(&proxy, w, k, "redis"))).collect(),
+                sync_replicas: exp.substrate.sync_replicas,
             })
             .collect();
-
         let mut started = Vec::new();
         for k in 0..members {
             let setup = Setup::Member { announce: fronts[k], replica_of: (k > 0).then_some(fronts[0]) };
             let log = dir.join(format!("redis-{k}.log"));
-            started.push(ManagedServer::start_redis(setup, ips[k], hidden[k].port(), &log)?);
+            started.push(ManagedServer::start_redis(setup, ips[k], plan.client[k].port(), &log)?);
         }
         let deadline = Instant::now() + READY_WITHIN;
         for replica in &started[1..] {
@@ -156,12 +206,90 @@ impl ReplicatedRedis {
             }
             std::fs::write(&config, text).map_err(|e| ServerError::Setup(format!("{}: {e}", config.display())))?;
             let log = dir.join(format!("sentinel-{s}.log"));
-            sentinels.push(ManagedServer::start_redis(Setup::Sentinel { config }, ips[x], hidden[x].port(), &log)?);
+            sentinels.push(ManagedServer::start_redis(
+                Setup::Sentinel { config },
+                ips[x],
+                plan.client[x].port(),
+                &log,
+            )?);
         }
         for s in &sentinels {
             wait_for(deadline, "a Sentinel that can reach its quorum", || quorum(&s.address()))?;
         }
-        Ok(ReplicatedRedis { workers, members: started, sentinels, proxy, links, fronts, views })
+        Ok(ReplicatedService {
+            kind: Kind::Redis,
+            workers,
+            members: started,
+            sentinels,
+            proxy,
+            links: plan.links,
+            fronts,
+            views,
+        })
+    }
+
+    /// etcd as a cluster of `members`: each member's peers dial its front
+    /// door, told apart by the process that dialled (etcd cannot be told
+    /// to dial from an address of its own).
+    fn start_etcd(exp: &Experiment, dir: &Path, seed: u64) -> Result<ReplicatedService, ServerError> {
+        let (workers, members) = (exp.workers, exp.substrate.members);
+        let plan = Plan::new(workers, members, members)?;
+        let ips = &plan.ips;
+        let peers: Vec<SocketAddr> = ips.iter().map(|ip| free_port(*ip)).collect::<Result<_, _>>()?;
+        let owners: Vec<Owners> = (0..members).map(|_| Owners::default()).collect();
+        let mut doors: Vec<Door> = (0..members)
+            .map(|x| Door {
+                listen: SocketAddr::new(ips[x].into(), 0),
+                upstream: peers[x],
+                route: Route::ByOwner { owners: owners[x].clone(), otherwise: plan.harness() },
+            })
+            .collect();
+        doors.extend(plan.worker_doors());
+        let proxy = Proxy::start_doors(doors, plan.harness() + 1, seed)
+            .map_err(|e| ServerError::Setup(format!("cannot start the proxy of the etcd cluster: {e}")))?;
+        let fronts: Vec<SocketAddr> = (0..members).map(|x| proxy.address(x)).collect();
+        let cluster = (0..members).map(|k| format!("m{k}=http://{}", fronts[k])).collect::<Vec<_>>().join(",");
+        let mut started = Vec::new();
+        for k in 0..members {
+            let member = etcd::Member::of_cluster(&format!("m{k}"), peers[k], fronts[k], &cluster)?;
+            let log = dir.join(format!("etcd-{k}.log"));
+            let server = ManagedServer::launch_etcd(member, ips[k], plan.client[k].port(), &log)?;
+            let pid = server.pid().map_or(0, |p| p.as_raw());
+            // Known before it can dial: its connections are on their links.
+            for (x, door) in owners.iter().enumerate().filter(|(x, _)| *x != k) {
+                door.lock().unwrap_or_else(|p| p.into_inner()).push((pid, plan.link(workers + k, workers + x)));
+            }
+            started.push(server);
+        }
+        for server in &mut started {
+            server.wait_ready()?;
+        }
+        // A connection the front door could not place (its dialler not
+        // yet known) is reset: the member dials again, and is placed.
+        let _ = proxy.apply(plan.harness(), Toxic::Reset, 1.0);
+        let _ = proxy.heal(plan.harness());
+        let views = (0..workers)
+            .map(|w| ServiceView {
+                name: String::new(),
+                sentinels: Vec::new(),
+                // Each worker starts at a member of its own: w mod members.
+                members: (0..members)
+                    .map(|i| (w + i) % members)
+                    .map(|k| (k.to_string(), plan.door_url(&proxy, w, k, "http")))
+                    .collect(),
+                sync_replicas: 0,
+            })
+            .collect();
+        Ok(ReplicatedService {
+            kind: Kind::Etcd,
+            workers,
+            members: started,
+            sentinels: Vec::new(),
+            proxy,
+            links: plan.links,
+            fronts,
+            views,
+        })
     }
 
     /// Where each worker reaches the service.
@@ -169,9 +297,13 @@ impl ReplicatedRedis {
         self.views.clone()
     }
 
-    /// The member the Sentinels name as primary now (asked directly, past
-    /// the proxy), else the first.
+    /// The member the Sentinels name as primary now, or etcd's Raft
+    /// leader (asked directly, past the proxy), else the first.
     pub fn primary(&self) -> usize {
+        if self.kind == Kind::Etcd {
+            let addresses: Vec<String> = self.members.iter().map(ManagedServer::address).collect();
+            return crate::substrate::etcd::leader_of(&addresses).unwrap_or(0);
+        }
         self.sentinels
             .iter()
             .find_map(|s| primary_named(&s.address()))
