@@ -9,7 +9,8 @@
 //! have lasted: from its reply to a lease after its request was sent (or
 //! to its `lease_until`, where that is earlier: a lock file's whole-second
 //! truncation), ended early by the worker's own release or death (a grant
-//! to a dead worker harms nobody). Two such grants of different workers
+//! to a dead worker harms nobody), or by the service telling it that
+//! another holds the lease. Two such grants of different workers
 //! that overlap are a *definite* double grant: no timing of the service's
 //! work could keep them apart. Against a replicated service, a request
 //! whose reply the proxy dropped may have been granted (docs/network.md):
@@ -77,14 +78,15 @@ pub(crate) fn double_grants(events: &[Event], params: &CheckParams, end_us: Micr
     let mut maybe = Vec::new();
     for w in 0..workers {
         let mine: Vec<&Event> = events.iter().filter(|e| e.worker == Some(w)).collect();
-        // Until the worker's own release or death, never past the trial.
+        // Until the worker's own release or death, or the service telling
+        // it another holds the lease; never past the trial.
+        let over = |e: &Event| match e.kind {
+            EventKind::Released | EventKind::Exit => true,
+            EventKind::SteppedDown => e.detail.reason.as_deref() == Some("other-holder"),
+            _ => false,
+        };
         let cut_at = |t: Micros| {
-            mine.iter()
-                .filter(|e| e.t_us >= t && matches!(e.kind, EventKind::Released | EventKind::Exit))
-                .map(|e| e.t_us)
-                .min()
-                .unwrap_or(end_us)
-                .min(end_us)
+            mine.iter().filter(|e| e.t_us >= t && over(e)).map(|e| e.t_us).min().unwrap_or(end_us).min(end_us)
         };
         for e in mine.iter().filter(|e| matches!(e.kind, EventKind::Acquired | EventKind::Renewed)) {
             // Only a lease that runs out by time has a least validity.
@@ -252,6 +254,22 @@ mod tests {
             20.0,
         );
         assert_eq!(dead.definite, 0);
+    }
+
+    #[test]
+    fn a_grant_ends_when_the_service_names_another_holder() {
+        use EventKind::*;
+        // Worker 0's renewal at 6 was granted to 15, but at 8 the service
+        // (its old primary, demoted) says worker 1 holds the lease.
+        let mut events = vec![
+            grant(0.0, 0, Acquired, 0.001, Some(0)),
+            grant(6.0, 0, Renewed, 0.001, Some(0)),
+            grant(7.0, 1, Acquired, 0.001, Some(1)),
+        ];
+        let down = Detail { reason: Some("other-holder".into()), ..Detail::default() };
+        events.push(ev(8.0, 0, SteppedDown).with_detail(down));
+        let g = trial(events, 20.0);
+        assert_eq!((g.definite, g.definite_us), (1, s(1.0)));
     }
 
     #[test]

@@ -35,8 +35,10 @@ pub(crate) fn network(events: &[Event], params: &CheckParams, spans: &Spans, end
         replies_lost: events.iter().filter(|e| e.kind == EventKind::ReplyLost).count(),
         ..Network::default()
     };
-    // A lock held by a session or a process has no expiry to read.
-    if params.dropped_at_death {
+    // A lock held by a session or a process has no expiry to read; a
+    // replicated service's grants are not one server's (a grant does not
+    // end where another worker's begins).
+    if params.dropped_at_death || params.replicated {
         return out;
     }
     let barrier_wall_us = events
