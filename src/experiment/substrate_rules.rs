@@ -46,7 +46,15 @@ pub(super) fn check(raw: &Uses<'_>) -> Result<(), Problem> {
         ))
     } else if s.members == 0 || s.members > MAX_MEMBERS {
         Some(("members", format!("members: {} is not in 1..={MAX_MEMBERS}", s.members)))
-    } else if s.replicated() && !(s.managed && matches!(s.kind, Kind::Redis | Kind::Etcd)) {
+    } else if s.kind == Kind::Redlock && !(s.managed && s.members >= 3) {
+        Some((
+            "kind",
+            format!(
+                "redlock runs on independent Redis servers the harness starts: `substrate: {{kind: redlock, managed: true, members: 3}}` (members: {}, managed: {})",
+                s.members, s.managed
+            ),
+        ))
+    } else if s.replicated() && !(s.managed && matches!(s.kind, Kind::Redis | Kind::Etcd | Kind::Redlock)) {
         Some((
             "members",
             format!(
@@ -125,8 +133,14 @@ pub(super) fn check(raw: &Uses<'_>) -> Result<(), Problem> {
             {
                 return Some((at, format!("target {target}: the service has members 0..{}", s.members - 1)));
             }
-            if !a.is_network() {
+            if a == crate::model::Action::Skew && !(s.kind == Kind::Redlock && matches!(target, Target::Member(_))) {
+                return Some((at, format!("skew of {target}: only Redlock's servers have a clock the harness moves")));
+            }
+            if !a.is_network() && a != crate::model::Action::Skew {
                 return Some((at, format!("target {target} is cut off by a network fault (partition, …), not by {}", a.name())));
+            }
+            if target == Target::PrimarySide && s.kind == Kind::Redlock {
+                return Some((at, "target primary-side: Redlock's servers are all equal; cut one off (member-K)".to_string()));
             }
             if f.after.is_some() && target != Target::PrimarySide {
                 return Some((at, format!("target {target} is no worker: it reports no event to fire `after`")));

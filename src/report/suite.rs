@@ -345,13 +345,25 @@ fn storm_cell(storm: Option<&crate::check::Storm>) -> String {
 /// until it hears of the failover, after the heal. etcd: a side without a
 /// quorum grants nothing, so never twice; a cut-off Raft leader costs an
 /// election and a whole lease (leases are reset on a leader change).
+/// Redlock: a server whose clock jumps lets a majority go free under a
+/// holder's validity; a paused holder is a double believer, not a double
+/// grant.
 fn split_theory(exp: &Experiment, s: &Summary) -> (String, String) {
     let scale = exp.time_scale;
     let lease = exp.lease.lease.as_ms_f64();
+    let twice = s.network.double_grants.trials;
+    if exp.substrate.kind == crate::model::Kind::Redlock {
+        let measured =
+            format!("double grants in {twice}/{} trials, two believers in {}/{}", s.n, s.double_leader_trials, s.n);
+        return if exp.faults.iter().any(|f| f.action == Action::Skew) {
+            ("a double grant whenever a watcher looks between the jump and the leader's next renewal; no token tells the grants apart".to_string(), measured)
+        } else {
+            ("no double grant (the servers' keys ran out), two believers after a pause longer than the lease; no token to refuse the stale one".to_string(), measured)
+        };
+    }
     let Some(cut) = exp.faults.iter().find(|f| f.action == Action::Partition) else {
         return (String::new(), String::new());
     };
-    let twice = s.network.double_grants.trials;
     if exp.substrate.kind == crate::model::Kind::Etcd {
         let gap = if cut.target == crate::model::Target::PrimarySide {
             format!("the others acquire an election and a whole lease ({:.1} s) after the cut", own_s(lease, scale))

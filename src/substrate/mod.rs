@@ -25,6 +25,7 @@ mod open;
 mod pg_listen;
 pub mod postgres;
 pub mod redis;
+pub mod redlock;
 pub mod resource;
 pub mod tokens;
 

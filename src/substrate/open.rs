@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::lease::Substrate;
 use super::lockfile::LockFile;
-use super::{etcd, file, flock, postgres, redis};
+use super::{etcd, file, flock, postgres, redis, redlock};
 use crate::model::{Experiment, Kind, Server, WatchBy};
 
 /// Everything a worker needs to open its substrate.
@@ -48,6 +48,13 @@ pub fn open(o: &Open<'_>, lock: LockFile) -> io::Result<Box<dyn Substrate>> {
         }
         Kind::PostgresAdvisory => {
             Box::new(postgres::PgLease::connect(&address(Server::Postgres), o.key, o.lease, o.request_timeout, true)?)
+        }
+        Kind::Redlock => {
+            let service = o.service.ok_or_else(|| {
+                io::Error::new(io::ErrorKind::InvalidInput, "redlock needs its servers (a managed service)")
+            })?;
+            let addresses: Vec<String> = service.members.iter().map(|(_, url)| url.clone()).collect();
+            Box::new(redlock::RedlockLease::connect(&addresses, o.key, o.lease, o.request_timeout)?)
         }
         Kind::Etcd => {
             let mut lease = etcd::EtcdLease::connect(&address(Server::Etcd), o.key, o.lease, o.request_timeout)?;

@@ -52,13 +52,7 @@ impl ProgramClocks {
             .map(|w| {
                 let path = control_path(dir, w);
                 let offset = exp.worker.clock_offset.of(w).as_ns();
-                let rate = exp.worker.clock_rate.of(w);
-                let mut words = Vec::with_capacity(32);
-                words.extend_from_slice(&0u64.to_ne_bytes());
-                words.extend_from_slice(&offset.to_ne_bytes());
-                words.extend_from_slice(&anchor_wall_ns.to_ne_bytes());
-                words.extend_from_slice(&rate.to_ne_bytes());
-                std::fs::write(&path, words).map(|()| path)
+                write_control(&path, offset, anchor_wall_ns, exp.worker.clock_rate.of(w)).map(|()| path)
             })
             .collect::<io::Result<_>>()?;
         Ok(ProgramClocks { shim, controls })
@@ -87,10 +81,39 @@ fn control_path(dir: &Path, w: usize) -> PathBuf {
     dir.join(format!("{w}.clock"))
 }
 
+fn write_control(path: &Path, offset_ns: i64, anchor_wall_ns: i64, rate: f64) -> io::Result<()> {
+    let mut words = Vec::with_capacity(32);
+    words.extend_from_slice(&0u64.to_ne_bytes());
+    words.extend_from_slice(&offset_ns.to_ne_bytes());
+    words.extend_from_slice(&anchor_wall_ns.to_ne_bytes());
+    words.extend_from_slice(&rate.to_ne_bytes());
+    std::fs::write(path, words)
+}
+
+/// A server whose wall clock the harness moves (a member of a replicated
+/// service hit by `skew`): the shim in `dir`, and a control file of its
+/// own named `name`, at no offset yet. The environment to start it with.
+pub fn server_clock(dir: &Path, name: &str) -> io::Result<(PathBuf, Vec<(&'static str, std::ffi::OsString)>)> {
+    std::fs::create_dir_all(dir)?;
+    let shim = dir.join(SHIM_NAME);
+    if !shim.exists() {
+        std::fs::write(&shim, SHIM)?;
+    }
+    let control = dir.join(format!("{name}.clock"));
+    write_control(&control, 0, 0, 1.0)?;
+    let env = vec![("LD_PRELOAD", shim.into_os_string()), ("LEASEQUAKE_CLOCK", control.clone().into_os_string())];
+    Ok((control, env))
+}
+
 /// Set worker `w`'s offset to `offset_ns` in place, under the seqlock: a
 /// program reading it meanwhile retries until the sequence is even again.
 pub fn jump(dir: &Path, w: usize, offset_ns: i64) -> io::Result<()> {
-    let f = std::fs::OpenOptions::new().read(true).write(true).open(control_path(dir, w))?;
+    jump_file(&control_path(dir, w), offset_ns)
+}
+
+/// Set the offset of the clock `control` moves to `offset_ns`.
+pub fn jump_file(control: &Path, offset_ns: i64) -> io::Result<()> {
+    let f = std::fs::OpenOptions::new().read(true).write(true).open(control)?;
     let mut seq = [0u8; 8];
     f.read_exact_at(&mut seq, SEQ)?;
     let seq = u64::from_ne_bytes(seq);

@@ -155,6 +155,15 @@ impl<'s> Nemesis<'s> {
             Ok(t) => t,
             Err(error) => return vec![Delivery { actual_ns: mono_ns(), error: Some(error), ..base(o.action.name()) }],
         };
+        if let (Action::Skew, crate::model::Target::Member(k), Some(service)) = (o.action, o.target, self.service) {
+            let result = service.jump_clock(k, o.skew.map_or(0, |s| s.as_ns()));
+            return vec![Delivery {
+                pid: service.member_pid(k),
+                actual_ns: mono_ns(),
+                error: result.err(),
+                ..base(o.action.name())
+            }];
+        }
         if o.action == Action::Skew {
             let by = o.skew.map_or(0, |s| s.as_ns());
             return targets

@@ -84,6 +84,11 @@ fn a_replicated_service_is_refused_where_it_cannot_run() {
             "substrate: {kind: redis, managed: true, members: 2}\nfaults:\n  - at: 1s\n    target: member-1\n    action: kill\n",
             "6:13: target member-1 is cut off by a network fault",
         ),
+        ("substrate: {kind: redlock, managed: true}\n", "redlock runs on independent Redis servers the harness starts"),
+        (
+            "substrate: {kind: redis, managed: true, members: 2}\nfaults:\n  - at: 1s\n    target: member-1\n    action: skew\n    by: 2s\n",
+            "6:13: skew of member-1: only Redlock's servers have a clock the harness moves",
+        ),
     ];
     for (yaml, want) in cases {
         let file = lab.file("bad.yaml", &format!("name: x\nworkers: 3\n{yaml}"));
@@ -119,4 +124,37 @@ fn an_etcd_cluster_cut_in_two_grants_once_and_only_after_the_cut_off_lease_is_ov
     // lessor's loop (550 ms) and a watch tick (500 ms).
     let after = next.f64("t_ms") - cut;
     assert!((2000.0..=2000.0 + 1000.0 + 550.0 + 500.0 + 100.0).contains(&after), "acquired {after} ms after the cut");
+}
+
+/// Redlock's three servers at a quarter of real time, watched every
+/// 250 ms: the third server is cut off until the leader's key there has
+/// run out; 0.3 s after the leader's renewal at 18 s the second server's
+/// clock jumps a whole lease ahead, and a watcher finds a majority free
+/// before the leader's next renewal at 21 s.
+const REDLOCK_JUMP: &str = "name: redlock-jump\nworkers: 3\nduration: 24s\nseed: 5\nwatch: 250ms\n\
+    substrate: {kind: redlock, managed: true, members: 3}\n\
+    faults:\n  - at: 1s\n    target: member-2\n    action: partition\n    duration: 12s\n  \
+    - at: 18.3s\n    target: member-1\n    action: skew\n    by: 9s\n";
+
+#[test]
+fn redlock_grants_twice_when_one_servers_clock_jumps() {
+    let lab = Lab::new();
+    let run = lab.run(lab.file("redlock.yaml", REDLOCK_JUMP)).scale(0.25).trials(1).output().expect_code(0);
+    let net = run.table("network.csv").remove(0);
+    assert_eq!(net.get("double_grants"), "1", "{net:?}\n{}", run.stderr());
+    let events = run.table("events.csv");
+    let grants: Vec<&Row> = events.iter().filter(|e| e.get("event") == "acquired").collect();
+    assert!(grants.len() >= 2 && grants[0].get("worker") != grants.last().unwrap().get("worker"), "{grants:?}");
+    assert!(grants.iter().all(|g| detail(g).get("token").is_none()), "Redlock has no fencing token");
+    let jump = run.table("faults.csv").into_iter().find(|f| f.get("action") == "skew").expect("the jump");
+    let after = grants.last().unwrap().f64("t_ms") - jump.f64("actual_ms");
+    // Within a watch tick (250 ms, 62.5 ms real: the history is in real
+    // time) and the operations, allowed 100 ms on a loaded machine.
+    assert!((0.0..=62.5 + 100.0).contains(&after), "the second grant came {after} ms after the jump");
+    // The first holder hears of it at its next renewal, at 21 s (5.25 s real).
+    let first = grants[0].get("worker");
+    assert!(
+        events.iter().any(|e| e.get("event") == "stepped_down" && e.get("worker") == first && e.f64("t_ms") > 5_200.0),
+        "the first holder stepped down at its renewal after the jump"
+    );
 }

@@ -407,6 +407,10 @@ pub enum Kind {
     /// An etcd key attached to a lease with a TTL in whole seconds, kept
     /// alive by its holder; the server revokes it when the TTL runs out.
     Etcd,
+    /// Redlock: the same key on `members` independent Redis servers, held
+    /// by whoever set it on a majority within its validity; no fencing
+    /// token.
+    Redlock,
 }
 
 impl Kind {
@@ -435,7 +439,7 @@ impl Kind {
     pub fn server(self) -> Option<Server> {
         match self {
             Kind::File | Kind::Flock => None,
-            Kind::Redis => Some(Server::Redis),
+            Kind::Redis | Kind::Redlock => Some(Server::Redis),
             Kind::Postgres | Kind::PostgresAdvisory => Some(Server::Postgres),
             Kind::Etcd => Some(Server::Etcd),
         }

@@ -1,6 +1,7 @@
 //! `redis-server` as a managed server: no persistence, so that a restart
 //! forgets every lease.
 
+use std::ffi::OsString;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -11,8 +12,16 @@ use std::time::Duration;
 /// harness's proxy), or a Sentinel (its config file, which it rewrites).
 pub(super) enum Setup {
     Single,
-    Member { announce: SocketAddr, replica_of: Option<SocketAddr> },
-    Sentinel { config: PathBuf },
+    /// `clock`: the environment that preloads the harness's clock shim,
+    /// for a member whose wall clock a `skew` moves.
+    Member {
+        announce: SocketAddr,
+        replica_of: Option<SocketAddr>,
+        clock: Vec<(&'static str, OsString)>,
+    },
+    Sentinel {
+        config: PathBuf,
+    },
 }
 
 impl Setup {
@@ -35,7 +44,8 @@ impl Setup {
             // not "loopback" to Redis's protected mode.
             cmd.args(["--bind-source-addr", &ip.to_string(), "--protected-mode", "no"]);
         }
-        if let Setup::Member { announce, replica_of } = self {
+        if let Setup::Member { announce, replica_of, clock } = self {
+            cmd.envs(clock.iter().map(|(k, v)| (k, v)));
             cmd.args(["--save", "", "--appendonly", "no"])
                 // A replica's first sync at once, not after the default 5 s
                 // wait for more replicas to share it.

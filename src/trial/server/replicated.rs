@@ -24,8 +24,9 @@ use std::time::{Duration, Instant};
 
 use super::redis::Setup;
 use super::{ManagedServer, ServerError, etcd};
-use crate::model::{Dur, Experiment, Kind, ServiceView};
+use crate::model::{Dur, Experiment, Kind, ServiceView, Target};
 use crate::proxy::{Door, Owners, Proxy, Route, Toxic};
+use std::sync::Mutex;
 
 /// The name the Sentinels know the primary by.
 const NAME: &str = "leasequake";
@@ -51,6 +52,10 @@ pub struct ReplicatedService {
     fronts: Vec<SocketAddr>,
     /// Where each worker reaches the service.
     views: Vec<ServiceView>,
+    /// Each member's clock control file, where the harness moves it, and
+    /// its jumps so far (ns).
+    clocks: Vec<Option<std::path::PathBuf>>,
+    jumps: Mutex<Vec<i64>>,
 }
 
 fn ip_of(server: usize, members: usize) -> Ipv4Addr {
@@ -132,6 +137,7 @@ impl ReplicatedService {
     pub fn start(exp: &Experiment, dir: &Path, seed: u64) -> Result<ReplicatedService, ServerError> {
         match exp.substrate.kind {
             Kind::Etcd => ReplicatedService::start_etcd(exp, dir, seed),
+            Kind::Redlock => ReplicatedService::start_redlock(exp, dir, seed),
             _ => ReplicatedService::start_redis(exp, dir, seed),
         }
     }
@@ -167,7 +173,8 @@ impl ReplicatedService {
             .collect();
         let mut started = Vec::new();
         for k in 0..members {
-            let setup = Setup::Member { announce: fronts[k], replica_of: (k > 0).then_some(fronts[0]) };
+            let setup =
+                Setup::Member { announce: fronts[k], replica_of: (k > 0).then_some(fronts[0]), clock: Vec::new() };
             let log = dir.join(format!("redis-{k}.log"));
             started.push(ManagedServer::start_redis(setup, ips[k], plan.client[k].port(), &log)?);
         }
@@ -225,7 +232,74 @@ impl ReplicatedService {
             links: plan.links,
             fronts,
             views,
+            clocks: Vec::new(),
+            jumps: Mutex::new(Vec::new()),
         })
+    }
+
+    /// Redlock's independent Redis servers: nothing between them, each
+    /// worker's doors to each; a server's wall clock moved by the
+    /// harness's shim where a `skew` targets a member.
+    fn start_redlock(exp: &Experiment, dir: &Path, seed: u64) -> Result<ReplicatedService, ServerError> {
+        let (workers, members) = (exp.workers, exp.substrate.members);
+        let plan = Plan::new(workers, members, members)?;
+        let any: SocketAddr = (Ipv4Addr::LOCALHOST, 0).into();
+        // Front doors nobody dials (the servers know nothing of each
+        // other), so that the doors' numbering is the others'.
+        let mut doors: Vec<Door> = (0..members)
+            .map(|x| Door { listen: any, upstream: plan.client[x], route: Route::Link(plan.harness()) })
+            .collect();
+        doors.extend(plan.worker_doors());
+        let proxy = Proxy::start_doors(doors, plan.harness() + 1, seed)
+            .map_err(|e| ServerError::Setup(format!("cannot start the proxy of the Redlock servers: {e}")))?;
+        let skewed =
+            exp.faults.iter().any(|f| f.action == crate::model::Action::Skew && matches!(f.target, Target::Member(_)));
+        let mut started = Vec::new();
+        let mut clocks = Vec::new();
+        for k in 0..members {
+            let (control, clock) = if skewed {
+                let (control, env) = crate::trial::clock::server_clock(&dir.join("clocks"), &format!("member-{k}"))
+                    .map_err(|e| ServerError::Setup(format!("cannot prepare member {k}'s clock: {e}")))?;
+                (Some(control), env)
+            } else {
+                (None, Vec::new())
+            };
+            let setup = Setup::Member { announce: plan.client[k], replica_of: None, clock };
+            let log = dir.join(format!("redis-{k}.log"));
+            started.push(ManagedServer::start_redis(setup, plan.ips[k], plan.client[k].port(), &log)?);
+            clocks.push(control);
+        }
+        let views = (0..workers)
+            .map(|w| ServiceView {
+                name: String::new(),
+                sentinels: Vec::new(),
+                members: (0..members).map(|k| (k.to_string(), plan.door_url(&proxy, w, k, "redis"))).collect(),
+                sync_replicas: 0,
+            })
+            .collect();
+        let fronts = plan.client.clone();
+        Ok(ReplicatedService {
+            kind: Kind::Redlock,
+            workers,
+            members: started,
+            sentinels: Vec::new(),
+            proxy,
+            links: plan.links,
+            fronts,
+            views,
+            clocks,
+            jumps: Mutex::new(vec![0; members]),
+        })
+    }
+
+    /// Move member `k`'s wall clock by `by_ns` (jumps add up).
+    pub fn jump_clock(&self, k: usize, by_ns: i64) -> Result<(), String> {
+        let Some(Some(control)) = self.clocks.get(k) else {
+            return Err(format!("member {k}'s clock is not the harness's to move"));
+        };
+        let mut jumps = self.jumps.lock().unwrap_or_else(|p| p.into_inner());
+        jumps[k] += by_ns;
+        crate::trial::clock::jump_file(control, jumps[k]).map_err(|e| format!("cannot move member {k}'s clock: {e}"))
     }
 
     /// etcd as a cluster of `members`: each member's peers dial its front
@@ -289,6 +363,8 @@ impl ReplicatedService {
             links: plan.links,
             fronts,
             views,
+            clocks: Vec::new(),
+            jumps: Mutex::new(Vec::new()),
         })
     }
 
