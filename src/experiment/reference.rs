@@ -318,7 +318,7 @@ pub fn keys() -> Vec<Key> {
             Int(1),
             "1",
             "2",
-            "Servers of a replicated lease service the harness runs per trial (managed, so far Redis): a primary and `members − 1` replicas watched by three Sentinels, each on a loopback address of its own, every link through the proxy (docs/replicated.md).",
+            "Servers of a replicated lease service the harness runs per trial (managed): Redis as a primary and `members − 1` replicas watched by three Sentinels, an etcd cluster, or Redlock's independent Redis servers (at least 3); each on a loopback address of its own, every link through the proxy (docs/replicated.md).",
         ),
         key(
             "substrate.failover_after",
@@ -326,6 +326,13 @@ pub fn keys() -> Vec<Key> {
             "a third of the lease, at least 100ms",
             "3s",
             "How long the Sentinels wait on a silent primary before they fail it over (`down-after-milliseconds`).",
+        ),
+        key(
+            "substrate.sync_replicas",
+            Int(0),
+            "0",
+            "1",
+            "A replicated Redis: after each acquire or renewal, wait (`WAIT`, half the request timeout) until this many replicas have it; fewer, and the operation failed (the primary keeps the write).",
         ),
         key(
             "program",
