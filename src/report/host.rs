@@ -31,6 +31,64 @@ pub struct Host {
     /// `--no-calibrate`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub calibration: Option<Quick>,
+    /// A replicated lease service's setup (docs/replicated.md): each
+    /// trial's own addresses and ports are in its `service.json`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub service: Option<ServiceSetup>,
+}
+
+/// How a replicated service is laid out and fails over.
+#[derive(Serialize)]
+pub struct ServiceSetup {
+    pub kind: &'static str,
+    pub members: usize,
+    pub sentinels: usize,
+    pub addresses: String,
+    pub links: &'static str,
+    pub failover: String,
+}
+
+fn service_setup(exp: &Experiment) -> Option<ServiceSetup> {
+    use crate::model::Kind;
+    let s = &exp.substrate;
+    if !s.replicated() {
+        return None;
+    }
+    let lease = exp.lease.lease;
+    let (kind, sentinels, failover) = match s.kind {
+        Kind::Etcd => (
+            "etcd cluster",
+            0,
+            "Raft: heartbeat 10 ms, election timeout 100 ms; a new leader gives every lease its whole TTL".to_string(),
+        ),
+        Kind::Redlock => (
+            "Redlock over independent Redis servers",
+            0,
+            "none: each client needs a majority of the servers".to_string(),
+        ),
+        _ => (
+            "Redis primary and replicas with Sentinel",
+            3,
+            format!(
+                "Sentinel: quorum 2, down-after-milliseconds {}, failover-timeout {}, parallel-syncs 1{}",
+                s.failover_after_of(lease).as_ms_f64().round(),
+                s.failover_timeout_of(lease).as_ms_f64().round(),
+                if s.sync_replicas > 0 {
+                    format!("; WAIT {} after each write", s.sync_replicas)
+                } else {
+                    String::new()
+                }
+            ),
+        ),
+    };
+    Some(ServiceSetup {
+        kind,
+        members: s.members,
+        sentinels,
+        addresses: "members on 127.0.0.11 and up, Sentinels on 127.0.0.21 and up, free ports per trial".to_string(),
+        links: "every worker-to-server and server-to-server link through the harness's proxy",
+        failover,
+    })
 }
 
 /// The generator that draws every random choice of a trial from its seed
@@ -77,6 +135,7 @@ pub fn describe(exp: &Experiment, run: &RunFacts) -> Host {
         jobs: exp.jobs,
         generator: GENERATOR,
         calibration: run.calibration.clone(),
+        service: service_setup(exp),
     }
 }
 

@@ -377,7 +377,7 @@ fn split_theory(exp: &Experiment, s: &Summary) -> (String, String) {
         };
         return (format!("no double grant (a side without a quorum grants nothing); {gap}"), verdict);
     }
-    let after = exp.substrate.failover_after.map_or(lease / 3.0, |d| d.as_ms_f64()).max(100.0);
+    let after = exp.substrate.failover_after_of(exp.lease.lease).as_ms_f64();
     let Some(len) = cut.duration.as_ref().and_then(|p| match p {
         crate::model::PauseLen::Fixed(d) => Some(d.as_ms_f64()),
         _ => None,

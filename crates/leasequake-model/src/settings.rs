@@ -361,6 +361,18 @@ impl SubstrateSettings {
         self.members > 1
     }
 
+    /// How long Sentinel waits on a silent primary (`failover_after`, by
+    /// default a third of `lease`): never under its 100 ms tick.
+    pub fn failover_after_of(&self, lease: Dur) -> Dur {
+        self.failover_after.unwrap_or(Dur::from_us(lease.as_us() / 3)).max(Dur::from_ms(100))
+    }
+
+    /// Sentinel's `failover-timeout`: ten times `failover_after`, at least
+    /// 5 s (it also spaces two failovers of the same primary).
+    pub fn failover_timeout_of(&self, lease: Dur) -> Dur {
+        Dur::from_us(self.failover_after_of(lease).as_us() * 10).max(Dur::from_secs(5))
+    }
+
     /// The address workers use; None for a managed server, whose address
     /// is known only once it runs.
     pub fn address(&self) -> Option<String> {

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use super::redis::Setup;
 use super::{ManagedServer, ServerError, etcd};
-use crate::model::{Dur, Experiment, Kind, ServiceView, Target};
+use crate::model::{Experiment, Kind, ServiceView, Target};
 use crate::proxy::{Door, Owners, Proxy, Route, Toxic};
 use std::sync::Mutex;
 
@@ -32,8 +32,6 @@ use std::sync::Mutex;
 const NAME: &str = "leasequake";
 /// Three, so that a majority survives losing one.
 const SENTINELS: usize = 3;
-/// Sentinel's timer ticks every 100 ms: it cannot notice a silence sooner.
-const MIN_FAILOVER_AFTER: Dur = Dur::from_ms(100);
 /// How long the service gets to come up whole: replicas in sync, every
 /// Sentinel able to reach a quorum.
 const READY_WITHIN: Duration = Duration::from_secs(15);
@@ -135,11 +133,36 @@ impl ReplicatedService {
     /// Start the service for a trial of `exp` in `dir` (its logs and
     /// config files), the proxy's draws from `seed`.
     pub fn start(exp: &Experiment, dir: &Path, seed: u64) -> Result<ReplicatedService, ServerError> {
-        match exp.substrate.kind {
+        let service = match exp.substrate.kind {
             Kind::Etcd => ReplicatedService::start_etcd(exp, dir, seed),
             Kind::Redlock => ReplicatedService::start_redlock(exp, dir, seed),
             _ => ReplicatedService::start_redis(exp, dir, seed),
-        }
+        }?;
+        let path = dir.join("service.json");
+        std::fs::write(&path, service.describe())
+            .map_err(|e| ServerError::Setup(format!("{}: {e}", path.display())))?;
+        Ok(service)
+    }
+
+    /// The trial's service as it ran: each server's address, front door
+    /// and pid; each worker's doors.
+    fn describe(&self) -> String {
+        let server = |s: &ManagedServer, front: Option<&SocketAddr>| {
+            serde_json::json!({
+                "address": s.address(),
+                "front_door": front.map(ToString::to_string),
+                "pid": s.pid().map(|p| p.as_raw()),
+            })
+        };
+        let members = self.members.len();
+        let doc = serde_json::json!({
+            "kind": crate::model::setting_name(&self.kind),
+            "members": self.members.iter().enumerate().map(|(k, s)| server(s, self.fronts.get(k))).collect::<Vec<_>>(),
+            "sentinels": self.sentinels.iter().enumerate().map(|(k, s)| server(s, self.fronts.get(members + k))).collect::<Vec<_>>(),
+            "workers": self.views,
+            "links": self.links.len() + 1,
+        });
+        serde_json::to_string_pretty(&doc).expect("a service description serialises") + "\n"
     }
 
     fn start_redis(exp: &Experiment, dir: &Path, seed: u64) -> Result<ReplicatedService, ServerError> {
@@ -182,8 +205,8 @@ impl ReplicatedService {
         for replica in &started[1..] {
             wait_for(deadline, "a replica in sync with its primary", || in_sync(&replica.address()))?;
         }
-        let failover_after =
-            exp.substrate.failover_after.unwrap_or(Dur::from_us(exp.lease.lease.as_us() / 3)).max(MIN_FAILOVER_AFTER);
+        let failover_after = exp.substrate.failover_after_of(exp.lease.lease);
+        let failover_timeout = exp.substrate.failover_timeout_of(exp.lease.lease);
         let ids: Vec<String> = (0..SENTINELS).map(|s| format!("{:040x}", (seed as u128) << 8 | s as u128)).collect();
         let mut sentinels = Vec::new();
         for s in 0..SENTINELS {
@@ -201,7 +224,7 @@ impl ReplicatedService {
                 pip = fronts[0].ip(),
                 pport = fronts[0].port(),
                 after = failover_after.as_ms_f64().round() as u64,
-                timeout = (failover_after.as_ms_f64() * 10.0).max(5000.0).round() as u64,
+                timeout = failover_timeout.as_ms_f64().round() as u64,
             );
             // Known from the start: no wait for their hello messages.
             for f in &fronts[1..members] {
