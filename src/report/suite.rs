@@ -365,17 +365,39 @@ fn split_theory(exp: &Experiment, s: &Summary) -> (String, String) {
         return (String::new(), String::new());
     };
     if exp.substrate.kind == crate::model::Kind::Etcd {
-        let gap = if cut.target == crate::model::Target::PrimarySide {
-            format!("the others acquire an election and a whole lease ({:.1} s) after the cut", own_s(lease, scale))
-        } else {
-            "the others acquire when the lease's remainder runs out".to_string()
-        };
-        let verdict = if twice == 0 {
+        let mut wrong = Vec::new();
+        if twice > 0 {
+            wrong.push(format!("double grants in {twice}/{}", s.n));
+        }
+        let mut theory = "no double grant (a side without a quorum grants nothing)".to_string();
+        if exp.worker.belief == crate::model::Belief::LocalDeadline {
+            // From the holder's deadline (a margin before its last grant
+            // ends) to the others' grant: the lessor's loop and a watch tick
+            // later; where the Raft leader was cut off, the lease began
+            // again at the election, up to a renew interval after the last
+            // keep-alive, and the election itself (1 s allowed).
+            let margin = exp.worker.belief_margin.as_ms_f64();
+            let slack = crate::check::ETCD_EXPIRY_SLACK_US as f64 / 1000.0;
+            let watch = exp.lease.watch.as_ms_f64();
+            let elected = if cut.target == crate::model::Target::PrimarySide {
+                exp.lease.renew.as_ms_f64() + 1000.0
+            } else {
+                0.0
+            };
+            let (lo, hi) = (margin, margin + elected + slack + watch);
+            theory += &format!("; gaps in [{:.2}, {:.2}] s", own_s(lo, scale), own_s(hi, scale));
+            if let (Some(min), Some(max)) = (s.gap_min_ms, s.gap_max_ms)
+                && (min < lo || max > hi)
+            {
+                wrong.push(format!("gaps {:.2}–{:.2} s", own_s(min, scale), own_s(max, scale)));
+            }
+        }
+        let verdict = if wrong.is_empty() {
             "as the theory says: a consistent service grants once".to_string()
         } else {
-            format!("double grants in {twice}/{} trials", s.n)
+            wrong.join("; ")
         };
-        return (format!("no double grant (a side without a quorum grants nothing); {gap}"), verdict);
+        return (theory, verdict);
     }
     let after = exp.substrate.failover_after_of(exp.lease.lease).as_ms_f64();
     let Some(len) = cut.duration.as_ref().and_then(|p| match p {

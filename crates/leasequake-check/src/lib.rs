@@ -24,7 +24,7 @@ pub use intervals::check;
 pub use jobs::Jobs;
 pub use latency::Latency;
 pub use metrics::{Evictions, Gap, KILL_MID_RENEWAL, Network, PauseOutcome, TrialMetrics};
-pub use params::CheckParams;
+pub use params::{CheckParams, ETCD_EXPIRY_SLACK_US};
 pub use push::Pushes;
 pub use spans::{Span, Spans};
 pub use storm::{Storm, WindowOps};
