@@ -18,8 +18,8 @@
 
 use leasequake_model::history::{Event, EventKind, Micros};
 
-use super::network::{grant_end, lost_requests, merge};
 use super::params::CheckParams;
+use super::requests::{grant_end, lost_requests, merge};
 
 /// A service that keeps expiry in whole milliseconds may end a grant up
 /// to a millisecond before a lease has passed on the harness's clock.

@@ -67,6 +67,7 @@ pub fn check(history: &History, params: &CheckParams) -> TrialMetrics {
     metrics.writes = super::writes::writes(events);
     metrics.latency = super::latency::latency(events);
     metrics.network = super::network::network(events, params, &metrics.spans, end_us);
+    metrics.network.double_grants = super::grants::double_grants(events, params, end_us);
     metrics.network.storm = super::storm::storm(events, params);
     metrics.pushes = super::push::pushes(events);
     if let Some(epoch_us) = params.epoch_us {
