@@ -182,31 +182,10 @@ impl RedisLease {
     fn query_once(&mut self, cmd: &redis::Cmd) -> redis::RedisResult<Value> {
         let limit = self.limit();
         let start = Instant::now();
-        let timed_out = || redis::RedisError::from(io::Error::new(io::ErrorKind::TimedOut, "no reply in time"));
-        if limit.is_zero() {
-            return Err(timed_out());
-        }
-        if self.conn.is_none() {
+        if self.conn.is_none() && !limit.is_zero() {
             self.discover(limit)?;
-            let left = limit.saturating_sub(start.elapsed());
-            if left.is_zero() {
-                return Err(timed_out());
-            }
-            self.conn = Some(self.client.get_connection_with_timeout(left)?);
         }
-        let left = limit.saturating_sub(start.elapsed());
-        if left.is_zero() {
-            self.conn = None;
-            return Err(timed_out());
-        }
-        let conn = self.conn.as_mut().expect("connected above");
-        conn.set_read_timeout(Some(left))?;
-        conn.set_write_timeout(Some(left))?;
-        let result = cmd.query::<Value>(conn);
-        if result.is_err() {
-            self.conn = None;
-        }
-        result
+        query_within(&self.client, &mut self.conn, cmd, limit.saturating_sub(start.elapsed()))
     }
 
     /// With `sync_replicas`, wait (`WAIT`) until that many replicas have
@@ -239,10 +218,43 @@ impl RedisLease {
 /// A client for `address`. No `CLIENT SETINFO` after connecting: the
 /// client waits a whole timeout for each of its replies, so a link that
 /// loses replies would hold a request for several timeouts.
-fn client(address: &str) -> redis::RedisResult<Client> {
+pub(super) fn client(address: &str) -> redis::RedisResult<Client> {
     let info = address.into_connection_info()?;
     let settings = info.redis_settings().clone().set_skip_set_lib_name();
     Client::open(info.set_redis_settings(settings))
+}
+
+/// One command on `conn` (connecting `client` first if there is none),
+/// within `limit` in all: a connection accepted by a partitioned link must
+/// not double the wait. The connection is dropped on any error, so the
+/// next command reconnects (to a restarted server, say).
+pub(super) fn query_within(
+    client: &Client,
+    conn: &mut Option<Connection>,
+    cmd: &redis::Cmd,
+    limit: Duration,
+) -> redis::RedisResult<Value> {
+    let start = Instant::now();
+    let timed_out = || redis::RedisError::from(io::Error::new(io::ErrorKind::TimedOut, "no reply in time"));
+    if limit.is_zero() {
+        return Err(timed_out());
+    }
+    if conn.is_none() {
+        *conn = Some(client.get_connection_with_timeout(limit)?);
+    }
+    let left = limit.saturating_sub(start.elapsed());
+    if left.is_zero() {
+        *conn = None;
+        return Err(timed_out());
+    }
+    let c = conn.as_mut().expect("connected above");
+    c.set_read_timeout(Some(left))?;
+    c.set_write_timeout(Some(left))?;
+    let result = cmd.query::<Value>(c);
+    if result.is_err() {
+        *conn = None;
+    }
+    result
 }
 
 /// `host:port` of the primary a Sentinel at `sentinel` knows as `name`.

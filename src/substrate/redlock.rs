@@ -20,7 +20,7 @@
 use std::io;
 use std::time::{Duration, Instant};
 
-use redis::{Client, Connection, IntoConnectionInfo, Value};
+use redis::{Client, Connection, Value};
 
 use super::lease::{Renewal, Seen, Substrate};
 use super::lockfile::{Lease, ReadError};
@@ -64,11 +64,7 @@ impl RedlockLease {
     ) -> io::Result<RedlockLease> {
         let servers = addresses
             .iter()
-            .map(|a| {
-                let info = a.as_str().into_connection_info().map_err(other)?;
-                let settings = info.redis_settings().clone().set_skip_set_lib_name();
-                Ok(Server { client: Client::open(info.set_redis_settings(settings)).map_err(other)?, conn: None })
-            })
+            .map(|a| Ok(Server { client: super::redis::client(a).map_err(other)?, conn: None }))
             .collect::<io::Result<_>>()?;
         let timeout = timeout.unwrap_or((ttl / 3).max(Duration::from_millis(20))).max(Duration::from_millis(1));
         Ok(RedlockLease { servers, key: key.to_string(), ttl, timeout, budget: None, mine: None })
@@ -112,27 +108,7 @@ impl RedlockLease {
 
 impl Server {
     fn query(&mut self, cmd: &redis::Cmd, within: Duration) -> Answer {
-        let timed_out = || redis::RedisError::from(io::Error::new(io::ErrorKind::TimedOut, "no reply in time"));
-        if within.is_zero() {
-            return Err(timed_out());
-        }
-        let start = Instant::now();
-        if self.conn.is_none() {
-            self.conn = Some(self.client.get_connection_with_timeout(within)?);
-        }
-        let left = within.saturating_sub(start.elapsed());
-        if left.is_zero() {
-            self.conn = None;
-            return Err(timed_out());
-        }
-        let conn = self.conn.as_mut().expect("connected above");
-        conn.set_read_timeout(Some(left))?;
-        conn.set_write_timeout(Some(left))?;
-        let result = cmd.query::<Value>(conn);
-        if result.is_err() {
-            self.conn = None;
-        }
-        result
+        super::redis::query_within(&self.client, &mut self.conn, cmd, within)
     }
 }
 

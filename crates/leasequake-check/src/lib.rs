@@ -17,6 +17,8 @@ mod requests;
 mod spans;
 pub mod stats;
 mod storm;
+#[cfg(test)]
+mod testkit;
 mod theory;
 mod writes;
 

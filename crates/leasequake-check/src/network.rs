@@ -163,15 +163,7 @@ mod tests {
     use super::super::intervals::check;
     use super::super::params::CheckParams;
 
-    const LEASE: f64 = 9.0;
-
-    fn s(x: f64) -> i64 {
-        (x * 1e6).round() as i64
-    }
-
-    fn ev(t: f64, w: usize, kind: EventKind) -> Event {
-        Event::new(s(t), Some(w), kind)
-    }
+    use crate::testkit::{LEASE, ev, s};
 
     /// A grant the worker was told of, lasting a lease from `t`.
     fn grant(t: f64, w: usize, kind: EventKind) -> Event {

@@ -246,18 +246,7 @@ impl ReplicatedService {
         for s in &sentinels {
             wait_for(deadline, "a Sentinel that can reach its quorum", || quorum(&s.address()))?;
         }
-        Ok(ReplicatedService {
-            kind: Kind::Redis,
-            workers,
-            members: started,
-            sentinels,
-            proxy,
-            links: plan.links,
-            fronts,
-            views,
-            clocks: Vec::new(),
-            jumps: Mutex::new(Vec::new()),
-        })
+        Ok(ReplicatedService::assemble(Kind::Redis, plan, proxy, (started, sentinels), fronts, views, Vec::new()))
     }
 
     /// Redlock's independent Redis servers: nothing between them, each
@@ -301,18 +290,7 @@ impl ReplicatedService {
             })
             .collect();
         let fronts = plan.client.clone();
-        Ok(ReplicatedService {
-            kind: Kind::Redlock,
-            workers,
-            members: started,
-            sentinels: Vec::new(),
-            proxy,
-            links: plan.links,
-            fronts,
-            views,
-            clocks,
-            jumps: Mutex::new(vec![0; members]),
-        })
+        Ok(ReplicatedService::assemble(Kind::Redlock, plan, proxy, (started, Vec::new()), fronts, views, clocks))
     }
 
     /// Move member `k`'s wall clock by `by_ns` (jumps add up).
@@ -377,18 +355,33 @@ impl ReplicatedService {
                 sync_replicas: 0,
             })
             .collect();
-        Ok(ReplicatedService {
-            kind: Kind::Etcd,
-            workers,
-            members: started,
-            sentinels: Vec::new(),
+        Ok(ReplicatedService::assemble(Kind::Etcd, plan, proxy, (started, Vec::new()), fronts, views, Vec::new()))
+    }
+
+    /// The running service, from its parts: its members and Sentinels,
+    /// each member's clock control file where the harness moves it.
+    fn assemble(
+        kind: Kind,
+        plan: Plan,
+        proxy: Proxy,
+        (members, sentinels): (Vec<ManagedServer>, Vec<ManagedServer>),
+        fronts: Vec<SocketAddr>,
+        views: Vec<ServiceView>,
+        clocks: Vec<Option<std::path::PathBuf>>,
+    ) -> ReplicatedService {
+        let jumps = Mutex::new(vec![0; clocks.len()]);
+        ReplicatedService {
+            kind,
+            workers: plan.workers,
+            members,
+            sentinels,
             proxy,
             links: plan.links,
             fronts,
             views,
-            clocks: Vec::new(),
-            jumps: Mutex::new(Vec::new()),
-        })
+            clocks,
+            jumps,
+        }
     }
 
     /// Where each worker reaches the service.
