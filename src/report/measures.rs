@@ -122,6 +122,8 @@ pub(super) fn network_counts(n: &crate::check::Network, stale: (usize, f64, Opti
         double_grant_max_ms: (d.definite > 0).then(|| ms(d.definite_max_us)),
         double_grants_across_members: d.across_members,
         possible_double_grants: d.possible,
+        recovery_ms: n.recovery_us.map(ms),
+        unrecovered: n.unrecovered,
     }
 }
 

@@ -215,6 +215,13 @@ pub struct NetworkCounts {
     pub double_grants_across_members: usize,
     #[serde(default)]
     pub possible_double_grants: usize,
+    /// From the last heal to one leader and one grant for good (summed
+    /// over trials: the longest), and the healed trials that never got
+    /// there. Absent from files written before they were measured.
+    #[serde(default)]
+    pub recovery_ms: Option<f64>,
+    #[serde(default)]
+    pub unrecovered: usize,
 }
 
 /// writes.csv (experiments with a protected resource), after the trial;

@@ -248,6 +248,7 @@ fn network(m: &Measured<'_>, rows: &[SummaryRow<'_>]) -> String {
             "renewals failed",
             "replies lost",
             "orphaned grants: total [longest]",
+            "recovery after heal, longest",
             "ops in a lease after heal: p50 / p99 [steady p50], real ms",
             "gaps: median [min–max]",
             "theory",
@@ -294,6 +295,14 @@ fn network(m: &Measured<'_>, rows: &[SummaryRow<'_>]) -> String {
             } else {
                 String::new()
             },
+            match (n.recovery_us, n.unrecovered) {
+                (r, u) if u > 0 => {
+                    format!("{u}/{} never", s.n)
+                        + &r.map(|r| format!("; {}", secs(r as f64 / 1000.0))).unwrap_or_default()
+                }
+                (Some(r), _) => secs(r as f64 / 1000.0),
+                (None, _) => String::new(),
+            },
             storm_cell(n.storm.as_ref()),
             gaps,
             theory,
@@ -304,6 +313,7 @@ fn network(m: &Measured<'_>, rows: &[SummaryRow<'_>]) -> String {
     format!(
         "\n## {}: the network\n\n{}Stale belief: a holder believing after the lease was granted to another. \
          Double grant: the service granting the lease to two workers at once (each grant counted for the least it can have lasted). \
+         Recovery: from the last heal to one leader and one grant, for good. \
          Orphaned grant: the server holding a grant for a live worker that does not believe in it (a lower bound). \
          Times in the experiment's own time.\n\n{}",
         name(m),

@@ -113,6 +113,13 @@ pub fn render(exp: &Experiment, s: &Summary, dir: &Path) -> String {
             ms(n.orphaned_grant_max_us),
             n.possible_grants
         );
+        if let Some(r) = n.recovery_us {
+            out += &format!(
+                "  recovery:       {} after the last heal at the longest (one leader, one grant){}\n",
+                ms(r),
+                if n.unrecovered > 0 { format!("; {} trials never recovered", n.unrecovered) } else { String::new() }
+            );
+        }
         let d = &n.double_grants;
         if d.definite + d.possible > 0 {
             out += &format!(

@@ -66,7 +66,12 @@ struct Window {
     member: Option<usize>,
 }
 
-pub(crate) fn double_grants(events: &[Event], params: &CheckParams, end_us: Micros) -> DoubleGrants {
+/// The double grants of a trial, and the definite ones' intervals.
+pub(crate) fn double_grants(
+    events: &[Event],
+    params: &CheckParams,
+    end_us: Micros,
+) -> (DoubleGrants, Vec<(Micros, Micros)>) {
     let lease_us = params.lease_us;
     let barrier_wall_us = events
         .iter()
@@ -128,7 +133,7 @@ pub(crate) fn double_grants(events: &[Event], params: &CheckParams, end_us: Micr
         .count();
     let all: Vec<Window> = told.iter().chain(&maybe).copied().collect();
     out.possible = overlaps(&all).iter().filter(|(a, b)| !definite.iter().any(|(c, d)| c < b && a < d)).count();
-    out
+    (out, definite)
 }
 
 /// The maximal intervals in which two or more workers hold a window.

@@ -67,7 +67,10 @@ pub fn check(history: &History, params: &CheckParams) -> TrialMetrics {
     metrics.writes = super::writes::writes(events);
     metrics.latency = super::latency::latency(events);
     metrics.network = super::network::network(events, params, &metrics.spans, end_us);
-    metrics.network.double_grants = super::grants::double_grants(events, params, end_us);
+    let (double_grants, overlaps) = super::grants::double_grants(events, params, end_us);
+    metrics.network.double_grants = double_grants;
+    metrics.network.recovery_us = super::recovery::recovery(events, &metrics.spans, &overlaps, end_us);
+    metrics.network.unrecovered = usize::from(metrics.network.recovery_us.is_none() && super::recovery::healed(events));
     metrics.network.storm = super::storm::storm(events, params);
     metrics.pushes = super::push::pushes(events);
     if let Some(epoch_us) = params.epoch_us {

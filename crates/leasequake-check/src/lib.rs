@@ -13,6 +13,7 @@ mod metrics;
 mod network;
 mod params;
 mod push;
+mod recovery;
 mod requests;
 mod spans;
 pub mod stats;

@@ -168,6 +168,11 @@ pub struct Network {
     pub possible_grants: usize,
     /// Grants of the lease to two workers at once (grants.rs).
     pub double_grants: super::grants::DoubleGrants,
+    /// From the last heal to one leader and one grant for good
+    /// (recovery.rs); summed over trials, the longest.
+    pub recovery_us: Option<Micros>,
+    /// Trials healed that never got there.
+    pub unrecovered: usize,
     /// Operation latencies after each heal beside the steady state before
     /// the first network fault (storm.rs); None without a network fault.
     pub storm: Option<Storm>,
@@ -187,6 +192,8 @@ impl std::ops::Add for Network {
             orphaned_grant_max_us: self.orphaned_grant_max_us.max(o.orphaned_grant_max_us),
             possible_grants: self.possible_grants + o.possible_grants,
             double_grants: self.double_grants + o.double_grants,
+            recovery_us: self.recovery_us.max(o.recovery_us),
+            unrecovered: self.unrecovered + o.unrecovered,
             storm: match (self.storm, o.storm) {
                 (Some(a), Some(b)) => Some(a + b),
                 (a, b) => a.or(b),
