@@ -120,7 +120,7 @@ pub(super) fn check(raw: &Uses<'_>) -> Result<(), Problem> {
         // A part of a replicated service: only there, only cut off.
         let service_part = f.target.as_ref().and_then(|t| match &t.value {
             RawTarget::Name(n) => Target::from_name(n)
-                .filter(|t| matches!(t, Target::PrimarySide | Target::Member(_)))
+                .filter(|t| matches!(t, Target::PrimarySide | Target::Majority | Target::Member(_)))
                 .map(|target| (target, (t.referenced.line(), t.referenced.column()))),
             RawTarget::Index(_) => None,
         });
@@ -139,10 +139,10 @@ pub(super) fn check(raw: &Uses<'_>) -> Result<(), Problem> {
             if !a.is_network() && a != crate::model::Action::Skew {
                 return Some((at, format!("target {target} is cut off by a network fault (partition, …), not by {}", a.name())));
             }
-            if target == Target::PrimarySide && s.kind == Kind::Redlock {
-                return Some((at, "target primary-side: Redlock's servers are all equal; cut one off (member-K)".to_string()));
+            if matches!(target, Target::PrimarySide | Target::Majority) && s.kind == Kind::Redlock {
+                return Some((at, format!("target {target}: Redlock's servers are all equal, none is primary; cut one off (member-K)")));
             }
-            if f.after.is_some() && target != Target::PrimarySide {
+            if f.after.is_some() && matches!(target, Target::Member(_)) {
                 return Some((at, format!("target {target} is no worker: it reports no event to fire `after`")));
             }
         }

@@ -124,6 +124,8 @@ pub(super) fn network_counts(n: &crate::check::Network, stale: (usize, f64, Opti
         possible_double_grants: d.possible,
         recovery_ms: n.recovery_us.map(ms),
         unrecovered: n.unrecovered,
+        token_inversions: d.token_inversions,
+        untokened: d.untokened,
     }
 }
 

@@ -11,6 +11,7 @@ mod measures;
 pub mod plots;
 mod push;
 pub mod read;
+mod replicated;
 pub mod rows;
 pub mod suite;
 pub mod summary;

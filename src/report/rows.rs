@@ -222,6 +222,12 @@ pub struct NetworkCounts {
     pub recovery_ms: Option<f64>,
     #[serde(default)]
     pub unrecovered: usize,
+    /// Acquisitions whose fencing token is not above every earlier one's,
+    /// and those without a token.
+    #[serde(default)]
+    pub token_inversions: usize,
+    #[serde(default)]
+    pub untokened: usize,
 }
 
 /// writes.csv (experiments with a protected resource), after the trial;

@@ -77,6 +77,9 @@ pub fn readme(title: &str, preamble: &str, runs: &[Measured<'_>], points: &[Vec<
     for (m, rows) in of(Kind::Dial).chain(of(Kind::Blog).filter(|(m, _)| !m.exp.points.is_empty())) {
         out += &dial(m, rows);
     }
+    let services: Vec<&Measured<'_>> =
+        of(Kind::Network).map(|(m, _)| m).filter(|m| m.exp.substrate.replicated()).collect();
+    out += &super::replicated::table(&services);
     for (m, rows) in of(Kind::Network) {
         out += &network(m, rows);
     }
@@ -269,7 +272,8 @@ fn network(m: &Measured<'_>, rows: &[SummaryRow<'_>]) -> String {
             }
             _ => String::new(),
         };
-        let (theory, verdict) = if exp.substrate.replicated() { split_theory(exp, s) } else { network_theory(exp, s) };
+        let (theory, verdict) =
+            if exp.substrate.replicated() { super::replicated::theory(exp, s) } else { network_theory(exp, s) };
         let d = &n.double_grants;
         cells.extend([
             rate(s.double_leader_trials, s.n, s.double_leader_ci),
@@ -348,100 +352,6 @@ fn storm_cell(storm: Option<&crate::check::Storm>) -> String {
 /// clock. Under a partition, where nothing the leader sends arrives, the
 /// gap after its step-down is the rest of its grant plus at most a watch
 /// interval (and a server's millisecond).
-/// A replicated service cut in two: the theory of the double grant.
-/// Redis: the side without the primary has it failed over after
-/// `failover_after` and Sentinel's election, then waits out the lease the
-/// promoted replica was last told of; the cut-off primary goes on granting
-/// until it hears of the failover, after the heal. etcd: a side without a
-/// quorum grants nothing, so never twice; a cut-off Raft leader costs an
-/// election and a whole lease (leases are reset on a leader change).
-/// Redlock: a server whose clock jumps lets a majority go free under a
-/// holder's validity; a paused holder is a double believer, not a double
-/// grant.
-fn split_theory(exp: &Experiment, s: &Summary) -> (String, String) {
-    let scale = exp.time_scale;
-    let lease = exp.lease.lease.as_ms_f64();
-    let twice = s.network.double_grants.trials;
-    if exp.substrate.kind == crate::model::Kind::Redlock {
-        let measured =
-            format!("double grants in {twice}/{} trials, two believers in {}/{}", s.n, s.double_leader_trials, s.n);
-        return if exp.faults.iter().any(|f| f.action == Action::Skew) {
-            ("a double grant whenever a watcher looks between the jump and the leader's next renewal; no token tells the grants apart".to_string(), measured)
-        } else {
-            ("no double grant (the servers' keys ran out), two believers after a pause longer than the lease; no token to refuse the stale one".to_string(), measured)
-        };
-    }
-    let Some(cut) = exp.faults.iter().find(|f| f.action == Action::Partition) else {
-        return (String::new(), String::new());
-    };
-    if exp.substrate.kind == crate::model::Kind::Etcd {
-        let mut wrong = Vec::new();
-        if twice > 0 {
-            wrong.push(format!("double grants in {twice}/{}", s.n));
-        }
-        let mut theory = "no double grant (a side without a quorum grants nothing)".to_string();
-        if exp.worker.belief == crate::model::Belief::LocalDeadline {
-            // From the holder's deadline (a margin before its last grant
-            // ends) to the others' grant: the lessor's loop and a watch tick
-            // later; where the Raft leader was cut off, the lease began
-            // again at the election, up to a renew interval after the last
-            // keep-alive, and the election itself (1 s allowed).
-            let margin = exp.worker.belief_margin.as_ms_f64();
-            let slack = crate::check::ETCD_EXPIRY_SLACK_US as f64 / 1000.0;
-            let watch = exp.lease.watch.as_ms_f64();
-            let elected = if cut.target == crate::model::Target::PrimarySide {
-                exp.lease.renew.as_ms_f64() + 1000.0
-            } else {
-                0.0
-            };
-            let (lo, hi) = (margin, margin + elected + slack + watch);
-            theory += &format!("; gaps in [{:.2}, {:.2}] s", own_s(lo, scale), own_s(hi, scale));
-            if let (Some(min), Some(max)) = (s.gap_min_ms, s.gap_max_ms)
-                && (min < lo || max > hi)
-            {
-                wrong.push(format!("gaps {:.2}–{:.2} s", own_s(min, scale), own_s(max, scale)));
-            }
-        }
-        let verdict = if wrong.is_empty() {
-            "as the theory says: a consistent service grants once".to_string()
-        } else {
-            wrong.join("; ")
-        };
-        return (theory, verdict);
-    }
-    let after = exp.substrate.failover_after_of(exp.lease.lease).as_ms_f64();
-    let Some(len) = cut.duration.as_ref().and_then(|p| match p {
-        crate::model::PauseLen::Fixed(d) => Some(d.as_ms_f64()),
-        _ => None,
-    }) else {
-        return (String::new(), String::new());
-    };
-    let needed = after + lease;
-    if exp.substrate.sync_replicas > 0 {
-        let verdict =
-            if twice == 0 { "no double grant".to_string() } else { format!("double grants in {twice}/{} trials", s.n) };
-        return (
-            "no double grant the workers were told of: a renewal the replica never had fails; the promoted primary has no replica to acknowledge an acquire until the old one rejoins".to_string(),
-            verdict,
-        );
-    }
-    if cut.target == crate::model::Target::PrimarySide && len > needed {
-        let theory = format!(
-            "a double grant: the cut ({:.1} s) outlasts failover_after + lease ({:.1} s), plus Sentinel's election",
-            own_s(len, scale),
-            own_s(needed, scale)
-        );
-        let verdict = if twice == s.n {
-            "as the theory says: a store that splits grants twice".to_string()
-        } else {
-            format!("{}/{} trials without one", s.n - twice, s.n)
-        };
-        (theory, verdict)
-    } else {
-        (String::new(), String::new())
-    }
-}
-
 fn network_theory(exp: &Experiment, s: &Summary) -> (String, String) {
     if exp.worker.belief != crate::model::Belief::LocalDeadline || exp.program.is_some() {
         return (String::new(), String::new());

@@ -113,12 +113,21 @@ pub fn render(exp: &Experiment, s: &Summary, dir: &Path) -> String {
             ms(n.orphaned_grant_max_us),
             n.possible_grants
         );
-        if let Some(r) = n.recovery_us {
-            out += &format!(
-                "  recovery:       {} after the last heal at the longest (one leader, one grant){}\n",
-                ms(r),
-                if n.unrecovered > 0 { format!("; {} trials never recovered", n.unrecovered) } else { String::new() }
-            );
+        match (n.recovery_us, n.unrecovered) {
+            (r, u) if u > 0 => {
+                let longest = r.map(|r| format!(" (the others within {})", ms(r))).unwrap_or_default();
+                out += &format!(
+                    "  recovery:       {u}/{} healed trials never back to one leader and one grant{longest}\n",
+                    s.n
+                );
+            }
+            (Some(r), _) => {
+                out += &format!(
+                    "  recovery:       {} after the last heal at the longest (one leader, one grant)\n",
+                    ms(r)
+                );
+            }
+            (None, _) => {}
         }
         let d = &n.double_grants;
         if d.definite + d.possible > 0 {

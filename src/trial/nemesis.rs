@@ -158,7 +158,7 @@ impl<'s> Nemesis<'s> {
         if let (Action::Skew, crate::model::Target::Member(k), Some(service)) = (o.action, o.target, self.service) {
             let result = service.jump_clock(k, o.skew.map_or(0, |s| s.as_ns()));
             return vec![Delivery {
-                pid: service.member_pid(k),
+                pid: service.server_pid(k),
                 actual_ns: mono_ns(),
                 error: result.err(),
                 ..base(o.action.name())
@@ -259,6 +259,7 @@ impl<'s> Nemesis<'s> {
                 let mut side = targets.to_vec();
                 match o.target {
                     Target::PrimarySide => side.push(service.member_node(service.primary())),
+                    Target::Majority => side.extend(service.servers_but(service.primary())),
                     Target::Member(k) => side.push(service.member_node(k)),
                     _ => {}
                 }
@@ -281,7 +282,7 @@ impl<'s> Nemesis<'s> {
                 let (worker, pid) = if n < procs.len() {
                     (Some(n), Some(procs[n].pid.as_raw()))
                 } else {
-                    (None, service.member_pid(n - procs.len()))
+                    (None, service.server_pid(n - procs.len()))
                 };
                 Delivery { worker, pid, actual_ns, error: error.clone(), ..base(o.action.name()) }
             })

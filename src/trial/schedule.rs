@@ -179,13 +179,13 @@ impl Schedule {
                 Target::Leader | Target::PrimarySide => live.leaders.contains(&worker),
                 Target::Watcher => !live.leaders.contains(&worker),
                 Target::Worker(i) => i == worker,
-                Target::AllButLeader => live.leaders.last() != Some(&worker),
+                Target::AllButLeader | Target::Majority => live.leaders.last() != Some(&worker),
                 Target::All | Target::Any => true,
                 Target::Lock | Target::Server | Target::Member(_) => false,
             };
             if matches {
                 p.when = When::At(t_ns + after.delay.as_ns() as i64);
-                if !matches!(p.target, Target::All | Target::AllButLeader) {
+                if !matches!(p.target, Target::All | Target::AllButLeader | Target::Majority) {
                     p.fixed = Some(vec![worker]);
                 }
             }
@@ -351,6 +351,12 @@ impl Schedule {
                 Ok(live.leaders.iter().rev().find(|w| alive(w)).map(|w| vec![*w]).unwrap_or_default())
             }
             Target::Member(_) => Ok(Vec::new()),
+            // The workers of the majority's side: all but the leader (the
+            // nemesis adds the servers).
+            Target::Majority => {
+                let leader = live.leaders.iter().rev().find(|w| alive(w));
+                Ok((0..live.alive.len()).filter(|w| alive(w) && Some(w) != leader).collect())
+            }
             Target::Worker(i) if live.alive[i] => Ok(vec![i]),
             Target::Worker(i) => Err(format!("worker {i} is not running")),
             Target::Lock | Target::Server => unreachable!("lock and server targets are their actions'"),

@@ -40,6 +40,11 @@ pub struct DoubleGrants {
     pub across_members: usize,
     /// Trials with a definite double grant (one trial's: 0 or 1).
     pub trials: usize,
+    /// Acquisitions whose fencing token is not above every token granted
+    /// before them (a store that checks tokens could not tell the newer
+    /// holder from the older), and acquisitions without a token at all.
+    pub token_inversions: usize,
+    pub untokened: usize,
 }
 
 impl std::ops::Add for DoubleGrants {
@@ -53,6 +58,8 @@ impl std::ops::Add for DoubleGrants {
             possible: self.possible + o.possible,
             across_members: self.across_members + o.across_members,
             trials: self.trials + o.trials,
+            token_inversions: self.token_inversions + o.token_inversions,
+            untokened: self.untokened + o.untokened,
         }
     }
 }
@@ -133,6 +140,15 @@ pub(crate) fn double_grants(
         .count();
     let all: Vec<Window> = told.iter().chain(&maybe).copied().collect();
     out.possible = overlaps(&all).iter().filter(|(a, b)| !definite.iter().any(|(c, d)| c < b && a < d)).count();
+    let acquired = events.iter().filter(|e| e.kind == EventKind::Acquired);
+    out.untokened = acquired.clone().filter(|e| e.detail.token.is_none()).count();
+    let mut highest = None;
+    for token in acquired.filter_map(|e| e.detail.token) {
+        if highest.is_some_and(|h| token <= h) {
+            out.token_inversions += 1;
+        }
+        highest = highest.max(Some(token));
+    }
     (out, definite)
 }
 
@@ -267,6 +283,17 @@ mod tests {
         events.push(ev(8.0, 0, SteppedDown).with_detail(down));
         let g = trial(events, 20.0);
         assert_eq!((g.definite, g.definite_us), (1, s(1.0)));
+    }
+
+    #[test]
+    fn a_token_not_above_every_earlier_one_is_an_inversion() {
+        use EventKind::*;
+        let with = |t: f64, w: usize, token: Option<u64>| {
+            ev(t, w, Acquired).with_detail(Detail { token, expires_in_ms: Some(1000.0), ..Detail::default() })
+        };
+        let g =
+            trial(vec![with(0.0, 0, Some(5)), with(2.0, 1, Some(7)), with(4.0, 2, Some(6)), with(6.0, 0, None)], 10.0);
+        assert_eq!((g.token_inversions, g.untokened), (1, 1));
     }
 
     #[test]

@@ -31,6 +31,10 @@ pub enum Target {
     /// worker that believes it leads: a partition cuts them off from the
     /// rest of the service and the other workers (network faults).
     PrimarySide,
+    /// A replicated service's side away from its primary: every other
+    /// server and every worker but the leader (a partition cuts the same
+    /// links as one of `primary-side`; the rows name this side).
+    Majority,
     /// A member of a replicated service by index, 0 the first primary:
     /// a partition cuts it off from everything else (network faults).
     Member(usize),
@@ -39,8 +43,8 @@ pub enum Target {
 impl Target {
     /// Every target written by name (a worker is written by its index, a
     /// member as `member-K`).
-    pub const NAMES: [&'static str; 8] =
-        ["leader", "watcher", "all", "all-but-leader", "any", "lock", "server", "primary-side"];
+    pub const NAMES: [&'static str; 9] =
+        ["leader", "watcher", "all", "all-but-leader", "any", "lock", "server", "primary-side", "majority"];
 
     /// The target of a name in `NAMES`, or `member-K`.
     pub fn from_name(name: &str) -> Option<Target> {
@@ -56,6 +60,7 @@ impl Target {
             "lock" => Target::Lock,
             "server" => Target::Server,
             "primary-side" => Target::PrimarySide,
+            "majority" => Target::Majority,
             _ => return None,
         })
     }
@@ -73,6 +78,7 @@ impl std::fmt::Display for Target {
             Target::AllButLeader => write!(f, "all-but-leader"),
             Target::Worker(i) => write!(f, "{i}"),
             Target::PrimarySide => write!(f, "primary-side"),
+            Target::Majority => write!(f, "majority"),
             Target::Member(k) => write!(f, "member-{k}"),
         }
     }

@@ -409,8 +409,15 @@ impl ReplicatedService {
         self.workers + k
     }
 
-    pub fn member_pid(&self, k: usize) -> Option<i32> {
-        self.members.get(k).and_then(|m| m.pid()).map(|p| p.as_raw())
+    /// The nodes of every server but member `k` (Sentinels included).
+    pub fn servers_but(&self, k: usize) -> Vec<usize> {
+        let servers = self.members.len() + self.sentinels.len();
+        (0..servers).filter(|x| *x != k).map(|x| self.workers + x).collect()
+    }
+
+    /// The pid of server `x` (members, then Sentinels).
+    pub fn server_pid(&self, x: usize) -> Option<i32> {
+        self.members.iter().chain(&self.sentinels).nth(x).and_then(|m| m.pid()).map(|p| p.as_raw())
     }
 
     /// The links that join `side` to the rest.
