@@ -53,7 +53,7 @@ pub fn open(o: &Open<'_>, lock: LockFile) -> io::Result<Box<dyn Substrate>> {
             let service = o.service.ok_or_else(|| {
                 io::Error::new(io::ErrorKind::InvalidInput, "redlock needs its servers (a managed service)")
             })?;
-            let addresses: Vec<String> = service.members.iter().map(|(_, url)| url.clone()).collect();
+            let addresses: Vec<String> = service.members.iter().map(|m| m.url.clone()).collect();
             Box::new(redlock::RedlockLease::connect(&addresses, o.key, o.lease, o.request_timeout)?)
         }
         Kind::Etcd => {

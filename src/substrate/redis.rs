@@ -135,13 +135,13 @@ impl RedisLease {
             }
             match ask_primary(sentinel, &service.name, left) {
                 Ok(Some(announced)) => {
-                    let Some(m) = service.members.iter().position(|(a, _)| *a == announced) else {
+                    let Some(m) = service.members.iter().position(|m| m.announced == announced) else {
                         return Err(redis::RedisError::from(io::Error::other(format!(
                             "Sentinel names a primary {announced} that is no member of the service"
                         ))));
                     };
-                    self.client = client(&service.members[m].1)?;
-                    self.member = Some(m);
+                    self.client = client(&service.members[m].url)?;
+                    self.member = Some(service.members[m].index);
                     return Ok(());
                 }
                 Ok(None) => last = Some(io::Error::other(format!("Sentinel knows no primary {:?}", service.name))),

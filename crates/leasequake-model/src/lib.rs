@@ -22,4 +22,4 @@ pub use settings::{
     LeaseSettings, Mode, PerWorker, Push, Resource, Server, StartMode, SubstrateSettings, Unreadable, WatchBy,
     WorkerSettings, setting_name,
 };
-pub use worker_config::ServiceView;
+pub use worker_config::{MemberView, ServiceView};

@@ -76,11 +76,23 @@ pub struct ServiceView {
     pub name: String,
     /// `redis://…` of each Sentinel.
     pub sentinels: Vec<String>,
-    /// (announced `host:port`, `redis://…` to reach it) per member.
-    pub members: Vec<(String, String)>,
+    /// Each member, in the order this worker tries them.
+    pub members: Vec<MemberView>,
     /// Replicas each write must reach before it counts (`WAIT`).
     #[serde(default)]
     pub sync_replicas: usize,
+}
+
+/// One member of a replicated service as a worker reaches it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemberView {
+    /// Its index in the service (0 the first primary).
+    pub index: usize,
+    /// The `host:port` the service announces it by (Sentinel's answers).
+    pub announced: String,
+    /// Where this worker reaches it: its own link through the proxy.
+    pub url: String,
 }
 
 impl WorkerConfig {

@@ -79,7 +79,7 @@ impl EtcdLease {
 
     /// Reach a cluster through `service`'s members, starting at its first.
     pub fn through_members(&mut self, service: &crate::model::ServiceView) -> io::Result<()> {
-        self.members = service.members.iter().map(|(k, url)| (k.parse().unwrap_or(0), url.clone())).collect();
+        self.members = service.members.iter().map(|m| (m.index, m.url.clone())).collect();
         if let Some((_, url)) = self.members.first() {
             self.gateway = Gateway::new(url)?;
         }

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use super::redis::Setup;
 use super::{ManagedServer, ServerError, etcd};
-use crate::model::{Experiment, Kind, ServiceView, Target};
+use crate::model::{Experiment, Kind, MemberView, ServiceView, Target};
 use crate::proxy::{Door, Owners, Proxy, Route, Toxic};
 use std::sync::Mutex;
 
@@ -121,6 +121,11 @@ impl Plan {
         doors
     }
 
+    /// Member `k` as worker `w` reaches it, announced as `announced`.
+    fn member_view(&self, proxy: &Proxy, w: usize, k: usize, announced: SocketAddr, scheme: &str) -> MemberView {
+        MemberView { index: k, announced: announced.to_string(), url: self.door_url(proxy, w, k, scheme) }
+    }
+
     /// Worker `w`'s door to server `x`, as a URL of `scheme`.
     fn door_url(&self, proxy: &Proxy, w: usize, x: usize, scheme: &str) -> String {
         let servers = self.ips.len();
@@ -190,7 +195,7 @@ impl ReplicatedService {
             .map(|w| ServiceView {
                 name: NAME.to_string(),
                 sentinels: (members..servers).map(|x| plan.door_url(&proxy, w, x, "redis")).collect(),
-                members: (0..members).map(|k| (fronts[k].to_string(), plan.door_url(&proxy, w, k, "redis"))).collect(),
+                members: (0..members).map(|k| plan.member_view(&proxy, w, k, fronts[k], "redis")).collect(),
                 sync_replicas: exp.substrate.sync_replicas,
             })
             .collect();
@@ -285,7 +290,7 @@ impl ReplicatedService {
             .map(|w| ServiceView {
                 name: String::new(),
                 sentinels: Vec::new(),
-                members: (0..members).map(|k| (k.to_string(), plan.door_url(&proxy, w, k, "redis"))).collect(),
+                members: (0..members).map(|k| plan.member_view(&proxy, w, k, plan.client[k], "redis")).collect(),
                 sync_replicas: 0,
             })
             .collect();
@@ -350,7 +355,7 @@ impl ReplicatedService {
                 // Each worker starts at a member of its own: w mod members.
                 members: (0..members)
                     .map(|i| (w + i) % members)
-                    .map(|k| (k.to_string(), plan.door_url(&proxy, w, k, "http")))
+                    .map(|k| plan.member_view(&proxy, w, k, fronts[k], "http"))
                     .collect(),
                 sync_replicas: 0,
             })
