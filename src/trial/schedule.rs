@@ -440,6 +440,18 @@ mod tests {
     }
 
     #[test]
+    fn a_services_sides_resolve_to_their_workers_and_a_member_to_none() {
+        let live = led_by_0();
+        let at = |target| {
+            let mut s = schedule(&[fault(100, target, Action::Partition)], 1);
+            s.next_order(T0 + 100 * MS, &live).unwrap().workers
+        };
+        assert_eq!(at(Target::PrimarySide), Ok(vec![0]), "the primary's side holds the leader");
+        assert_eq!(at(Target::Majority), Ok(vec![1, 2]), "the majority's side, the others");
+        assert_eq!(at(Target::Member(1)), Ok(vec![]), "a member is no worker: the nemesis adds it");
+    }
+
+    #[test]
     fn a_network_fault_without_a_duration_lasts_until_heal() {
         let mut s = schedule(&[fault(100, Target::Leader, Action::Reset)], 1);
         let o = s.next_order(T0 + 100 * MS, &led_by_0()).unwrap();
