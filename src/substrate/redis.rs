@@ -196,7 +196,14 @@ impl RedisLease {
             return Ok(());
         }
         let within = (self.limit() / 2).as_millis().max(1);
-        let acked = int(&self.query(redis::cmd("WAIT").arg(want).arg(within as u64))?);
+        // On the connection the write went over, or not at all: a WAIT on
+        // a new connection (to a newly named primary, say) counts that
+        // server's replicas, not the write's.
+        if self.conn.is_none() {
+            return Err(io::Error::other("redis: WAIT: the connection the write went over is gone"));
+        }
+        let (cmd, limit) = (redis::cmd("WAIT").arg(want).arg(within as u64).clone(), self.limit());
+        let acked = int(&query_within(&self.client, &mut self.conn, &cmd, limit).map_err(err)?);
         if (acked as usize) < want {
             return Err(io::Error::new(
                 io::ErrorKind::TimedOut,
