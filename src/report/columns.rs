@@ -28,7 +28,8 @@ pub struct Features {
     pub writes: bool,
     /// An epoch job runs.
     pub jobs: bool,
-    /// Network faults hit the links to the server.
+    /// Network faults hit the links to the server, or the service is
+    /// replicated (its double grants).
     pub network: bool,
 }
 
@@ -39,7 +40,9 @@ impl Features {
             evictions: units.iter().any(|e| e.faults.iter().any(|f| matches!(f.action, Action::Pause | Action::Stop))),
             writes: units.iter().any(|e| e.worker.resource != Resource::None),
             jobs: units.iter().any(|e| e.worker.epoch_job.is_some()),
-            network: units.iter().any(|e| e.faults.iter().any(|f| f.action.is_network())),
+            // A replicated service's double grants are there too, whatever
+            // its faults.
+            network: units.iter().any(|e| e.substrate.replicated() || e.faults.iter().any(|f| f.action.is_network())),
         }
     }
 }

@@ -77,8 +77,7 @@ pub fn readme(title: &str, preamble: &str, runs: &[Measured<'_>], points: &[Vec<
     for (m, rows) in of(Kind::Dial).chain(of(Kind::Blog).filter(|(m, _)| !m.exp.points.is_empty())) {
         out += &dial(m, rows);
     }
-    let services: Vec<&Measured<'_>> =
-        of(Kind::Network).map(|(m, _)| m).filter(|m| m.exp.substrate.replicated()).collect();
+    let services: Vec<&Measured<'_>> = runs.iter().filter(|m| m.exp.substrate.replicated()).collect();
     out += &super::replicated::table(&services);
     for (m, rows) in of(Kind::Network) {
         out += &network(m, rows);
