@@ -45,15 +45,10 @@ pub fn to_yaml(e: &Experiment) -> String {
         let settings = serde_json::to_string(&e.worker).expect("worker settings serialise");
         let _ = writeln!(w, "worker: {settings}");
     }
-    let s = &e.substrate;
-    let _ = write!(w, "substrate: {{kind: {}", setting_name(&s.kind));
-    if let Some(a) = &s.address {
-        let _ = write!(w, ", address: {}", quote(a));
-    }
-    if s.managed {
-        let _ = write!(w, ", managed: true");
-    }
-    let _ = writeln!(w, "}}");
+    // The substrate's settings exactly as their type writes them (a
+    // replicated service's among them), as the worker's are.
+    let substrate = serde_json::to_string(&e.substrate).expect("substrate settings serialise");
+    let _ = writeln!(w, "substrate: {substrate}");
     if let Some(p) = &e.program {
         // {experiment_dir} is filled in: the resolved file lives elsewhere.
         let quote = |s: &str| quote(&s.replace("{experiment_dir}", &p.experiment_dir));
@@ -208,6 +203,17 @@ mod tests {
         let again = load_str(Path::new("n.yaml"), &to_yaml(&exp), &Overrides::default()).unwrap();
         assert_eq!(again.faults, exp.faults);
         assert_eq!(again.worker, exp.worker);
+    }
+
+    #[test]
+    fn a_replicated_service_keeps_its_settings() {
+        let text = "name: r\nworkers: 3\nsubstrate: {kind: redis, managed: true, members: 3, failover_after: 4s, sync_replicas: 1}\nfaults:\n  - at: 5s\n    target: primary-side\n    action: partition\n    duration: 10s\n";
+        let o = Overrides { time_scale: Some(0.5), ..Overrides::default() };
+        let exp = load_str(Path::new("r.yaml"), text, &o).unwrap();
+        assert_eq!(exp.substrate.failover_after, Some(crate::model::Dur::from_secs(2)), "scaled like every duration");
+        let again = load_str(Path::new("r.yaml"), &to_yaml(&exp), &Overrides::default()).unwrap();
+        assert_eq!(again.substrate, exp.substrate);
+        assert_eq!(again.faults, exp.faults);
     }
 
     #[test]
