@@ -19,7 +19,7 @@
 use leasequake_model::history::{Event, EventKind, Micros};
 
 use super::params::CheckParams;
-use super::requests::{grant_end, lost_requests, merge};
+use super::requests::{barrier_wall_us, grant_end, lost_requests, merge};
 
 /// A service that keeps expiry in whole milliseconds may end a grant up
 /// to a millisecond before a lease has passed on the harness's clock.
@@ -80,11 +80,7 @@ pub(crate) fn double_grants(
     end_us: Micros,
 ) -> (DoubleGrants, Vec<(Micros, Micros)>) {
     let lease_us = params.lease_us;
-    let barrier_wall_us = events
-        .iter()
-        .find(|e| e.kind == EventKind::Barrier)
-        .and_then(|e| e.detail.wall_ns)
-        .map(|ns| ns.div_euclid(1000));
+    let barrier_wall_us = barrier_wall_us(events);
     let workers = events.iter().filter_map(|e| e.worker).max().map_or(0, |w| w + 1);
     let mut told = Vec::new();
     let mut maybe = Vec::new();

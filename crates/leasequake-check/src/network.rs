@@ -19,7 +19,7 @@ use leasequake_model::history::{Event, EventKind, Micros};
 
 use super::metrics::Network;
 use super::params::CheckParams;
-use super::requests::{LostRequest, grant_end, lost_requests, merge};
+use super::requests::{LostRequest, barrier_wall_us, grant_end, lost_requests, merge};
 use super::spans::Spans;
 
 /// One server-side grant of one worker.
@@ -41,11 +41,7 @@ pub(crate) fn network(events: &[Event], params: &CheckParams, spans: &Spans, end
     if params.dropped_at_death || params.replicated {
         return out;
     }
-    let barrier_wall_us = events
-        .iter()
-        .find(|e| e.kind == EventKind::Barrier)
-        .and_then(|e| e.detail.wall_ns)
-        .map(|ns| ns.div_euclid(1000));
+    let barrier_wall_us = barrier_wall_us(events);
     let workers = events.iter().filter_map(|e| e.worker).max().map_or(0, |w| w + 1);
     let acquisitions: Vec<(usize, Micros)> =
         events.iter().filter(|e| e.kind == EventKind::Acquired).filter_map(|e| e.worker.map(|w| (w, e.t_us))).collect();

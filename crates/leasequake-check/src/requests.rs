@@ -5,6 +5,12 @@
 
 use leasequake_model::history::{Event, EventKind, Micros};
 
+/// The harness's wall clock at the barrier, µs since the Unix epoch: where
+/// a `lease_until` is put on the trial's axis.
+pub(crate) fn barrier_wall_us(events: &[Event]) -> Option<i64> {
+    events.iter().find(|e| e.kind == EventKind::Barrier).and_then(|e| e.detail.wall_ns).map(|ns| ns.div_euclid(1000))
+}
+
 /// When the lease an `acquired`/`renewed` wrote ends: its `lease_until` on
 /// the trial's axis, else its nominal expiry.
 pub(crate) fn grant_end(e: &Event, barrier_wall_us: Option<i64>) -> Option<Micros> {
