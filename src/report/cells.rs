@@ -109,6 +109,22 @@ pub(super) fn rate(k: usize, n: usize, ci: (f64, f64)) -> String {
     format!("{k}/{n} ({:.0}–{:.0} %)", ci.0 * 100.0, ci.1 * 100.0)
 }
 
+/// Trials with a definite double grant, with their interval.
+pub(super) fn double_grant_rate(s: &Summary) -> String {
+    let k = s.network.double_grants.trials;
+    rate(k, s.n, crate::check::stats::wilson95(k, s.n))
+}
+
+/// The longest recovery after a heal, and the trials that never recovered.
+pub(super) fn recovery(s: &Summary, scale: f64) -> String {
+    let secs = |us: i64| format!("{:.2} s", own_s(us as f64 / 1000.0, scale));
+    match (s.network.recovery_us, s.network.unrecovered) {
+        (r, u) if u > 0 => format!("{u}/{} never", s.n) + &r.map(|r| format!("; {}", secs(r))).unwrap_or_default(),
+        (Some(r), _) => secs(r),
+        (None, _) => String::new(),
+    }
+}
+
 pub(super) fn evictions(s: &Summary) -> String {
     if s.leader_pauses == 0 { String::new() } else { rate(s.false_evictions, s.leader_pauses, s.false_eviction_ci) }
 }

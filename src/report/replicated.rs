@@ -2,10 +2,9 @@
 //! (service × scenario) with its double grants, double believers, gaps,
 //! recovery and fencing tokens, and the theory of each beside it.
 
-use super::cells::{MdTable, escape, name, own_s, rate};
+use super::cells::{MdTable, double_grant_rate, escape, name, own_s, rate, recovery};
 use super::compare::Measured;
 use super::summary::Summary;
-use crate::check::stats::wilson95;
 use crate::model::{Action, Experiment, Kind};
 
 /// The service as a reader names it.
@@ -56,17 +55,12 @@ pub fn table(runs: &[&Measured<'_>]) -> String {
         let d = &s.network.double_grants;
         let grants = format!(
             "{}{}",
-            rate(d.trials, s.n, wilson95(d.trials, s.n)),
+            double_grant_rate(s),
             if d.trials > 0 { format!(" [{}]", secs(d.definite_max_us as f64 / 1000.0)) } else { String::new() }
         );
         let gaps = match (s.gap_p50_ms, s.gap_min_ms, s.gap_max_ms) {
             (Some(p), Some(a), Some(b)) => format!("{} [{:.2}–{:.2}]", secs(p), own_s(a, scale), own_s(b, scale)),
             _ => "none".to_string(),
-        };
-        let recovery = match (s.network.recovery_us, s.network.unrecovered) {
-            (_, u) if u > 0 => format!("{u}/{} never", s.n),
-            (Some(r), _) => secs(r as f64 / 1000.0),
-            (None, _) => String::new(),
         };
         let (theory, verdict) = theory(exp, s);
         t.row(vec![
@@ -75,7 +69,7 @@ pub fn table(runs: &[&Measured<'_>]) -> String {
             grants,
             rate(s.double_leader_trials, s.n, s.double_leader_ci),
             gaps,
-            recovery,
+            recovery(s, scale),
             tokens(s),
             escape(&theory),
             escape(&verdict),

@@ -8,8 +8,8 @@
 use std::fmt::Write;
 
 use super::cells::{
-    MdTable, anomalies, beyond_theory, crash_bound, crash_gap, crash_verdict, description, evictions, name, own_s,
-    own_value, points_table, predicted, rate, swept_cells, swept_keys, whole_row,
+    MdTable, anomalies, beyond_theory, crash_bound, crash_gap, crash_verdict, description, double_grant_rate,
+    evictions, name, own_s, own_value, points_table, predicted, rate, recovery, swept_cells, swept_keys, whole_row,
 };
 use super::compare::{Measured, bound_row, jobs_markdown, substrates_markdown};
 use super::summary::{Summary, SummaryRow};
@@ -278,13 +278,9 @@ fn network(m: &Measured<'_>, rows: &[SummaryRow<'_>]) -> String {
             rate(s.double_leader_trials, s.n, s.double_leader_ci),
             if d.definite + d.possible > 0 {
                 let more = if d.possible > 0 { format!(", {} more possible", d.possible) } else { String::new() };
-                format!(
-                    "{} [{}]{more}",
-                    rate(d.trials, s.n, crate::check::stats::wilson95(d.trials, s.n)),
-                    secs(d.definite_max_us as f64 / 1000.0)
-                )
+                format!("{} [{}]{more}", double_grant_rate(s), secs(d.definite_max_us as f64 / 1000.0))
             } else {
-                rate(0, s.n, crate::check::stats::wilson95(0, s.n))
+                double_grant_rate(s)
             },
             s.stale_belief_max_ms.map(secs).unwrap_or_default(),
             n.renew_failures.to_string(),
@@ -298,14 +294,7 @@ fn network(m: &Measured<'_>, rows: &[SummaryRow<'_>]) -> String {
             } else {
                 String::new()
             },
-            match (n.recovery_us, n.unrecovered) {
-                (r, u) if u > 0 => {
-                    format!("{u}/{} never", s.n)
-                        + &r.map(|r| format!("; {}", secs(r as f64 / 1000.0))).unwrap_or_default()
-                }
-                (Some(r), _) => secs(r as f64 / 1000.0),
-                (None, _) => String::new(),
-            },
+            recovery(s, scale),
             storm_cell(n.storm.as_ref()),
             gaps,
             theory,

@@ -165,21 +165,17 @@ pub fn run_trial(
     if let Some(c) = &clocks {
         c.remove_shim();
     }
-    if let Some(p) = proxy {
-        // Each reply the links dropped: a request that reached the server.
-        for (i, link) in p.stop().into_iter().enumerate() {
-            let pid = workers.procs.get(i).map(|w| w.pid.as_raw());
-            for t_ns in link.reply_losses {
-                run.raw.push(RawEvent::harness(t_ns, Some(i), pid, EventKind::ReplyLost, Detail::default()));
-            }
-        }
-    }
-    if let Some(s) = service {
-        for (i, losses) in s.stop().into_iter().enumerate() {
-            let pid = workers.procs.get(i).map(|w| w.pid.as_raw());
-            for t_ns in losses {
-                run.raw.push(RawEvent::harness(t_ns, Some(i), pid, EventKind::ReplyLost, Detail::default()));
-            }
+    // Each reply the links dropped, by worker: a request that reached the
+    // server.
+    let losses: Vec<Vec<i64>> = match (proxy, service) {
+        (Some(p), _) => p.stop().into_iter().map(|link| link.reply_losses).collect(),
+        (None, Some(s)) => s.stop(),
+        (None, None) => Vec::new(),
+    };
+    for (i, lost) in losses.into_iter().enumerate() {
+        let pid = workers.procs.get(i).map(|w| w.pid.as_raw());
+        for t_ns in lost {
+            run.raw.push(RawEvent::harness(t_ns, Some(i), pid, EventKind::ReplyLost, Detail::default()));
         }
     }
     let shared = server.shared();

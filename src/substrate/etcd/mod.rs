@@ -266,8 +266,10 @@ pub fn leader_of(addresses: &[String]) -> Option<usize> {
     let id = |v: &Value| v.as_str().map(str::to_string).or_else(|| v.as_u64().map(|n| n.to_string()));
     let status =
         |a: &String| Gateway::new(a).and_then(|mut g| g.call("/v3/maintenance/status", &json!({}), limit)).ok();
+    // One status per member: its own id, and the leader it knows.
+    let replies: Vec<Option<Value>> = addresses.iter().map(status).collect();
     let ids: Vec<Option<String>> =
-        addresses.iter().map(|a| status(a).and_then(|r| id(&r["header"]["member_id"]))).collect();
-    let leader = addresses.iter().find_map(|a| status(a).and_then(|r| id(&r["leader"])))?;
+        replies.iter().map(|r| r.as_ref().and_then(|r| id(&r["header"]["member_id"]))).collect();
+    let leader = replies.iter().flatten().find_map(|r| id(&r["leader"]))?;
     ids.iter().position(|m| m.as_deref() == Some(leader.as_str()))
 }
