@@ -8,8 +8,11 @@ use nix::unistd::Pid;
 use crate::helper::{Lab, processes_mentioning, read_table, wait_for};
 
 /// Long trials (1.5 s each at this scale) so the signal lands mid-trial.
-const SLOW: &str =
-    "name: slow\nworkers: 5\nduration: 30s\nfaults:\n  - at: 12s\n    target: leader\n    action: stop\n";
+/// The leader is stopped for good 1 s after its first renewal from 12 s
+/// on: clear of the renewal itself, whose truncate-then-write a stop inside
+/// would leave as an empty lock file (a wedge, not the stale believer every
+/// trial here is meant to end with).
+const SLOW: &str = "name: slow\nworkers: 5\nduration: 30s\nfaults:\n  - at: 12s\n    after: renewed\n    delay: 1s\n    target: leader\n    action: stop\n";
 
 fn completed_trials(out: &std::path::Path) -> usize {
     let path = out.join("trials.csv");
