@@ -81,15 +81,16 @@ fn one(exp: &Experiment, trials: u64, seconds: f64) -> String {
 
 /// Trial 1's faults, drawn as a run draws them, in the experiment's own time.
 fn schedule(exp: &Experiment) -> String {
-    if exp.faults.is_empty() {
+    let seed = exp.trial_seed(1);
+    let faults = crate::trial::schedule::trial_faults(exp, seed);
+    if faults.is_empty() {
         return "  no faults\n".into();
     }
-    let seed = exp.trial_seed(1);
     let scale = exp.time_scale;
     let own = |ns: i64| format!("{:.3} s", ns as f64 / 1e9 / scale);
     let of = if exp.points.is_empty() { "" } else { "; each point replaces what it sweeps" };
     let mut out = format!("  trial 1's faults (seed {seed}, in the experiment's own time{of}):\n");
-    let mut schedule = Schedule::new(&exp.faults, 0, ChaCha8Rng::seed_from_u64(seed));
+    let mut schedule = Schedule::new(&faults, 0, ChaCha8Rng::seed_from_u64(seed));
     // Nobody's events are known before the run: the leader is taken to be
     // worker 0 throughout, and every worker alive.
     let mut live = Live::new(exp.workers);
@@ -109,7 +110,7 @@ fn schedule(exp: &Experiment) -> String {
         out += &format!("    … {} more\n", shown - SHOWN);
     }
     for f in schedule.never_fired() {
-        if let Some(after) = exp.faults[f.fault].after {
+        if let Some(after) = faults[f.fault].after {
             out += &format!(
                 "    {:>10}  {}: armed, fires {} after the target's next `{}`\n",
                 own(f.scheduled_ns),
@@ -136,7 +137,7 @@ pub fn warnings(exp: &Experiment) -> Vec<String> {
     let l = &exp.lease;
     let gap = Dur::from_us(l.lease.as_us().saturating_sub(l.renew.as_us()));
     let mut intervals = vec![("renew", l.renew), ("watch", l.watch), ("lease − renew", gap)];
-    for f in &exp.faults {
+    for f in exp.fault_kinds() {
         if let Some(every) = f.every {
             intervals.push(("every", every));
         }
@@ -171,7 +172,7 @@ pub fn warnings(exp: &Experiment) -> Vec<String> {
 /// they seem to.
 fn network_warnings(exp: &Experiment) -> Vec<String> {
     let mut out = Vec::new();
-    let network = exp.faults.iter().any(|f| f.action.is_network());
+    let network = exp.fault_kinds().any(|f| f.action.is_network());
     if let Some(p) = &exp.program
         && network
         && !p.command.iter().chain(p.env.values()).any(|w| w.contains("{address}"))

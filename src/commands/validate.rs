@@ -27,11 +27,14 @@ fn size(e: &crate::model::Experiment) -> String {
         if e.points.is_empty() { String::new() } else { format!(" × {} points = {trials} trials", e.points.len()) };
     let scale = if e.time_scale == 1.0 { String::new() } else { format!(", time scale {}", e.time_scale) };
     format!(
-        "{} trials{points} of {}, {} workers, {} faults; {} of trials{}{scale}",
+        "{} trials{points} of {}, {} workers, {}; {} of trials{}{scale}",
         e.trials,
         e.duration,
         e.workers,
-        e.faults.len(),
+        match &e.random {
+            None => format!("{} faults", e.faults.len()),
+            Some(r) => format!("a campaign of {} kinds of fault", r.kinds.len()),
+        },
         human(total_s),
         if e.jobs > 1 {
             format!(" ({} with --jobs {})", human(total_s / e.jobs as f64), e.jobs)

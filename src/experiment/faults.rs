@@ -6,7 +6,10 @@ use serde_saphyr::Spanned;
 
 use super::diagnostic::ExperimentError;
 use crate::model::history::EventKind;
-use crate::model::{Action, After, Direction, Dur, Fault, NetParams, Offset, PauseLen, Target};
+use crate::model::{
+    Action, After, Direction, Dur, Fault, MAX_RANDOM_FAULTS, NetParams, Offset, PauseLen, RandomCount, RandomFaults,
+    RandomKind, Target,
+};
 
 #[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -261,4 +264,209 @@ fn validate_net(
 fn worker_event_names() -> String {
     let after_barrier = |k: &EventKind| k.is_worker_event() && *k != EventKind::Ready;
     EventKind::ALL.into_iter().filter(after_barrier).map(|k| k.name()).collect::<Vec<_>>().join(", ")
+}
+
+/// `faults:` as written: a list (a script), or `{random: …}` (a campaign).
+/// Hand-written so that an error inside either keeps its line and column,
+/// where an untagged enum would only say that nothing matched.
+#[derive(Clone, Default)]
+pub(super) struct RawFaults {
+    pub(super) list: Vec<RawFault>,
+    pub(super) random: Option<RawRandom>,
+}
+
+#[derive(Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawCampaign {
+    random: RawRandom,
+}
+
+/// `faults: {random: {window, kinds}}`.
+#[derive(Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawRandom {
+    /// `[from, until]` after the barrier; default the whole trial.
+    #[serde(default)]
+    pub(super) window: Option<Spanned<[Dur; 2]>>,
+    pub(super) kinds: Spanned<Vec<RawRandomKind>>,
+}
+
+/// One kind of fault a campaign draws: what a scripted fault says, but
+/// how many instead of when.
+#[derive(Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawRandomKind {
+    pub(super) action: Spanned<Action>,
+    #[serde(default)]
+    pub(super) target: Option<Spanned<RawTarget>>,
+    /// `3`, or `[0, 3]` (drawn per trial).
+    #[serde(default)]
+    pub(super) count: Option<Spanned<RawCount>>,
+    /// A Poisson process: on average one fault this often.
+    #[serde(default)]
+    pub(super) mean_interval: Option<Spanned<Dur>>,
+    #[serde(default)]
+    pub(super) duration: Option<Spanned<RawLen>>,
+    #[serde(default)]
+    pub(super) latency: Option<Spanned<Dur>>,
+    #[serde(default)]
+    pub(super) latency_jitter: Option<Spanned<Dur>>,
+    #[serde(default)]
+    pub(super) direction: Option<Spanned<Direction>>,
+    #[serde(default)]
+    pub(super) toxicity: Option<Spanned<f64>>,
+    #[serde(default)]
+    pub(super) by: Option<Spanned<Offset>>,
+}
+
+#[derive(Clone, Deserialize)]
+#[serde(untagged)]
+pub(super) enum RawCount {
+    Exactly(i64),
+    Between([i64; 2]),
+}
+
+impl RawRandomKind {
+    /// The fault it draws, as a scripted one at `at` would be written: so
+    /// that it is checked (and later scaled) by the same rules.
+    pub(super) fn as_fault(&self, at: Spanned<Dur>) -> RawFault {
+        RawFault {
+            at,
+            jitter: None,
+            after: None,
+            delay: None,
+            target: self.target.clone(),
+            action: self.action.clone(),
+            duration: self.duration.clone(),
+            every: None,
+            latency: self.latency.clone(),
+            latency_jitter: self.latency_jitter.clone(),
+            direction: self.direction.clone(),
+            toxicity: self.toxicity.clone(),
+            by: self.by.clone(),
+        }
+    }
+}
+
+impl RawFaults {
+    /// Every fault as written: the script's, or each kind of the campaign's
+    /// (at the window's start).
+    pub(super) fn written(&self) -> Vec<RawFault> {
+        let mut out = self.list.clone();
+        if let Some(r) = &self.random {
+            for k in &r.kinds.value {
+                let at = r.window.as_ref().map_or(Dur::ZERO, |w| w.value[0]);
+                out.push(k.as_fault(Spanned::new(at, k.action.referenced, k.action.defined)));
+            }
+        }
+        out
+    }
+}
+
+impl<'de> Deserialize<'de> for RawFaults {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Either;
+        impl<'de> serde::de::Visitor<'de> for Either {
+            type Value = RawFaults;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a list of faults, or `random:` with the kinds of fault to draw")
+            }
+            fn visit_unit<E: serde::de::Error>(self) -> Result<RawFaults, E> {
+                Ok(RawFaults::default())
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> Result<RawFaults, A::Error> {
+                let list = Vec::deserialize(serde::de::value::SeqAccessDeserializer::new(seq))?;
+                Ok(RawFaults { list, random: None })
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<RawFaults, A::Error> {
+                let c = RawCampaign::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
+                Ok(RawFaults { list: Vec::new(), random: Some(c.random) })
+            }
+        }
+        d.deserialize_any(Either)
+    }
+}
+
+/// Check a campaign against the experiment (unscaled values).
+pub(super) fn validate_random(
+    r: &RawRandom,
+    workers: usize,
+    duration: Dur,
+    err_at: &dyn Fn(&serde_saphyr::Location, String) -> ExperimentError,
+) -> Result<RandomFaults, ExperimentError> {
+    let window = match &r.window {
+        None => [Dur::ZERO, duration],
+        Some(w) => {
+            let [from, until] = w.value;
+            if from >= until || until > duration {
+                return Err(err_at(
+                    &w.referenced,
+                    format!("window [{from}, {until}] must be a span inside the trial (duration: {duration})"),
+                ));
+            }
+            w.value
+        }
+    };
+    if r.kinds.value.is_empty() {
+        return Err(err_at(&r.kinds.referenced, "a campaign needs at least one kind of fault".into()));
+    }
+    let span = Dur::from_us(window[1].as_us() - window[0].as_us());
+    let mut expected = 0.0;
+    let mut kinds = Vec::new();
+    for k in &r.kinds.value {
+        let fault = validate_fault(
+            &k.as_fault(Spanned::new(window[0], k.action.referenced, k.action.defined)),
+            workers,
+            duration,
+            err_at,
+        )?;
+        if matches!(fault.action, Action::Cont | Action::Stop | Action::Heal) {
+            return Err(err_at(
+                &k.action.referenced,
+                format!(
+                    "{} is half of a fault: a campaign draws whole ones (pause, or a network fault with a duration)",
+                    fault.action.name()
+                ),
+            ));
+        }
+        let count = match (&k.count, &k.mean_interval) {
+            (Some(c), None) => {
+                let (min, max) = match c.value {
+                    RawCount::Exactly(n) => (n, n),
+                    RawCount::Between([a, b]) => (a, b),
+                };
+                if min < 0 || max < min || max > MAX_RANDOM_FAULTS as i64 {
+                    return Err(err_at(
+                        &c.referenced,
+                        format!(
+                            "count is a number, or [min, max], from 0 to {MAX_RANDOM_FAULTS} with min ≤ max; not {}",
+                            if min == max { min.to_string() } else { format!("[{min}, {max}]") }
+                        ),
+                    ));
+                }
+                RandomCount::Between(min as u32, max as u32)
+            }
+            (None, Some(m)) if m.value > Dur::ZERO => RandomCount::MeanInterval(m.value),
+            (None, Some(m)) => return Err(err_at(&m.referenced, "mean_interval must be longer than zero".into())),
+            (Some(c), Some(_)) => {
+                return Err(err_at(&c.referenced, "count or mean_interval, not both".into()));
+            }
+            (None, None) => {
+                return Err(err_at(
+                    &k.action.referenced,
+                    "a kind of fault needs `count: N` (or `[min, max]`) or `mean_interval: <duration>`".into(),
+                ));
+            }
+        };
+        expected += count.expected(span);
+        if expected > MAX_RANDOM_FAULTS as f64 {
+            let at = k.count.as_ref().map(|c| c.referenced).or(k.mean_interval.as_ref().map(|m| m.referenced));
+            return Err(err_at(
+                &at.unwrap_or(k.action.referenced),
+                format!("the campaign would draw about {expected:.0} faults per trial; at most {MAX_RANDOM_FAULTS}"),
+            ));
+        }
+        kinds.push(RandomKind { fault, count });
+    }
+    Ok(RandomFaults { window, kinds })
 }

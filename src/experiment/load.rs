@@ -10,11 +10,11 @@ use serde::Deserialize;
 use serde_saphyr::Spanned;
 
 use super::diagnostic::{Diagnostic, ExperimentError};
-use super::faults::{RawFault, RawLen, validate_fault};
+use super::faults::{RawFaults, RawLen, validate_fault, validate_random};
 use super::yaml_error::{saphyr_message, tab_after};
 use crate::model::{
-    After, ClockOffset, Dur, EpochJob, Expect, Experiment, Fault, InitialLock, JobStrategy, LeaseSettings, Point,
-    Reference, StartMode, SubstrateSettings, WorkerSettings, setting_name,
+    ClockOffset, Dur, EpochJob, Expect, Experiment, InitialLock, JobStrategy, LeaseSettings, Point, Reference,
+    StartMode, SubstrateSettings, WorkerSettings, setting_name,
 };
 
 /// The shortest lease, renew, watch or repeat interval a run may have, after
@@ -83,8 +83,9 @@ struct RawExperiment {
     align: Option<Spanned<Dur>>,
     #[serde(default)]
     initial_lock: Option<InitialLock>,
+    /// A list, or `{random: …}`.
     #[serde(default)]
-    faults: Vec<RawFault>,
+    faults: RawFaults,
     #[serde(default)]
     expect: Option<RawExpect>,
     #[serde(default)]
@@ -129,6 +130,9 @@ pub(super) fn fields() -> Vec<(&'static str, &'static [&'static str])> {
         ("", names_of::<RawExperiment>()),
         ("expect", names_of::<RawExpect>()),
         ("faults[]", names_of::<super::faults::RawFault>()),
+        ("faults", names_of::<super::faults::RawCampaign>()),
+        ("faults.random", names_of::<super::faults::RawRandom>()),
+        ("faults.random.kinds[]", names_of::<super::faults::RawRandomKind>()),
         ("program", names_of::<super::program::RawProgram>()),
         ("program.patterns[]", names_of::<super::program::RawPattern>()),
     ]
@@ -247,7 +251,7 @@ fn apply(
             // Every pause fault of the schedule.
             let d = len()?;
             let mut any = false;
-            for f in raw.faults.iter_mut().filter(|f| f.action.value.is_pause()) {
+            for f in raw.faults.list.iter_mut().filter(|f| f.action.value.is_pause()) {
                 f.duration = Some(d.clone());
                 any = true;
             }
@@ -269,8 +273,8 @@ fn apply(
                     super::sweep::keys().join(", ")
                 ));
             };
-            let n = raw.faults.len();
-            let f = raw.faults.get_mut(index).ok_or_else(|| format!("{key}: the schedule has {n} faults"))?;
+            let n = raw.faults.list.len();
+            let f = raw.faults.list.get_mut(index).ok_or_else(|| format!("{key}: the schedule has {n} faults"))?;
             match field {
                 "at" => f.at = dur()?,
                 "duration" => f.duration = Some(len()?),
@@ -291,7 +295,7 @@ fn validate_substrate(raw: &RawExperiment, text: &str) -> Result<(), (u64, u64, 
         substrate: &raw.substrate,
         worker: &raw.worker,
         initial_lock: raw.initial_lock,
-        faults: &raw.faults,
+        faults: &raw.faults.written(),
         swept: raw.substrate_swept,
         program: raw.program.is_some(),
     };
@@ -532,10 +536,11 @@ fn build(path: &Path, text: &str, raw: RawExperiment, overrides: &Overrides) -> 
             Some(program)
         }
     };
-    let mut faults = Vec::with_capacity(raw.faults.len());
-    for f in &raw.faults {
+    let mut faults = Vec::with_capacity(raw.faults.list.len());
+    for f in &raw.faults.list {
         faults.push(validate_fault(f, workers, duration, &err_at)?);
     }
+    let random = raw.faults.random.as_ref().map(|r| validate_random(r, workers, duration, &err_at)).transpose()?;
 
     if let Some(e) = &raw.expect
         && let (Some(min), Some(max)) = (e.gap_min, e.gap_max)
@@ -623,7 +628,7 @@ fn build(path: &Path, text: &str, raw: RawExperiment, overrides: &Overrides) -> 
         return Err(place(raw.duration.as_ref().map(|s| &s.referenced), msg));
     }
     let mut deliveries: u64 = 0;
-    for f in &raw.faults {
+    for f in &raw.faults.list {
         let Some(every) = &f.every else {
             deliveries += 1;
             continue;
@@ -671,19 +676,8 @@ fn build(path: &Path, text: &str, raw: RawExperiment, overrides: &Overrides) -> 
         stagger: sc(stagger),
         align: raw.align.map(|a| sc(a.value)),
         initial_lock: raw.initial_lock.unwrap_or(InitialLock::None),
-        faults: faults
-            .into_iter()
-            .map(|f| Fault {
-                at: sc(f.at),
-                jitter: sc(f.jitter),
-                after: f.after.map(|a| After { event: a.event, delay: sc(a.delay) }),
-                duration: f.duration.map(|d| d.scaled(scale)),
-                every: f.every.map(sc),
-                net: f.net.map(|n| n.scaled(scale)),
-                skew: f.skew.map(|o| o.scaled(scale)),
-                ..f
-            })
-            .collect(),
+        faults: faults.iter().map(|f| f.scaled(scale)).collect(),
+        random: random.map(|r| r.scaled(scale)),
         expect,
         time_scale: scale * applied,
         grace,

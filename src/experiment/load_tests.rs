@@ -91,3 +91,53 @@ fn lock_actions_default_to_the_lock_and_signals_need_a_target() {
     let err = load_text("name: t\nworkers: 3\nfaults:\n  - at: 1s\n    action: kill\n").unwrap_err();
     assert!(err.contains("needs a target"), "{err}");
 }
+
+#[test]
+fn a_campaign_is_drawn_from_kinds() {
+    let text = "name: t\nworkers: 3\nduration: 30s\nfaults:\n  random:\n    window: [5s, 25s]\n    kinds:\n      - {action: kill, target: leader, count: [1, 2]}\n      - {action: pause, target: watcher, mean_interval: 10s, duration: {exponential: 2s}}\n";
+    let o = Overrides { time_scale: Some(0.1), ..Overrides::default() };
+    let e = load_str(Path::new("t.yaml"), text, &o).unwrap();
+    let r = e.random.expect("a campaign");
+    assert_eq!(r.window, [Dur::from_ms(500), Dur::from_ms(2500)]);
+    assert_eq!(r.kinds[0].count, crate::model::RandomCount::Between(1, 2));
+    assert_eq!(r.kinds[1].count, crate::model::RandomCount::MeanInterval(Dur::from_secs(1)));
+    assert_eq!(r.kinds[1].fault.duration, Some(PauseLen::Exponential(Dur::from_ms(200))));
+    assert!(e.faults.is_empty());
+}
+
+#[test]
+fn campaign_errors_name_line_and_column() {
+    let head = "name: t\nworkers: 3\nduration: 30s\nfaults:\n  random:\n";
+    let cases = [
+        ("    kinds:\n      - {action: kill, target: leader}\n", "t.yaml:7:18: a kind of fault needs `count: N`"),
+        (
+            "    kinds:\n      - {action: kill, target: leader, count: 1, mean_interval: 3s}\n",
+            "t.yaml:7:47: count or mean_interval, not both",
+        ),
+        ("    kinds:\n      - {action: kill, target: leader, count: [3, 1]}\n", "t.yaml:7:47: count is a number"),
+        ("    kinds:\n      - {action: kill, target: leader, at: 3s, count: 1}\n", "t.yaml:7:40: unknown field `at`"),
+        ("    kinds:\n      - {action: stop, target: leader, count: 1}\n", "t.yaml:7:18: stop is half of a fault"),
+        ("    kinds:\n      - {action: kill, target: boss, count: 1}\n", "t.yaml:7:32: unknown target \"boss\""),
+        ("    window: [5s, 40s]\n    kinds:\n      - {action: kill, count: 1}\n", "t.yaml:6:13: window [5s, 40s]"),
+        ("    kinds: []\n", "t.yaml:6:12: a campaign needs at least one kind"),
+        ("    kinds:\n      - {action: kill, target: leader, mean_interval: 1ms}\n", "faults per trial; at most 1000"),
+        (
+            "    kinds:\n      - {action: lock-empty, count: 1}\n",
+            "", // accepted: the lock is the default target of a lock fault
+        ),
+        ("    seed: 3\n    kinds: []\n", "t.yaml:6:5: unknown field `seed`"),
+    ];
+    for (body, want) in cases {
+        let got = load_text(&format!("{head}{body}"));
+        match (got, want) {
+            (Ok(_), "") => {}
+            (Ok(_), _) => panic!("accepted:\n{body}"),
+            (Err(e), _) => assert!(!want.is_empty() && e.contains(want), "{body}\nwant {want:?}\ngot  {e}"),
+        }
+    }
+    // A list item keeps its place too, through the same hand-written reader.
+    let e = load_text("name: t\nworkers: 3\nfaults:\n  - at: 3s\n    action: kill\n    target: [1]\n").unwrap_err();
+    assert!(e.contains("t.yaml:6:"), "{e}");
+    let e = load_text("name: t\nworkers: 3\nfaults: 3\n").unwrap_err();
+    assert!(e.contains("t.yaml:3:") && e.contains("random"), "{e}");
+}

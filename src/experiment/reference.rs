@@ -53,6 +53,10 @@ pub enum Ty {
     Sweep,
     /// A count, or `{until: {ci_width}, max, min}`.
     Trials,
+    /// A list of faults (keys under `faults[]`), or `{random: …}`.
+    Faults,
+    /// A whole number, or `[min, max]`.
+    Count,
 }
 
 /// One documented key.
@@ -402,7 +406,13 @@ pub fn keys() -> Vec<Key> {
             "\"{trial_dir}\"",
             "Its working directory (placeholders allowed; relative to the experiment file).",
         ),
-        key("faults", Sections, "[]", "", "What to do to the workers, the lock or the server, and when."),
+        key(
+            "faults",
+            Faults,
+            "[]",
+            "",
+            "What to do to the workers, the lock or the server, and when: a script, or a campaign (`random:`).",
+        ),
         required(key(
             "faults[].at",
             Duration,
@@ -440,6 +450,55 @@ pub fn keys() -> Vec<Key> {
             "Network faults: the fraction of the link's connections hit, drawn per connection (seeded).",
         ),
         key("faults[].every", Duration, "", "15s", "Repeat at fresh moments every this long until the trial ends."),
+        key(
+            "faults.random",
+            Section,
+            "",
+            "",
+            "A campaign instead of a script: each trial draws its own faults from its seed (docs/shrink.md).",
+        ),
+        key(
+            "faults.random.window",
+            Pair(Box::new(Duration)),
+            "the whole trial",
+            "[5s, 50s]",
+            "Faults fall at moments in [from, until) after the barrier.",
+        ),
+        required(key("faults.random.kinds", Sections, "", "", "The kinds of fault to mix.")),
+        required(key("faults.random.kinds[].action", Choice(choices::<Action>()), "", "kill", "What is done.")),
+        key("faults.random.kinds[].target", Target, "leader", "watcher", "Whom it hits."),
+        key(
+            "faults.random.kinds[].count",
+            Count,
+            "",
+            "[0, 3]",
+            "How many per trial (`[min, max]`: drawn per trial), each at a uniform moment; or `mean_interval`.",
+        ),
+        key(
+            "faults.random.kinds[].mean_interval",
+            Duration,
+            "",
+            "20s",
+            "Instead of `count`: a Poisson process, one fault this often on average.",
+        ),
+        key(
+            "faults.random.kinds[].duration",
+            PauseLength,
+            "",
+            "{uniform: [1s, 12s]}",
+            "As for a scripted fault; a distribution is drawn per fault.",
+        ),
+        key("faults.random.kinds[].latency", Duration, "", "50ms", "As for a scripted fault."),
+        key("faults.random.kinds[].latency_jitter", Duration, "0s", "10ms", "As for a scripted fault."),
+        key(
+            "faults.random.kinds[].direction",
+            Choice(choices::<Direction>()),
+            "both",
+            "replies",
+            "As for a scripted fault.",
+        ),
+        key("faults.random.kinds[].toxicity", Number, "1", "0.5", "As for a scripted fault."),
+        key("faults.random.kinds[].by", Offset, "", "-2s", "As for a scripted fault."),
         key("expect", Section, "", "", "What must hold, or the run exits 1 (a JUnit test case each with `--junit`)."),
         key("expect.max_leaders", Int(0), "", "1", "No trial sees more believers at once."),
         key("expect.gap_min", Duration, "", "6s", "Every ended gap lasts at least this long."),
@@ -544,6 +603,8 @@ fn type_text(ty: &Ty) -> String {
         Ty::Sections => "list of mappings (keys below)".into(),
         Ty::Sweep => "mapping of settings to lists".into(),
         Ty::Trials => "integer ≥ 1, or `{until: {ci_width: 10%}, max: 500, min: 10}`".into(),
+        Ty::Faults => "list of mappings (keys below), or `{random: …}` (keys below)".into(),
+        Ty::Count => "integer ≥ 0, or [integer ≥ 0, integer ≥ 0]".into(),
     }
 }
 
@@ -588,8 +649,13 @@ fn schema_of(ty: &Ty, about: &str) -> Value {
         }
         Ty::Map => json!({"type": "object", "additionalProperties": {"type": ["string", "number"]}}),
         Ty::Section => json!({"type": "object", "additionalProperties": false, "properties": {}}),
-        Ty::Sections => {
+        // The list's items; `schema()` sets the campaign beside it.
+        Ty::Sections | Ty::Faults => {
             json!({"type": "array", "items": {"type": "object", "additionalProperties": false, "properties": {}}})
+        }
+        Ty::Count => {
+            let n = json!({"type": "integer", "minimum": 0});
+            json!({"oneOf": [n, {"type": "array", "items": n, "minItems": 2, "maxItems": 2}]})
         }
         Ty::Sweep => json!({"type": "object", "additionalProperties": {"type": "array", "minItems": 1}}),
         Ty::Trials => json!({"oneOf": [
@@ -638,8 +704,19 @@ pub fn schema() -> Value {
             let req = at.as_object_mut().expect("an object").entry("required").or_insert_with(|| json!([]));
             req.as_array_mut().expect("a list").push(json!(last));
         }
+        if at.get("properties").is_none() {
+            at["properties"] = json!({}); // the campaign's keys on `faults`
+        }
         let props = at["properties"].as_object_mut().expect("properties");
         props.insert(last.to_string(), schema_of(&k.ty, k.about));
+    }
+    // `faults:` is a list or a campaign: the walk above put the campaign's
+    // keys on the list's schema; they go to an alternative of their own.
+    if let Some(faults) = root.pointer_mut("/properties/faults") {
+        let campaign = json!({"type": "object", "additionalProperties": false, "required": ["random"],
+                              "properties": faults["properties"].take()});
+        let list = json!({"type": "array", "items": faults["items"].take()});
+        *faults = json!({"description": faults["description"].clone(), "oneOf": [list, campaign]});
     }
     if let Some(detail) = root.pointer_mut("/properties/program/properties/patterns/items/properties/detail") {
         let fields: Map<String, Value> =

@@ -5,7 +5,7 @@
 
 use std::fmt::Write;
 
-use crate::model::{Action, Dur, Experiment, StartMode, setting_name};
+use crate::model::{Action, Dur, Experiment, Fault, RandomCount, StartMode, setting_name};
 
 fn quote(s: &str) -> String {
     // A JSON string is a valid YAML double-quoted scalar.
@@ -110,7 +110,21 @@ pub fn to_yaml(e: &Experiment) -> String {
     let _ = writeln!(w, "initial_lock: {}", setting_name(&e.initial_lock));
     let _ = writeln!(w, "grace: {}", e.grace);
     let _ = writeln!(w, "jobs: {}", e.jobs);
-    if e.faults.is_empty() {
+    if let Some(r) = &e.random {
+        let _ = writeln!(w, "faults:\n  random:\n    window: [{}, {}]\n    kinds:", r.window[0], r.window[1]);
+        for k in &r.kinds {
+            let mut lines = what(&k.fault).into_iter();
+            let _ = writeln!(w, "      - {}", lines.next().unwrap_or_default());
+            for l in lines {
+                let _ = writeln!(w, "        {l}");
+            }
+            let _ = match k.count {
+                RandomCount::Between(a, b) if a == b => writeln!(w, "        count: {a}"),
+                RandomCount::Between(a, b) => writeln!(w, "        count: [{a}, {b}]"),
+                RandomCount::MeanInterval(m) => writeln!(w, "        mean_interval: {m}"),
+            };
+        }
+    } else if e.faults.is_empty() {
         let _ = writeln!(w, "faults: []");
     } else {
         let _ = writeln!(w, "faults:");
@@ -124,22 +138,8 @@ pub fn to_yaml(e: &Experiment) -> String {
             let _ = writeln!(w, "    after: {}", a.event.name());
             let _ = writeln!(w, "    delay: {}", a.delay);
         }
-        let _ = writeln!(w, "    target: {}", f.target);
-        let _ = writeln!(w, "    action: {}", f.action.name());
-        // A pause of a worker or of the server, a network fault: a length.
-        if let Some(d) = f.duration.as_ref().filter(|_| f.action.takes_duration()) {
-            let _ = writeln!(w, "    duration: {}", d.to_yaml());
-        }
-        if let Some(by) = f.skew {
-            let _ = writeln!(w, "    by: {by}");
-        }
-        if let Some(n) = &f.net {
-            if f.action == Action::Delay {
-                let _ = writeln!(w, "    latency: {}", n.latency);
-                let _ = writeln!(w, "    latency_jitter: {}", n.jitter);
-                let _ = writeln!(w, "    direction: {}", setting_name(&n.direction));
-            }
-            let _ = writeln!(w, "    toxicity: {}", n.toxicity);
+        for l in what(f) {
+            let _ = writeln!(w, "    {l}");
         }
         if let Some(e) = f.every {
             let _ = writeln!(w, "    every: {e}");
@@ -188,6 +188,28 @@ pub fn to_yaml(e: &Experiment) -> String {
     y
 }
 
+/// What a fault does and to whom, one `key: value` per line: what a
+/// scripted fault and a campaign's kind of fault both say.
+fn what(f: &Fault) -> Vec<String> {
+    let mut out = vec![format!("target: {}", f.target), format!("action: {}", f.action.name())];
+    // A pause of a worker or of the server, a network fault: a length.
+    if let Some(d) = f.duration.as_ref().filter(|_| f.action.takes_duration()) {
+        out.push(format!("duration: {}", d.to_yaml()));
+    }
+    if let Some(by) = f.skew {
+        out.push(format!("by: {by}"));
+    }
+    if let Some(n) = &f.net {
+        if f.action == Action::Delay {
+            out.push(format!("latency: {}", n.latency));
+            out.push(format!("latency_jitter: {}", n.jitter));
+            out.push(format!("direction: {}", setting_name(&n.direction)));
+        }
+        out.push(format!("toxicity: {}", n.toxicity));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use std::path::Path;
@@ -214,6 +236,16 @@ mod tests {
         let again = load_str(Path::new("r.yaml"), &to_yaml(&exp), &Overrides::default()).unwrap();
         assert_eq!(again.substrate, exp.substrate);
         assert_eq!(again.faults, exp.faults);
+    }
+
+    #[test]
+    fn a_campaign_keeps_its_kinds() {
+        let text = "name: c\nworkers: 3\nduration: 60s\nfaults:\n  random:\n    window: [5s, 50s]\n    kinds:\n      - {action: kill, target: leader, count: 2}\n      - {action: pause, target: watcher, count: [0, 3], duration: {uniform: [1s, 4s]}}\n      - {action: lock-empty, mean_interval: 20s}\n";
+        let o = Overrides { time_scale: Some(0.5), ..Overrides::default() };
+        let exp = load_str(Path::new("c.yaml"), text, &o).unwrap();
+        let again = load_str(Path::new("c.yaml"), &to_yaml(&exp), &Overrides::default()).unwrap();
+        assert_eq!(again.random, exp.random);
+        assert_eq!(exp.random.as_ref().map(|r| r.window[1]), Some(Dur::from_secs(25)), "scaled like every duration");
     }
 
     #[test]

@@ -37,12 +37,12 @@ impl Features {
     pub fn of(exp: &Experiment) -> Features {
         let units: Vec<&Experiment> = units(exp).into_iter().map(|(e, _)| e).collect();
         Features {
-            evictions: units.iter().any(|e| e.faults.iter().any(|f| matches!(f.action, Action::Pause | Action::Stop))),
+            evictions: units.iter().any(|e| e.fault_kinds().any(|f| matches!(f.action, Action::Pause | Action::Stop))),
             writes: units.iter().any(|e| e.worker.resource != Resource::None),
             jobs: units.iter().any(|e| e.worker.epoch_job.is_some()),
             // A replicated service's double grants are there too, whatever
             // its faults.
-            network: units.iter().any(|e| e.substrate.replicated() || e.faults.iter().any(|f| f.action.is_network())),
+            network: units.iter().any(|e| e.substrate.replicated() || e.fault_kinds().any(|f| f.action.is_network())),
         }
     }
 }

@@ -102,13 +102,13 @@ pub(super) fn theory(exp: &Experiment, s: &Summary) -> (String, String) {
     if exp.substrate.kind == crate::model::Kind::Redlock {
         let measured =
             format!("double grants in {twice}/{} trials, two believers in {}/{}", s.n, s.double_leader_trials, s.n);
-        return if exp.faults.iter().any(|f| f.action == Action::Skew) {
+        return if exp.fault_kinds().any(|f| f.action == Action::Skew) {
             ("a double grant whenever a watcher looks between the jump and the leader's next renewal; no token tells the grants apart".to_string(), measured)
         } else {
             ("no double grant (the servers' keys ran out), two believers after a pause longer than the lease; no token to refuse the stale one".to_string(), measured)
         };
     }
-    let Some(cut) = exp.faults.iter().find(|f| f.action == Action::Partition) else {
+    let Some(cut) = exp.fault_kinds().find(|f| f.action == Action::Partition) else {
         return (String::new(), String::new());
     };
     if exp.substrate.kind == crate::model::Kind::Etcd {

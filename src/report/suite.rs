@@ -38,10 +38,10 @@ enum Kind {
 fn kind(exp: &Experiment) -> Kind {
     let substrates: std::collections::BTreeSet<String> =
         exp.points.iter().map(|p| setting_name(&p.exp.substrate.kind)).collect();
-    let faults = exp.faults.iter().chain(exp.points.iter().flat_map(|p| &p.exp.faults));
+    let faults: Vec<_> = exp.fault_kinds().chain(exp.points.iter().flat_map(|p| p.exp.fault_kinds())).collect();
     if exp.reference.is_some() {
         Kind::Blog
-    } else if faults.clone().any(|f| f.action.is_network()) {
+    } else if faults.iter().any(|f| f.action.is_network()) {
         Kind::Network
     } else if super::push::pushes(exp) {
         Kind::Push
@@ -363,7 +363,7 @@ fn network_theory(exp: &Experiment, s: &Summary) -> (String, String) {
     // partition lets the session's close through.
     let partitions_only = one_rate
         && exp.substrate.kind.expires()
-        && exp.faults.iter().filter(|f| f.action.is_network()).all(|f| f.action == Action::Partition);
+        && exp.fault_kinds().filter(|f| f.action.is_network()).all(|f| f.action == Action::Partition);
     let mut wrong = Vec::new();
     if s.double_leader_trials > 0 {
         wrong.push(format!("two leaders in {}/{} trials", s.double_leader_trials, s.n));

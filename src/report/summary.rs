@@ -82,7 +82,7 @@ impl Summary {
 /// the experiment pauses leaders, else trials with two leaders. (What, k, n.)
 pub fn headline(exp: &Experiment, s: &Summary) -> (&'static str, usize, usize) {
     let pauses =
-        exp.faults.iter().any(|f| matches!(f.action, crate::model::Action::Pause | crate::model::Action::Stop));
+        exp.fault_kinds().any(|f| matches!(f.action, crate::model::Action::Pause | crate::model::Action::Stop));
     if pauses {
         ("false evictions per leader pause", s.false_evictions, s.leader_pauses)
     } else {

@@ -95,7 +95,7 @@ pub fn render(exp: &Experiment, s: &Summary, dir: &Path) -> String {
             j.stale_results - j.stale_applied
         );
     }
-    if exp.faults.iter().chain(exp.points.iter().flat_map(|p| &p.exp.faults)).any(|f| f.action.is_network()) {
+    if exp.fault_kinds().chain(exp.points.iter().flat_map(|p| p.exp.fault_kinds())).any(|f| f.action.is_network()) {
         let n = &s.network;
         let ms = |us: i64| secs(Some(us as f64 / 1000.0), scale);
         out += &format!(

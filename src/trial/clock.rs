@@ -26,7 +26,7 @@ pub fn moves_program_clock(exp: &Experiment) -> bool {
     exp.program.is_some()
         && (exp.worker.clock_offset.all().iter().any(|o| o.as_ns() != 0)
             || exp.worker.clock_rate.all().iter().any(|r| *r != 1.0)
-            || exp.faults.iter().any(|f| f.action == crate::model::Action::Skew))
+            || exp.fault_kinds().any(|f| f.action == crate::model::Action::Skew))
 }
 
 /// The shim and every worker's control file, in a trial's clock directory.

@@ -8,8 +8,6 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
-use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
 
 use super::barrier::{SPIN_NS, release};
 use super::contain::TrialGroup;
@@ -228,8 +226,7 @@ impl Run {
 
         // 3. Faults until the end.
         let end = t0 + exp.duration.as_ns() as i64;
-        let rng = ChaCha8Rng::seed_from_u64(seed);
-        let mut nemesis = Nemesis::new(exp, t0, rng, hit.lock, hit.server, (hit.proxy, hit.service));
+        let mut nemesis = Nemesis::new(exp, t0, seed, hit.lock, hit.server, (hit.proxy, hit.service));
         loop {
             if stop.load(Ordering::SeqCst) {
                 return Err(TrialError::Interrupted);

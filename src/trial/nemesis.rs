@@ -5,6 +5,7 @@
 use std::path::Path;
 
 use nix::sys::signal::Signal;
+use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use super::schedule::{Live, Order, Schedule};
@@ -59,13 +60,13 @@ impl<'s> Nemesis<'s> {
     pub fn new(
         exp: &Experiment,
         t0: i64,
-        rng: ChaCha8Rng,
+        seed: u64,
         lock: &Path,
         server: Option<&'s mut ManagedServer>,
         (proxy, service): (Option<&'s Proxy>, Option<&'s ReplicatedService>),
     ) -> Nemesis<'s> {
         Nemesis {
-            schedule: Schedule::new(&exp.faults, t0, rng),
+            schedule: Schedule::new(&super::schedule::trial_faults(exp, seed), t0, ChaCha8Rng::seed_from_u64(seed)),
             rule: expiry_rule(exp),
             lock: lock.to_path_buf(),
             server,

@@ -10,10 +10,20 @@
 //! which the trial keeps from the events.
 
 use rand::Rng;
+use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use crate::model::history::EventKind;
-use crate::model::{Action, After, Fault, NetParams, PauseLen, Target};
+use crate::model::{Action, After, Experiment, Fault, NetParams, PauseLen, Target};
+
+/// One trial's faults: the scripted ones, then what a campaign draws for
+/// this seed (from a stream of its own, so that a campaign leaves the
+/// schedule's other draws, and the start delays, as they were).
+pub fn trial_faults(exp: &Experiment, seed: u64) -> Vec<Fault> {
+    exp.faults_of_trial(&mut ChaCha8Rng::seed_from_u64(seed ^ RANDOM_STREAM))
+}
+
+const RANDOM_STREAM: u64 = 0x5241_4e44_4f4d;
 
 /// The live view of the trial that targets are resolved against.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -366,7 +376,6 @@ impl Schedule {
 
 #[cfg(test)]
 mod tests {
-    use rand::SeedableRng;
 
     use super::*;
     use crate::model::Dur;

@@ -58,8 +58,7 @@ fn worker_config(exp: &Experiment, lock: &Path, address: &Addresses, seed: u64) 
         stagger: if exp.start == StartMode::Staggered { exp.stagger } else { Dur::ZERO },
         start_delays: start_delays(exp, seed),
         clock_dir: exp
-            .faults
-            .iter()
+            .fault_kinds()
             .any(|f| f.action == crate::model::Action::Skew)
             .then(|| super::nemesis::clock_dir(lock)),
     }

@@ -28,7 +28,7 @@ pub fn time_limit(exp: &Experiment) -> Duration {
     }
     let (duration, grace) = (Duration::from_nanos(exp.duration.as_ns()), Duration::from_nanos(exp.grace.as_ns()));
     // A trial's own server: its start, a restart, and its kill.
-    let server = if exp.substrate.managed_server().is_some() && exp.faults.iter().any(|f| f.action.is_server()) {
+    let server = if exp.substrate.managed_server().is_some() && exp.fault_kinds().any(|f| f.action.is_server()) {
         Duration::from_secs(70)
     } else {
         Duration::ZERO

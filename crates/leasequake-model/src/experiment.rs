@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::duration::Dur;
 use super::faults::Fault;
 use super::program::Program;
+use super::random_faults::RandomFaults;
 use super::settings::{InitialLock, LeaseSettings, StartMode, SubstrateSettings, WorkerSettings};
 
 /// Conditions on the whole run; a failure makes the run exit 1.
@@ -97,7 +98,10 @@ pub struct Experiment {
     /// resolution (worst and best cases of the whole-second truncation).
     pub align: Option<Dur>,
     pub initial_lock: InitialLock,
+    /// The scripted faults (`faults: [...]`).
     pub faults: Vec<Fault>,
+    /// A campaign (`faults: {random: …}`): each trial draws its own.
+    pub random: Option<RandomFaults>,
     pub expect: Expect,
     /// The scale that was applied to every duration above.
     pub time_scale: f64,
@@ -139,6 +143,24 @@ impl Experiment {
     /// Do the workers reach their server through the harness's proxy?
     pub fn proxied(&self) -> bool {
         self.substrate.kind.server().is_some()
-            && (self.substrate.proxy || self.faults.iter().any(|f| f.action.is_network()))
+            && (self.substrate.proxy || self.fault_kinds().any(|f| f.action.is_network()))
+    }
+
+    /// Every fault the experiment may fire, as written: the scripted ones
+    /// and each kind a campaign draws from. What needs to know whether a
+    /// pause, a network fault or a skew can happen asks this.
+    pub fn fault_kinds(&self) -> impl Iterator<Item = &Fault> {
+        self.faults.iter().chain(self.random.iter().flat_map(|r| r.kinds.iter().map(|k| &k.fault)))
+    }
+
+    /// One trial's schedule: the scripted faults, then the campaign's draw
+    /// (from `rng`, which the caller seeds from the trial's seed). Fault
+    /// indices in faults.csv index this list.
+    pub fn faults_of_trial(&self, rng: &mut impl rand::Rng) -> Vec<Fault> {
+        let mut out = self.faults.clone();
+        if let Some(r) = &self.random {
+            out.extend(r.draw(rng));
+        }
+        out
     }
 }

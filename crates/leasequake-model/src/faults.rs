@@ -203,6 +203,22 @@ pub struct Fault {
     pub skew: Option<Offset>,
 }
 
+impl Fault {
+    /// Every duration of the fault multiplied by `s` (the time scale).
+    pub fn scaled(&self, s: f64) -> Fault {
+        Fault {
+            at: self.at.scaled(s),
+            jitter: self.jitter.scaled(s),
+            after: self.after.map(|a| After { event: a.event, delay: a.delay.scaled(s) }),
+            duration: self.duration.as_ref().map(|d| d.scaled(s)),
+            every: self.every.map(|e| e.scaled(s)),
+            net: self.net.map(|n| n.scaled(s)),
+            skew: self.skew.map(|o| o.scaled(s)),
+            ..self.clone()
+        }
+    }
+}
+
 /// Which way a delay applies: to requests (worker → server), replies, or both.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

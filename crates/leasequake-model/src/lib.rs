@@ -11,12 +11,14 @@ pub mod faults;
 pub mod history;
 pub mod program;
 pub mod protocol;
+pub mod random_faults;
 pub mod settings;
 pub mod worker_config;
 
 pub use duration::{Dur, Offset};
 pub use experiment::{Expect, Experiment, Point, Reference, Until};
 pub use faults::{Action, After, Direction, Fault, FaultRow, NetParams, PauseLen, Target};
+pub use random_faults::{MAX_RANDOM_FAULTS, RandomCount, RandomFaults, RandomKind};
 pub use settings::{
     Acquire, Belief, ClockOffset, ClockRate, EpochJob, Expiry, Failpoint, InitialLock, JobStrategy, Kind,
     LeaseSettings, Mode, PerWorker, Push, Resource, Server, StartMode, SubstrateSettings, Unreadable, WatchBy,

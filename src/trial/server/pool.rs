@@ -58,7 +58,7 @@ fn need(exp: &Experiment) -> Option<(Server, bool)> {
         return None;
     }
     let server = exp.substrate.managed_server()?;
-    Some((server, exp.faults.iter().any(|f| f.action.is_server())))
+    Some((server, exp.fault_kinds().any(|f| f.action.is_server())))
 }
 
 /// Room for every worker's session, and for those a timed-out request

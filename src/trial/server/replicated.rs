@@ -270,7 +270,7 @@ impl ReplicatedService {
         let proxy = Proxy::start_doors(doors, plan.harness() + 1, seed)
             .map_err(|e| ServerError::Setup(format!("cannot start the proxy of the Redlock servers: {e}")))?;
         let skewed =
-            exp.faults.iter().any(|f| f.action == crate::model::Action::Skew && matches!(f.target, Target::Member(_)));
+            exp.fault_kinds().any(|f| f.action == crate::model::Action::Skew && matches!(f.target, Target::Member(_)));
         let mut started = Vec::new();
         let mut clocks = Vec::new();
         for k in 0..members {
