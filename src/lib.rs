@@ -11,6 +11,7 @@ pub mod error;
 pub mod experiment;
 pub mod proxy;
 pub mod report;
+pub mod shrink;
 pub mod substrate;
 pub mod trial;
 pub mod worker;
