@@ -30,6 +30,13 @@ pub enum Command {
     /// Run a file with a `sweep:` block (the same as `run`; every point for
     /// its trials, one summary row per point).
     Sweep(RunArgs),
+    /// Shrink a trial that violated something to the smallest schedule that
+    /// still does: its recorded faults, fewer of them (delta debugging),
+    /// then simpler timings (after a protocol event, rounder, shorter). A
+    /// candidate reproduces when it fails the same way in --need of
+    /// --repeats runs. Writes shrunk.yaml (a runnable experiment), steps.csv,
+    /// README.md and every candidate's results to a new directory.
+    Shrink(ShrinkArgs),
     /// Check experiment files without running anything.
     Validate {
         /// Experiment YAML files, or directories of them.
@@ -146,6 +153,52 @@ fn positive_scale(s: &str) -> Result<f64, String> {
 }
 
 #[derive(Args, Debug)]
+pub struct ShrinkArgs {
+    /// A results directory (with experiment.yaml, events.csv, faults.csv).
+    pub dir: PathBuf,
+    /// The trial to shrink (its number in trials.csv).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub trial: u32,
+    #[command(flatten)]
+    pub how: ShrinkHow,
+    /// Runs at once (default: the experiment's `jobs`).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=64))]
+    pub jobs: Option<u64>,
+    /// Write here (new or empty) instead of DIR/shrink/trial-N-<UTC timestamp>.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// How a shrink searches (shared by `shrink` and `run --shrink`).
+#[derive(Args, Debug, Clone)]
+pub struct ShrinkHow {
+    /// The violation to keep (default: the trial's worst): double-grant,
+    /// stale-write, double-leader, wedged, or expect-KEY for a failed
+    /// `expect:` key (max_leaders, gap_min, gap_max, wedged).
+    #[arg(long, value_name = "KIND")]
+    pub violation: Option<String>,
+    /// Runs of each candidate schedule.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub repeats: u32,
+    /// Runs of a candidate that must fail the same way for it to count as
+    /// reproducing (default: half the repeats, rounded up).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub need: Option<u32>,
+    /// Trials the search may spend, the original's check included.
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub budget: u32,
+    /// Runs of the shrunk schedule that measure its reproduction rate.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub confirm: u32,
+}
+
+impl Default for ShrinkHow {
+    fn default() -> ShrinkHow {
+        ShrinkHow { violation: None, repeats: 4, need: None, budget: 200, confirm: 10 }
+    }
+}
+
+#[derive(Args, Debug)]
 pub struct RunArgs {
     /// Experiment YAML files, or directories of them (run in name order).
     #[arg(required_unless_present = "resume", value_name = "FILE|DIR")]
@@ -185,6 +238,11 @@ pub struct RunArgs {
     /// verdict to FILE as JSON (durations in each experiment's own time).
     #[arg(long, value_name = "FILE")]
     pub export_json: Option<PathBuf>,
+    /// After each experiment, shrink its first trial that violated
+    /// something into DIR/shrink/, as `leasequake shrink` does with its
+    /// defaults (and this run's --jobs).
+    #[arg(long, conflicts_with = "resume")]
+    pub shrink: bool,
     /// Also write a JUnit XML report to FILE: each experiment a test suite,
     /// each `expect:` key a test case, failures with the measured values.
     #[arg(long, value_name = "FILE")]

@@ -64,6 +64,9 @@ pub enum Error {
     /// The run finished, and some `expect:` did not hold.
     #[error("expectations failed in {}", .0.join(", "))]
     ExpectFailed(Vec<String>),
+    /// A shrink whose trial's schedule did not fail the same way again.
+    #[error("{what} (every run is kept in {})", dir.display())]
+    NotReproduced { what: String, dir: PathBuf },
     #[error("interrupted: {done} of {total} trials completed and kept in {}", dir.display())]
     Interrupted { done: usize, total: u32, dir: PathBuf },
     #[error("interrupted before the first trial (during the calibration): nothing was written")]
@@ -90,7 +93,7 @@ impl Error {
             | Error::Trial { .. }
             | Error::Scratch(_)
             | Error::Thread { .. } => exit::HARNESS,
-            Error::ExpectFailed(_) => exit::EXPECT_FAILED,
+            Error::ExpectFailed(_) | Error::NotReproduced { .. } => exit::EXPECT_FAILED,
             Error::Interrupted { .. } | Error::InterruptedBeforeStart => exit::INTERRUPTED,
         }
     }

@@ -3,12 +3,11 @@
 //! directory unless an in-place rewrite is asked for, and even then each
 //! file is replaced whole, only after all of them were written.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::inputs::most_workers;
 use crate::error::Error;
 use crate::experiment::{Overrides, load};
-use crate::model::clock::{utc_stamp, wall_ns};
 use crate::report::csv::{ResultsWriter, Tables, TrialData};
 use crate::report::read::{finished_trials, read_histories};
 use crate::report::summary::{per_unit, setting_label, summarize, units};
@@ -49,7 +48,7 @@ pub fn check(dir: &Path, target: Target<'_>) -> Result<(), Error> {
         return Err(Error::Path { path: dir.join("events.csv"), problem: "holds no trial; nothing to check".into() });
     }
     let out = match target {
-        Target::New => new_dir(&dir.join("checks"))?,
+        Target::New => super::inputs::new_dir(&dir.join("checks"), "")?,
         Target::Out(out) => {
             super::inputs::ensure_empty(out, "--out")?;
             out.to_path_buf()
@@ -120,20 +119,6 @@ fn replace_derived(from: &Path, dir: &Path) -> Result<(), Error> {
 }
 
 /// `parent/<UTC timestamp>`, created here, never an existing one.
-fn new_dir(parent: &Path) -> Result<PathBuf, Error> {
-    std::fs::create_dir_all(parent).map_err(|source| Error::Io { path: parent.to_path_buf(), source })?;
-    let stamp = utc_stamp(wall_ns() / 1_000_000_000);
-    for n in 1..1000 {
-        let dir = if n == 1 { parent.join(&stamp) } else { parent.join(format!("{stamp}-{n}")) };
-        match std::fs::create_dir(&dir) {
-            Ok(()) => return Ok(dir),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(source) => return Err(Error::Io { path: dir, source }),
-        }
-    }
-    Err(Error::Path { path: parent.to_path_buf(), problem: "no free directory name for this second".into() })
-}
-
 /// "1, 2, 3, … (12 in all)".
 fn abbreviate(items: &[String]) -> String {
     if items.len() <= 10 {

@@ -111,3 +111,19 @@ pub fn verdict(exp: &Experiment, trials: &[(u32, &TrialMetrics)]) -> Result<(), 
         Err(Error::ExpectFailed(vec![exp.name.clone()]))
     }
 }
+
+/// A new directory `parent/<prefix><UTC timestamp>` (`-2`, `-3`, … when
+/// the second is taken): a command's output never lands on an earlier one.
+pub fn new_dir(parent: &Path, prefix: &str) -> Result<PathBuf, Error> {
+    std::fs::create_dir_all(parent).map_err(|source| Error::Io { path: parent.to_path_buf(), source })?;
+    let stamp = crate::model::clock::utc_stamp(crate::model::clock::wall_ns() / 1_000_000_000);
+    for n in 1..1000 {
+        let name = if n == 1 { format!("{prefix}{stamp}") } else { format!("{prefix}{stamp}-{n}") };
+        match std::fs::create_dir(parent.join(&name)) {
+            Ok(()) => return Ok(parent.join(name)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(source) => return Err(Error::Io { path: parent.join(name), source }),
+        }
+    }
+    Err(Error::Path { path: parent.to_path_buf(), problem: "no free directory name for this second".into() })
+}

@@ -8,6 +8,7 @@ mod inputs;
 mod plan;
 mod report;
 mod run;
+mod shrink;
 mod validate;
 
 use crate::cli::{Cli, Command};
@@ -28,6 +29,7 @@ pub fn dispatch(cli: Cli) -> u8 {
     }
     let result = match cli.command {
         Command::Run(args) | Command::Sweep(args) => run::run(&args),
+        Command::Shrink(args) => shrink::shrink(&args),
         Command::Validate { files } => validate::validate(&files),
         Command::Plan { files, time_scale, trials, jobs } => {
             let overrides = crate::experiment::Overrides {

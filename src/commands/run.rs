@@ -78,7 +78,7 @@ pub fn run(args: &RunArgs) -> Result<(), Error> {
         return Err(Error::InterruptedBeforeStart);
     }
     let facts = RunFacts { command: std::env::args().collect(), started_ns, calibration };
-    let ctx = Ctx { exe, flags, facts, quiet: args.quiet };
+    let ctx = Ctx { exe, flags, facts, quiet: args.quiet, silent: false };
 
     let mut done = Vec::new();
     let mut result = Ok(());
@@ -91,6 +91,15 @@ pub fn run(args: &RunArgs) -> Result<(), Error> {
             outcome.broke = outcome.result.as_ref().err().map(ToString::to_string);
         }
         result = worse(result, std::mem::replace(&mut outcome.result, Ok(())));
+        if args.shrink && !stopped {
+            // A shrink that cannot reproduce is its own finding, not the
+            // run's failure; an interrupt stops the suite as ever.
+            match super::shrink::after_run(dir, exp, &ctx.quietened()) {
+                Err(e) if e.exit_code() == exit::EXPECT_FAILED => warnln!("shrink: {e}"),
+                r => result = worse(result, r),
+            }
+        }
+        let stopped = stopped || flags_signalled(&ctx);
         done.push((exp, outcome));
         if stopped {
             break;
@@ -256,7 +265,7 @@ fn exported<'a>(done: &'a [(&'a Experiment, Outcome)]) -> Vec<crate::report::exp
 }
 
 /// What every experiment of one `leasequake run` shares.
-struct Ctx {
+pub(super) struct Ctx {
     /// The executable that runs `leasequake worker`.
     exe: PathBuf,
     flags: StopFlags,
@@ -264,6 +273,44 @@ struct Ctx {
     /// run began.
     facts: RunFacts,
     quiet: bool,
+    /// No progress, no summary, no verdict: runs another command makes of
+    /// its own (a shrink's candidates), which it reports itself.
+    silent: bool,
+}
+
+impl Ctx {
+    /// For runs another command makes: silent, signals ours from here.
+    pub(super) fn silent() -> Result<Ctx, Error> {
+        let exe = std::env::current_exe().map_err(|source| Error::Io { path: "leasequake".into(), source })?;
+        let facts = RunFacts { command: std::env::args().collect(), started_ns: wall_ns(), calibration: None };
+        Ok(Ctx { exe, flags: install_signal_flags(), facts, quiet: true, silent: true })
+    }
+
+    /// The same run's context, for a command it goes on to (`--shrink`).
+    fn quietened(&self) -> Ctx {
+        Ctx {
+            exe: self.exe.clone(),
+            flags: StopFlags { signalled: Arc::clone(&self.flags.signalled), stop: Arc::clone(&self.flags.stop) },
+            facts: RunFacts { command: self.facts.command.clone(), started_ns: wall_ns(), calibration: None },
+            quiet: true,
+            silent: true,
+        }
+    }
+}
+
+/// Run `exp` into the new directory `dir` without a word: every trial
+/// written there as a run writes it; each trial's number and metrics.
+pub(super) fn run_silently(exp: &Experiment, dir: &Path, ctx: &Ctx) -> Result<Vec<(u32, TrialMetrics)>, Error> {
+    let outcome = run_experiment(exp, dir, false, ctx, None);
+    outcome.result.map(|()| outcome.metrics)
+}
+
+/// What a run checks before anything is spawned: the limits raised, the
+/// servers there.
+pub(super) fn preflight(exp: &Experiment) -> Result<(), Error> {
+    crate::trial::limits::ensure(most_workers(exp), exp.jobs, proxied(exp))
+        .map_err(|source| Error::Limits { experiment: exp.source.clone(), source })?;
+    servers_ready(std::slice::from_ref(exp))
 }
 
 fn run_experiment(exp: &Experiment, dir: &Path, link_latest: bool, ctx: &Ctx, done: Option<Done>) -> Outcome {
@@ -428,22 +475,28 @@ fn run_experiment(exp: &Experiment, dir: &Path, link_latest: bool, ctx: &Ctx, do
     }
     let all: Vec<&TrialMetrics> = sink.metrics.iter().map(|(_, _, m)| m).collect();
     let summary = summarize(&all);
-    say!("{}", terminal::render(exp, &summary, dir));
+    if !ctx.silent {
+        say!("{}", terminal::render(exp, &summary, dir));
+    }
     if !exp.points.is_empty() {
         // Drawn from the CSVs just written, exactly as `leasequake plot` would.
         if let Err(e) = crate::report::plots::draw(dir, &exp.name) {
             warnln!("warning: plots in {}: {e}", dir.display());
         }
-        say!("{}", terminal::points(&per_unit(&units, &sink.metrics)));
+        if !ctx.silent {
+            say!("{}", terminal::points(&per_unit(&units, &sink.metrics)));
+        }
     }
-    if let Some(until) = &exp.until {
+    if let Some(until) = &exp.until
+        && !ctx.silent
+    {
         for row in per_unit(&units, &sink.metrics) {
             say!("{}", terminal::adaptive(&row, until, exp.trials));
         }
     }
     let by_trial: Vec<(u32, &TrialMetrics)> = sink.metrics.iter().map(|(t, _, m)| (*t, m)).collect();
     let parts = terminal::decomposition(&by_trial, exp.time_scale);
-    if !parts.is_empty() {
+    if !parts.is_empty() && !ctx.silent {
         say!("  decomposition:\n{parts}");
     }
     let done = all.len();
@@ -451,6 +504,8 @@ fn run_experiment(exp: &Experiment, dir: &Path, link_latest: bool, ctx: &Ctx, do
         Err(e)
     } else if flags.signalled.load(Ordering::SeqCst) {
         Err(Error::Interrupted { done, total, dir: dir.to_path_buf() })
+    } else if ctx.silent {
+        Ok(())
     } else {
         super::inputs::verdict(exp, &by_trial)
     };
@@ -463,6 +518,10 @@ fn run_experiment(exp: &Experiment, dir: &Path, link_latest: bool, ctx: &Ctx, do
     let metrics = sink.metrics.into_iter().map(|(t, _, m)| (t, m)).collect();
     let seconds = began.elapsed().as_secs_f64();
     Outcome { result, failed, checks, seconds, broke: None, summary, metrics, dir: dir.to_path_buf() }
+}
+
+fn flags_signalled(ctx: &Ctx) -> bool {
+    ctx.flags.signalled.load(Ordering::SeqCst)
 }
 
 /// Progress as lines, for a log that no bar can be drawn in (CI): one at
@@ -514,11 +573,8 @@ fn resume(dir: &Path, args: &RunArgs) -> Result<(), Error> {
     super::inputs::same_format(dir)?;
     let overrides = Overrides { jobs: args.jobs.map(|j| j as usize), ..Overrides::default() };
     let exp = load(&dir.join("experiment.yaml"), &overrides).map_err(|e| Error::Experiments(vec![e]))?;
-    // The same checks as the run's first start: the limits raised, the
-    // servers there.
-    crate::trial::limits::ensure(most_workers(&exp), exp.jobs, proxied(&exp))
-        .map_err(|source| Error::Limits { experiment: exp.source.clone(), source })?;
-    servers_ready(std::slice::from_ref(&exp))?;
+    // The same checks as the run's first start.
+    preflight(&exp)?;
     // A trial interrupted half-written has events but no trials.csv row:
     // it is run again from the start.
     let completed = crate::report::read::finished_trials(dir)?;
@@ -533,7 +589,7 @@ fn resume(dir: &Path, args: &RunArgs) -> Result<(), Error> {
     let exe = std::env::current_exe().map_err(|source| Error::Io { path: "leasequake".into(), source })?;
     // A resumed run keeps its host.json: no new calibration.
     let facts = RunFacts { command: std::env::args().collect(), started_ns: wall_ns(), calibration: None };
-    let ctx = Ctx { exe, flags: install_signal_flags(), facts, quiet: args.quiet };
+    let ctx = Ctx { exe, flags: install_signal_flags(), facts, quiet: args.quiet, silent: false };
     super::export::targets_ok(args)?;
     let mut outcome = run_experiment(&exp, dir, false, &ctx, Some(done));
     let result = std::mem::replace(&mut outcome.result, Ok(()));

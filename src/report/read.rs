@@ -135,3 +135,22 @@ pub fn worker_outcomes(dir: &Path) -> BTreeMap<u32, String> {
     };
     reader.records().flatten().filter_map(|r| Some((r.get(t)?.parse().ok()?, r.get(o)?.to_string()))).collect()
 }
+
+/// One trial's rows of `dir/faults.csv` (none if the run fired none).
+pub fn fault_rows(dir: &Path, trial: u32) -> Result<Vec<super::rows::FaultCsvRow>, ReadError> {
+    let path = dir.join("faults.csv");
+    if !path.exists() {
+        return Ok(Vec::new());
+    }
+    let csv_err = |source| ReadError::Csv { path: path.clone(), source };
+    let bytes = whole_lines(&path).map_err(|e| csv_err(e.into()))?;
+    let mut reader = csv::Reader::from_reader(bytes.as_slice());
+    let mut out = Vec::new();
+    for row in reader.deserialize::<super::rows::FaultCsvRow>() {
+        let row = row.map_err(csv_err)?;
+        if row.trial == trial {
+            out.push(row);
+        }
+    }
+    Ok(out)
+}

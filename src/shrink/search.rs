@@ -20,6 +20,10 @@ pub struct Settings {
     /// An anchored fault is armed this long before its anchor (about half
     /// an interval of the protocol: after the previous such event).
     pub arm_before: Dur,
+    /// The trial's length: a fault (and a trigger's delay) must fall before.
+    pub end: Dur,
+    /// The experiment's time scale, to describe steps in its own time.
+    pub scale: f64,
 }
 
 /// A fault of the schedule and the protocol event it came after, if known.
@@ -30,12 +34,21 @@ pub struct Element {
     pub anchor: Option<(EventKind, Dur)>,
 }
 
+/// A schedule to try, and why.
+pub struct Candidate<'a> {
+    pub step: usize,
+    pub phase: &'static str,
+    pub change: &'a str,
+    pub faults: &'a [Fault],
+    pub repeats: u32,
+}
+
 /// Runs candidates.
 pub trait Probe {
     type Error;
-    /// Run `faults` `repeats` times as candidate number `step`; how many
-    /// runs reproduced the violation.
-    fn run(&mut self, step: usize, faults: &[Fault], repeats: u32) -> Result<u32, Self::Error>;
+    /// Run the candidate's schedule `repeats` times; how many runs
+    /// reproduced the violation.
+    fn run(&mut self, c: &Candidate<'_>) -> Result<u32, Self::Error>;
 }
 
 /// One candidate tried.
@@ -74,15 +87,17 @@ impl<P: Probe> Search<'_, P> {
     /// Try a candidate: Some(reproduced), or None when the budget is spent.
     fn attempt(&mut self, faults: &[Fault], phase: &'static str, change: String) -> Result<Option<bool>, P::Error> {
         let key = format!("{faults:?}");
-        if !self.tried.insert(key) {
-            return Ok(Some(false)); // tried already, and not kept then
+        let late = faults.iter().any(|f| f.at.as_us() + f.after.map_or(0, |a| a.delay.as_us()) >= self.s.end.as_us());
+        if late || !self.tried.insert(key) {
+            return Ok(Some(false)); // past the trial's end, or tried already and not kept then
         }
         if self.spent + self.s.repeats > self.s.budget {
             self.out_of_budget = true;
             return Ok(None);
         }
         let step = self.steps.len() + 1;
-        let hits = self.probe.run(step, faults, self.s.repeats)?;
+        let c = Candidate { step, phase, change: &change, faults, repeats: self.s.repeats };
+        let hits = self.probe.run(&c)?;
         self.spent += self.s.repeats;
         let kept = hits >= self.s.need;
         let (faults, runs) = (faults.len(), self.s.repeats);
@@ -155,7 +170,8 @@ impl<P: Probe> Search<'_, P> {
                 let delay = Dur::from_us(f.at.as_us().saturating_sub(t.as_us()));
                 let arm = arm_time(t, self.s.arm_before, &self.s.grids);
                 let g = Fault { at: arm, after: Some(After { event, delay }), ..f.clone() };
-                let what = format!("{name}: {delay} after the target's {}", event.name());
+                let what =
+                    format!("{name}: {} after the target's `{}`", super::own_time(delay, self.s.scale), event.name());
                 match keep(self, &mut cur, g, what)? {
                     None => return Ok(cur),
                     Some(kept) => anchored = kept,
@@ -170,14 +186,15 @@ impl<P: Probe> Search<'_, P> {
                         if d == a.delay {
                             break;
                         }
-                        (Fault { after: Some(After { delay: d, ..a }), ..f.clone() }, format!("{name}: delay {d}"))
+                        let what = format!("{name}: delay {}", super::own_time(d, self.s.scale));
+                        (Fault { after: Some(After { delay: d, ..a }), ..f.clone() }, what)
                     }
                     _ => {
                         let at = round(f.at, grid);
                         if at == f.at {
                             break;
                         }
-                        (Fault { at, ..f.clone() }, format!("{name}: at {at}"))
+                        (Fault { at, ..f.clone() }, format!("{name}: at {}", super::own_time(at, self.s.scale)))
                     }
                 };
                 match keep(self, &mut cur, g, what)? {
@@ -195,7 +212,7 @@ impl<P: Probe> Search<'_, P> {
                     break;
                 }
                 let g = Fault { duration: Some(PauseLen::Fixed(half)), ..cur[i].fault.clone() };
-                match keep(self, &mut cur, g, format!("{name}: lasting {half}"))? {
+                match keep(self, &mut cur, g, format!("{name}: lasting {}", super::own_time(half, self.s.scale)))? {
                     None => return Ok(cur),
                     Some(true) => {}
                     Some(false) => break,
@@ -211,7 +228,7 @@ impl<P: Probe> Search<'_, P> {
                     continue;
                 }
                 let g = Fault { duration: Some(PauseLen::Fixed(r)), ..cur[i].fault.clone() };
-                match keep(self, &mut cur, g, format!("{name}: lasting {r}"))? {
+                match keep(self, &mut cur, g, format!("{name}: lasting {}", super::own_time(r, self.s.scale)))? {
                     None => return Ok(cur),
                     Some(true) => break,
                     Some(false) => {}
@@ -310,9 +327,9 @@ mod tests {
 
     impl<F: Fn(&[Fault]) -> bool> Probe for Fake<F> {
         type Error = ();
-        fn run(&mut self, _: usize, faults: &[Fault], repeats: u32) -> Result<u32, ()> {
+        fn run(&mut self, c: &Candidate<'_>) -> Result<u32, ()> {
             self.1 += 1;
-            Ok(if (self.0)(faults) { repeats } else { 0 })
+            Ok(if (self.0)(c.faults) { c.repeats } else { 0 })
         }
     }
 
@@ -323,6 +340,8 @@ mod tests {
             budget,
             grids: vec![Dur::from_secs(1), Dur::from_ms(100), Dur::from_ms(10)],
             arm_before: Dur::from_ms(1500),
+            end: Dur::from_secs(30),
+            scale: 1.0,
         }
     }
 

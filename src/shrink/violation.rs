@@ -6,15 +6,16 @@ use crate::check::TrialMetrics;
 use crate::model::Experiment;
 use crate::report::summary::expectation_checks;
 
-/// A kind of violation, worst first.
+/// A kind of violation, in the order a trial's are listed: the headline
+/// (two leaders) first, what only a token or the service can tell next.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Violation {
+    /// Two workers believed they led at once.
+    DoubleLeader,
     /// Two workers held grants the service told them of, at once.
     DoubleGrant,
     /// A write with an older fencing token was accepted over a newer one.
     StaleWrite,
-    /// Two workers believed they led at once.
-    DoubleLeader,
     /// The lease was never taken over again (an unreadable file).
     Wedged,
     /// A per-trial `expect:` key failed (its name: `gap_max`, …).
@@ -54,17 +55,17 @@ impl Violation {
 /// The `expect:` keys a single trial can fail on its own.
 const EXPECT_KEYS: [&str; 4] = ["max_leaders", "gap_min", "gap_max", "wedged"];
 
-/// Everything one trial violated, worst first (empty: nothing).
+/// Everything one trial violated, in that order (empty: nothing).
 pub fn violations(exp: &Experiment, m: &TrialMetrics) -> Vec<Violation> {
     let mut out = Vec::new();
+    if m.max_leaders >= 2 {
+        out.push(Violation::DoubleLeader);
+    }
     if m.network.double_grants.definite > 0 {
         out.push(Violation::DoubleGrant);
     }
     if m.writes.stale_accepted > 0 {
         out.push(Violation::StaleWrite);
-    }
-    if m.max_leaders >= 2 {
-        out.push(Violation::DoubleLeader);
     }
     if m.wedged && exp.expect.wedged != Some(true) {
         out.push(Violation::Wedged);

@@ -1,0 +1,436 @@
+//! `leasequake shrink DIR --trial N` (and `run --shrink`): from a trial
+//! that violated something to the smallest schedule that still does. Every
+//! input is checked before anything runs; every candidate is a results
+//! directory of its own under the shrink's directory, and its row of
+//! steps.csv is on disk before the next candidate starts.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use super::inputs::new_dir;
+use super::run::{Ctx, preflight, run_silently};
+use crate::check::stats::wilson95;
+use crate::check::{CheckParams, check};
+use crate::cli::{ShrinkArgs, ShrinkHow};
+use crate::error::Error;
+use crate::experiment::{Overrides, load, to_yaml};
+use crate::model::clock::wall_ns;
+use crate::model::{Dur, Experiment, Fault, PauseLen};
+use crate::report::read::{fault_rows, finished_trials, read_histories};
+use crate::report::summary::{unit_of, units};
+use crate::shrink::recorded::{anchor, recorded};
+use crate::shrink::{Candidate, Element, Outcome, Probe, Settings, Violation, violations};
+use crate::trial::schedule::trial_faults;
+use crate::{sayln, warnln};
+
+pub fn shrink(args: &ShrinkArgs) -> Result<(), Error> {
+    let plan = prepare(&args.dir, args.trial, &args.how, args.jobs.map(|j| j as usize))?;
+    if let Some(out) = &args.out {
+        super::inputs::ensure_empty(out, "--out")?;
+    }
+    preflight(&plan.base)?;
+    let out = match &args.out {
+        Some(out) => {
+            std::fs::create_dir_all(out).map_err(|source| Error::Io { path: out.clone(), source })?;
+            out.clone()
+        }
+        None => new_dir(&args.dir.join("shrink"), &format!("trial-{}-", args.trial))?,
+    };
+    let ctx = Ctx::silent()?;
+    run_shrink(&plan, &out, &ctx).map(drop)
+}
+
+/// `run --shrink`: the first trial of a finished run that violated
+/// something, shrunk with the defaults into DIR/shrink/. Nothing to shrink
+/// is not an error.
+pub(super) fn after_run(dir: &Path, exp: &Experiment, ctx: &Ctx) -> Result<(), Error> {
+    let histories = read_histories(dir, None, super::inputs::most_workers(exp))?;
+    let units = units(exp);
+    let first = histories.iter().find(|(t, h)| {
+        let unit = units[unit_of(exp, units.len(), **t)].0;
+        !violations(unit, &check(h, &CheckParams::of(unit))).is_empty()
+    });
+    let Some((&trial, _)) = first else {
+        sayln!("shrink: no trial of {} violated anything; nothing to shrink", exp.name);
+        return Ok(());
+    };
+    let plan = prepare(dir, trial, &ShrinkHow::default(), Some(exp.jobs))?;
+    let out = new_dir(&dir.join("shrink"), &format!("trial-{trial}-"))?;
+    run_shrink(&plan, &out, ctx).map(drop)
+}
+
+/// Everything a shrink needs, checked before anything runs.
+struct Plan {
+    dir: PathBuf,
+    trial: u32,
+    /// The trial's experiment (its sweep point's), with no faults.
+    base: Experiment,
+    /// The trial's own seed: a candidate's first run uses it.
+    seed: u64,
+    violation: Violation,
+    original: Vec<Element>,
+    settings: Settings,
+    confirm: u32,
+}
+
+fn prepare(dir: &Path, trial: u32, how: &ShrinkHow, jobs: Option<usize>) -> Result<Plan, Error> {
+    super::inputs::same_format(dir)?;
+    let need = how.need.unwrap_or(how.repeats.div_ceil(2));
+    if need > how.repeats {
+        return Err(Error::Conflict(format!("--need {need} is more than --repeats {}", how.repeats)));
+    }
+    if how.budget < how.repeats {
+        return Err(Error::Conflict(format!(
+            "--budget {} cannot pay for one candidate's {} runs (--repeats)",
+            how.budget, how.repeats
+        )));
+    }
+    let wanted =
+        match &how.violation {
+            None => None,
+            Some(name) => Some(Violation::from_name(name).ok_or_else(|| {
+                Error::Conflict(format!("--violation {name}: expected one of {}", Violation::names()))
+            })?),
+        };
+    let overrides = Overrides { jobs, ..Overrides::default() };
+    let exp = load(&dir.join("experiment.yaml"), &overrides).map_err(|e| Error::Experiments(vec![e]))?;
+    let finished = finished_trials(dir)?;
+    if !finished.contains(&trial) {
+        let last = finished.iter().next_back().map_or("none".to_string(), |t| t.to_string());
+        return Err(Error::Path {
+            path: dir.join("trials.csv"),
+            problem: format!("--trial {trial}: no such finished trial (the last is {last})"),
+        });
+    }
+    let units = units(&exp);
+    let unit = unit_of(&exp, units.len(), trial);
+    let mut base = units[unit].0.clone();
+    base.points.clear();
+    base.jobs = jobs.unwrap_or(exp.jobs);
+    let seed = exp.trial_seed((trial - 1) % exp.trials + 1);
+    let workers = super::inputs::most_workers(&exp);
+    let history = read_histories(dir, Some(&[trial].into()), workers)?.remove(&trial).ok_or_else(|| Error::Path {
+        path: dir.join("events.csv"),
+        problem: format!("holds no events of trial {trial}"),
+    })?;
+    let found = violations(&base, &check(&history, &CheckParams::of(&base)));
+    let violation = match wanted {
+        None => found.first().cloned().ok_or_else(|| Error::Path {
+            path: dir.to_path_buf(),
+            problem: format!("trial {trial} violated nothing: there is nothing to shrink"),
+        })?,
+        Some(v) if found.contains(&v) => v,
+        Some(v) => {
+            let had: Vec<String> = found.iter().map(Violation::name).collect();
+            return Err(Error::Conflict(format!(
+                "--violation {}: trial {trial} did not violate that (it violated: {})",
+                v.name(),
+                if had.is_empty() { "nothing".into() } else { had.join(", ") }
+            )));
+        }
+    };
+    let drawn = trial_faults(&base, seed);
+    let rows = fault_rows(dir, trial)?;
+    let original = recorded(&drawn, &rows, &history, base.workers, base.duration)
+        .into_iter()
+        .map(|r| {
+            let at = r.fault.at.as_us() as i64;
+            let leader = r.fault.target == crate::model::Target::Leader;
+            let anchor = r.worker.and_then(|w| anchor(&history, w, at, leader));
+            Element { anchor: anchor.map(|(k, t)| (k, Dur::from_us(t.max(0) as u64))), fault: r.fault }
+        })
+        .collect();
+    base.faults = Vec::new();
+    base.random = None;
+    let s = base.time_scale;
+    let settings = Settings {
+        repeats: how.repeats,
+        need,
+        budget: how.budget,
+        grids: [Dur::from_secs(1), Dur::from_ms(100), Dur::from_ms(10)].map(|g| g.scaled(s)).to_vec(),
+        arm_before: Dur::from_us(base.lease.renew.min(base.lease.watch).as_us() / 2),
+        end: base.duration,
+        scale: s,
+    };
+    Ok(Plan { dir: dir.to_path_buf(), trial, base, seed, violation, original, settings, confirm: how.confirm })
+}
+
+/// A candidate: the base experiment with this schedule, `trials` runs whose
+/// seeds start at `first_seed`.
+fn candidate(plan: &Plan, faults: &[Fault], trials: u32, first_seed: u64, name: &str) -> Experiment {
+    Experiment {
+        name: name.to_string(),
+        faults: faults.to_vec(),
+        trials,
+        until: None,
+        seed: first_seed.wrapping_sub(1),
+        ..plan.base.clone()
+    }
+}
+
+/// Runs each candidate into OUT/candidates/NNN and logs it to steps.csv.
+struct Runs<'a> {
+    plan: &'a Plan,
+    out: &'a Path,
+    ctx: &'a Ctx,
+    steps: csv::Writer<std::fs::File>,
+}
+
+#[derive(serde::Serialize)]
+struct StepRow<'a> {
+    step: usize,
+    phase: &'a str,
+    change: &'a str,
+    faults: usize,
+    reproduced: u32,
+    runs: u32,
+    kept: bool,
+    dir: String,
+}
+
+impl Probe for Runs<'_> {
+    type Error = Error;
+
+    fn run(&mut self, c: &Candidate<'_>) -> Result<u32, Error> {
+        let rel = format!("candidates/{:03}", c.step);
+        let exp = candidate(
+            self.plan,
+            c.faults,
+            c.repeats,
+            self.plan.seed,
+            &format!("{}-{:03}", self.plan.base.name, c.step),
+        );
+        let hits = reproduced(&exp, &run_silently(&exp, &self.out.join(&rel), self.ctx)?, &self.plan.violation);
+        let kept = hits >= self.plan.settings.need;
+        sayln!(
+            "  {:>3}  {:<14} {:<52} faults {:>2}  {hits}/{} {}",
+            c.step,
+            c.phase,
+            c.change,
+            c.faults.len(),
+            c.repeats,
+            if kept { "kept" } else { "" }
+        );
+        let row = StepRow {
+            step: c.step,
+            phase: c.phase,
+            change: c.change,
+            faults: c.faults.len(),
+            reproduced: hits,
+            runs: c.repeats,
+            kept,
+            dir: rel,
+        };
+        let io = |e: csv::Error| Error::Io { path: self.out.join("steps.csv"), source: e.into() };
+        self.steps.serialize(row).map_err(io)?;
+        self.steps.flush().map_err(|source| Error::Io { path: self.out.join("steps.csv"), source })?;
+        Ok(hits)
+    }
+}
+
+fn reproduced(exp: &Experiment, metrics: &[(u32, crate::check::TrialMetrics)], v: &Violation) -> u32 {
+    metrics.iter().filter(|(_, m)| violations(exp, m).contains(v)).count() as u32
+}
+
+/// What a shrink found, as its README says it.
+struct Found {
+    outcome: Outcome,
+    /// The shrunk schedule's confirmation: (reproduced, runs, a reproducing trial).
+    confirmed: Option<(u32, u32, Option<u32>)>,
+    seconds: f64,
+}
+
+fn run_shrink(plan: &Plan, out: &Path, ctx: &Ctx) -> Result<Found, Error> {
+    let began = Instant::now();
+    let io = |p: PathBuf| move |source| Error::Io { path: p, source };
+    sayln!(
+        "shrink: {} trial {} ({}; {} faults recorded) → {}",
+        plan.base.name,
+        plan.trial,
+        plan.violation.name(),
+        plan.original.len(),
+        out.display()
+    );
+    let steps = csv::Writer::from_path(out.join("steps.csv"))
+        .map_err(|e| Error::Io { path: out.join("steps.csv"), source: e.into() })?;
+    let mut runs = Runs { plan, out, ctx, steps };
+    let outcome = crate::shrink::shrink(plan.original.clone(), &plan.settings, &mut runs)?;
+    let mut found = Found { outcome, confirmed: None, seconds: 0.0 };
+    if found.outcome.reproduced {
+        // Fresh seeds, after those the search used.
+        let first = plan.seed.wrapping_add(u64::from(plan.settings.repeats));
+        let name = format!("{}-shrunk", plan.base.name);
+        let exp = candidate(plan, &found.outcome.shrunk, plan.confirm, first, &name);
+        let metrics = run_silently(&exp, &out.join("confirm"), ctx)?;
+        let hits = reproduced(&exp, &metrics, &plan.violation);
+        let example = metrics.iter().find(|(_, m)| violations(&exp, m).contains(&plan.violation)).map(|(t, _)| *t);
+        found.confirmed = Some((hits, plan.confirm, example));
+        let text = shrunk_yaml(plan, &exp, &found);
+        std::fs::write(out.join("shrunk.yaml"), &text).map_err(io(out.join("shrunk.yaml")))?;
+        // The file is the result: it must load as written.
+        load(&out.join("shrunk.yaml"), &Overrides::default()).map_err(|e| Error::Experiments(vec![e]))?;
+        if let Some(t) = example {
+            timeline(plan, &exp, &out.join("confirm"), t, &out.join("timeline.svg"));
+        }
+    }
+    found.seconds = began.elapsed().as_secs_f64();
+    std::fs::write(out.join("README.md"), readme(plan, &found)).map_err(io(out.join("README.md")))?;
+    let o = &found.outcome;
+    match found.confirmed {
+        Some((k, n, _)) => {
+            let (lo, hi) = wilson95(k as usize, n as usize);
+            sayln!(
+                "shrink: faults {} → {}; reproduced {k}/{n} ({:.0}–{:.0} %); {} trials in {} candidates, {:.0} s{}",
+                plan.original.len(),
+                o.shrunk.len(),
+                lo * 100.0,
+                hi * 100.0,
+                o.spent + n,
+                o.steps.len(),
+                found.seconds,
+                if o.out_of_budget { " (the budget ran out first)" } else { "" }
+            );
+            sayln!("  shrunk.yaml: {}", out.join("shrunk.yaml").display());
+            Ok(found)
+        }
+        None => Err(Error::NotReproduced {
+            what: format!(
+                "trial {} of {}: its recorded schedule did not fail the same way ({}) in {} of {} runs",
+                plan.trial,
+                plan.dir.display(),
+                plan.violation.name(),
+                plan.settings.need,
+                plan.settings.repeats
+            ),
+            dir: out.to_path_buf(),
+        }),
+    }
+}
+
+fn timeline(plan: &Plan, exp: &Experiment, dir: &Path, trial: u32, path: &Path) {
+    let drawn = read_histories(dir, Some(&[trial].into()), exp.workers).ok().and_then(|mut h| h.remove(&trial));
+    let Some(history) = drawn else { return };
+    let m = check(&history, &CheckParams::of(exp));
+    let title = format!("{}: a run of the shrunk schedule ({})", plan.base.name, plan.violation.name());
+    if let Err(e) = crate::report::timeline::render(path, &title, &history, &m, exp.workers, exp.time_scale) {
+        warnln!("warning: {}: {e}", path.display());
+    }
+}
+
+fn shrunk_yaml(plan: &Plan, exp: &Experiment, found: &Found) -> String {
+    let (k, n, _) = found.confirmed.unwrap_or_default();
+    let described = Experiment {
+        description: format!(
+            "Shrunk by leasequake shrink from trial {} of {} ({}): faults {} → {}; it failed the same way in {k}/{n} runs.",
+            plan.trial,
+            plan.dir.display(),
+            plan.violation.name(),
+            plan.original.len(),
+            found.outcome.shrunk.len()
+        ),
+        ..exp.clone()
+    };
+    format!(
+        "# The shrunk schedule. Durations are as they ran (scaled_by): run it as it is,\n\
+         # `leasequake run shrunk.yaml`.\n{}",
+        to_yaml(&described)
+    )
+}
+
+fn readme(plan: &Plan, found: &Found) -> String {
+    let o = &found.outcome;
+    let scale = plan.base.time_scale;
+    let own = |d: Dur| crate::shrink::own_time(d, scale);
+    let facts = crate::report::host::RunFacts { command: Vec::new(), started_ns: wall_ns(), calibration: None };
+    let host = crate::report::host::describe(&plan.base, &facts);
+    let mut s = format!(
+        "# Shrunk: {}, trial {}\n\nFrom `{}`, trial {} (seed {}), which violated **{}**.\n\n",
+        plan.base.name,
+        plan.trial,
+        plan.dir.display(),
+        plan.trial,
+        plan.seed,
+        plan.violation.name()
+    );
+    match found.confirmed {
+        Some((k, n, _)) => {
+            let (lo, hi) = wilson95(k as usize, n as usize);
+            s += &format!(
+                "- Faults: **{} → {}**.\n- Reproduction rate of the shrunk schedule: **{k}/{n}** runs \
+                 (95 % CI {:.1}–{:.1} %), fresh seeds.\n",
+                plan.original.len(),
+                o.shrunk.len(),
+                lo * 100.0,
+                hi * 100.0
+            );
+        }
+        None => {
+            s += &format!(
+                "- The recorded schedule did **not** reproduce: it failed the same way in fewer than {} of {} runs; \
+                 nothing was shrunk.\n",
+                plan.settings.need, plan.settings.repeats
+            );
+        }
+    }
+    s += &format!(
+        "- Search: {} candidates, {} trials of a budget of {}{}; a candidate was kept when at least {} of its {} runs \
+         failed the same way.\n- Wall time: {:.0} s on {} ({} cores, {}).\n\n",
+        o.steps.len(),
+        o.spent,
+        plan.settings.budget,
+        if o.out_of_budget { " (it ran out)" } else { "" },
+        plan.settings.need,
+        plan.settings.repeats,
+        found.seconds,
+        host.hostname,
+        host.cores,
+        host.cpu
+    );
+    s += &format!(
+        "Times are in the experiment's own time (time scale {}). `shrunk.yaml` runs the shrunk schedule; \
+         `steps.csv` lists every candidate, whose results are under `candidates/`; `confirm/` holds the \
+         confirmation runs.\n\n## The shrunk schedule\n\n",
+        plan.base.time_scale
+    );
+    s += &schedule_table(&o.shrunk, &own);
+    s += "\n## The recorded schedule\n\n";
+    let original: Vec<Fault> = plan.original.iter().map(|e| e.fault.clone()).collect();
+    s += &schedule_table(&original, &own);
+    s += "\n## Steps\n\n| step | phase | change | faults | reproduced | kept |\n|---|---|---|---|---|---|\n";
+    for st in &o.steps {
+        s += &format!(
+            "| {} | {} | {} | {} | {}/{} | {} |\n",
+            st.step,
+            st.phase,
+            st.change,
+            st.faults,
+            st.hits,
+            st.runs,
+            if st.kept { "yes" } else { "" }
+        );
+    }
+    if let Some((_, _, Some(t))) = found.confirmed {
+        s += &format!("\n## One reproducing run\n\nConfirmation trial {t}:\n\n![timeline](timeline.svg)\n");
+    }
+    s
+}
+
+fn schedule_table(faults: &[Fault], own: &dyn Fn(Dur) -> String) -> String {
+    if faults.is_empty() {
+        return "No faults at all.\n".into();
+    }
+    let mut s = String::from("| # | when | action | target | length |\n|---|---|---|---|---|\n");
+    for (i, f) in faults.iter().enumerate() {
+        let when = match f.after {
+            Some(a) => format!("{} after the target's next `{}` from {}", own(a.delay), a.event.name(), own(f.at)),
+            None => own(f.at),
+        };
+        let len = match &f.duration {
+            Some(PauseLen::Fixed(d)) => own(*d),
+            Some(l) => l.scaled(1.0).to_yaml(),
+            None => String::new(),
+        };
+        s += &format!("| {} | {when} | {} | {} | {len} |\n", i + 1, f.action.name(), f.target);
+    }
+    s
+}
