@@ -169,32 +169,55 @@ pub struct ShrinkArgs {
     pub out: Option<PathBuf>,
 }
 
-/// How a shrink searches (shared by `shrink` and `run --shrink`).
-#[derive(Args, Debug, Clone)]
+/// How a shrink searches (`shrink`, and `run --shrink`).
+#[derive(Args, Debug, Clone, Default)]
 pub struct ShrinkHow {
-    /// The violation to keep (default: the trial's worst): double-grant,
-    /// stale-write, double-leader, wedged, or expect-KEY for a failed
+    /// The violation to keep (default: the trial's first): double-leader,
+    /// double-grant, stale-write, wedged, or expect-KEY for a failed
     /// `expect:` key (max_leaders, gap_min, gap_max, wedged).
     #[arg(long, value_name = "KIND")]
     pub violation: Option<String>,
-    /// Runs of each candidate schedule.
-    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=100))]
-    pub repeats: u32,
+    /// Runs of each candidate schedule [default: 4].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub repeats: Option<u32>,
     /// Runs of a candidate that must fail the same way for it to count as
-    /// reproducing (default: half the repeats, rounded up).
+    /// reproducing [default: half the repeats, rounded up].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub need: Option<u32>,
-    /// Trials the search may spend, the original's check included.
-    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..=100_000))]
-    pub budget: u32,
-    /// Runs of the shrunk schedule that measure its reproduction rate.
-    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=10_000))]
-    pub confirm: u32,
+    /// Trials the search may spend, the original's check included
+    /// [default: 200].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub budget: Option<u32>,
+    /// Runs of the shrunk schedule that measure its reproduction rate, on
+    /// fresh seeds [default: 10].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub confirm: Option<u32>,
 }
 
-impl Default for ShrinkHow {
-    fn default() -> ShrinkHow {
-        ShrinkHow { violation: None, repeats: 4, need: None, budget: 200, confirm: 10 }
+impl ShrinkHow {
+    pub fn repeats(&self) -> u32 {
+        self.repeats.unwrap_or(4)
+    }
+
+    pub fn need(&self) -> u32 {
+        self.need.unwrap_or(self.repeats().div_ceil(2))
+    }
+
+    pub fn budget(&self) -> u32 {
+        self.budget.unwrap_or(200)
+    }
+
+    pub fn confirm(&self) -> u32 {
+        self.confirm.unwrap_or(10)
+    }
+
+    /// Whether any of these was given (they mean nothing without a shrink).
+    pub fn given(&self) -> bool {
+        self.violation.is_some()
+            || self.repeats.is_some()
+            || self.need.is_some()
+            || self.budget.is_some()
+            || self.confirm.is_some()
     }
 }
 
@@ -239,10 +262,12 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE")]
     pub export_json: Option<PathBuf>,
     /// After each experiment, shrink its first trial that violated
-    /// something into DIR/shrink/, as `leasequake shrink` does with its
-    /// defaults (and this run's --jobs).
+    /// something into DIR/shrink/, as `leasequake shrink` does (with this
+    /// run's --jobs, and the shrink options below).
     #[arg(long, conflicts_with = "resume")]
     pub shrink: bool,
+    #[command(flatten)]
+    pub shrink_how: ShrinkHow,
     /// Also write a JUnit XML report to FILE: each experiment a test suite,
     /// each `expect:` key a test case, failures with the measured values.
     #[arg(long, value_name = "FILE")]

@@ -32,6 +32,14 @@ pub fn run(args: &RunArgs) -> Result<(), Error> {
         jobs: args.jobs.map(|j| j as usize),
     };
     let started_ns = wall_ns();
+    if args.shrink_how.given() && !args.shrink {
+        return Err(Error::Conflict(
+            "--violation, --repeats, --need, --budget and --confirm shape a shrink: add --shrink".into(),
+        ));
+    }
+    if args.shrink {
+        super::shrink::options(&args.shrink_how)?;
+    }
     if let Some(dir) = &args.resume {
         return resume(dir, args);
     }
@@ -94,7 +102,7 @@ pub fn run(args: &RunArgs) -> Result<(), Error> {
         if args.shrink && !stopped {
             // A shrink that cannot reproduce is its own finding, not the
             // run's failure; an interrupt stops the suite as ever.
-            match super::shrink::after_run(dir, exp, &ctx.quietened()) {
+            match super::shrink::after_run(dir, exp, &args.shrink_how, &ctx.quietened()) {
                 Err(e) if e.exit_code() == exit::EXPECT_FAILED => warnln!("shrink: {e}"),
                 r => result = worse(result, r),
             }

@@ -43,18 +43,21 @@ pub fn shrink(args: &ShrinkArgs) -> Result<(), Error> {
 /// `run --shrink`: the first trial of a finished run that violated
 /// something, shrunk with the defaults into DIR/shrink/. Nothing to shrink
 /// is not an error.
-pub(super) fn after_run(dir: &Path, exp: &Experiment, ctx: &Ctx) -> Result<(), Error> {
+pub(super) fn after_run(dir: &Path, exp: &Experiment, how: &ShrinkHow, ctx: &Ctx) -> Result<(), Error> {
+    let wanted = options(how)?;
     let histories = read_histories(dir, None, super::inputs::most_workers(exp))?;
     let units = units(exp);
     let first = histories.iter().find(|(t, h)| {
         let unit = units[unit_of(exp, units.len(), **t)].0;
-        !violations(unit, &check(h, &CheckParams::of(unit))).is_empty()
+        let found = violations(unit, &check(h, &CheckParams::of(unit)));
+        wanted.as_ref().map_or(!found.is_empty(), |v| found.contains(v))
     });
     let Some((&trial, _)) = first else {
-        sayln!("shrink: no trial of {} violated anything; nothing to shrink", exp.name);
+        let what = wanted.map_or("anything".to_string(), |v| v.name());
+        sayln!("shrink: no trial of {} violated {what}; nothing to shrink", exp.name);
         return Ok(());
     };
-    let plan = prepare(dir, trial, &ShrinkHow::default(), Some(exp.jobs))?;
+    let plan = prepare(dir, trial, how, Some(exp.jobs))?;
     let out = new_dir(&dir.join("shrink"), &format!("trial-{trial}-"))?;
     run_shrink(&plan, &out, ctx).map(drop)
 }
@@ -73,25 +76,29 @@ struct Plan {
     confirm: u32,
 }
 
+/// The options, checked on their own (before a `run --shrink` starts).
+pub(super) fn options(how: &ShrinkHow) -> Result<Option<Violation>, Error> {
+    let (repeats, need, budget) = (how.repeats(), how.need(), how.budget());
+    if need > repeats {
+        return Err(Error::Conflict(format!("--need {need} is more than --repeats {repeats}")));
+    }
+    if budget < repeats {
+        return Err(Error::Conflict(format!("--budget {budget} cannot pay for one candidate's {repeats} runs (--repeats)")));
+    }
+    how.violation
+        .as_ref()
+        .map(|name| {
+            Violation::from_name(name).ok_or_else(|| {
+                Error::Conflict(format!("--violation {name}: expected one of {}", Violation::names()))
+            })
+        })
+        .transpose()
+}
+
 fn prepare(dir: &Path, trial: u32, how: &ShrinkHow, jobs: Option<usize>) -> Result<Plan, Error> {
     super::inputs::same_format(dir)?;
-    let need = how.need.unwrap_or(how.repeats.div_ceil(2));
-    if need > how.repeats {
-        return Err(Error::Conflict(format!("--need {need} is more than --repeats {}", how.repeats)));
-    }
-    if how.budget < how.repeats {
-        return Err(Error::Conflict(format!(
-            "--budget {} cannot pay for one candidate's {} runs (--repeats)",
-            how.budget, how.repeats
-        )));
-    }
-    let wanted =
-        match &how.violation {
-            None => None,
-            Some(name) => Some(Violation::from_name(name).ok_or_else(|| {
-                Error::Conflict(format!("--violation {name}: expected one of {}", Violation::names()))
-            })?),
-        };
+    let wanted = options(how)?;
+    let (repeats, need, budget) = (how.repeats(), how.need(), how.budget());
     let overrides = Overrides { jobs, ..Overrides::default() };
     let exp = load(&dir.join("experiment.yaml"), &overrides).map_err(|e| Error::Experiments(vec![e]))?;
     let finished = finished_trials(dir)?;
@@ -144,15 +151,15 @@ fn prepare(dir: &Path, trial: u32, how: &ShrinkHow, jobs: Option<usize>) -> Resu
     base.random = None;
     let s = base.time_scale;
     let settings = Settings {
-        repeats: how.repeats,
+        repeats,
         need,
-        budget: how.budget,
+        budget,
         grids: [Dur::from_secs(1), Dur::from_ms(100), Dur::from_ms(10)].map(|g| g.scaled(s)).to_vec(),
         arm_before: Dur::from_us(base.lease.renew.min(base.lease.watch).as_us() / 2),
         end: base.duration,
         scale: s,
     };
-    Ok(Plan { dir: dir.to_path_buf(), trial, base, seed, violation, original, settings, confirm: how.confirm })
+    Ok(Plan { dir: dir.to_path_buf(), trial, base, seed, violation, original, settings, confirm: how.confirm() })
 }
 
 /// A candidate: the base experiment with this schedule, `trials` runs whose

@@ -46,7 +46,7 @@ impl Violation {
     /// Every name `from_name` reads, for messages and help.
     pub fn names() -> String {
         let mut names: Vec<String> =
-            ["double-grant", "stale-write", "double-leader", "wedged"].map(String::from).into();
+            ["double-leader", "double-grant", "stale-write", "wedged"].map(String::from).into();
         names.extend(EXPECT_KEYS.iter().map(|k| format!("expect-{k}")));
         names.join(", ")
     }

@@ -120,6 +120,11 @@ impl RunBuilder {
         self
     }
 
+    pub fn args<'a>(mut self, args: impl IntoIterator<Item = &'a str>) -> Self {
+        self.args.extend(args.into_iter().map(String::from));
+        self
+    }
+
     pub fn env(mut self, key: &str, value: &str) -> Self {
         self.env.push((key.to_string(), value.to_string()));
         self

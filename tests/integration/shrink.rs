@@ -1,0 +1,121 @@
+//! Campaigns and shrinking: a random campaign finds a double leader, the
+//! shrinker takes its trial down to the faults that matter, and the shrunk
+//! file reproduces on its own. Real workers, real kills and pauses; the
+//! search's budget is small so that the tests stay quick, which is also
+//! what a user with little time would do.
+
+use std::path::{Path, PathBuf};
+
+use crate::helper::{Lab, Row, bin, read_table, repo};
+
+fn campaign(name: &str) -> PathBuf {
+    repo().join(format!("experiments/campaigns/{name}.yaml"))
+}
+
+/// The one shrink directory under a run's `shrink/`.
+fn shrink_dir(run: &Path) -> PathBuf {
+    let dirs: Vec<PathBuf> =
+        std::fs::read_dir(run.join("shrink")).expect("a shrink/ directory").map(|e| e.unwrap().path()).collect();
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    dirs[0].clone()
+}
+
+/// The scripted faults of an experiment file (its `  - at:` items).
+fn faults_in(yaml: &str) -> usize {
+    yaml.lines().filter(|l| l.starts_with("  - at:")).count()
+}
+
+/// What a shrink must have done: no more than two faults left, fewer than
+/// the trial had, within its budget, and a file that reproduces in at
+/// least half of `runs` runs of its own.
+fn assert_shrunk(lab: &Lab, dir: &Path, recorded: usize, budget: u32, runs: u32) {
+    let steps = read_table(&dir.join("steps.csv"));
+    let spent: u32 = steps.iter().map(|s| s.get("runs").parse::<u32>().unwrap()).sum();
+    assert!(spent <= budget, "{spent} trials spent of a budget of {budget}: {steps:?}");
+    assert_eq!(steps[0].get("phase"), "original");
+    assert_eq!(steps[0].get("kept"), "true", "the recorded schedule reproduced: {steps:?}");
+    let yaml = std::fs::read_to_string(dir.join("shrunk.yaml")).expect("shrunk.yaml");
+    let left = faults_in(&yaml);
+    assert!(left <= 2 && left < recorded.max(1), "{recorded} faults recorded, {left} left:\n{yaml}");
+    let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();
+    assert!(readme.contains(&format!("**{recorded} → {left}**")), "{readme}");
+    assert!(dir.join("timeline.svg").exists(), "a reproducing run's timeline");
+    // The file on its own, as a user would run it.
+    let again = lab.run(dir.join("shrunk.yaml")).trials(runs).jobs(runs).output().expect_code(0);
+    let trials = again.table("trials.csv");
+    let doubled = trials.iter().filter(|t| t.get("max_leaders") != "1").count();
+    assert!(2 * doubled >= runs as usize, "the shrunk schedule reproduced in {doubled} of {runs} runs:\n{yaml}");
+}
+
+/// faults.csv rows of one trial, a pause's stop and cont counted once.
+fn recorded(run: &[Row], trial: &str) -> usize {
+    run.iter().filter(|r| r.get("trial") == trial && r.get("error").is_empty() && r.get("action") != "cont").count()
+}
+
+#[test]
+fn a_campaign_against_the_blog_worker_shrinks_to_the_takeover_race() {
+    let lab = Lab::new();
+    let run = lab
+        .run(campaign("takeover"))
+        .scale(0.05)
+        .args(["--shrink", "--repeats", "2", "--need", "2", "--budget", "24", "--confirm", "4"])
+        .output()
+        .expect_code(0);
+    let trials = run.table("trials.csv");
+    let first = trials.iter().find(|t| t.get("max_leaders") != "1").expect("a double leader in 8 trials");
+    let dir = shrink_dir(&run.out);
+    assert!(dir.file_name().unwrap().to_str().unwrap().starts_with(&format!("trial-{}-", first.get("trial"))));
+    assert_shrunk(&lab, &dir, recorded(&run.table("faults.csv"), first.get("trial")), 24, 4);
+    // What is left is the kill of the leader, after its renewal.
+    let yaml = std::fs::read_to_string(dir.join("shrunk.yaml")).unwrap();
+    assert!(yaml.contains("action: kill") && yaml.contains("target: leader"), "{yaml}");
+}
+
+#[test]
+fn campaigns_against_the_naive_acquire_and_a_broken_program_shrink_too() {
+    let lab = Lab::new();
+    for (name, scale, budget) in [("naive", "0.05", 24), ("program", "0.1", 24)] {
+        let run = lab.run(campaign(name)).arg("--time-scale").arg(scale).output().expect_code(0);
+        let trials = run.table("trials.csv");
+        let first = trials.iter().find(|t| t.get("max_leaders") != "1").unwrap_or_else(|| panic!("{name}: {trials:?}"));
+        let trial = first.get("trial");
+        let out = run.out.join("shrunk");
+        let shrink = std::process::Command::new(bin())
+            .args(["shrink", run.out.to_str().unwrap(), "--trial", trial, "--violation", "double-leader"])
+            .args(["--repeats", "2", "--need", "2", "--budget", &budget.to_string(), "--confirm", "4"])
+            .arg("--out")
+            .arg(&out)
+            .env("TMPDIR", lab.path().join("tmp"))
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&shrink.stdout);
+        assert_eq!(shrink.status.code(), Some(0), "{name}: {said}{}", String::from_utf8_lossy(&shrink.stderr));
+        assert_shrunk(&lab, &out, recorded(&run.table("faults.csv"), trial), budget, 4);
+    }
+}
+
+#[test]
+fn shrink_refuses_what_it_cannot_shrink_before_running_anything() {
+    let lab = Lab::new();
+    let quiet = lab.file("quiet.yaml", "name: quiet\nworkers: 3\nduration: 3s\ntrials: 1\nseed: 1\n");
+    let run = lab.run(&quiet).scale(0.1).output().expect_code(0);
+    let dir = run.out.to_str().unwrap();
+    let cases: [(&[&str], &str); 5] = [
+        (&["--trial", "2"], "--trial 2: no such finished trial"),
+        (&["--trial", "1"], "trial 1 violated nothing"),
+        (&["--trial", "1", "--violation", "bogus"], "--violation bogus: expected one of double-leader"),
+        (&["--trial", "1", "--violation", "wedged"], "trial 1 did not violate that"),
+        (&["--trial", "1", "--repeats", "2", "--need", "3"], "--need 3 is more than --repeats 2"),
+    ];
+    for (args, want) in cases {
+        let out = std::process::Command::new(bin()).args(["shrink", dir]).args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: want {want:?} in {err}");
+        assert!(!run.out.join("shrink").exists(), "{args:?} wrote a shrink directory");
+    }
+    // Shrink options without --shrink mean nothing: refused before a run.
+    let refused = lab.run(&quiet).arg("--budget").arg("5").output().expect_code(2);
+    assert!(refused.stderr().contains("add --shrink"), "{}", refused.stderr());
+    assert!(!refused.out.exists());
+}
