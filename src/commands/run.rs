@@ -89,6 +89,7 @@ pub fn run(args: &RunArgs) -> Result<(), Error> {
     let ctx = Ctx { exe, flags, facts, quiet: args.quiet, silent: false };
 
     let mut done = Vec::new();
+    let mut shrinks = Vec::new();
     let mut result = Ok(());
     for (exp, dir) in exps.iter().zip(&dirs) {
         let mut outcome = run_experiment(exp, dir, args.out.is_none(), &ctx, None);
@@ -103,8 +104,9 @@ pub fn run(args: &RunArgs) -> Result<(), Error> {
             // A shrink that cannot reproduce is its own finding, not the
             // run's failure; an interrupt stops the suite as ever.
             match super::shrink::after_run(dir, exp, &args.shrink_how, &ctx.quietened()) {
-                Err(e) if e.exit_code() == exit::EXPECT_FAILED => warnln!("shrink: {e}"),
-                r => result = worse(result, r),
+                Ok(Some(summary)) => shrinks.push((exp.name.clone(), summary)),
+                Ok(None) => {}
+                Err(e) => result = worse(result, Err(e)),
             }
         }
         let stopped = stopped || flags_signalled(&ctx);
@@ -117,7 +119,7 @@ pub fn run(args: &RunArgs) -> Result<(), Error> {
         }
     }
     if let (Some(out), true) = (&args.out, suite) {
-        let written = write_suite_readme(out, &args.paths, &done, &ctx);
+        let written = write_suite_readme(out, &args.paths, &done, &shrinks, &ctx);
         result = worse(result, written.map_err(|source| Error::Io { path: out.clone(), source }));
     }
     if suite {
@@ -675,6 +677,7 @@ fn write_suite_readme(
     out: &Path,
     paths: &[PathBuf],
     done: &[(&Experiment, Outcome)],
+    shrinks: &[(String, super::shrink::Summary)],
     ctx: &Ctx,
 ) -> std::io::Result<()> {
     let Some((first, _)) = done.first() else { return Ok(()) };
@@ -715,7 +718,10 @@ fn write_suite_readme(
             per_unit(&units, &tagged)
         })
         .collect();
-    let text = crate::report::suite::readme(&title, &preamble, &runs, &points);
+    let mut text = crate::report::suite::readme(&title, &preamble, &runs, &points);
+    if !shrinks.is_empty() {
+        text += &super::shrink::table(shrinks, out);
+    }
     std::fs::write(out.join("README.md"), text)?;
     let names: Vec<String> = runs.iter().map(|m| m.link.clone()).collect();
     if let Err(e) = super::report::suite(out, &names) {

@@ -37,13 +37,78 @@ pub fn shrink(args: &ShrinkArgs) -> Result<(), Error> {
         None => new_dir(&args.dir.join("shrink"), &format!("trial-{}-", args.trial))?,
     };
     let ctx = Ctx::silent()?;
-    run_shrink(&plan, &out, &ctx).map(drop)
+    let done = run_shrink(&plan, &out, &ctx)?;
+    match done.confirmed {
+        Some(_) => Ok(()),
+        None => Err(Error::NotReproduced {
+            what: format!(
+                "trial {} of {}: its recorded schedule did not fail the same way ({}) in {} of {} runs",
+                plan.trial,
+                plan.dir.display(),
+                plan.violation.name(),
+                plan.settings.need,
+                plan.settings.repeats
+            ),
+            dir: out,
+        }),
+    }
+}
+
+/// One shrink, as a run's README and roll-up report it.
+pub(super) struct Summary {
+    pub dir: PathBuf,
+    pub trial: u32,
+    pub violation: String,
+    pub recorded: usize,
+    pub left: usize,
+    /// Reproduced in k of n confirmation runs (none: the recorded schedule
+    /// did not reproduce).
+    pub confirmed: Option<(u32, u32)>,
+    pub spent: u32,
+    pub candidates: usize,
+    pub seconds: f64,
+    pub out_of_budget: bool,
+}
+
+/// A suite's table of what `run --shrink` found, one row per experiment
+/// (links relative to `base`, where the README is).
+pub(super) fn table(rows: &[(String, Summary)], base: &Path) -> String {
+    let mut s = String::from(
+        "\n## Shrunk\n\nEach experiment's first trial that violated something, shrunk by `run --shrink` \
+         (docs/shrink.md): the faults it had → the fewest that still violate it the same way, and how \
+         often the shrunk schedule did so on fresh seeds.\n\n\
+         | experiment | trial | violation | faults | reproduced | 95 % CI | trials spent | candidates | wall time |\n\
+         |---|---|---|---|---|---|---|---|---|\n",
+    );
+    for (name, x) in rows {
+        let link = x.dir.strip_prefix(base).unwrap_or(&x.dir).join("README.md");
+        let (rate, ci) = match x.confirmed {
+            Some((k, n)) => {
+                let (lo, hi) = wilson95(k as usize, n as usize);
+                (format!("{k}/{n}"), format!("{:.0}–{:.0} %", lo * 100.0, hi * 100.0))
+            }
+            None => ("did not reproduce".to_string(), String::new()),
+        };
+        s += &format!(
+            "| [{name}]({}) | {} | {} | {} → {} | {rate} | {ci} | {}{} | {} | {:.0} s |\n",
+            link.display(),
+            x.trial,
+            x.violation,
+            x.recorded,
+            x.left,
+            x.spent + x.confirmed.map_or(0, |(_, n)| n),
+            if x.out_of_budget { " (budget spent)" } else { "" },
+            x.candidates,
+            x.seconds
+        );
+    }
+    s
 }
 
 /// `run --shrink`: the first trial of a finished run that violated
 /// something, shrunk with the defaults into DIR/shrink/. Nothing to shrink
 /// is not an error.
-pub(super) fn after_run(dir: &Path, exp: &Experiment, how: &ShrinkHow, ctx: &Ctx) -> Result<(), Error> {
+pub(super) fn after_run(dir: &Path, exp: &Experiment, how: &ShrinkHow, ctx: &Ctx) -> Result<Option<Summary>, Error> {
     let wanted = options(how)?;
     let histories = read_histories(dir, None, super::inputs::most_workers(exp))?;
     let units = units(exp);
@@ -55,11 +120,11 @@ pub(super) fn after_run(dir: &Path, exp: &Experiment, how: &ShrinkHow, ctx: &Ctx
     let Some((&trial, _)) = first else {
         let what = wanted.map_or("anything".to_string(), |v| v.name());
         sayln!("shrink: no trial of {} violated {what}; nothing to shrink", exp.name);
-        return Ok(());
+        return Ok(None);
     };
     let plan = prepare(dir, trial, how, Some(exp.jobs))?;
     let out = new_dir(&dir.join("shrink"), &format!("trial-{trial}-"))?;
-    run_shrink(&plan, &out, ctx).map(drop)
+    run_shrink(&plan, &out, ctx).map(Some)
 }
 
 /// Everything a shrink needs, checked before anything runs.
@@ -83,14 +148,15 @@ pub(super) fn options(how: &ShrinkHow) -> Result<Option<Violation>, Error> {
         return Err(Error::Conflict(format!("--need {need} is more than --repeats {repeats}")));
     }
     if budget < repeats {
-        return Err(Error::Conflict(format!("--budget {budget} cannot pay for one candidate's {repeats} runs (--repeats)")));
+        return Err(Error::Conflict(format!(
+            "--budget {budget} cannot pay for one candidate's {repeats} runs (--repeats)"
+        )));
     }
     how.violation
         .as_ref()
         .map(|name| {
-            Violation::from_name(name).ok_or_else(|| {
-                Error::Conflict(format!("--violation {name}: expected one of {}", Violation::names()))
-            })
+            Violation::from_name(name)
+                .ok_or_else(|| Error::Conflict(format!("--violation {name}: expected one of {}", Violation::names())))
         })
         .transpose()
 }
@@ -247,7 +313,7 @@ struct Found {
     seconds: f64,
 }
 
-fn run_shrink(plan: &Plan, out: &Path, ctx: &Ctx) -> Result<Found, Error> {
+fn run_shrink(plan: &Plan, out: &Path, ctx: &Ctx) -> Result<Summary, Error> {
     let began = Instant::now();
     let io = |p: PathBuf| move |source| Error::Io { path: p, source };
     sayln!(
@@ -298,20 +364,21 @@ fn run_shrink(plan: &Plan, out: &Path, ctx: &Ctx) -> Result<Found, Error> {
                 if o.out_of_budget { " (the budget ran out first)" } else { "" }
             );
             sayln!("  shrunk.yaml: {}", out.join("shrunk.yaml").display());
-            Ok(found)
         }
-        None => Err(Error::NotReproduced {
-            what: format!(
-                "trial {} of {}: its recorded schedule did not fail the same way ({}) in {} of {} runs",
-                plan.trial,
-                plan.dir.display(),
-                plan.violation.name(),
-                plan.settings.need,
-                plan.settings.repeats
-            ),
-            dir: out.to_path_buf(),
-        }),
+        None => sayln!("shrink: the recorded schedule did not reproduce; nothing was shrunk"),
     }
+    Ok(Summary {
+        dir: out.to_path_buf(),
+        trial: plan.trial,
+        violation: plan.violation.name(),
+        recorded: plan.original.len(),
+        left: o.shrunk.len(),
+        confirmed: found.confirmed.map(|(k, n, _)| (k, n)),
+        spent: o.spent,
+        candidates: o.steps.len(),
+        seconds: found.seconds,
+        out_of_budget: o.out_of_budget,
+    })
 }
 
 fn timeline(plan: &Plan, exp: &Experiment, dir: &Path, trial: u32, path: &Path) {

@@ -69,29 +69,58 @@ fn a_campaign_against_the_blog_worker_shrinks_to_the_takeover_race() {
     // What is left is the kill of the leader, after its renewal.
     let yaml = std::fs::read_to_string(dir.join("shrunk.yaml")).unwrap();
     assert!(yaml.contains("action: kill") && yaml.contains("target: leader"), "{yaml}");
+
+    // Interrupted after its first candidate: exit 130, what finished kept.
+    let out = run.out.join("interrupted");
+    let child = std::process::Command::new(bin())
+        .args(["shrink", run.out.to_str().unwrap(), "--trial", first.get("trial"), "--repeats", "2"])
+        .arg("--out")
+        .arg(&out)
+        .env("TMPDIR", lab.path().join("tmp"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    crate::helper::wait_for(std::time::Duration::from_secs(30), "a first candidate", || {
+        let rows = std::fs::read_to_string(out.join("steps.csv")).ok()?;
+        (rows.lines().count() >= 2).then_some(())
+    });
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT).unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(130), "{}", String::from_utf8_lossy(&output.stderr));
+    let steps = read_table(&out.join("steps.csv"));
+    assert!(!steps.is_empty() && steps[0].get("step") == "1", "{steps:?}");
+    assert!(out.join("candidates/001/trials.csv").exists());
 }
 
 #[test]
 fn campaigns_against_the_naive_acquire_and_a_broken_program_shrink_too() {
     let lab = Lab::new();
-    for (name, scale, budget) in [("naive", "0.05", 24), ("program", "0.1", 24)] {
-        let run = lab.run(campaign(name)).arg("--time-scale").arg(scale).output().expect_code(0);
-        let trials = run.table("trials.csv");
-        let first = trials.iter().find(|t| t.get("max_leaders") != "1").unwrap_or_else(|| panic!("{name}: {trials:?}"));
-        let trial = first.get("trial");
-        let out = run.out.join("shrunk");
-        let shrink = std::process::Command::new(bin())
-            .args(["shrink", run.out.to_str().unwrap(), "--trial", trial, "--violation", "double-leader"])
-            .args(["--repeats", "2", "--need", "2", "--budget", &budget.to_string(), "--confirm", "4"])
-            .arg("--out")
-            .arg(&out)
-            .env("TMPDIR", lab.path().join("tmp"))
-            .output()
-            .unwrap();
-        let said = String::from_utf8_lossy(&shrink.stdout);
-        assert_eq!(shrink.status.code(), Some(0), "{name}: {said}{}", String::from_utf8_lossy(&shrink.stderr));
-        assert_shrunk(&lab, &out, recorded(&run.table("faults.csv"), trial), budget, 4);
-    }
+    let lab = &lab;
+    std::thread::scope(|s| {
+        for name in ["naive", "program"] {
+            s.spawn(move || {
+                let run = lab.run(campaign(name)).scale(0.05).output().expect_code(0);
+                let trials = run.table("trials.csv");
+                let first =
+                    trials.iter().find(|t| t.get("max_leaders") != "1").unwrap_or_else(|| panic!("{name}: {trials:?}"));
+                let trial = first.get("trial");
+                let out = run.out.join("shrunk");
+                let shrink = std::process::Command::new(bin())
+                    .args(["shrink", run.out.to_str().unwrap(), "--trial", trial, "--violation", "double-leader"])
+                    .args(["--repeats", "2", "--need", "2", "--budget", "24", "--confirm", "4"])
+                    .arg("--out")
+                    .arg(&out)
+                    .env("TMPDIR", lab.path().join("tmp"))
+                    .output()
+                    .unwrap();
+                let said = String::from_utf8_lossy(&shrink.stdout);
+                let err = String::from_utf8_lossy(&shrink.stderr);
+                assert_eq!(shrink.status.code(), Some(0), "{name}: {said}{err}");
+                assert_shrunk(lab, &out, recorded(&run.table("faults.csv"), trial), 24, 4);
+            });
+        }
+    });
 }
 
 #[test]
