@@ -11,6 +11,9 @@
 # 4 runs per candidate, kept when 2 reproduce, at most 100 trials, then 20
 # confirmation runs.
 #
+# Committed without each shrink's candidates/ (steps.csv lists every one)
+# or any trials/ directory.
+#
 #   scripts/shrink.sh             (~3 min here)
 set -euo pipefail
 cd "$(dirname "$0")/.."

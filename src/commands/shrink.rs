@@ -496,7 +496,9 @@ fn schedule_table(faults: &[Fault], own: &dyn Fn(Dur) -> String) -> String {
     let mut s = String::from("| # | when | action | target | length |\n|---|---|---|---|---|\n");
     for (i, f) in faults.iter().enumerate() {
         let when = match f.after {
-            Some(a) => format!("{} after the target's next `{}` from {}", own(a.delay), a.event.name(), own(f.at)),
+            Some(a) => {
+                format!("{} after the target's next `{}` (armed at {})", own(a.delay), a.event.name(), own(f.at))
+            }
             None => own(f.at),
         };
         let len = match &f.duration {
