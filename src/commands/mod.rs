@@ -8,6 +8,7 @@ mod inputs;
 mod plan;
 mod report;
 mod run;
+mod runner;
 mod shrink;
 mod validate;
 

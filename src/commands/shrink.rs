@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use super::inputs::new_dir;
-use super::run::{Ctx, preflight, run_silently};
+use super::runner::{Ctx, preflight, run_silently};
 use crate::check::stats::wilson95;
 use crate::check::{CheckParams, check};
 use crate::cli::{ShrinkArgs, ShrinkHow};

@@ -1,0 +1,470 @@
+//! One experiment's trials into a results directory: what `run` does for
+//! each experiment it loaded, and what `shrink` does for each candidate.
+//! Each trial is checked as it finishes and written (with a fresh summary)
+//! before the next starts; signals stop the trials after their clean-up.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+
+use indicatif::{ProgressBar, ProgressStyle};
+
+use super::inputs::{most_workers, proxied};
+use crate::check::{CheckParams, TrialMetrics, check};
+use crate::error::{Error, exit};
+use crate::experiment::to_yaml;
+use crate::model::Experiment;
+use crate::model::clock::wall_ns;
+use crate::report::csv::{ResultsWriter, Tables, TrialData};
+use crate::report::host::RunFacts;
+use crate::report::summary::{Summary, per_unit, setting_label, summarize, units};
+use crate::report::{host, terminal, timeline};
+use crate::trial::{TrialError, TrialRecord, run_trial_within_limit};
+use crate::{say, warnln};
+
+/// Every lease server the experiments (and their sweep points) use answers,
+/// checked before anything is spawned or written.
+pub(super) fn servers_ready(exps: &[Experiment]) -> Result<(), Error> {
+    let mut checked = std::collections::BTreeSet::new();
+    for exp in exps {
+        for (unit, _) in units(exp) {
+            let s = &unit.substrate;
+            if let Some(server) = s.managed_server() {
+                if checked.insert((format!("managed {server:?}"), String::new()))
+                    && let Err(problem) = crate::trial::server::installed(server)
+                {
+                    return Err(Error::Missing { experiment: exp.source.clone(), problem });
+                }
+            } else if let Some(address) = s.address()
+                && checked.insert((
+                    // What the check depends on: the lease's TTL (etcd), push (Redis).
+                    format!(
+                        "{} {:?} {:?}",
+                        crate::model::setting_name(&s.kind),
+                        unit.lease.lease,
+                        unit.worker.watch_by
+                    ),
+                    address.clone(),
+                ))
+            {
+                crate::substrate::preflight(unit, &address)
+                    .map_err(|e| Error::Missing { experiment: exp.source.clone(), problem: e.to_string() })?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn unit_refs<'a>(units: &[(&'a Experiment, String)]) -> Vec<&'a Experiment> {
+    units.iter().map(|(u, _)| *u).collect()
+}
+
+/// Ctrl-C, SIGTERM, SIGHUP: stop after cleaning up the current trial(s).
+/// A second one exits at once; PR_SET_PDEATHSIG still kills the workers.
+/// `signalled` is set by signals only (it arms the second-signal exit and
+/// means exit 130); `stop` is also set by internal errors.
+pub(super) fn install_signal_flags() -> StopFlags {
+    let signalled = Arc::new(AtomicBool::new(false));
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
+        let _ =
+            signal_hook::flag::register_conditional_shutdown(sig, i32::from(exit::INTERRUPTED), Arc::clone(&signalled));
+        let _ = signal_hook::flag::register(sig, Arc::clone(&signalled));
+        let _ = signal_hook::flag::register(sig, Arc::clone(&stop));
+    }
+    StopFlags { signalled, stop }
+}
+
+/// Why trials stop early: `stop` for any reason, `signalled` only for a
+/// signal (exit 130 rather than 3).
+pub(super) struct StopFlags {
+    pub(super) signalled: Arc<AtomicBool>,
+    pub(super) stop: Arc<AtomicBool>,
+}
+
+pub(super) struct Outcome {
+    pub(super) result: Result<(), Error>,
+    /// How the experiment's `expect:` failed, if it did.
+    pub(super) failed: Vec<String>,
+    /// Each `expect:` key and how it fared.
+    pub(super) checks: Vec<crate::report::summary::ExpectCheck>,
+    /// Wall time the experiment took, seconds.
+    pub(super) seconds: f64,
+    /// What stopped it (and the suite), other than a failed expectation.
+    pub(super) broke: Option<String>,
+    pub(super) summary: Summary,
+    pub(super) metrics: Vec<(u32, TrialMetrics)>,
+    pub(super) dir: PathBuf,
+}
+
+/// What every experiment of one `leasequake run` shares.
+pub(super) struct Ctx {
+    /// The executable that runs `leasequake worker`.
+    pub(super) exe: PathBuf,
+    pub(super) flags: StopFlags,
+    /// For host.json: a suite's, written at the end, still says when the
+    /// run began.
+    pub(super) facts: RunFacts,
+    pub(super) quiet: bool,
+    /// No progress, no summary, no verdict: runs another command makes of
+    /// its own (a shrink's candidates), which it reports itself.
+    pub(super) silent: bool,
+}
+
+impl Ctx {
+    /// For runs another command makes: silent, signals ours from here.
+    pub(super) fn silent() -> Result<Ctx, Error> {
+        let exe = std::env::current_exe().map_err(|source| Error::Io { path: "leasequake".into(), source })?;
+        let facts = RunFacts { command: std::env::args().collect(), started_ns: wall_ns(), calibration: None };
+        Ok(Ctx { exe, flags: install_signal_flags(), facts, quiet: true, silent: true })
+    }
+
+    /// The same run's context, for a command it goes on to (`--shrink`).
+    pub(super) fn quietened(&self) -> Ctx {
+        Ctx {
+            exe: self.exe.clone(),
+            flags: StopFlags { signalled: Arc::clone(&self.flags.signalled), stop: Arc::clone(&self.flags.stop) },
+            facts: RunFacts { command: self.facts.command.clone(), started_ns: wall_ns(), calibration: None },
+            quiet: true,
+            silent: true,
+        }
+    }
+}
+
+/// Run `exp` into the new directory `dir` without a word: every trial
+/// written there as a run writes it; each trial's number and metrics.
+pub(super) fn run_silently(exp: &Experiment, dir: &Path, ctx: &Ctx) -> Result<Vec<(u32, TrialMetrics)>, Error> {
+    let outcome = run_experiment(exp, dir, false, ctx, None);
+    outcome.result.map(|()| outcome.metrics)
+}
+
+/// What a run checks before anything is spawned: the limits raised, the
+/// servers there.
+pub(super) fn preflight(exp: &Experiment) -> Result<(), Error> {
+    crate::trial::limits::ensure(most_workers(exp), exp.jobs, proxied(exp))
+        .map_err(|source| Error::Limits { experiment: exp.source.clone(), source })?;
+    servers_ready(std::slice::from_ref(exp))
+}
+
+pub(super) fn run_experiment(
+    exp: &Experiment,
+    dir: &Path,
+    link_latest: bool,
+    ctx: &Ctx,
+    done: Option<Done>,
+) -> Outcome {
+    let (exe, flags, quiet) = (&ctx.exe, &ctx.flags, ctx.quiet);
+    let began = std::time::Instant::now();
+    let failed = |e: Error| Outcome {
+        result: Err(e),
+        failed: Vec::new(),
+        checks: Vec::new(),
+        seconds: began.elapsed().as_secs_f64(),
+        broke: None,
+        summary: summarize(&[]),
+        metrics: Vec::new(),
+        dir: dir.to_path_buf(),
+    };
+    let resuming = done.is_some();
+    let done = done.unwrap_or_default();
+    if !resuming && let Err(e) = prepare_dir(exp, dir, link_latest, ctx) {
+        return failed(e);
+    }
+    let writer = if resuming {
+        let completed = done.iter().map(|(t, _, _)| *t).collect();
+        ResultsWriter::resume(dir, exp, &completed)
+    } else {
+        ResultsWriter::create(dir, exp, Tables::All)
+    };
+    let writer = match writer {
+        Ok(w) => w,
+        Err(e) => return failed(e.into()),
+    };
+    // A plain experiment is one unit; a sweep has one unit per point. Trial
+    // numbers are unique across the run; point p's trials share seeds with
+    // every other point's (common random numbers: only the settings differ).
+    let units = units(exp);
+    let trials_per_unit = exp.trials;
+    let total = units.len() as u32 * trials_per_unit;
+    // Trial indices (0-based) still to run: all, or those a resume lacks.
+    let finished: std::collections::HashSet<u32> = done.iter().map(|(t, _, _)| *t).collect();
+    let todo: Vec<u32> = (0..total).filter(|i| !finished.contains(&(i + 1))).collect();
+    if !quiet {
+        let what = if resuming { format!("{} missing of {total}", todo.len()) } else { total.to_string() };
+        warnln!("leasequake: {what} trials of {} → {}", exp.name, dir.display());
+        for w in super::plan::warnings(exp) {
+            warnln!("leasequake: {}: {w}", exp.name);
+        }
+    }
+    let progress = if quiet { ProgressBar::hidden() } else { ProgressBar::new(u64::from(total)) };
+    progress.set_position(u64::from(total) - todo.len() as u64);
+    progress.set_style(
+        ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} trials, {elapsed} (ETA {eta}) {msg}")
+            .expect("static template")
+            .progress_chars("=> "),
+    );
+    progress.set_prefix(exp.name.clone());
+    // indicatif draws nothing into a log: there, a line now and then.
+    let log_progress = (!quiet && !std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .then(|| LogProgress::new(&exp.name, u64::from(total), u64::from(total) - todo.len() as u64));
+
+    let stop: &Arc<AtomicBool> = &flags.stop;
+    // The servers the harness runs live for this experiment's run.
+    let servers = match crate::trial::server::Servers::start(&unit_refs(&units), dir, exp.jobs) {
+        Ok(s) => Arc::new(s),
+        Err(e) => return failed(Error::Server { experiment: exp.source.clone(), source: e }),
+    };
+    let sink = Mutex::new(Sink { writer, dir: dir.to_path_buf(), metrics: done, error: None });
+    let next = AtomicU32::new(0);
+    let trials_dir = dir.join("trials");
+    // `trials: {until: …}`: a unit whose headline rate is known well enough
+    // starts no more trials (those already running finish and are kept).
+    let unit_done: Vec<AtomicBool> = (0..units.len()).map(|_| AtomicBool::new(false)).collect();
+    let check_settled = |metrics: &[(u32, usize, TrialMetrics)], unit: usize| {
+        if let Some(until) = &exp.until {
+            let mine: Vec<&TrialMetrics> = metrics.iter().filter(|(_, u, _)| *u == unit).map(|(_, _, m)| m).collect();
+            if crate::report::summary::settled(units[unit].0, until, &summarize(&mine)).1 {
+                unit_done[unit].store(true, Ordering::SeqCst);
+            }
+        }
+    };
+    {
+        let sink = sink.lock().unwrap_or_else(|p| p.into_inner());
+        for unit in 0..units.len() {
+            check_settled(&sink.metrics, unit);
+        }
+    }
+    let worker_loop = || {
+        loop {
+            if stop.load(Ordering::SeqCst) {
+                return;
+            }
+            let Some(&index) = todo.get(next.fetch_add(1, Ordering::SeqCst) as usize) else { return };
+            let (unit, local) = ((index / trials_per_unit) as usize, index % trials_per_unit + 1);
+            if unit_done[unit].load(Ordering::SeqCst) {
+                progress.inc(1);
+                continue;
+            }
+            let trial = index + 1;
+            let (unit_exp, label) = &units[unit];
+            let trial_dir = trials_dir.join(format!("{trial:04}"));
+            let result =
+                run_trial_within_limit(unit_exp, trial, exp.trial_seed(local), &trial_dir, exe, stop, &servers);
+            let mut sink = sink.lock().unwrap_or_else(|p| p.into_inner());
+            match result {
+                Ok(record) => {
+                    // The trial hands back its history; judging it is ours.
+                    let metrics = check(&record.history, &CheckParams::of(unit_exp));
+                    let outcome = metrics.outcome();
+                    if let Err(e) = sink.record(exp, &units, unit, record, metrics) {
+                        sink.error.get_or_insert(e);
+                        stop.store(true, Ordering::SeqCst);
+                    }
+                    check_settled(&sink.metrics, unit);
+                    if units.len() > 1 {
+                        // Points done: every trial of the point is in.
+                        let full = (0..units.len())
+                            .filter(|u| {
+                                sink.metrics.iter().filter(|(_, m, _)| m == u).count() as u32 >= trials_per_unit
+                            })
+                            .count();
+                        progress.set_message(format!("{full}/{} points; {label}: {outcome}", units.len()));
+                    } else {
+                        progress.set_message(outcome);
+                    }
+                    progress.inc(1);
+                    if let Some(log) = &log_progress {
+                        log.finished_one();
+                    }
+                }
+                Err(TrialError::Interrupted) => return,
+                Err(source) => {
+                    sink.error.get_or_insert(Error::Trial { trial, source });
+                    stop.store(true, Ordering::SeqCst);
+                    return;
+                }
+            }
+        }
+    };
+    if exp.jobs == 1 {
+        worker_loop();
+    } else {
+        // Each trial's workers die with the thread that spawned them
+        // (PR_SET_PDEATHSIG is per thread): the thread lives until reaped.
+        std::thread::scope(|s| {
+            for started in 0..exp.jobs {
+                if let Err(source) = std::thread::Builder::new().spawn_scoped(s, worker_loop) {
+                    // Those already started carry the run; with none, stop.
+                    if started == 0 {
+                        let mut sink = sink.lock().unwrap_or_else(|p| p.into_inner());
+                        sink.error.get_or_insert(Error::Thread { what: "a trial runner", source });
+                    } else {
+                        warnln!("warning: {started} of {} trials at once: {source}", exp.jobs);
+                    }
+                    break;
+                }
+            }
+        });
+    }
+    progress.finish_and_clear();
+
+    let mut sink = sink.into_inner().unwrap_or_else(|p| p.into_inner());
+    if let Err(e) = sink.writer.finish() {
+        sink.error.get_or_insert(e.into());
+    }
+    let all: Vec<&TrialMetrics> = sink.metrics.iter().map(|(_, _, m)| m).collect();
+    let summary = summarize(&all);
+    if !ctx.silent {
+        say!("{}", terminal::render(exp, &summary, dir));
+    }
+    if !exp.points.is_empty() {
+        // Drawn from the CSVs just written, exactly as `leasequake plot` would.
+        if let Err(e) = crate::report::plots::draw(dir, &exp.name) {
+            warnln!("warning: plots in {}: {e}", dir.display());
+        }
+        if !ctx.silent {
+            say!("{}", terminal::points(&per_unit(&units, &sink.metrics)));
+        }
+    }
+    if let Some(until) = &exp.until
+        && !ctx.silent
+    {
+        for row in per_unit(&units, &sink.metrics) {
+            say!("{}", terminal::adaptive(&row, until, exp.trials));
+        }
+    }
+    let by_trial: Vec<(u32, &TrialMetrics)> = sink.metrics.iter().map(|(t, _, m)| (*t, m)).collect();
+    let parts = terminal::decomposition(&by_trial, exp.time_scale);
+    if !parts.is_empty() && !ctx.silent {
+        say!("  decomposition:\n{parts}");
+    }
+    let done = all.len();
+    let result = if let Some(e) = sink.error {
+        Err(e)
+    } else if flags.signalled.load(Ordering::SeqCst) {
+        Err(Error::Interrupted { done, total, dir: dir.to_path_buf() })
+    } else if ctx.silent {
+        Ok(())
+    } else {
+        super::inputs::verdict(exp, &by_trial)
+    };
+    let checks = crate::report::summary::expectation_checks(exp, &by_trial);
+    let failed: Vec<String> = checks.iter().flat_map(|c| c.failures.iter().cloned()).collect();
+    // Derived output: a report that cannot be written loses no result.
+    if let Err(e) = super::report::experiment(dir, exp, &sink.metrics, &failed) {
+        warnln!("warning: {e}");
+    }
+    let metrics = sink.metrics.into_iter().map(|(t, _, m)| (t, m)).collect();
+    let seconds = began.elapsed().as_secs_f64();
+    Outcome { result, failed, checks, seconds, broke: None, summary, metrics, dir: dir.to_path_buf() }
+}
+
+pub(super) fn flags_signalled(ctx: &Ctx) -> bool {
+    ctx.flags.signalled.load(Ordering::SeqCst)
+}
+
+/// Progress as lines, for a log that no bar can be drawn in (CI): one at
+/// most every 10 s, and one for the last trial, with an ETA from the pace
+/// of this run so far (trials at once included).
+struct LogProgress {
+    name: String,
+    total: u64,
+    /// Trials done before this run started (a resume), and since.
+    before: u64,
+    done: AtomicU32,
+    started: std::time::Instant,
+    last: Mutex<std::time::Instant>,
+}
+
+impl LogProgress {
+    fn new(name: &str, total: u64, before: u64) -> LogProgress {
+        let now = std::time::Instant::now();
+        LogProgress {
+            name: name.to_string(),
+            total,
+            before,
+            done: AtomicU32::new(0),
+            started: now,
+            last: Mutex::new(now),
+        }
+    }
+
+    fn finished_one(&self) {
+        let done = u64::from(self.done.fetch_add(1, Ordering::SeqCst) + 1);
+        let all = self.before + done;
+        let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+        if last.elapsed() < std::time::Duration::from_secs(10) && all < self.total {
+            return;
+        }
+        *last = std::time::Instant::now();
+        let elapsed = self.started.elapsed().as_secs_f64();
+        let eta = elapsed / done as f64 * (self.total - all) as f64;
+        warnln!("leasequake: {}: {all}/{} trials, {elapsed:.0} s, ETA {eta:.0} s", self.name, self.total);
+    }
+}
+
+/// The trials a resumed run already has: (trial, unit, metrics).
+pub(super) type Done = Vec<(u32, usize, TrialMetrics)>;
+
+struct Sink {
+    writer: ResultsWriter,
+    dir: PathBuf,
+    /// (trial, unit, metrics) of every finished trial.
+    metrics: Vec<(u32, usize, TrialMetrics)>,
+    error: Option<Error>,
+}
+
+impl Sink {
+    /// Write the trial and a fresh summary before anything else happens.
+    fn record(
+        &mut self,
+        run: &Experiment,
+        units: &[(&Experiment, String)],
+        unit: usize,
+        r: TrialRecord,
+        metrics: TrialMetrics,
+    ) -> Result<(), Error> {
+        let (exp, label) = &units[unit];
+        let trial = TrialData {
+            trial: r.trial,
+            seed: r.seed,
+            history: &r.history,
+            faults: &r.deliveries,
+            metrics: &metrics,
+            outcomes: &r.outcomes.join("; "),
+        };
+        self.writer.append(run, (exp, &setting_label(exp, label)), trial)?;
+        if r.trial == 1 {
+            // The first trial's timeline, to set beside the blog's diagram. A
+            // plot is derived output: failing to draw it loses no result.
+            let title = format!("{}: trial 1 ({})", exp.name, terminal::describe(exp));
+            let path = self.dir.join("timeline.svg");
+            if let Err(e) = timeline::render(&path, &title, &r.history, &metrics, exp.workers, exp.time_scale) {
+                warnln!("warning: {}: {e}", path.display());
+            }
+        }
+        self.metrics.push((r.trial, unit, metrics));
+        let rows = per_unit(units, &self.metrics);
+        Ok(self.writer.write_summary(run, &rows)?)
+    }
+}
+
+/// Create the results directory, write experiment.yaml and host.json, and
+/// (for default locations) point `<root>/<name>/latest` at it.
+fn prepare_dir(exp: &Experiment, dir: &Path, link_latest: bool, ctx: &Ctx) -> Result<(), Error> {
+    let io = |p: &Path| {
+        let path = p.to_path_buf();
+        move |source: std::io::Error| Error::Io { path, source }
+    };
+    std::fs::create_dir_all(dir).map_err(io(dir))?;
+    std::fs::write(dir.join("experiment.yaml"), to_yaml(exp)).map_err(io(dir))?;
+    std::fs::write(dir.join("host.json"), host::to_json(&host::describe(exp, &ctx.facts))).map_err(io(dir))?;
+    if link_latest && let (Some(parent), Some(name)) = (dir.parent(), dir.file_name()) {
+        // Replace the link atomically: a new link under a temp name, renamed.
+        let tmp = parent.join(".latest.tmp");
+        let _ = std::fs::remove_file(&tmp);
+        std::os::unix::fs::symlink(name, &tmp).map_err(io(&tmp))?;
+        std::fs::rename(&tmp, parent.join("latest")).map_err(io(parent))?;
+    }
+    Ok(())
+}
