@@ -75,8 +75,14 @@ pub fn recorded(faults: &[Fault], rows: &[FaultCsvRow], history: &History, worke
     out
 }
 
+/// A faults.csv action as the schedule's: a server's pause is written as
+/// its two halves.
 fn action_of(name: &str) -> Option<Action> {
-    serde_json::from_value(serde_json::Value::String(name.to_string())).ok()
+    match name {
+        "server-stop" => Some(Action::ServerPause),
+        "server-cont" => Some(Action::Cont),
+        _ => serde_json::from_value(serde_json::Value::String(name.to_string())).ok(),
+    }
 }
 
 /// Whether `worker` believed it led just before `t_us`.
@@ -147,6 +153,7 @@ mod tests {
             fault(Action::Pause, Target::Worker(1), Some(PauseLen::Uniform([Dur::from_secs(1), Dur::from_secs(3)]))),
             fault(Action::Kill, Target::Any, None),
             fault(Action::LockEmpty, Target::Lock, None),
+            fault(Action::ServerPause, Target::Server, Some(PauseLen::Fixed(Dur::from_secs(2)))),
         ];
         let history = History::new(vec![
             Event::new(100_000, Some(1), EventKind::Acquired),
@@ -159,6 +166,8 @@ mod tests {
             row(1, "kill", None, 9000.0, "no live worker at this moment"),
             row(0, "stop", Some(1), 6000.0, ""),
             row(2, "lock-empty", None, 7000.0, ""),
+            row(3, "server-stop", None, 8000.0, ""),
+            row(3, "server-cont", None, 8500.0, ""),
         ];
         let got = recorded(&faults, &rows, &history, 3, Dur::from_secs(10));
         let summary: Vec<(Action, Target, u64, Option<PauseLen>)> = got
@@ -173,6 +182,7 @@ mod tests {
                 // Its CONT came after the trial: it lasts to the end.
                 (Action::Pause, Target::Leader, 6000, Some(PauseLen::Fixed(Dur::from_ms(4000)))),
                 (Action::LockEmpty, Target::Lock, 7000, None),
+                (Action::ServerPause, Target::Server, 8000, Some(PauseLen::Fixed(Dur::from_ms(500)))),
             ]
         );
         assert!(got.iter().all(|r| r.fault.jitter == Dur::ZERO && r.fault.every.is_none()));
