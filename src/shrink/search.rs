@@ -203,10 +203,17 @@ impl<P: Probe> Search<'_, P> {
                     Some(false) => {}
                 }
             }
-            // Shorter, then rounder, lengths.
+            // Shorter lengths: halved while they reproduce, then bisected
+            // between the shortest kept and the first that failed, towards
+            // the shortest that still breaks it. Then rounder.
             let finest = self.s.grids.last().copied().unwrap_or(Dur::from_ms(1));
+            let length = |c: &[Element]| match c[i].fault.duration {
+                Some(PauseLen::Fixed(d)) => Some(d),
+                _ => None,
+            };
+            let mut failed = None;
             for _ in 0..4 {
-                let Some(PauseLen::Fixed(d)) = cur[i].fault.duration.clone() else { break };
+                let Some(d) = length(&cur) else { break };
                 let half = Dur::from_us(d.as_us() / 2);
                 if half < finest {
                     break;
@@ -215,7 +222,25 @@ impl<P: Probe> Search<'_, P> {
                 match keep(self, &mut cur, g, format!("{name}: lasting {}", super::own_time(half, self.s.scale)))? {
                     None => return Ok(cur),
                     Some(true) => {}
-                    Some(false) => break,
+                    Some(false) => {
+                        failed = Some(half);
+                        break;
+                    }
+                }
+            }
+            if let Some(mut lo) = failed {
+                for _ in 0..3 {
+                    let Some(hi) = length(&cur) else { break };
+                    if hi.as_us().saturating_sub(lo.as_us()) < 2 * finest.as_us() {
+                        break;
+                    }
+                    let mid = Dur::from_us((lo.as_us() + hi.as_us()) / 2);
+                    let g = Fault { duration: Some(PauseLen::Fixed(mid)), ..cur[i].fault.clone() };
+                    match keep(self, &mut cur, g, format!("{name}: lasting {}", super::own_time(mid, self.s.scale)))? {
+                        None => return Ok(cur),
+                        Some(true) => {}
+                        Some(false) => lo = mid,
+                    }
                 }
             }
             for grid in self.s.grids.clone() {
@@ -421,7 +446,21 @@ mod tests {
         let rule = |f: &[Fault]| matches!(f.first().and_then(|f| f.duration.clone()), Some(PauseLen::Fixed(d)) if d >= Dur::from_secs(3));
         let mut probe = Fake(rule, 0);
         let out = shrink(vec![e], &settings(100), &mut probe).unwrap();
-        // 12.345 → 6.172 → 3.086 (1.543 fails) → rounded to 3 s.
+        // 12.345 → 6.172 → 3.086 (1.543 fails; so do 2.314, 2.7, 2.893
+        // between) → rounded to 3 s.
         assert_eq!(out.shrunk[0].duration, Some(PauseLen::Fixed(Dur::from_secs(3))));
+    }
+
+    #[test]
+    fn a_pause_is_bisected_towards_the_shortest_that_breaks_it() {
+        // Breaks when it outlasts a 9 s lease and a 1 s look: 10 s.
+        let mut e = kill(3000, Target::Leader);
+        e.fault.action = Action::Pause;
+        e.fault.duration = Some(PauseLen::Fixed(Dur::from_ms(14_750)));
+        let rule = |f: &[Fault]| matches!(f.first().and_then(|f| f.duration.clone()), Some(PauseLen::Fixed(d)) if d >= Dur::from_secs(10));
+        let mut probe = Fake(rule, 0);
+        let out = shrink(vec![e], &settings(100), &mut probe).unwrap();
+        // 7.375 fails; 11.06 holds, 9.22 fails, 10.14 holds → 10 s.
+        assert_eq!(out.shrunk[0].duration, Some(PauseLen::Fixed(Dur::from_secs(10))));
     }
 }
