@@ -395,7 +395,7 @@ pub(super) fn validate_random(
     err_at: &dyn Fn(&serde_saphyr::Location, String) -> ExperimentError,
 ) -> Result<RandomFaults, ExperimentError> {
     let window = match &r.window {
-        None => [Dur::ZERO, duration],
+        None => None,
         Some(w) => {
             let [from, until] = w.value;
             if from >= until || until > duration {
@@ -404,22 +404,32 @@ pub(super) fn validate_random(
                     format!("window [{from}, {until}] must be a span inside the trial (duration: {duration})"),
                 ));
             }
-            w.value
+            Some(w.value)
         }
     };
+    let [from, until] = window.unwrap_or([Dur::ZERO, duration]);
     if r.kinds.value.is_empty() {
         return Err(err_at(&r.kinds.referenced, "a campaign needs at least one kind of fault".into()));
     }
-    let span = Dur::from_us(window[1].as_us() - window[0].as_us());
+    let span = Dur::from_us(until.as_us() - from.as_us());
     let mut expected = 0.0;
     let mut kinds = Vec::new();
     for k in &r.kinds.value {
         let fault = validate_fault(
-            &k.as_fault(Spanned::new(window[0], k.action.referenced, k.action.defined)),
+            &k.as_fault(Spanned::new(from, k.action.referenced, k.action.defined)),
             workers,
             duration,
             err_at,
         )?;
+        if fault.action.is_network() && fault.action != Action::Heal && fault.duration.is_none() {
+            return Err(err_at(
+                &k.action.referenced,
+                format!(
+                    "{} in a campaign needs a duration: a campaign draws no heal, so it would never end",
+                    fault.action.name()
+                ),
+            ));
+        }
         if matches!(fault.action, Action::Cont | Action::Stop | Action::Heal) {
             return Err(err_at(
                 &k.action.referenced,

@@ -247,6 +247,11 @@ fn apply(
             raw.workers = Spanned::new(n, loc, loc);
         }
         "substrate" => raw.substrate.kind = serde_json::from_value(variant(key)?).map_err(|e| e.to_string())?,
+        "pause" if raw.faults.random.is_some() => {
+            return Err("sweep key `pause` sets the pauses of a `faults:` list; a campaign draws its own \
+                        (sweep a copy of the file with another `duration` on its kinds)"
+                .into());
+        }
         "pause" => {
             // Every pause fault of the schedule.
             let d = len()?;

@@ -98,7 +98,7 @@ fn a_campaign_is_drawn_from_kinds() {
     let o = Overrides { time_scale: Some(0.1), ..Overrides::default() };
     let e = load_str(Path::new("t.yaml"), text, &o).unwrap();
     let r = e.random.expect("a campaign");
-    assert_eq!(r.window, [Dur::from_ms(500), Dur::from_ms(2500)]);
+    assert_eq!(r.window, Some([Dur::from_ms(500), Dur::from_ms(2500)]));
     assert_eq!(r.kinds[0].count, crate::model::RandomCount::Between(1, 2));
     assert_eq!(r.kinds[1].count, crate::model::RandomCount::MeanInterval(Dur::from_secs(1)));
     assert_eq!(r.kinds[1].fault.duration, Some(PauseLen::Exponential(Dur::from_ms(200))));
@@ -126,6 +126,10 @@ fn campaign_errors_name_line_and_column() {
             "", // accepted: the lock is the default target of a lock fault
         ),
         ("    seed: 3\n    kinds: []\n", "t.yaml:6:5: unknown field `seed`"),
+        (
+            "    kinds:\n      - {action: partition, target: leader, count: 1}\nsubstrate: {kind: redis}\n",
+            "t.yaml:7:18: partition in a campaign needs a duration",
+        ),
     ];
     for (body, want) in cases {
         let got = load_text(&format!("{head}{body}"));

@@ -111,7 +111,11 @@ pub fn to_yaml(e: &Experiment) -> String {
     let _ = writeln!(w, "grace: {}", e.grace);
     let _ = writeln!(w, "jobs: {}", e.jobs);
     if let Some(r) = &e.random {
-        let _ = writeln!(w, "faults:\n  random:\n    window: [{}, {}]\n    kinds:", r.window[0], r.window[1]);
+        let _ = writeln!(w, "faults:\n  random:");
+        if let Some([from, until]) = r.window {
+            let _ = writeln!(w, "    window: [{from}, {until}]");
+        }
+        let _ = writeln!(w, "    kinds:");
         for k in &r.kinds {
             let mut lines = what(&k.fault).into_iter();
             let _ = writeln!(w, "      - {}", lines.next().unwrap_or_default());
@@ -245,7 +249,20 @@ mod tests {
         let exp = load_str(Path::new("c.yaml"), text, &o).unwrap();
         let again = load_str(Path::new("c.yaml"), &to_yaml(&exp), &Overrides::default()).unwrap();
         assert_eq!(again.random, exp.random);
-        assert_eq!(exp.random.as_ref().map(|r| r.window[1]), Some(Dur::from_secs(25)), "scaled like every duration");
+        assert_eq!(
+            exp.random.as_ref().and_then(|r| r.window),
+            Some([Dur::from_ms(2500), Dur::from_secs(25)]),
+            "scaled like every duration"
+        );
+    }
+
+    #[test]
+    fn a_campaign_without_a_window_spans_each_swept_duration() {
+        let text = "name: c\nworkers: 3\nduration: 20s\nfaults:\n  random:\n    kinds:\n      - {action: kill, target: leader, count: 2}\nsweep:\n  duration: [10s, 30s]\n";
+        let exp = load_str(Path::new("c.yaml"), text, &Overrides::default()).unwrap();
+        let again = load_str(Path::new("c.yaml"), &to_yaml(&exp), &Overrides::default()).unwrap();
+        assert_eq!(again, exp);
+        assert_eq!(exp.random.as_ref().and_then(|r| r.window), None);
     }
 
     #[test]

@@ -159,7 +159,7 @@ impl Experiment {
     pub fn faults_of_trial(&self, rng: &mut impl rand::Rng) -> Vec<Fault> {
         let mut out = self.faults.clone();
         if let Some(r) = &self.random {
-            out.extend(r.draw(rng));
+            out.extend(r.draw(self.duration, rng));
         }
         out
     }

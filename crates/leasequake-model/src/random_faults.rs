@@ -14,8 +14,9 @@ pub const MAX_RANDOM_FAULTS: usize = 1000;
 /// What a campaign draws from.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RandomFaults {
-    /// Faults fall in [from, until) after the barrier (scaled).
-    pub window: [Dur; 2],
+    /// Faults fall in [from, until) after the barrier (scaled); none: the
+    /// whole trial, whatever its length (a sweep may vary it).
+    pub window: Option<[Dur; 2]>,
     pub kinds: Vec<RandomKind>,
 }
 
@@ -51,10 +52,10 @@ impl RandomCount {
 }
 
 impl RandomFaults {
-    /// One trial's schedule: every kind's faults at their drawn moments,
-    /// with drawn lengths fixed, in time order.
-    pub fn draw(&self, rng: &mut impl rand::Rng) -> Vec<Fault> {
-        let [from, until] = self.window;
+    /// One trial's schedule, for a trial `end` long: every kind's faults at
+    /// their drawn moments, with drawn lengths fixed, in time order.
+    pub fn draw(&self, end: Dur, rng: &mut impl rand::Rng) -> Vec<Fault> {
+        let [from, until] = self.window.unwrap_or([Dur::ZERO, end]);
         let (from, until) = (from.as_us(), until.as_us().max(from.as_us() + 1));
         let mut out = Vec::new();
         for kind in &self.kinds {
@@ -89,7 +90,7 @@ impl RandomFaults {
 
     pub fn scaled(&self, s: f64) -> RandomFaults {
         RandomFaults {
-            window: [self.window[0].scaled(s), self.window[1].scaled(s)],
+            window: self.window.map(|[a, b]| [a.scaled(s), b.scaled(s)]),
             kinds: self
                 .kinds
                 .iter()
@@ -131,7 +132,7 @@ mod tests {
 
     fn campaign() -> RandomFaults {
         RandomFaults {
-            window: [Dur::from_secs(5), Dur::from_secs(50)],
+            window: Some([Dur::from_secs(5), Dur::from_secs(50)]),
             kinds: vec![
                 kind(Action::Kill, RandomCount::Between(2, 2), None),
                 kind(
@@ -145,7 +146,7 @@ mod tests {
 
     #[test]
     fn a_draw_is_the_seed_s_and_stays_in_the_window() {
-        let draw = |seed| campaign().draw(&mut rand_chacha::ChaCha8Rng::seed_from_u64(seed));
+        let draw = |seed| campaign().draw(Dur::from_secs(60), &mut rand_chacha::ChaCha8Rng::seed_from_u64(seed));
         assert_eq!(draw(3), draw(3));
         assert_ne!(draw(3), draw(4));
         for f in draw(3) {
@@ -166,7 +167,9 @@ mod tests {
         let c = campaign();
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
         let n = 2000;
-        let pauses: usize = (0..n).map(|_| c.draw(&mut rng).iter().filter(|f| f.action == Action::Pause).count()).sum();
+        let pauses: usize = (0..n)
+            .map(|_| c.draw(Dur::from_secs(60), &mut rng).iter().filter(|f| f.action == Action::Pause).count())
+            .sum();
         let mean = pauses as f64 / n as f64;
         // 45 s / 5 s = 9 per trial; the standard error of the mean is 3/√2000.
         assert!((mean - 9.0).abs() < 0.3, "mean {mean}");
@@ -175,9 +178,10 @@ mod tests {
     #[test]
     fn a_draw_is_bounded() {
         let c = RandomFaults {
-            window: [Dur::ZERO, Dur::from_secs(3600)],
+            window: None,
             kinds: vec![kind(Action::Kill, RandomCount::MeanInterval(Dur::from_ms(1)), None)],
         };
-        assert_eq!(c.draw(&mut rand_chacha::ChaCha8Rng::seed_from_u64(1)).len(), MAX_RANDOM_FAULTS);
+        let d = c.draw(Dur::from_secs(3600), &mut rand_chacha::ChaCha8Rng::seed_from_u64(1));
+        assert_eq!(d.len(), MAX_RANDOM_FAULTS);
     }
 }
