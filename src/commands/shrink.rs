@@ -15,7 +15,7 @@ use crate::cli::{ShrinkArgs, ShrinkHow};
 use crate::error::Error;
 use crate::experiment::{Overrides, load, to_yaml};
 use crate::model::clock::wall_ns;
-use crate::model::{Dur, Experiment, Fault, PauseLen};
+use crate::model::{Dur, Experiment, Fault, PauseLen, Target};
 use crate::report::read::{fault_rows, finished_trials, read_histories};
 use crate::report::summary::{unit_of, units};
 use crate::shrink::recorded::{anchor, recorded};
@@ -207,12 +207,17 @@ fn prepare(dir: &Path, trial: u32, how: &ShrinkHow, jobs: Option<usize>) -> Resu
     let original = recorded(&drawn, &rows, &history, base.workers, base.duration)
         .into_iter()
         .map(|r| {
+            // Anchored to the one worker it hit, by that worker's role then
+            // (a fault that hit several, or the lock, has no anchor).
             let at = r.fault.at.as_us() as i64;
-            let leader = r.fault.target == crate::model::Target::Leader;
-            let anchor = r.worker.and_then(|w| anchor(&history, w, at, leader));
+            let one = matches!(r.fault.target, Target::Leader | Target::Watcher | Target::Worker(_));
+            let anchor = r.hit.filter(|_| one).and_then(|(w, led)| anchor(&history, w, at, led));
             Element { anchor: anchor.map(|(k, t)| (k, Dur::from_us(t.max(0) as u64))), fault: r.fault }
         })
         .collect();
+    // Every candidate runs as the trial did: behind the proxy if it was,
+    // whatever faults are left.
+    base.substrate.proxy = base.proxied();
     base.faults = Vec::new();
     base.random = None;
     let s = base.time_scale;

@@ -13,19 +13,25 @@ use crate::trial::schedule::Live;
 pub struct Recorded {
     /// At a fixed moment (no jitter, no trigger, no repeat).
     pub fault: Fault,
-    /// The worker it hit, if one (for anchoring it to that worker's events).
-    pub worker: Option<usize>,
+    /// The one worker it hit and whether that worker led then (a fault
+    /// that hit several, or none, has none: it is anchored to nobody).
+    pub hit: Option<(usize, bool)>,
 }
 
 /// Rebuild the schedule of one trial. `faults` is the trial's schedule as
 /// drawn (its fault indices are faults.csv's), `rows` its faults.csv rows.
 /// Deliveries that failed (nobody to hit) are left out: they did nothing.
+/// The end of a pause that could not be delivered (its worker had died)
+/// still ends it where it was due.
 pub fn recorded(faults: &[Fault], rows: &[FaultCsvRow], history: &History, workers: usize, end: Dur) -> Vec<Recorded> {
     let mut out: Vec<Recorded> = Vec::new();
     // The recorded starts of faults that end later (pauses, network faults
     // with a length): (fault index, worker) → index in `out`.
     let mut open: Vec<((usize, Option<usize>), usize)> = Vec::new();
-    let mut rows: Vec<&FaultCsvRow> = rows.iter().filter(|r| r.error.is_empty()).collect();
+    // The last start: (fault index, its moment) → index in `out`; the
+    // further rows of one delivery to several workers are that one fault.
+    let mut last: Option<((usize, u64), usize)> = None;
+    let mut rows: Vec<&FaultCsvRow> = rows.iter().collect();
     rows.sort_by(|a, b| a.scheduled_ms.total_cmp(&b.scheduled_ms));
     for row in rows {
         let Some(def) = faults.get(row.fault) else { continue };
@@ -41,13 +47,31 @@ pub fn recorded(faults: &[Fault], rows: &[FaultCsvRow], history: &History, worke
             }
             continue;
         }
-        let target = match def.target {
-            Target::Worker(_) | Target::Any | Target::Leader | Target::Watcher => match row.worker {
-                Some(w) if leads_at(history, workers, w, at_us as i64) => Target::Leader,
-                Some(_) => Target::Watcher,
-                None => def.target,
+        if !row.error.is_empty() {
+            continue;
+        }
+        if let Some(((fault, at), i)) = last
+            && fault == row.fault
+            && at == at_us
+        {
+            // Another worker of the same delivery: the fault hit several.
+            out[i].hit = None;
+            if ends {
+                open.push((key, i));
+            }
+            continue;
+        }
+        // By role: the leader is the latest to acquire (as a target says
+        // it); an older believer is named by its number, there is no role
+        // for it.
+        let role = row.worker.map(|w| (w, role_at(history, workers, w, at_us as i64)));
+        let target = match (def.target, role) {
+            (Target::Worker(_) | Target::Any | Target::Leader | Target::Watcher, Some((w, role))) => match role {
+                Role::Leader => Target::Leader,
+                Role::Watcher => Target::Watcher,
+                Role::StaleBeliever => Target::Worker(w),
             },
-            t => t,
+            (t, _) => t,
         };
         // A length not seen to end (the trial ended first): what was drawn
         // for it cannot be read back, so it lasts to the end.
@@ -55,6 +79,7 @@ pub fn recorded(faults: &[Fault], rows: &[FaultCsvRow], history: &History, worke
         if ends {
             open.push((key, out.len()));
         }
+        last = Some(((row.fault, at_us), out.len()));
         out.push(Recorded {
             fault: Fault {
                 at: Dur::from_us(at_us),
@@ -67,11 +92,9 @@ pub fn recorded(faults: &[Fault], rows: &[FaultCsvRow], history: &History, worke
                 net: def.net,
                 skew: def.skew,
             },
-            worker: row.worker,
+            hit: role.map(|(w, r)| (w, r == Role::Leader)),
         });
     }
-    // A fault that hit several workers at once (`all`) is one fault.
-    out.dedup_by(|b, a| a.fault == b.fault);
     out
 }
 
@@ -85,15 +108,28 @@ fn action_of(name: &str) -> Option<Action> {
     }
 }
 
-/// Whether `worker` believed it led just before `t_us`.
-fn leads_at(history: &History, workers: usize, worker: usize, t_us: i64) -> bool {
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Role {
+    /// The latest to acquire that still believes: whom `leader` hits.
+    Leader,
+    /// Believes it leads, but another acquired since.
+    StaleBeliever,
+    Watcher,
+}
+
+/// What `worker` was just before `t_us`.
+fn role_at(history: &History, workers: usize, worker: usize, t_us: i64) -> Role {
     let mut live = Live::new(workers);
     for e in history.events.iter().take_while(|e| e.t_us < t_us) {
         if let Some(w) = e.worker.filter(|&w| w < workers) {
             live.observe(w, e.kind);
         }
     }
-    live.leaders.contains(&worker)
+    match live.leaders.iter().rposition(|&w| w == worker) {
+        Some(i) if i + 1 == live.leaders.len() => Role::Leader,
+        Some(_) => Role::StaleBeliever,
+        None => Role::Watcher,
+    }
 }
 
 /// The protocol moment a fault on `worker` at `t_us` came after: the
@@ -170,6 +206,7 @@ mod tests {
             row(3, "server-cont", None, 8500.0, ""),
         ];
         let got = recorded(&faults, &rows, &history, 3, Dur::from_secs(10));
+        assert_eq!(got[0].hit, Some((1, true)), "worker 1 led when it was paused");
         let summary: Vec<(Action, Target, u64, Option<PauseLen>)> = got
             .iter()
             .map(|r| (r.fault.action, r.fault.target, r.fault.at.as_us() / 1000, r.fault.duration.clone()))
@@ -188,5 +225,35 @@ mod tests {
         assert!(got.iter().all(|r| r.fault.jitter == Dur::ZERO && r.fault.every.is_none()));
         assert_eq!(anchor(&history, 1, 4_000_000, true), Some((EventKind::Renewed, 2_000_000)));
         assert_eq!(anchor(&history, 0, 4_000_000, false), None);
+    }
+
+    #[test]
+    fn stale_believers_failed_ends_and_simultaneous_faults_are_kept_apart() {
+        let faults = vec![
+            fault(Action::Kill, Target::Any, None),
+            fault(Action::Kill, Target::Watcher, None),
+            fault(Action::Pause, Target::All, Some(PauseLen::Fixed(Dur::from_secs(3)))),
+        ];
+        // Worker 1 leads, then worker 2 acquires while 1 still believes.
+        let history = History::new(vec![
+            Event::new(100_000, Some(1), EventKind::Acquired),
+            Event::new(3_000_000, Some(2), EventKind::Acquired),
+        ]);
+        let rows = vec![
+            row(0, "kill", Some(1), 4000.0, ""),
+            row(1, "kill", Some(0), 4000.0, ""),
+            row(2, "stop", Some(0), 5000.0, ""),
+            row(2, "stop", Some(2), 5000.0, ""),
+            row(2, "cont", Some(0), 8000.0, "worker already exited"),
+            row(2, "cont", Some(2), 8000.0, ""),
+        ];
+        let got = recorded(&faults, &rows, &history, 3, Dur::from_secs(10));
+        let targets: Vec<Target> = got.iter().map(|r| r.fault.target).collect();
+        // The stale believer by its number; two kills at one moment stay
+        // two; the pause of all is one fault, hitting no one worker.
+        assert_eq!(targets, [Target::Worker(1), Target::Watcher, Target::All]);
+        assert_eq!(got[2].hit, None);
+        // Its end is where the cont was due, delivered or not.
+        assert_eq!(got[2].fault.duration, Some(PauseLen::Fixed(Dur::from_secs(3))));
     }
 }
