@@ -77,7 +77,7 @@ pub(super) fn table(rows: &[(String, Summary)], base: &Path) -> String {
         "\n## Shrunk\n\nEach experiment's first trial that violated something, shrunk by `run --shrink` \
          (docs/shrink.md): the faults it had → the fewest that still violate it the same way, and how \
          often the shrunk schedule did so on fresh seeds.\n\n\
-         | experiment | trial | violation | faults | reproduced | 95 % CI | trials spent | candidates | wall time |\n\
+         | experiment | trial | violation | faults | reproduced | 95 % CI | trials (search + confirmation) | candidates | wall time |\n\
          |---|---|---|---|---|---|---|---|---|\n",
     );
     for (name, x) in rows {
@@ -90,13 +90,14 @@ pub(super) fn table(rows: &[(String, Summary)], base: &Path) -> String {
             None => ("did not reproduce".to_string(), String::new()),
         };
         s += &format!(
-            "| [{name}]({}) | {} | {} | {} → {} | {rate} | {ci} | {}{} | {} | {:.0} s |\n",
+            "| [{name}]({}) | {} | {} | {} → {} | {rate} | {ci} | {} + {}{} | {} | {:.0} s |\n",
             link.display(),
             x.trial,
             x.violation,
             x.recorded,
             x.left,
-            x.spent + x.confirmed.map_or(0, |(_, n)| n),
+            x.spent,
+            x.confirmed.map_or(0, |(_, n)| n),
             if x.out_of_budget { " (budget spent)" } else { "" },
             x.candidates,
             x.seconds
@@ -252,6 +253,8 @@ struct Runs<'a> {
     out: &'a Path,
     ctx: &'a Ctx,
     steps: csv::Writer<std::fs::File>,
+    /// The last schedule kept: what is left if the search is cut short.
+    best: Option<Vec<Fault>>,
 }
 
 #[derive(serde::Serialize)]
@@ -280,6 +283,9 @@ impl Probe for Runs<'_> {
         );
         let hits = reproduced(&exp, &run_silently(&exp, &self.out.join(&rel), self.ctx)?, &self.plan.violation);
         let kept = hits >= self.plan.settings.need;
+        if kept {
+            self.best = Some(c.faults.to_vec());
+        }
         sayln!(
             "  {:>3}  {:<14} {:<52} faults {:>2}  {hits}/{} {}",
             c.step,
@@ -313,9 +319,19 @@ fn reproduced(exp: &Experiment, metrics: &[(u32, crate::check::TrialMetrics)], v
 /// What a shrink found, as its README says it.
 struct Found {
     outcome: Outcome,
-    /// The shrunk schedule's confirmation: (reproduced, runs, a reproducing trial).
-    confirmed: Option<(u32, u32, Option<u32>)>,
+    confirm: Confirm,
     seconds: f64,
+}
+
+/// The shrunk schedule's confirmation on fresh seeds.
+#[derive(Clone, Copy)]
+enum Confirm {
+    /// The recorded schedule did not reproduce: nothing to confirm.
+    Nothing,
+    /// Not run (yet, or cut short).
+    Pending,
+    /// Reproduced in k of n runs; a run that did.
+    Done(u32, u32, Option<u32>),
 }
 
 fn run_shrink(plan: &Plan, out: &Path, ctx: &Ctx) -> Result<Summary, Error> {
@@ -331,46 +347,77 @@ fn run_shrink(plan: &Plan, out: &Path, ctx: &Ctx) -> Result<Summary, Error> {
     );
     let steps = csv::Writer::from_path(out.join("steps.csv"))
         .map_err(|e| Error::Io { path: out.join("steps.csv"), source: e.into() })?;
-    let mut runs = Runs { plan, out, ctx, steps };
-    let outcome = crate::shrink::shrink(plan.original.clone(), &plan.settings, &mut runs)?;
-    let mut found = Found { outcome, confirmed: None, seconds: 0.0 };
+    let mut runs = Runs { plan, out, ctx, steps, best: None };
+    let outcome = match crate::shrink::shrink(plan.original.clone(), &plan.settings, &mut runs) {
+        Ok(o) => o,
+        Err(e) => {
+            // Cut short (an interrupt, a broken trial): what was kept so
+            // far is still a result, unconfirmed.
+            if let Some(best) = &runs.best {
+                let exp = candidate(
+                    plan,
+                    best,
+                    plan.confirm,
+                    plan.seed.wrapping_add(u64::from(plan.settings.repeats)),
+                    &format!("{}-shrunk", plan.base.name),
+                );
+                let note = format!(
+                    "# Shrink: {}, trial {} (cut short)\n\nThe search stopped early ({e}). `shrunk.yaml` holds the \
+                     smallest schedule kept so far ({} of the {} recorded faults), unconfirmed; `steps.csv` lists \
+                     every candidate that finished.\n",
+                    plan.base.name,
+                    plan.trial,
+                    best.len(),
+                    plan.original.len()
+                );
+                let _ = std::fs::write(out.join("shrunk.yaml"), shrunk_yaml(plan, &exp, best.len(), Confirm::Pending));
+                let _ = std::fs::write(out.join("README.md"), note);
+            }
+            return Err(e);
+        }
+    };
+    let mut found = Found {
+        confirm: if outcome.reproduced { Confirm::Pending } else { Confirm::Nothing },
+        outcome,
+        seconds: began.elapsed().as_secs_f64(),
+    };
     if found.outcome.reproduced {
         // Fresh seeds, after those the search used.
         let first = plan.seed.wrapping_add(u64::from(plan.settings.repeats));
         let name = format!("{}-shrunk", plan.base.name);
         let exp = candidate(plan, &found.outcome.shrunk, plan.confirm, first, &name);
+        // On disk before the confirmation, which may be cut short.
+        write_result(plan, out, &exp, &found)?;
         let metrics = run_silently(&exp, &out.join("confirm"), ctx)?;
         let hits = reproduced(&exp, &metrics, &plan.violation);
         let example = metrics.iter().find(|(_, m)| violations(&exp, m).contains(&plan.violation)).map(|(t, _)| *t);
-        found.confirmed = Some((hits, plan.confirm, example));
-        let text = shrunk_yaml(plan, &exp, &found);
-        std::fs::write(out.join("shrunk.yaml"), &text).map_err(io(out.join("shrunk.yaml")))?;
-        // The file is the result: it must load as written.
-        load(&out.join("shrunk.yaml"), &Overrides::default()).map_err(|e| Error::Experiments(vec![e]))?;
+        found.confirm = Confirm::Done(hits, plan.confirm, example);
+        found.seconds = began.elapsed().as_secs_f64();
+        write_result(plan, out, &exp, &found)?;
         if let Some(t) = example {
             timeline(plan, &exp, &out.join("confirm"), t, &out.join("timeline.svg"));
         }
+    } else {
+        std::fs::write(out.join("README.md"), readme(plan, &found)).map_err(io(out.join("README.md")))?;
     }
-    found.seconds = began.elapsed().as_secs_f64();
-    std::fs::write(out.join("README.md"), readme(plan, &found)).map_err(io(out.join("README.md")))?;
     let o = &found.outcome;
-    match found.confirmed {
-        Some((k, n, _)) => {
+    match found.confirm {
+        Confirm::Done(k, n, _) => {
             let (lo, hi) = wilson95(k as usize, n as usize);
             sayln!(
-                "shrink: faults {} → {}; reproduced {k}/{n} ({:.0}–{:.0} %); {} trials in {} candidates, {:.0} s{}",
+                "shrink: faults {} → {}; reproduced {k}/{n} ({:.0}–{:.0} %); {} trials in {} candidates + {n} to confirm, {:.0} s{}",
                 plan.original.len(),
                 o.shrunk.len(),
                 lo * 100.0,
                 hi * 100.0,
-                o.spent + n,
+                o.spent,
                 o.steps.len(),
                 found.seconds,
                 if o.out_of_budget { " (the budget ran out first)" } else { "" }
             );
             sayln!("  shrunk.yaml: {}", out.join("shrunk.yaml").display());
         }
-        None => sayln!("shrink: the recorded schedule did not reproduce; nothing was shrunk"),
+        _ => sayln!("shrink: the recorded schedule did not reproduce; nothing was shrunk"),
     }
     Ok(Summary {
         dir: out.to_path_buf(),
@@ -378,7 +425,10 @@ fn run_shrink(plan: &Plan, out: &Path, ctx: &Ctx) -> Result<Summary, Error> {
         violation: plan.violation.name(),
         recorded: plan.original.len(),
         left: o.shrunk.len(),
-        confirmed: found.confirmed.map(|(k, n, _)| (k, n)),
+        confirmed: match found.confirm {
+            Confirm::Done(k, n, _) => Some((k, n)),
+            _ => None,
+        },
         spent: o.spent,
         candidates: o.steps.len(),
         seconds: found.seconds,
@@ -396,16 +446,33 @@ fn timeline(plan: &Plan, exp: &Experiment, dir: &Path, trial: u32, path: &Path) 
     }
 }
 
-fn shrunk_yaml(plan: &Plan, exp: &Experiment, found: &Found) -> String {
-    let (k, n, _) = found.confirmed.unwrap_or_default();
+/// shrunk.yaml and README.md as the shrink stands; the file must load back
+/// as written (it is the result).
+fn write_result(plan: &Plan, out: &Path, exp: &Experiment, found: &Found) -> Result<(), Error> {
+    let io = |p: PathBuf| move |source| Error::Io { path: p, source };
+    let path = out.join("shrunk.yaml");
+    std::fs::write(&path, shrunk_yaml(plan, exp, found.outcome.shrunk.len(), found.confirm))
+        .map_err(io(path.clone()))?;
+    if let Err(e) = load(&path, &Overrides::default()) {
+        // Not the user's input: the harness wrote what it cannot read.
+        let problem = format!("the shrunk experiment it wrote does not load back: {e}");
+        return Err(Error::Io { path, source: std::io::Error::other(problem) });
+    }
+    std::fs::write(out.join("README.md"), readme(plan, found)).map_err(io(out.join("README.md")))
+}
+
+fn shrunk_yaml(plan: &Plan, exp: &Experiment, left: usize, confirm: Confirm) -> String {
+    let rate = match confirm {
+        Confirm::Done(k, n, _) => format!("it failed the same way in {k}/{n} runs on fresh seeds"),
+        _ => "not yet confirmed".to_string(),
+    };
     let described = Experiment {
         description: format!(
-            "Shrunk by leasequake shrink from trial {} of {} ({}): faults {} → {}; it failed the same way in {k}/{n} runs.",
+            "Shrunk by leasequake shrink from trial {} of {} ({}): faults {} → {left}; {rate}.",
             plan.trial,
             plan.dir.display(),
             plan.violation.name(),
             plan.original.len(),
-            found.outcome.shrunk.len()
         ),
         ..exp.clone()
     };
@@ -431,8 +498,8 @@ fn readme(plan: &Plan, found: &Found) -> String {
         plan.seed,
         plan.violation.name()
     );
-    match found.confirmed {
-        Some((k, n, _)) => {
+    match found.confirm {
+        Confirm::Done(k, n, _) => {
             let (lo, hi) = wilson95(k as usize, n as usize);
             s += &format!(
                 "- Faults: **{} → {}**.\n- Reproduction rate of the shrunk schedule: **{k}/{n}** runs \
@@ -443,7 +510,15 @@ fn readme(plan: &Plan, found: &Found) -> String {
                 hi * 100.0
             );
         }
-        None => {
+        Confirm::Pending => {
+            s += &format!(
+                "- Faults: **{} → {}**.\n- Reproduction rate of the shrunk schedule: not yet measured (its \
+                 confirmation runs under `confirm/`).\n",
+                plan.original.len(),
+                o.shrunk.len()
+            );
+        }
+        Confirm::Nothing => {
             s += &format!(
                 "- The recorded schedule did **not** reproduce: it failed the same way in fewer than {} of {} runs; \
                  nothing was shrunk.\n",
@@ -453,7 +528,7 @@ fn readme(plan: &Plan, found: &Found) -> String {
     }
     s += &format!(
         "- Search: {} candidates, {} trials of a budget of {}{}; a candidate was kept when at least {} of its {} runs \
-         failed the same way.\n- Wall time: {:.0} s on {} ({} cores, {}).\n\n",
+         failed the same way; then the confirmation's runs.\n- Wall time: {:.0} s on {} ({} cores, {}).\n\n",
         o.steps.len(),
         o.spent,
         plan.settings.budget,
@@ -488,7 +563,7 @@ fn readme(plan: &Plan, found: &Found) -> String {
             if st.kept { "yes" } else { "" }
         );
     }
-    if let Some((_, _, Some(t))) = found.confirmed {
+    if let Confirm::Done(_, _, Some(t)) = found.confirm {
         s += &format!("\n## One reproducing run\n\nConfirmation trial {t}:\n\n![timeline](timeline.svg)\n");
     }
     s

@@ -27,13 +27,37 @@ pub fn time_limit(exp: &Experiment) -> Duration {
         return Duration::from_millis(ms);
     }
     let (duration, grace) = (Duration::from_nanos(exp.duration.as_ns()), Duration::from_nanos(exp.grace.as_ns()));
-    // A trial's own server: its start, a restart, and its kill.
+    // A trial's own server: its start, its restarts, and its kill.
     let server = if exp.substrate.managed_server().is_some() && exp.fault_kinds().any(|f| f.action.is_server()) {
-        Duration::from_secs(70)
+        Duration::from_secs(50) + Duration::from_secs(20) * server_faults(exp)
     } else {
         Duration::ZERO
     };
     READY_TIMEOUT + duration + grace + 2 * KILL_TIMEOUT + MARGIN + server
+}
+
+/// How many server faults a trial may fire, at most (a campaign's: twice
+/// its expected number and a few, past which a Poisson draw is rare).
+fn server_faults(exp: &Experiment) -> u32 {
+    let end = exp.duration.as_us();
+    let scripted: u64 = exp
+        .faults
+        .iter()
+        .filter(|f| f.action.is_server())
+        .map(|f| f.every.map_or(1, |e| end.saturating_sub(f.at.as_us()) / e.as_us().max(1) + 1))
+        .sum();
+    let drawn: f64 = exp
+        .random
+        .iter()
+        .flat_map(|r| &r.kinds)
+        .filter(|k| k.fault.action.is_server())
+        .map(|k| {
+            let [from, until] =
+                exp.random.as_ref().and_then(|r| r.window).unwrap_or([crate::model::Dur::ZERO, exp.duration]);
+            2.0 * k.count.expected(crate::model::Dur::from_us(until.as_us().saturating_sub(from.as_us()))) + 3.0
+        })
+        .sum();
+    u32::try_from(scripted + drawn.ceil() as u64).unwrap_or(u32::MAX).min(10_000)
 }
 
 /// `run_trial`, killed whole if it overruns `time_limit`.
