@@ -8,7 +8,7 @@
 # README.md, shrunk.yaml and steps.csv are under <campaign>/shrink/.
 #
 # Time scale 0.1 (the campaigns' 25–30 s trials take 2.5–3 s). The search:
-# 4 runs per candidate, kept when 2 reproduce, at most 100 trials, then 20
+# 4 runs per candidate, kept when 3 reproduce, at most 100 trials, then 20
 # confirmation runs.
 #
 # Committed without each shrink's candidates/ (steps.csv lists every one)
@@ -19,4 +19,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-results/shrink}
 exec scripts/run-suite.sh experiments/campaigns/ "$out" --time-scale 0.1 --shrink \
-    --violation double-leader --repeats 4 --need 2 --budget 100 --confirm 20 "$@"
+    --violation double-leader --repeats 4 --need 3 --budget 100 --confirm 20 "$@"

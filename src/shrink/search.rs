@@ -243,14 +243,13 @@ impl<P: Probe> Search<'_, P> {
                     }
                 }
             }
+            // Rounded up: the length was just brought down to near where
+            // it stops breaking things, and below that it would.
             for grid in self.s.grids.clone() {
                 let Some(PauseLen::Fixed(d)) = cur[i].fault.duration.clone() else { break };
-                let r = round(d, grid);
+                let r = round_up(d, grid);
                 if r == d {
                     break;
-                }
-                if r == Dur::ZERO {
-                    continue;
                 }
                 let g = Fault { duration: Some(PauseLen::Fixed(r)), ..cur[i].fault.clone() };
                 match keep(self, &mut cur, g, format!("{name}: lasting {}", super::own_time(r, self.s.scale)))? {
@@ -302,6 +301,12 @@ fn split(len: usize, n: usize) -> Vec<(usize, usize)> {
 pub fn round(d: Dur, grid: Dur) -> Dur {
     let g = grid.as_us().max(1);
     Dur::from_us((d.as_us() + g / 2) / g * g)
+}
+
+/// `d` up to a multiple of `grid`.
+pub fn round_up(d: Dur, grid: Dur) -> Dur {
+    let g = grid.as_us().max(1);
+    Dur::from_us(d.as_us().div_ceil(g) * g)
 }
 
 /// When to arm a fault that fires after an event at `t`: `before` ahead of
@@ -447,8 +452,8 @@ mod tests {
         let mut probe = Fake(rule, 0);
         let out = shrink(vec![e], &settings(100), &mut probe).unwrap();
         // 12.345 → 6.172 → 3.086 (1.543 fails; so do 2.314, 2.7, 2.893
-        // between) → rounded to 3 s.
-        assert_eq!(out.shrunk[0].duration, Some(PauseLen::Fixed(Dur::from_secs(3))));
+        // between) → rounded up to 4 s, which holds.
+        assert_eq!(out.shrunk[0].duration, Some(PauseLen::Fixed(Dur::from_secs(4))));
     }
 
     #[test]
@@ -460,7 +465,7 @@ mod tests {
         let rule = |f: &[Fault]| matches!(f.first().and_then(|f| f.duration.clone()), Some(PauseLen::Fixed(d)) if d >= Dur::from_secs(10));
         let mut probe = Fake(rule, 0);
         let out = shrink(vec![e], &settings(100), &mut probe).unwrap();
-        // 7.375 fails; 11.06 holds, 9.22 fails, 10.14 holds → 10 s.
-        assert_eq!(out.shrunk[0].duration, Some(PauseLen::Fixed(Dur::from_secs(10))));
+        // 7.375 fails; 11.06 holds, 9.22 fails, 10.14 holds → up to 11 s.
+        assert_eq!(out.shrunk[0].duration, Some(PauseLen::Fixed(Dur::from_secs(11))));
     }
 }
