@@ -125,7 +125,7 @@ struct RawExpect {
 /// them (the reference is tested against these).
 #[cfg(test)]
 pub(super) fn fields() -> Vec<(&'static str, &'static [&'static str])> {
-    use super::reference::names_of;
+    use super::keys::names_of;
     vec![
         ("", names_of::<RawExperiment>()),
         ("expect", names_of::<RawExpect>()),

@@ -5,6 +5,7 @@
 
 mod diagnostic;
 mod faults;
+mod keys;
 mod load;
 mod program;
 pub mod reference;
