@@ -120,17 +120,25 @@ fn ok(a: &Answer) -> bool {
     matches!(a, Ok(Value::Okay)) || matches!(a, Ok(Value::Int(1)))
 }
 
-/// Why no majority: the first server's error, or how many said yes.
+/// Why no majority: how many said yes, and what each other server said.
 fn short(answers: &[Answer], majority: usize) -> io::Error {
     let yes = answers.iter().filter(|a| ok(a)).count();
-    let errors: Vec<String> = answers.iter().filter_map(|a| a.as_ref().err()).map(ToString::to_string).collect();
-    let kind = if errors.is_empty() { io::ErrorKind::Other } else { io::ErrorKind::TimedOut };
+    let others: Vec<String> = answers
+        .iter()
+        .enumerate()
+        .filter(|(_, a)| !ok(a))
+        .map(|(i, a)| match a {
+            Err(e) => format!("server {i}: {e}"),
+            Ok(v) => format!("server {i}: {v:?}"),
+        })
+        .collect();
+    let kind = if answers.iter().any(|a| a.is_err()) { io::ErrorKind::TimedOut } else { io::ErrorKind::Other };
     io::Error::new(
         kind,
         format!(
             "redlock: {yes} of {} servers, {majority} needed{}",
             answers.len(),
-            if errors.is_empty() { String::new() } else { format!(" ({})", errors[0]) }
+            if others.is_empty() { String::new() } else { format!(" ({})", others.join("; ")) }
         ),
     )
 }

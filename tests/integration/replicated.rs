@@ -130,16 +130,18 @@ fn an_etcd_cluster_cut_in_two_grants_once_and_only_after_the_cut_off_lease_is_ov
 /// 250 ms: the third server is cut off until the leader's key there has
 /// run out; 0.3 s after the leader's renewal at 18 s the second server's
 /// clock jumps a whole lease ahead, and a watcher finds a majority free
-/// before the leader's next renewal at 21 s.
+/// before the leader's next renewal at 21 s. The workers start 100 ms
+/// apart: started together, a watcher can win one server of the three in
+/// the start race and give it back, and the leader then holds only two,
+/// one of them the server about to be cut off (it loses the lease in the
+/// cut, as Redlock says it must, and there is no double grant to see).
 const REDLOCK_JUMP: &str = "name: redlock-jump\nworkers: 3\nduration: 24s\nseed: 5\nwatch: 250ms\n\
+    start: staggered\nstagger: 100ms\n\
     substrate: {kind: redlock, managed: true, members: 3}\n\
     faults:\n  - at: 1s\n    target: member-2\n    action: partition\n    duration: 12s\n  \
     - at: 18.3s\n    target: member-1\n    action: skew\n    by: 9s\n";
 
 #[test]
-#[ignore = "flaky on this VM: in about 3 runs of 5 the leader's renewals fail during member-2's partition \
-            ('1 of 3 servers', though two are reachable) and it steps down before the jump; to be fixed in the \
-            Redlock client or the proxy's routing, then this runs again"]
 fn redlock_grants_twice_when_one_servers_clock_jumps() {
     let lab = Lab::new();
     let run = lab.run(lab.file("redlock.yaml", REDLOCK_JUMP)).scale(0.25).trials(1).output().expect_code(0);
