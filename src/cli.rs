@@ -261,6 +261,13 @@ pub struct RunArgs {
     /// verdict to FILE as JSON (durations in each experiment's own time).
     #[arg(long, value_name = "FILE")]
     pub export_json: Option<PathBuf>,
+    /// Run only this shard of the run's trials: `K/N` (K from 0 to N-1),
+    /// `k8s/N` (K from JOB_COMPLETION_INDEX, a Kubernetes indexed Job) or
+    /// `slurm` (from SLURM_ARRAY_TASK_ID, _MIN and _COUNT). Each trial keeps
+    /// its number and seed: the shards together are the unsharded run.
+    /// Needs a fixed seed (the file's or --seed).
+    #[arg(long, value_name = "K/N|k8s/N|slurm", value_parser = shard_spec, conflicts_with = "resume")]
+    pub shard: Option<ShardSpec>,
     /// After each experiment, shrink its first trial that violated
     /// something into DIR/shrink/, as `leasequake shrink` does (with this
     /// run's --jobs, and the shrink options below).
@@ -272,4 +279,31 @@ pub struct RunArgs {
     /// each `expect:` key a test case, failures with the measured values.
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
+}
+
+/// What `--shard` names: an index, or where a scheduler keeps it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ShardSpec {
+    /// Shard K of N, K from 0.
+    Index(u64, u64),
+    /// A Kubernetes indexed Job of N completions: K in JOB_COMPLETION_INDEX.
+    Kubernetes(u64),
+    /// A Slurm job array: K and N from its environment.
+    Slurm,
+}
+
+fn shard_spec(s: &str) -> Result<ShardSpec, String> {
+    let count = |n: &str| match n.parse::<u64>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!("{n:?} is not a shard count (a whole number ≥ 1)")),
+    };
+    if s == "slurm" {
+        return Ok(ShardSpec::Slurm);
+    }
+    let (k, n) = s.split_once('/').ok_or_else(|| "expected K/N (K from 0), k8s/N or slurm".to_string())?;
+    if k == "k8s" {
+        return Ok(ShardSpec::Kubernetes(count(n)?));
+    }
+    let k = k.parse::<u64>().map_err(|_| format!("{k:?} is not a shard index (a whole number from 0)"))?;
+    Ok(ShardSpec::Index(k, count(n)?))
 }

@@ -9,6 +9,7 @@ mod plan;
 mod report;
 mod run;
 mod runner;
+pub mod shard;
 mod shrink;
 mod validate;
 

@@ -19,7 +19,7 @@ use crate::model::Experiment;
 use crate::model::clock::{utc_stamp, wall_ns};
 use crate::report::compare::Measured;
 use crate::report::host;
-use crate::report::host::RunFacts;
+use crate::report::host::{RunFacts, ShardRecord};
 use crate::report::summary::{per_unit, unit_of, units};
 use crate::{sayln, warnln};
 
@@ -51,6 +51,7 @@ pub fn run(args: &RunArgs) -> Result<(), Error> {
             "two experiments are named {dup:?}; names must be unique to share an output directory"
         )));
     }
+    let shards = shards(args, &exps)?;
     if let Some(out) = &args.out {
         ensure_empty(out, "--out")?;
     }
@@ -91,7 +92,8 @@ pub fn run(args: &RunArgs) -> Result<(), Error> {
     let mut shrinks = Vec::new();
     let mut result = Ok(());
     for (exp, dir) in exps.iter().zip(&dirs) {
-        let mut outcome = run_experiment(exp, dir, args.out.is_none(), &ctx, None);
+        let shard = shards.as_ref().map(|s| s[done.len()]);
+        let mut outcome = run_experiment(exp, dir, args.out.is_none(), &ctx, None, shard);
         // A broken harness or an interrupt stops the suite; a failed
         // expectation does not.
         let stopped = outcome.result.as_ref().is_err_and(|e| e.exit_code() != exit::EXPECT_FAILED);
@@ -125,6 +127,34 @@ pub fn run(args: &RunArgs) -> Result<(), Error> {
         roll_up(&exps, &done, args.out.as_deref().filter(|_| suite).map(|o| o.join("README.md")));
     }
     worse(result, super::export::export(args, &exported(&done)))
+}
+
+/// With `--shard`: each experiment's share, its units numbered on from
+/// the experiments before it. Refused (before anything runs) where a shard
+/// could not know its units: a drawn seed, or trials decided as they go.
+fn shards(args: &RunArgs, exps: &[Experiment]) -> Result<Option<Vec<ShardRecord>>, Error> {
+    let Some(spec) = &args.shard else { return Ok(None) };
+    let shard = super::shard::resolve(spec, &|name| std::env::var(name).ok())?;
+    let mut first_unit = 0;
+    let mut out = Vec::new();
+    for exp in exps {
+        if exp.seed_drawn {
+            return Err(Error::Conflict(format!(
+                "--shard needs a fixed seed, the same in every shard: {} has none (add `seed:` to it, or --seed)",
+                exp.source.display()
+            )));
+        }
+        if exp.until.is_some() {
+            return Err(Error::Conflict(format!(
+                "--shard: {} runs trials until its rate is known (`trials: {{until: …}}`), which no shard can know \
+                 alone; give it a number of trials",
+                exp.source.display()
+            )));
+        }
+        out.push(ShardRecord { index: shard.index, count: shard.count, first_unit });
+        first_unit += units(exp).len() as u64 * u64::from(exp.trials);
+    }
+    Ok(Some(out))
 }
 
 /// The suite's last words: each experiment passed or failed (and why), the
@@ -222,7 +252,9 @@ fn resume(dir: &Path, args: &RunArgs) -> Result<(), Error> {
     let facts = RunFacts { command: std::env::args().collect(), started_ns: wall_ns(), calibration: None };
     let ctx = Ctx { exe, flags: install_signal_flags(), facts, quiet: args.quiet, silent: false };
     super::export::targets_ok(args)?;
-    let mut outcome = run_experiment(&exp, dir, false, &ctx, Some(done));
+    // A shard's run resumes as that shard.
+    let shard = crate::report::host::recorded_shard(dir);
+    let mut outcome = run_experiment(&exp, dir, false, &ctx, Some(done), shard);
     let result = std::mem::replace(&mut outcome.result, Ok(()));
     if result.as_ref().is_err_and(|e| e.exit_code() != exit::EXPECT_FAILED) {
         outcome.broke = result.as_ref().err().map(ToString::to_string);

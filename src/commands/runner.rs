@@ -134,7 +134,7 @@ impl Ctx {
 /// Run `exp` into the new directory `dir` without a word: every trial
 /// written there as a run writes it; each trial's number and metrics.
 pub(super) fn run_silently(exp: &Experiment, dir: &Path, ctx: &Ctx) -> Result<Vec<(u32, TrialMetrics)>, Error> {
-    let outcome = run_experiment(exp, dir, false, ctx, None);
+    let outcome = run_experiment(exp, dir, false, ctx, None, None);
     outcome.result.map(|()| outcome.metrics)
 }
 
@@ -152,6 +152,7 @@ pub(super) fn run_experiment(
     link_latest: bool,
     ctx: &Ctx,
     done: Option<Done>,
+    shard: Option<host::ShardRecord>,
 ) -> Outcome {
     let (exe, flags, quiet) = (&ctx.exe, &ctx.flags, ctx.quiet);
     let began = std::time::Instant::now();
@@ -167,7 +168,7 @@ pub(super) fn run_experiment(
     };
     let resuming = done.is_some();
     let done = done.unwrap_or_default();
-    if !resuming && let Err(e) = prepare_dir(exp, dir, link_latest, ctx) {
+    if !resuming && let Err(e) = prepare_dir(exp, dir, link_latest, ctx, shard) {
         return failed(e);
     }
     let writer = if resuming {
@@ -188,7 +189,8 @@ pub(super) fn run_experiment(
     let total = units.len() as u32 * trials_per_unit;
     // Trial indices (0-based) still to run: all, or those a resume lacks.
     let finished: std::collections::HashSet<u32> = done.iter().map(|(t, _, _)| *t).collect();
-    let todo: Vec<u32> = (0..total).filter(|i| !finished.contains(&(i + 1))).collect();
+    let todo: Vec<u32> =
+        (0..total).filter(|i| !finished.contains(&(i + 1)) && shard.is_none_or(|s| s.owns(u64::from(*i)))).collect();
     if !quiet {
         let what = if resuming { format!("{} missing of {total}", todo.len()) } else { total.to_string() };
         warnln!("leasequake: {what} trials of {} → {}", exp.name, dir.display());
@@ -451,14 +453,21 @@ impl Sink {
 
 /// Create the results directory, write experiment.yaml and host.json, and
 /// (for default locations) point `<root>/<name>/latest` at it.
-fn prepare_dir(exp: &Experiment, dir: &Path, link_latest: bool, ctx: &Ctx) -> Result<(), Error> {
+fn prepare_dir(
+    exp: &Experiment,
+    dir: &Path,
+    link_latest: bool,
+    ctx: &Ctx,
+    shard: Option<host::ShardRecord>,
+) -> Result<(), Error> {
     let io = |p: &Path| {
         let path = p.to_path_buf();
         move |source: std::io::Error| Error::Io { path, source }
     };
     std::fs::create_dir_all(dir).map_err(io(dir))?;
     std::fs::write(dir.join("experiment.yaml"), to_yaml(exp)).map_err(io(dir))?;
-    std::fs::write(dir.join("host.json"), host::to_json(&host::describe(exp, &ctx.facts))).map_err(io(dir))?;
+    let record = host::Host { shard, ..host::describe(exp, &ctx.facts) };
+    std::fs::write(dir.join("host.json"), host::to_json(&record)).map_err(io(dir))?;
     if link_latest && let (Some(parent), Some(name)) = (dir.parent(), dir.file_name()) {
         // Replace the link atomically: a new link under a temp name, renamed.
         let tmp = parent.join(".latest.tmp");

@@ -589,6 +589,7 @@ fn build(path: &Path, text: &str, raw: RawExperiment, overrides: &Overrides) -> 
         });
     }
 
+    let seed_drawn = overrides.seed.or(raw.seed).is_none();
     let seed = overrides.seed.or(raw.seed).unwrap_or_else(rand::random);
 
     // The checks above are on the written values. These bound what the run
@@ -666,6 +667,7 @@ fn build(path: &Path, text: &str, raw: RawExperiment, overrides: &Overrides) -> 
         trials,
         until,
         seed,
+        seed_drawn,
         duration: sc(duration),
         workers,
         lease: LeaseSettings { lease: sc(lease), renew: sc(renew), watch: sc(watch), resolution: sc(resolution) },

@@ -1,7 +1,7 @@
 //! host.json: what machine a result came from, so numbers are never
 //! compared without their context.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::model::Experiment;
 use crate::model::calibration::Quick;
@@ -35,6 +35,36 @@ pub struct Host {
     /// trial's own addresses and ports are in its `service.json`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub service: Option<ServiceSetup>,
+    /// The share of the run's units this directory holds (`run --shard`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shard: Option<ShardRecord>,
+}
+
+/// Shard `index` of `count`: it runs unit g of the run when g mod count is
+/// index; this experiment's units are numbered from `first_unit` (the
+/// units of the experiments before it in the run).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ShardRecord {
+    pub index: u64,
+    pub count: u64,
+    pub first_unit: u64,
+}
+
+impl ShardRecord {
+    /// Whether this shard runs the experiment's trial index `i` (from 0).
+    pub fn owns(&self, i: u64) -> bool {
+        (self.first_unit + i) % self.count == self.index
+    }
+}
+
+/// The shard recorded in `dir/host.json`, if the run there was sharded.
+pub fn recorded_shard(dir: &std::path::Path) -> Option<ShardRecord> {
+    #[derive(Deserialize)]
+    struct Recorded {
+        shard: Option<ShardRecord>,
+    }
+    let text = std::fs::read_to_string(dir.join("host.json")).ok()?;
+    serde_json::from_str::<Recorded>(&text).ok()?.shard
 }
 
 /// How a replicated service is laid out and fails over.
@@ -136,6 +166,7 @@ pub fn describe(exp: &Experiment, run: &RunFacts) -> Host {
         generator: GENERATOR,
         calibration: run.calibration.clone(),
         service: service_setup(exp),
+        shard: None,
     }
 }
 

@@ -24,6 +24,7 @@ mod races;
 mod recheck;
 mod replicated;
 mod report;
+mod shard;
 mod shrink;
 mod signals;
 mod substrates;

@@ -86,6 +86,8 @@ pub struct Experiment {
     /// Run trials only until the headline rate is known this well.
     pub until: Option<Until>,
     pub seed: u64,
+    /// Neither the file nor the command line gave the seed: it was drawn.
+    pub seed_drawn: bool,
     /// Trial duration (scaled).
     pub duration: Dur,
     pub workers: usize,
