@@ -17,6 +17,12 @@ pub struct Host {
     pub memory_bytes: u64,
     pub load_average: [f64; 3],
     pub leasequake_version: &'static str,
+    /// The git commit the binary was built from (`-dirty` over uncommitted
+    /// changes, `unknown` outside a checkout).
+    pub build: &'static str,
+    /// FNV-1a (64-bit, hex) of the experiment file's bytes as it was read:
+    /// the shards of one run hold the same.
+    pub experiment_hash: String,
     /// The layout of the CSV files beside this record (docs/results-format.md).
     pub results_format: u32,
     pub started_utc: String,
@@ -135,6 +141,12 @@ pub struct RunFacts {
     pub calibration: Option<Quick>,
 }
 
+/// FNV-1a, 64 bits: stable across versions and machines (std's hasher is
+/// not), and enough to tell two experiment files apart.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3))
+}
+
 /// The host record of a run of `exp`.
 pub fn describe(exp: &Experiment, run: &RunFacts) -> Host {
     // Every field is best effort: a missing fact must not stop a run.
@@ -157,6 +169,8 @@ pub fn describe(exp: &Experiment, run: &RunFacts) -> Host {
         memory_bytes,
         load_average: load,
         leasequake_version: env!("CARGO_PKG_VERSION"),
+        build: env!("LEASEQUAKE_GIT_COMMIT"),
+        experiment_hash: std::fs::read(&exp.source).map(|b| format!("{:016x}", fnv1a(&b))).unwrap_or_default(),
         results_format: super::rows::RESULTS_FORMAT,
         started_utc: utc_stamp(run.started_ns / 1_000_000_000),
         command: run.command.clone(),
@@ -172,4 +186,13 @@ pub fn describe(exp: &Experiment, run: &RunFacts) -> Host {
 
 pub fn to_json(host: &Host) -> String {
     serde_json::to_string_pretty(host).expect("host record serialises") + "\n"
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn fnv1a_is_the_published_function() {
+        assert_eq!(super::fnv1a(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(super::fnv1a(b"a"), 0xaf63_dc4c_8601_ec8c);
+    }
 }

@@ -51,6 +51,11 @@ fn shards_run_apart_are_together_the_unsharded_run() {
         let host: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(out.join("host.json")).unwrap()).unwrap();
         assert_eq!(host["shard"], serde_json::json!({"index": k, "count": 3, "first_unit": 0}));
+        // One file, one build: what a merge will hold the shards to.
+        let unsharded: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(whole.out.join("host.json")).unwrap()).unwrap();
+        assert_eq!((&host["experiment_hash"], &host["build"]), (&unsharded["experiment_hash"], &unsharded["build"]));
+        assert_eq!(host["experiment_hash"].as_str().map(str::len), Some(16));
     }
     assert_eq!(trials, all_trials, "the same trials, settings and seeds");
     assert_eq!(faults, all_faults, "the same fault schedule, to the µs");
