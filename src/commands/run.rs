@@ -104,7 +104,7 @@ pub fn run(args: &RunArgs) -> Result<(), Error> {
         if args.shrink && !stopped {
             // A shrink that cannot reproduce is its own finding, not the
             // run's failure; an interrupt stops the suite as ever.
-            match super::shrink::after_run(dir, exp, &args.shrink_how, &ctx.quietened()) {
+            match super::shrink::after_run(dir, exp, &outcome.metrics, &args.shrink_how, &ctx.quietened()) {
                 Ok(Some(summary)) => shrinks.push((exp.name.clone(), summary)),
                 Ok(None) => {}
                 Err(e) => result = worse(result, Err(e)),

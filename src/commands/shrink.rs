@@ -107,18 +107,24 @@ pub(super) fn table(rows: &[(String, Summary)], base: &Path) -> String {
 }
 
 /// `run --shrink`: the first trial of a finished run that violated
-/// something, shrunk with the defaults into DIR/shrink/. Nothing to shrink
-/// is not an error.
-pub(super) fn after_run(dir: &Path, exp: &Experiment, how: &ShrinkHow, ctx: &Ctx) -> Result<Option<Summary>, Error> {
+/// something, shrunk into DIR/shrink/, found among the metrics the run
+/// already checked. Nothing to shrink is not an error.
+pub(super) fn after_run(
+    dir: &Path,
+    exp: &Experiment,
+    metrics: &[(u32, crate::check::TrialMetrics)],
+    how: &ShrinkHow,
+    ctx: &Ctx,
+) -> Result<Option<Summary>, Error> {
     let wanted = options(how)?;
-    let histories = read_histories(dir, None, super::inputs::most_workers(exp))?;
     let units = units(exp);
-    let first = histories.iter().find(|(t, h)| {
-        let unit = units[unit_of(exp, units.len(), **t)].0;
-        let found = violations(unit, &check(h, &CheckParams::of(unit)));
+    let mut checked: Vec<&(u32, crate::check::TrialMetrics)> = metrics.iter().collect();
+    checked.sort_by_key(|(t, _)| *t);
+    let first = checked.into_iter().find(|(t, m)| {
+        let found = violations(units[unit_of(exp, units.len(), *t)].0, m);
         wanted.as_ref().map_or(!found.is_empty(), |v| found.contains(v))
     });
-    let Some((&trial, _)) = first else {
+    let Some(&(trial, _)) = first else {
         let what = wanted.map_or("anything".to_string(), |v| v.name());
         sayln!("shrink: no trial of {} violated {what}; nothing to shrink", exp.name);
         return Ok(None);

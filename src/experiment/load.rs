@@ -634,11 +634,9 @@ fn build(path: &Path, text: &str, raw: RawExperiment, overrides: &Overrides) -> 
         return Err(place(raw.duration.as_ref().map(|s| &s.referenced), msg));
     }
     let mut deliveries: u64 = 0;
-    for f in &raw.faults.list {
-        let Some(every) = &f.every else {
-            deliveries += 1;
-            continue;
-        };
+    for (f, fault) in raw.faults.list.iter().zip(&faults) {
+        deliveries += fault.firings(duration);
+        let Some(every) = &f.every else { continue };
         if sc(every.value) < MIN_INTERVAL {
             let msg = format!(
                 "every is {}{}; a fault repeats at most once a {MIN_INTERVAL}",
@@ -647,7 +645,6 @@ fn build(path: &Path, text: &str, raw: RawExperiment, overrides: &Overrides) -> 
             );
             return Err(err_at(&every.referenced, msg));
         }
-        deliveries += duration.as_us().saturating_sub(f.at.value.as_us()) / every.value.as_us() + 1;
         if deliveries > MAX_DELIVERIES {
             let msg = format!("the faults would fire more than {MAX_DELIVERIES} times in a {duration} trial");
             return Err(err_at(&every.referenced, msg));

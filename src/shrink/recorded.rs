@@ -33,6 +33,7 @@ pub fn recorded(faults: &[Fault], rows: &[FaultCsvRow], history: &History, worke
     let mut last: Option<((usize, u64), usize)> = None;
     let mut rows: Vec<&FaultCsvRow> = rows.iter().collect();
     rows.sort_by(|a, b| a.scheduled_ms.total_cmp(&b.scheduled_ms));
+    let mut replay = Replay::new(history, workers);
     for row in rows {
         let Some(def) = faults.get(row.fault) else { continue };
         let Some(action) = action_of(&row.action) else { continue };
@@ -64,7 +65,7 @@ pub fn recorded(faults: &[Fault], rows: &[FaultCsvRow], history: &History, worke
         // By role: the leader is the latest to acquire (as a target says
         // it); an older believer is named by its number, there is no role
         // for it.
-        let role = row.worker.map(|w| (w, role_at(history, workers, w, at_us as i64)));
+        let role = row.worker.map(|w| (w, replay.role_at(w, at_us as i64)));
         let target = match (def.target, role) {
             (Target::Worker(_) | Target::Any | Target::Leader | Target::Watcher, Some((w, role))) => match role {
                 Role::Leader => Target::Leader,
@@ -117,18 +118,33 @@ enum Role {
     Watcher,
 }
 
-/// What `worker` was just before `t_us`.
-fn role_at(history: &History, workers: usize, worker: usize, t_us: i64) -> Role {
-    let mut live = Live::new(workers);
-    for e in history.events.iter().take_while(|e| e.t_us < t_us) {
-        if let Some(w) = e.worker.filter(|&w| w < workers) {
-            live.observe(w, e.kind);
-        }
+/// The trial's live view, replayed once as the rows move forward in time.
+struct Replay<'a> {
+    events: std::slice::Iter<'a, crate::model::history::Event>,
+    next: Option<&'a crate::model::history::Event>,
+    live: Live,
+}
+
+impl<'a> Replay<'a> {
+    fn new(history: &'a History, workers: usize) -> Replay<'a> {
+        let mut events = history.events.iter();
+        let next = events.next();
+        Replay { events, next, live: Live::new(workers) }
     }
-    match live.leaders.iter().rposition(|&w| w == worker) {
-        Some(i) if i + 1 == live.leaders.len() => Role::Leader,
-        Some(_) => Role::StaleBeliever,
-        None => Role::Watcher,
+
+    /// What `worker` was just before `t_us` (no earlier than the last ask).
+    fn role_at(&mut self, worker: usize, t_us: i64) -> Role {
+        while let Some(e) = self.next.filter(|e| e.t_us < t_us) {
+            if let Some(w) = e.worker.filter(|&w| w < self.live.alive.len()) {
+                self.live.observe(w, e.kind);
+            }
+            self.next = self.events.next();
+        }
+        match self.live.leaders.iter().rposition(|&w| w == worker) {
+            Some(i) if i + 1 == self.live.leaders.len() => Role::Leader,
+            Some(_) => Role::StaleBeliever,
+            None => Role::Watcher,
+        }
     }
 }
 

@@ -39,13 +39,7 @@ pub fn time_limit(exp: &Experiment) -> Duration {
 /// How many server faults a trial may fire, at most (a campaign's: twice
 /// its expected number and a few, past which a Poisson draw is rare).
 fn server_faults(exp: &Experiment) -> u32 {
-    let end = exp.duration.as_us();
-    let scripted: u64 = exp
-        .faults
-        .iter()
-        .filter(|f| f.action.is_server())
-        .map(|f| f.every.map_or(1, |e| end.saturating_sub(f.at.as_us()) / e.as_us().max(1) + 1))
-        .sum();
+    let scripted: u64 = exp.faults.iter().filter(|f| f.action.is_server()).map(|f| f.firings(exp.duration)).sum();
     let drawn: f64 = exp
         .random
         .iter()

@@ -204,6 +204,12 @@ pub struct Fault {
 }
 
 impl Fault {
+    /// How often it fires in a trial `end` long: once, or each period from
+    /// `at` on.
+    pub fn firings(&self, end: Dur) -> u64 {
+        self.every.map_or(1, |e| end.as_us().saturating_sub(self.at.as_us()) / e.as_us().max(1) + 1)
+    }
+
     /// Every duration of the fault multiplied by `s` (the time scale).
     pub fn scaled(&self, s: f64) -> Fault {
         Fault {
