@@ -77,6 +77,21 @@ pub enum Command {
         #[arg(long)]
         in_place: bool,
     },
+    /// Put the shards of one run (`run --shard`) back together: OUT gets
+    /// the results directory the unsharded run writes (the history in trial
+    /// order, every table derived from it recomputed by the checker, each
+    /// shard's host.json kept in OUT's). Refused (exit 2), before anything is
+    /// written, unless the DIRs are every shard of one run exactly once,
+    /// each finished, from the same experiment file, build and seed. Exits 1
+    /// when the experiment's `expect:` fails, as the run would have.
+    Merge {
+        /// A new (or empty) directory for the merged results.
+        out: PathBuf,
+        /// Each shard's results directory (or, for a directory of
+        /// experiments run with --out, each shard's suite directory).
+        #[arg(required = true, value_name = "DIR")]
+        dirs: Vec<PathBuf>,
+    },
     /// (Re)write report.html, the page to open, for a results directory or
     /// a suite's (and each of its experiments), from the files alone: the
     /// verdict tables, the plots and the first trials' timelines inline, the

@@ -3,11 +3,15 @@
 //! directory unless an in-place rewrite is asked for, and even then each
 //! file is replaced whole, only after all of them were written.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::inputs::most_workers;
+use crate::check::TrialMetrics;
 use crate::error::Error;
 use crate::experiment::{Overrides, load};
+use crate::model::Experiment;
+use crate::model::history::History;
 use crate::report::csv::{ResultsWriter, Tables, TrialData};
 use crate::report::read::{finished_trials, read_histories};
 use crate::report::summary::{per_unit, setting_label, summarize, units};
@@ -60,25 +64,11 @@ pub fn check(dir: &Path, target: Target<'_>) -> Result<(), Error> {
         move |source: std::io::Error| Error::Io { path, source }
     };
     std::fs::create_dir_all(&out).map_err(io(&out))?;
-    let units = units(&exp);
-    let trials_per_unit = exp.trials.max(1);
     let metrics = super::inputs::recheck(&exp, &histories);
     // What the run saw of each worker's output is not in the history:
     // carry it over from the run's own trials.csv.
     let outcomes = crate::report::read::worker_outcomes(dir);
-    let written = (|| -> Result<(), Error> {
-        let mut w = ResultsWriter::create(&out, &exp, Tables::Derived)?;
-        for ((trial, history), (_, unit, m)) in histories.iter().zip(&metrics) {
-            let (unit_exp, label) = &units[*unit];
-            let local = (trial - 1) % trials_per_unit + 1;
-            let said = outcomes.get(trial).map_or("", String::as_str);
-            let seed = exp.trial_seed(local);
-            let data = TrialData { trial: *trial, seed, history, faults: &[], metrics: m, outcomes: said };
-            w.append(&exp, (unit_exp, &setting_label(unit_exp, label)), data)?;
-        }
-        w.write_summary(&exp, &per_unit(&units, &metrics))?;
-        Ok(w.finish()?)
-    })();
+    let written = write_derived(&out, &exp, &histories, &metrics, &outcomes);
     if let Err(e) = written {
         if matches!(target, Target::InPlace) {
             // Half a re-check is no use to anyone; the run's files are intact.
@@ -106,6 +96,32 @@ pub fn check(dir: &Path, target: Target<'_>) -> Result<(), Error> {
     super::inputs::verdict(&exp, &by_trial)
 }
 
+/// The tables derived from a history (trials.csv, gaps.csv, the summaries,
+/// …) written into `out` from re-checked `metrics`, each trial with the
+/// seed and setting the run gave it; `outcomes` is what the run saw of each
+/// trial's workers (trials.csv's `worker_outcomes`), which no history holds.
+pub(super) fn write_derived(
+    out: &Path,
+    exp: &Experiment,
+    histories: &BTreeMap<u32, History>,
+    metrics: &[(u32, usize, TrialMetrics)],
+    outcomes: &BTreeMap<u32, String>,
+) -> Result<(), Error> {
+    let units = units(exp);
+    let trials_per_unit = exp.trials.max(1);
+    let mut w = ResultsWriter::create(out, exp, Tables::Derived)?;
+    for ((trial, history), (_, unit, m)) in histories.iter().zip(metrics) {
+        let (unit_exp, label) = &units[*unit];
+        let local = (trial - 1) % trials_per_unit + 1;
+        let said = outcomes.get(trial).map_or("", String::as_str);
+        let seed = exp.trial_seed(local);
+        let data = TrialData { trial: *trial, seed, history, faults: &[], metrics: m, outcomes: said };
+        w.append(exp, (unit_exp, &setting_label(unit_exp, label)), data)?;
+    }
+    w.write_summary(exp, &per_unit(&units, metrics))?;
+    Ok(w.finish()?)
+}
+
 /// Move every file of `from` over its namesake in `dir`, then remove `from`.
 /// Each rename is atomic: a crash leaves every table either old or new.
 fn replace_derived(from: &Path, dir: &Path) -> Result<(), Error> {
@@ -120,7 +136,7 @@ fn replace_derived(from: &Path, dir: &Path) -> Result<(), Error> {
 
 /// `parent/<UTC timestamp>`, created here, never an existing one.
 /// "1, 2, 3, … (12 in all)".
-fn abbreviate(items: &[String]) -> String {
+pub(super) fn abbreviate(items: &[String]) -> String {
     if items.len() <= 10 {
         items.join(", ")
     } else {

@@ -5,6 +5,7 @@
 mod check;
 mod export;
 mod inputs;
+mod merge;
 mod plan;
 mod report;
 mod run;
@@ -50,6 +51,7 @@ pub fn dispatch(cli: Cli) -> u8 {
             };
             check::check(&dir, target)
         }
+        Command::Merge { out, dirs } => merge::merge(&out, &dirs),
         Command::Plot { dir } => plot(&dir),
         Command::Report { dir } => report::report(&dir),
         Command::Completions { shell } => {

@@ -33,6 +33,9 @@ fn preamble(dir: &Path) -> String {
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok())
         .unwrap_or_default();
+    if let Some(words) = crate::report::host::merged_words(&host) {
+        return words;
+    }
     let text = |k: &str| host[k].as_str().unwrap_or("?").to_string();
     let command = host["command"].as_array().map(|a| a.iter().filter_map(|v| v.as_str()).collect::<Vec<_>>().join(" "));
     format!(

@@ -120,7 +120,9 @@ pub fn run(args: &RunArgs) -> Result<(), Error> {
         }
     }
     if let (Some(out), true) = (&args.out, suite) {
-        let written = write_suite_readme(out, &args.paths, &done, &shrinks, &ctx);
+        // The suite's own record says which shard it is, as its experiments' do.
+        let shard = shards.as_ref().and_then(|s| s.first()).map(|s| ShardRecord { first_unit: 0, ..*s });
+        let written = write_suite_readme(out, &args.paths, &done, &shrinks, &ctx, shard);
         result = worse(result, written.map_err(|source| Error::Io { path: out.clone(), source }));
     }
     if suite {
@@ -269,9 +271,10 @@ fn write_suite_readme(
     done: &[(&Experiment, Outcome)],
     shrinks: &[(String, super::shrink::Summary)],
     ctx: &Ctx,
+    shard: Option<ShardRecord>,
 ) -> std::io::Result<()> {
     let Some((first, _)) = done.first() else { return Ok(()) };
-    let h = host::describe(first, &ctx.facts);
+    let h = host::Host { shard, ..host::describe(first, &ctx.facts) };
     std::fs::write(out.join("host.json"), host::to_json(&h))?;
     let runs: Vec<Measured<'_>> = done
         .iter()
@@ -284,11 +287,9 @@ fn write_suite_readme(
         })
         .collect();
     let sources: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
-    let scales: std::collections::BTreeSet<String> = done.iter().map(|(e, _)| e.time_scale.to_string()).collect();
+    let exps: Vec<&Experiment> = done.iter().map(|(e, _)| *e).collect();
     let preamble = format!(
-        "Produced by `{}` on {} ({}, {} cores, kernel {}), started at {} UTC, leasequake {}.\n\
-         Time scale {}: every duration below is divided by it, in the experiments' own time. \
-         Each experiment's directory holds its CSVs, `timeline.svg` (trial 1) and `experiment.yaml`.",
+        "Produced by `{}` on {} ({}, {} cores, kernel {}), started at {} UTC, leasequake {}.\n{}",
         h.command.join(" "),
         h.hostname,
         h.cpu,
@@ -296,7 +297,7 @@ fn write_suite_readme(
         h.kernel,
         h.started_utc,
         h.leasequake_version,
-        scales.into_iter().collect::<Vec<_>>().join(", "),
+        crate::report::suite::about(&exps),
     );
     let title = format!("leasequake: {}", sources.join(" "));
     let points: Vec<Vec<_>> = done

@@ -437,13 +437,7 @@ impl Sink {
         };
         self.writer.append(run, (exp, &setting_label(exp, label)), trial)?;
         if r.trial == 1 {
-            // The first trial's timeline, to set beside the blog's diagram. A
-            // plot is derived output: failing to draw it loses no result.
-            let title = format!("{}: trial 1 ({})", exp.name, terminal::describe(exp));
-            let path = self.dir.join("timeline.svg");
-            if let Err(e) = timeline::render(&path, &title, &r.history, &metrics, exp.workers, exp.time_scale) {
-                warnln!("warning: {}: {e}", path.display());
-            }
+            timeline::trial_one(&self.dir, exp, &r.history, &metrics);
         }
         self.metrics.push((r.trial, unit, metrics));
         let rows = per_unit(units, &self.metrics);

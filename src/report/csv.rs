@@ -85,19 +85,7 @@ impl Table {
     /// half-written leaves no rows behind to be duplicated by its rerun.
     fn reopen(dir: &Path, name: &str, header: &[String], keep: &BTreeSet<u32>) -> Result<Table, WriteError> {
         let path = dir.join(name);
-        let mut kept = Vec::new();
-        if path.exists() {
-            // A torn last line (killed mid-write) is dropped like any other
-            // row of an unfinished trial.
-            let bytes = super::read::whole_lines(&path).map_err(io_err(&path))?;
-            let mut reader = csv::Reader::from_reader(bytes.as_slice());
-            for record in reader.records() {
-                let Ok(record) = record else { continue };
-                if let Some(t) = record.get(0).and_then(|t| t.parse::<u32>().ok()).filter(|t| keep.contains(t)) {
-                    kept.push((t, record));
-                }
-            }
-        }
+        let mut kept = if path.exists() { rows_of(&path, keep).map_err(io_err(&path))?.1 } else { Vec::new() };
         // Stable: a trial's own rows keep their order.
         kept.sort_by_key(|(t, _)| *t);
         let kept = kept.into_iter().map(|(_, r)| r);
@@ -125,6 +113,60 @@ impl Table {
     fn flush(&mut self) -> Result<(), WriteError> {
         self.writer.flush().map_err(io_err(&self.path))
     }
+}
+
+/// A table's header and its rows of the trials in `keep` (the trial is the
+/// first column), in file order. A torn last line (killed mid-write) is
+/// dropped like any other row of an unfinished trial.
+fn rows_of(path: &Path, keep: &BTreeSet<u32>) -> io::Result<(csv::StringRecord, Vec<(u32, csv::StringRecord)>)> {
+    let bytes = super::read::whole_lines(path)?;
+    let mut reader = csv::Reader::from_reader(bytes.as_slice());
+    let header = reader.headers().map_err(io::Error::other)?.clone();
+    let mut kept = Vec::new();
+    for record in reader.records() {
+        let Ok(record) = record else { continue };
+        if let Some(t) = record.get(0).and_then(|t| t.parse::<u32>().ok()).filter(|t| keep.contains(t)) {
+            kept.push((t, record));
+        }
+    }
+    Ok((header, kept))
+}
+
+/// The tables that are the history itself, as a run wrote them: nothing
+/// recomputes them.
+pub const HISTORY_TABLES: [&str; 2] = ["events.csv", "faults.csv"];
+
+/// The history tables of several results directories of one experiment
+/// (shards), as one in `out`: each directory's rows of its own `trials`,
+/// in trial order, a trial's rows in the order its run wrote them. The
+/// directories must agree on each table's header.
+pub fn merge_history(out: &Path, sources: &[(&Path, &BTreeSet<u32>)]) -> Result<(), WriteError> {
+    for name in HISTORY_TABLES {
+        let path = out.join(name);
+        let mut header: Option<(csv::StringRecord, &Path)> = None;
+        let mut rows = Vec::new();
+        for (dir, trials) in sources {
+            let from = dir.join(name);
+            let (h, mut kept) = rows_of(&from, trials).map_err(io_err(&from))?;
+            match &header {
+                Some((first, first_dir)) if *first != h => {
+                    let problem = format!("its header differs from {}'s", first_dir.join(name).display());
+                    return Err(WriteError { path: from, source: io::Error::other(problem) });
+                }
+                Some(_) => {}
+                None => header = Some((h, dir)),
+            }
+            rows.append(&mut kept);
+        }
+        rows.sort_by_key(|(t, _)| *t);
+        let header = header.map(|(h, _)| h.iter().map(str::to_string).collect::<Vec<_>>()).unwrap_or_default();
+        let mut table = Table::create(out, name, &header)?;
+        for (_, r) in rows {
+            table.writer.write_record(&r).map_err(csv_err(&path))?;
+        }
+        table.flush()?;
+    }
+    Ok(())
 }
 
 /// Which tables a writer produces: a run writes the history too; `check`
@@ -157,8 +199,9 @@ impl Layout {
     fn tables(&self, tables: Tables) -> Vec<(&'static str, Vec<String>)> {
         let mut out = Vec::new();
         if tables == Tables::All {
-            out.push(("events.csv", header_of::<EventRow>()));
-            out.push(("faults.csv", header_of::<FaultCsvRow>()));
+            let [events, faults] = HISTORY_TABLES;
+            out.push((events, header_of::<EventRow>()));
+            out.push((faults, header_of::<FaultCsvRow>()));
         }
         out.push(("gaps.csv", header_of::<GapRow>()));
         out.push(("trials.csv", self.trials.clone()));

@@ -65,12 +65,63 @@ impl ShardRecord {
 
 /// The shard recorded in `dir/host.json`, if the run there was sharded.
 pub fn recorded_shard(dir: &std::path::Path) -> Option<ShardRecord> {
-    #[derive(Deserialize)]
-    struct Recorded {
-        shard: Option<ShardRecord>,
+    read(dir).ok()?.0.shard
+}
+
+/// What a run's host.json says of the run itself: what a merge holds its
+/// shards to. Fields a run of an older layout lacks are absent.
+#[derive(Debug, Deserialize)]
+pub struct Recorded {
+    pub build: Option<String>,
+    pub experiment_hash: Option<String>,
+    pub seed: Option<u64>,
+    pub hostname: Option<String>,
+    pub started_utc: Option<String>,
+    #[serde(default)]
+    pub command: Vec<String>,
+    pub shard: Option<ShardRecord>,
+}
+
+/// `dir/host.json` read back: the run's record, and the whole of it as it
+/// was written (a merge keeps every shard's).
+pub fn read(dir: &std::path::Path) -> Result<(Recorded, serde_json::Value), String> {
+    let path = dir.join("host.json");
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let whole: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| format!("{}:{}:{}: {e}", path.display(), e.line(), e.column()))?;
+    let recorded = serde_json::from_value(whole.clone()).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok((recorded, whole))
+}
+
+/// host.json of a merge (`leasequake merge`): what every shard shares, and
+/// each shard's own record whole, in shard order.
+#[derive(Serialize)]
+pub struct Merged {
+    pub results_format: u32,
+    pub build: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub experiment_hash: Option<String>,
+    pub seed: Option<u64>,
+    /// The merge itself: when, by which command and build.
+    pub merged_utc: String,
+    pub command: Vec<String>,
+    pub merged_by_build: &'static str,
+    pub shards: Vec<serde_json::Value>,
+}
+
+impl Merged {
+    pub fn new(first: &Recorded, shards: Vec<serde_json::Value>) -> Merged {
+        Merged {
+            results_format: super::rows::RESULTS_FORMAT,
+            build: first.build.clone().unwrap_or_default(),
+            experiment_hash: first.experiment_hash.clone(),
+            seed: first.seed,
+            merged_utc: utc_stamp(crate::model::clock::wall_ns() / 1_000_000_000),
+            command: std::env::args().collect(),
+            merged_by_build: env!("LEASEQUAKE_GIT_COMMIT"),
+            shards,
+        }
     }
-    let text = std::fs::read_to_string(dir.join("host.json")).ok()?;
-    serde_json::from_str::<Recorded>(&text).ok()?.shard
 }
 
 /// How a replicated service is laid out and fails over.
@@ -125,6 +176,30 @@ fn service_setup(exp: &Experiment) -> Option<ServiceSetup> {
         links: "every worker-to-server and server-to-server link through the harness's proxy",
         failover,
     })
+}
+
+/// Where a merged directory came from, in words, from its host.json (none
+/// for a run's own).
+pub fn merged_words(host: &serde_json::Value) -> Option<String> {
+    let shards = host["shards"].as_array()?;
+    let text = |v: &serde_json::Value| v.as_str().unwrap_or("?").to_string();
+    let words = |v: &serde_json::Value| {
+        v.as_array().map(|a| a.iter().filter_map(|w| w.as_str()).collect::<Vec<_>>().join(" ")).unwrap_or_default()
+    };
+    let hosts: std::collections::BTreeSet<String> = shards.iter().map(|s| text(&s["hostname"])).collect();
+    let started = shards.iter().filter_map(|s| s["started_utc"].as_str()).min().unwrap_or("?");
+    Some(format!(
+        "Merged by `{}` at {} UTC from {} shards of one run (build {}, seed {}), run on {}; the first started at {} \
+         UTC, shard 0 as `{}`. Every shard's own host record and calibration are in host.json.",
+        words(&host["command"]),
+        text(&host["merged_utc"]),
+        shards.len(),
+        text(&host["build"]),
+        host["seed"].as_u64().map_or("?".into(), |s| s.to_string()),
+        hosts.into_iter().collect::<Vec<_>>().join(", "),
+        started,
+        shards.first().map(|s| words(&s["command"])).unwrap_or_default(),
+    ))
 }
 
 /// The generator that draws every random choice of a trial from its seed
@@ -184,7 +259,7 @@ pub fn describe(exp: &Experiment, run: &RunFacts) -> Host {
     }
 }
 
-pub fn to_json(host: &Host) -> String {
+pub fn to_json(host: &impl Serialize) -> String {
     serde_json::to_string_pretty(host).expect("host record serialises") + "\n"
 }
 

@@ -61,6 +61,17 @@ fn kind(exp: &Experiment) -> Kind {
 /// The README of a suite: the preamble, then a section per kind present.
 /// `points` holds each experiment's per-point summaries (empty for one
 /// without a sweep).
+/// What every suite README says under who ran it: the time scale and
+/// what each experiment's directory holds.
+pub fn about(exps: &[&Experiment]) -> String {
+    let scales: std::collections::BTreeSet<String> = exps.iter().map(|e| e.time_scale.to_string()).collect();
+    format!(
+        "Time scale {}: every duration below is divided by it, in the experiments' own time. \
+         Each experiment's directory holds its CSVs, `timeline.svg` (trial 1) and `experiment.yaml`.",
+        scales.into_iter().collect::<Vec<_>>().join(", ")
+    )
+}
+
 pub fn readme(title: &str, preamble: &str, runs: &[Measured<'_>], points: &[Vec<SummaryRow<'_>>]) -> String {
     let mut out = format!("# {title}\n\n{preamble}\n");
     let of = |k: Kind| runs.iter().zip(points).filter(move |(m, _)| kind(m.exp) == k);

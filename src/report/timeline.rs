@@ -30,6 +30,17 @@ pub fn render(
     Ok(())
 }
 
+/// `dir/timeline.svg`: trial 1 of a run, to set beside the blog's diagram;
+/// `exp` is the trial's sweep point (or the experiment). A plot is derived
+/// output: failing to draw it loses no result, so it is only warned of.
+pub fn trial_one(dir: &Path, exp: &crate::model::Experiment, history: &History, m: &TrialMetrics) {
+    let title = format!("{}: trial 1 ({})", exp.name, super::terminal::describe(exp));
+    let path = dir.join("timeline.svg");
+    if let Err(e) = render(&path, &title, history, m, exp.workers, exp.time_scale) {
+        crate::warnln!("warning: {}: {e}", path.display());
+    }
+}
+
 /// The timeline as an SVG document.
 pub fn svg(
     title: &str,

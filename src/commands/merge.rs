@@ -1,0 +1,422 @@
+//! `leasequake merge OUT DIR…`: the shards of one run (`run --shard`) put
+//! back together as the results directory the unsharded run writes.
+//!
+//! Every shard is held to the others before anything is written: the same
+//! experiment file (by content), build, seed and resolved experiment, every
+//! shard of one count exactly once, each with all of its trials and no
+//! other's. The history (events.csv, faults.csv) is the shards' rows in
+//! trial order; everything derived from it is recomputed by the checker, as
+//! `check` does, so the merged tables are a function of the histories alone.
+//! The result is put together beside OUT and renamed into place whole: a
+//! merge that fails leaves no half-merged OUT, and the shards are only read.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use super::inputs::{ensure_empty, most_workers, recheck, same_format, verdict};
+use super::shard::{Piece, whole};
+use crate::check::TrialMetrics;
+use crate::error::{Error, worse};
+use crate::experiment::{Overrides, load};
+use crate::model::Experiment;
+use crate::model::history::History;
+use crate::report::compare::Measured;
+use crate::report::host::{self, Merged, Recorded, ShardRecord};
+use crate::report::read::{finished_trials, read_histories, worker_outcomes};
+use crate::report::summary::{expectation_checks, per_unit, summarize, unit_of, units};
+use crate::report::{csv::merge_history, suite, terminal, timeline};
+use crate::{say, warnln};
+
+pub fn merge(out: &Path, dirs: &[PathBuf]) -> Result<(), Error> {
+    ensure_empty(out, "OUT")?;
+    // Everything is read and held to everything else first.
+    let shape = shape(dirs)?;
+    let experiments: Vec<Shards> = match &shape {
+        Shape::Experiment => vec![gather(dirs.to_vec())?],
+        Shape::Suite(names) => {
+            let mut all = names
+                .iter()
+                .map(|name| gather(dirs.iter().map(|d| d.join(name)).collect()))
+                .collect::<Result<Vec<_>, _>>()?;
+            // In the order the run took them: by the units before each.
+            all.sort_by_key(|s| s.first_unit);
+            all
+        }
+    };
+    if let Some(build) = experiments.first().and_then(|s| s.first.build.as_deref())
+        && (build.ends_with("-dirty") || build == "unknown")
+    {
+        warnln!(
+            "warning: the shards were run by build {build}: over uncommitted changes (or outside a checkout), \
+             so that they ran the same code cannot be proven"
+        );
+    }
+    let stage = staging(out)?;
+    let written = (|| -> Result<Vec<Merged1>, Error> {
+        let mut merged = Vec::new();
+        for s in &experiments {
+            let to = match &shape {
+                Shape::Experiment => stage.clone(),
+                Shape::Suite(_) => stage.join(&s.name),
+            };
+            merged.push(write_experiment(&to, s)?);
+        }
+        if matches!(shape, Shape::Suite(_)) {
+            write_suite(&stage, dirs, &experiments, &merged)?;
+        }
+        Ok(merged)
+    })();
+    let merged = match written.and_then(|m| place(&stage, out).map(|()| m)) {
+        Ok(m) => m,
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&stage);
+            return Err(e);
+        }
+    };
+    let mut result = Ok(());
+    for (s, m) in experiments.iter().zip(&merged) {
+        let dir = match &shape {
+            Shape::Experiment => out.to_path_buf(),
+            Shape::Suite(_) => out.join(&s.name),
+        };
+        let all: Vec<&TrialMetrics> = m.metrics.iter().map(|(_, _, m)| m).collect();
+        say!("{}", terminal::render(&s.exp, &summarize(&all), &dir));
+        // The verdict the unsharded run would have given.
+        let by_trial: Vec<(u32, &TrialMetrics)> = m.metrics.iter().map(|(t, _, m)| (*t, m)).collect();
+        result = worse(result, verdict(&s.exp, &by_trial));
+    }
+    let trials: usize = merged.iter().map(|m| m.metrics.len()).sum();
+    warnln!(
+        "leasequake: merged {} shards: {trials} trial(s) of {} experiment(s) → {}",
+        dirs.len(),
+        experiments.len(),
+        out.display()
+    );
+    result
+}
+
+/// What the DIRs are: each an experiment's results directory, or each a
+/// suite's (a directory of them, with the same experiments in every one).
+enum Shape {
+    Experiment,
+    Suite(Vec<String>),
+}
+
+fn shape(dirs: &[PathBuf]) -> Result<Shape, Error> {
+    let bad = |dir: &Path, problem: &str| Error::Path { path: dir.to_path_buf(), problem: problem.to_string() };
+    let experiments_in = |dir: &Path| -> Result<BTreeSet<String>, Error> {
+        let entries = std::fs::read_dir(dir).map_err(|e| bad(dir, &e.to_string()))?;
+        Ok(entries
+            .flatten()
+            .filter(|e| e.path().join("experiment.yaml").is_file())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect())
+    };
+    let Some(first) = dirs.first() else { return Err(Error::Conflict("merge: no shard directory given".into())) };
+    if first.join("experiment.yaml").is_file() {
+        for d in dirs {
+            if !d.join("experiment.yaml").is_file() {
+                return Err(bad(
+                    d,
+                    &format!("has no experiment.yaml, as {} has: not a results directory", first.display()),
+                ));
+            }
+        }
+        return Ok(Shape::Experiment);
+    }
+    let names = experiments_in(first)?;
+    if names.is_empty() {
+        return Err(bad(first, "is neither a results directory (experiment.yaml) nor a suite's (directories of them)"));
+    }
+    for d in &dirs[1..] {
+        let here = experiments_in(d)?;
+        if let Some(name) = names.symmetric_difference(&here).next() {
+            let (has, lacks) = if names.contains(name) { (first, d) } else { (d, first) };
+            return Err(bad(
+                lacks,
+                &format!(
+                    "lacks the experiment {name} that {} has: the shards of one suite run the same experiments",
+                    has.display()
+                ),
+            ));
+        }
+    }
+    Ok(Shape::Suite(names.into_iter().collect()))
+}
+
+/// One experiment's shards, read, checked against each other, in shard order.
+struct Shards {
+    name: String,
+    exp: Experiment,
+    dirs: Vec<PathBuf>,
+    first: Recorded,
+    /// Each shard's host.json, whole.
+    hosts: Vec<serde_json::Value>,
+    trials: Vec<BTreeSet<u32>>,
+    first_unit: u64,
+    histories: BTreeMap<u32, History>,
+    outcomes: BTreeMap<u32, String>,
+}
+
+fn gather(dirs: Vec<PathBuf>) -> Result<Shards, Error> {
+    struct Read {
+        dir: PathBuf,
+        recorded: Recorded,
+        whole: serde_json::Value,
+        shard: ShardRecord,
+        yaml: String,
+    }
+    let mut read = Vec::new();
+    for dir in dirs {
+        same_format(&dir)?;
+        let (recorded, whole) = host::read(&dir).map_err(Error::Conflict)?;
+        let Some(shard) = recorded.shard else {
+            return Err(Error::Path {
+                path: dir,
+                problem: "was not run with --shard: there is nothing to merge it with (it is a whole run already)"
+                    .into(),
+            });
+        };
+        let path = dir.join("experiment.yaml");
+        let yaml = std::fs::read_to_string(&path).map_err(|source| Error::Io { path, source })?;
+        read.push(Read { dir, recorded, whole, shard, yaml });
+    }
+    let first = &read[0];
+    for r in &read[1..] {
+        same_run((&first.dir, &first.recorded, &first.yaml), (&r.dir, &r.recorded, &r.yaml))?;
+    }
+    let exp =
+        load(&first.dir.join("experiment.yaml"), &Overrides::default()).map_err(|e| Error::Experiments(vec![e]))?;
+    let total = units(&exp).len() as u32 * exp.trials;
+    let trials: Vec<BTreeSet<u32>> = read.iter().map(|r| finished_trials(&r.dir)).collect::<Result<_, _>>()?;
+    let pieces: Vec<Piece<'_>> =
+        read.iter().zip(&trials).map(|(r, trials)| Piece { dir: &r.dir, shard: r.shard, trials }).collect();
+    whole(&pieces, total).map_err(|e| Error::Conflict(format!("merge: {e}")))?;
+    let (mut histories, mut outcomes) = (BTreeMap::new(), BTreeMap::new());
+    for (r, trials) in read.iter().zip(&trials) {
+        let mine = read_histories(&r.dir, Some(trials), most_workers(&exp))?;
+        if let Some(t) = trials.iter().find(|t| !mine.contains_key(t)) {
+            return Err(Error::Path {
+                path: r.dir.join("events.csv"),
+                problem: format!("holds no events of trial {t}, which its trials.csv lists: not as a run left it"),
+            });
+        }
+        histories.extend(mine);
+        outcomes.extend(worker_outcomes(&r.dir));
+    }
+    // From here in shard order: host.json lists the shards 0, 1, …
+    let mut both: Vec<(Read, BTreeSet<u32>)> = read.into_iter().zip(trials).collect();
+    both.sort_by_key(|(r, _)| r.shard.index);
+    let name = both[0].0.dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let first_unit = both[0].0.shard.first_unit;
+    let (mut dirs, mut hosts, mut trials, mut records) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for (r, t) in both {
+        dirs.push(r.dir);
+        hosts.push(r.whole);
+        records.push(r.recorded);
+        trials.push(t);
+    }
+    let first = records.swap_remove(0);
+    Ok(Shards { name, exp, dirs, first, hosts, trials, first_unit, histories, outcomes })
+}
+
+/// Two shards of one run: the same experiment file, build, seed and
+/// resolved experiment (which a `--time-scale` or `--trials` changes).
+fn same_run(a: (&Path, &Recorded, &str), b: (&Path, &Recorded, &str)) -> Result<(), Error> {
+    let ((da, ra, ya), (db, rb, yb)) = (a, b);
+    let conflict = |what: String| {
+        Error::Conflict(format!(
+            "merge: {} and {} {what}: a merge is of the shards of one run",
+            da.display(),
+            db.display()
+        ))
+    };
+    let need = |dir: &Path, field: &str, v: &Option<String>| -> Result<String, Error> {
+        v.clone().ok_or_else(|| Error::Path {
+            path: dir.join("host.json"),
+            problem: format!(
+                "records no `{field}` (written before runs could be sharded): it cannot be held to the others"
+            ),
+        })
+    };
+    let (ha, hb) =
+        (need(da, "experiment_hash", &ra.experiment_hash)?, need(db, "experiment_hash", &rb.experiment_hash)?);
+    if ha != hb {
+        return Err(conflict(format!("ran different experiment files (content hashes {ha} and {hb})")));
+    }
+    let (ba, bb) = (need(da, "build", &ra.build)?, need(db, "build", &rb.build)?);
+    if ba != bb {
+        return Err(conflict(format!("were run by different builds of leasequake ({ba} and {bb})")));
+    }
+    if ra.seed != rb.seed {
+        let s = |s: Option<u64>| s.map_or("none".to_string(), |s| s.to_string());
+        return Err(conflict(format!("ran with different seeds ({} and {})", s(ra.seed), s(rb.seed))));
+    }
+    if ya != yb {
+        // The first setting that differs; a comment only if nothing else does.
+        let differ = |skip_comments: bool| {
+            ya.lines()
+                .chain(std::iter::repeat(""))
+                .zip(yb.lines().chain(std::iter::repeat("")))
+                .take(ya.lines().count().max(yb.lines().count()))
+                .enumerate()
+                .find(|(_, (x, y))| x != y && !(skip_comments && x.starts_with('#') && y.starts_with('#')))
+                .map(|(n, (x, y))| (n + 1, x, y))
+        };
+        let (n, la, lb) = differ(true).or_else(|| differ(false)).unwrap_or((0, "", ""));
+        return Err(conflict(format!(
+            "ran the file with different settings (their experiment.yaml differ at line {n}: {:?} and {:?}; \
+             a --time-scale, --trials or --seed given to one shard only?)",
+            la.trim(),
+            lb.trim()
+        )));
+    }
+    Ok(())
+}
+
+/// What one merged experiment came to.
+struct Merged1 {
+    metrics: Vec<(u32, usize, TrialMetrics)>,
+    failed: Vec<String>,
+}
+
+fn io(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
+    move |source| Error::Io { path: path.to_path_buf(), source }
+}
+
+/// One experiment's merged directory `to`, as the unsharded run writes it.
+fn write_experiment(to: &Path, s: &Shards) -> Result<Merged1, Error> {
+    std::fs::create_dir_all(to).map_err(io(to))?;
+    let yaml = to.join("experiment.yaml");
+    std::fs::copy(s.dirs[0].join("experiment.yaml"), &yaml).map_err(io(&yaml))?;
+    let record = to.join("host.json");
+    std::fs::write(&record, host::to_json(&Merged::new(&s.first, s.hosts.clone()))).map_err(io(&record))?;
+    let sources: Vec<(&Path, &BTreeSet<u32>)> = s.dirs.iter().map(PathBuf::as_path).zip(&s.trials).collect();
+    merge_history(to, &sources)?;
+    let metrics = recheck(&s.exp, &s.histories);
+    super::check::write_derived(to, &s.exp, &s.histories, &metrics, &s.outcomes)?;
+    let units = units(&s.exp);
+    if let (Some(h), Some((_, unit, m))) = (s.histories.get(&1), metrics.iter().find(|(t, _, _)| *t == 1)) {
+        timeline::trial_one(to, units[*unit].0, h, m);
+    }
+    debug_assert!(metrics.iter().all(|(t, u, _)| unit_of(&s.exp, units.len(), *t) == *u));
+    if !s.exp.points.is_empty()
+        && let Err(e) = crate::report::plots::draw(to, &s.exp.name)
+    {
+        warnln!("warning: plots in {}: {e}", to.display());
+    }
+    for dir in &s.dirs {
+        copy_trials(&dir.join("trials"), &to.join("trials"))?;
+    }
+    let by_trial: Vec<(u32, &TrialMetrics)> = metrics.iter().map(|(t, _, m)| (*t, m)).collect();
+    let failed: Vec<String> =
+        expectation_checks(&s.exp, &by_trial).into_iter().flat_map(|c| c.failures.into_iter()).collect();
+    if let Err(e) = super::report::experiment(to, &s.exp, &metrics, &failed) {
+        warnln!("warning: {e}");
+    }
+    Ok(Merged1 { metrics, failed })
+}
+
+/// A suite's README.md, host.json and report.html, as its run writes them.
+fn write_suite(stage: &Path, dirs: &[PathBuf], experiments: &[Shards], merged: &[Merged1]) -> Result<(), Error> {
+    let mut records = Vec::new();
+    for d in dirs {
+        let (recorded, whole) = host::read(d).map_err(Error::Conflict)?;
+        records.push((recorded.shard.map_or(u64::MAX, |s| s.index), recorded, whole));
+    }
+    records.sort_by_key(|(k, _, _)| *k);
+    let Some((_, first, _)) = records.first() else { return Ok(()) };
+    let record = host::to_json(&Merged::new(first, records.iter().map(|(_, _, w)| w.clone()).collect()));
+    let path = stage.join("host.json");
+    std::fs::write(&path, &record).map_err(io(&path))?;
+    let summaries: Vec<_> =
+        merged.iter().map(|m| summarize(&m.metrics.iter().map(|(_, _, m)| m).collect::<Vec<_>>())).collect();
+    let runs: Vec<Measured<'_>> = experiments
+        .iter()
+        .zip(merged)
+        .zip(&summaries)
+        .map(|((s, m), summary)| Measured {
+            exp: &s.exp,
+            summary,
+            metrics: m.metrics.iter().map(|(_, _, m)| m).collect(),
+            link: s.name.clone(),
+            failed: &m.failed,
+        })
+        .collect();
+    let points: Vec<Vec<_>> =
+        experiments.iter().zip(merged).map(|(s, m)| per_unit(&units(&s.exp), &m.metrics)).collect();
+    // The run's own title (the files it was given), from a shard's README.
+    let title = std::fs::read_to_string(dirs[0].join("README.md"))
+        .ok()
+        .and_then(|t| t.lines().next().map(|l| l.trim_start_matches("# ").to_string()))
+        .unwrap_or_else(|| "leasequake: merged shards".into());
+    let json: serde_json::Value = serde_json::from_str(&record).expect("just serialised");
+    let exps: Vec<&Experiment> = experiments.iter().map(|s| &s.exp).collect();
+    let preamble = format!("{}\n{}", host::merged_words(&json).unwrap_or_default(), suite::about(&exps));
+    let readme = stage.join("README.md");
+    std::fs::write(&readme, suite::readme(&title, &preamble, &runs, &points)).map_err(io(&readme))?;
+    let names: Vec<String> = experiments.iter().map(|s| s.name.clone()).collect();
+    if let Err(e) = super::report::suite(stage, &names) {
+        warnln!("warning: {e}");
+    }
+    Ok(())
+}
+
+/// Each trial's directory of a shard (`trials/NNNN/`, and earlier attempts
+/// `NNNN.interrupted-K/`), copied: the shard keeps its own.
+fn copy_trials(from: &Path, to: &Path) -> Result<(), Error> {
+    let Ok(entries) = std::fs::read_dir(from) else { return Ok(()) };
+    std::fs::create_dir_all(to).map_err(io(to))?;
+    for entry in entries {
+        let entry = entry.map_err(io(from))?;
+        let dest = to.join(entry.file_name());
+        if dest.exists() {
+            return Err(Error::Conflict(format!(
+                "merge: two shards hold {}: they overlap",
+                Path::new("trials").join(entry.file_name()).display()
+            )));
+        }
+        copy_tree(&entry.path(), &dest)?;
+    }
+    Ok(())
+}
+
+/// A file, a symbolic link (as a link) or a directory and all it holds;
+/// sockets and pipes a server left behind are not content, and are skipped.
+fn copy_tree(from: &Path, to: &Path) -> Result<(), Error> {
+    let kind = std::fs::symlink_metadata(from).map_err(io(from))?.file_type();
+    if kind.is_symlink() {
+        let target = std::fs::read_link(from).map_err(io(from))?;
+        std::os::unix::fs::symlink(target, to).map_err(io(to))
+    } else if kind.is_dir() {
+        std::fs::create_dir(to).map_err(io(to))?;
+        for entry in std::fs::read_dir(from).map_err(io(from))? {
+            let entry = entry.map_err(io(from))?;
+            copy_tree(&entry.path(), &to.join(entry.file_name()))?;
+        }
+        Ok(())
+    } else if kind.is_file() {
+        std::fs::copy(from, to).map(drop).map_err(io(to))
+    } else {
+        Ok(())
+    }
+}
+
+/// A new hidden directory beside `out`, where the merge is put together.
+fn staging(out: &Path) -> Result<PathBuf, Error> {
+    let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent).map_err(io(parent))?;
+    let name = out.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "merge".into());
+    let stage = parent.join(format!(".{name}.merging-{}", std::process::id()));
+    std::fs::create_dir(&stage).map_err(io(&stage))?;
+    Ok(stage)
+}
+
+/// The finished merge renamed to `out` (an empty directory there is
+/// replaced): OUT appears whole or not at all.
+fn place(stage: &Path, out: &Path) -> Result<(), Error> {
+    if out.is_dir() {
+        std::fs::remove_dir(out).map_err(io(out))?;
+    }
+    std::fs::rename(stage, out).map_err(io(out))
+}
