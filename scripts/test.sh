@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The test suite. The tests run real servers (Redis, PostgreSQL and etcd, which
 # the harness starts itself), a real browser for the report pages, Python
-# for the example programs and the schema check: whatever of that this machine lacks is installed with
-# apt-get (as root), or named in one message. Then `cargo test`, with any
-# arguments given here.
+# for the example programs and the schema check, GNU parallel, shellcheck and
+# kubernetes-validate for deploy/: whatever of that this machine lacks is
+# installed with apt-get (as root) or pip, or named in one message. Then
+# `cargo test`, with any arguments given here.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,6 +15,11 @@ compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || command -v initdb >/
 command -v chromium >/dev/null || missing+=(chromium)
 command -v python3 >/dev/null || missing+=(python3)
 python3 -c 'import jsonschema' 2>/dev/null || missing+=(python3-jsonschema)
+command -v shellcheck >/dev/null || missing+=(shellcheck)
+command -v parallel >/dev/null || missing+=(parallel)
+if ! python3 -c 'import kubernetes_validate' 2>/dev/null && ! python3 -m pip --version >/dev/null 2>&1; then
+    missing+=(python3-pip)
+fi
 
 if ((${#missing[@]})); then
     if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
@@ -25,5 +31,14 @@ if ((${#missing[@]})); then
         echo "error: could not install ${missing[*]} with apt-get; the tests need them" >&2
         exit 1
     fi
+fi
+# The Kubernetes API's schemas, checked offline: a PyPI package, not Debian's.
+if ! python3 -c 'import kubernetes_validate' 2>/dev/null; then
+    echo "test.sh: installing kubernetes-validate with pip"
+    python3 -m pip install --quiet kubernetes-validate 2>/dev/null ||
+        python3 -m pip install --quiet --break-system-packages kubernetes-validate || {
+        echo "error: could not install kubernetes-validate with pip; the deploy tests need it" >&2
+        exit 1
+    }
 fi
 exec cargo test "$@"

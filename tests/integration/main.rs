@@ -6,6 +6,7 @@
 
 mod blog;
 mod bounds;
+mod deploy;
 mod errors;
 mod etcd;
 mod faults;
