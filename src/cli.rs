@@ -279,8 +279,9 @@ pub struct RunArgs {
     /// Run only this shard of the run's trials: `K/N` (K from 0 to N-1),
     /// `k8s/N` (K from JOB_COMPLETION_INDEX, a Kubernetes indexed Job) or
     /// `slurm` (from SLURM_ARRAY_TASK_ID, _MIN and _COUNT). Each trial keeps
-    /// its number and seed: the shards together are the unsharded run.
-    /// Needs a fixed seed (the file's or --seed).
+    /// its number and seed: the shards together are the unsharded run, and
+    /// `leasequake merge` puts them back together. Needs a fixed seed (the
+    /// file's or --seed).
     #[arg(long, value_name = "K/N|k8s/N|slurm", value_parser = shard_spec, conflicts_with = "resume")]
     pub shard: Option<ShardSpec>,
     /// After each experiment, shrink its first trial that violated

@@ -235,17 +235,16 @@ fn a_suites_shards_merge_into_the_suite_with_its_readme() {
     let suite = lab.path().join("suite");
     std::fs::create_dir(&suite).unwrap();
     std::fs::write(suite.join("a.yaml"), SMALL.replace("name: small", "name: first")).unwrap();
-    std::fs::write(
-        suite.join("b.yaml"),
-        SMALL.replace("name: small", "name: second").replace("trials: 4", "trials: 3"),
-    )
-    .unwrap();
+    // The second expects what never happens: every shard, and the merge,
+    // fail it as the unsharded run would.
+    let second = SMALL.replace("name: small", "name: second").replace("trials: 4", "trials: 3");
+    std::fs::write(suite.join("b.yaml"), second + "expect: {wedged: true}\n").unwrap();
     let runs: Vec<_> =
         (0..2).map(|k| lab.run(&suite).scale(0.05).arg("--shard").arg(format!("{k}/2")).spawn()).collect();
     let mut shards = Vec::new();
     for (child, out) in runs {
         let done = child.wait_with_output().unwrap();
-        assert_eq!(done.status.code(), Some(0), "{}", String::from_utf8_lossy(&done.stderr));
+        assert_eq!(done.status.code(), Some(1), "{}", String::from_utf8_lossy(&done.stderr));
         shards.push(out);
     }
     // The suite's 7 units: first's trials are units 0–3, second's 4–6.
@@ -262,7 +261,8 @@ fn a_suites_shards_merge_into_the_suite_with_its_readme() {
     );
     let out = lab.path().join("merged");
     let done = merge(&out, &[&shards[0], &shards[1]]);
-    assert_eq!(done.status.code(), Some(0), "{}", String::from_utf8_lossy(&done.stderr));
+    assert_eq!(done.status.code(), Some(1), "{}", String::from_utf8_lossy(&done.stderr));
+    assert!(String::from_utf8_lossy(&done.stdout).contains("expectations:   3 failed"));
     assert_eq!(held(&out, "first"), ["1", "2", "3", "4"]);
     assert_eq!(held(&out, "second"), ["1", "2", "3"]);
     let readme = std::fs::read_to_string(out.join("README.md")).unwrap();
