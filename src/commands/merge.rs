@@ -43,6 +43,11 @@ pub fn merge(out: &Path, dirs: &[PathBuf]) -> Result<(), Error> {
             all
         }
     };
+    // A suite's own record of each shard, read with the rest.
+    let suite_record = match &shape {
+        Shape::Experiment => None,
+        Shape::Suite(_) => Some(suite_record(dirs)?),
+    };
     if let Some(build) = experiments.first().and_then(|s| s.first.build.as_deref())
         && (build.ends_with("-dirty") || build == "unknown")
     {
@@ -61,8 +66,8 @@ pub fn merge(out: &Path, dirs: &[PathBuf]) -> Result<(), Error> {
             };
             merged.push(write_experiment(&to, s)?);
         }
-        if matches!(shape, Shape::Suite(_)) {
-            write_suite(&stage, dirs, &experiments, &merged)?;
+        if let Some(record) = &suite_record {
+            write_suite(&stage, dirs, record, &experiments, &merged)?;
         }
         Ok(merged)
     })();
@@ -317,18 +322,29 @@ fn write_experiment(to: &Path, s: &Shards) -> Result<Merged1, Error> {
     Ok(Merged1 { metrics, failed })
 }
 
-/// A suite's README.md, host.json and report.html, as its run writes them.
-fn write_suite(stage: &Path, dirs: &[PathBuf], experiments: &[Shards], merged: &[Merged1]) -> Result<(), Error> {
+/// A suite's host.json for the merge: its shards' own suite records (the
+/// run's machine and command of each), in shard order.
+fn suite_record(dirs: &[PathBuf]) -> Result<String, Error> {
     let mut records = Vec::new();
     for d in dirs {
         let (recorded, whole) = host::read(d).map_err(Error::Conflict)?;
         records.push((recorded.shard.map_or(u64::MAX, |s| s.index), recorded, whole));
     }
     records.sort_by_key(|(k, _, _)| *k);
-    let Some((_, first, _)) = records.first() else { return Ok(()) };
-    let record = host::to_json(&Merged::new(first, records.iter().map(|(_, _, w)| w.clone()).collect()));
+    let first = &records[0].1;
+    Ok(host::to_json(&Merged::new(first, records.iter().map(|(_, _, w)| w.clone()).collect())))
+}
+
+/// A suite's README.md, host.json and report.html, as its run writes them.
+fn write_suite(
+    stage: &Path,
+    dirs: &[PathBuf],
+    record: &str,
+    experiments: &[Shards],
+    merged: &[Merged1],
+) -> Result<(), Error> {
     let path = stage.join("host.json");
-    std::fs::write(&path, &record).map_err(io(&path))?;
+    std::fs::write(&path, record).map_err(io(&path))?;
     let summaries: Vec<_> =
         merged.iter().map(|m| summarize(&m.metrics.iter().map(|(_, _, m)| m).collect::<Vec<_>>())).collect();
     let runs: Vec<Measured<'_>> = experiments
@@ -350,7 +366,7 @@ fn write_suite(stage: &Path, dirs: &[PathBuf], experiments: &[Shards], merged: &
         .ok()
         .and_then(|t| t.lines().next().map(|l| l.trim_start_matches("# ").to_string()))
         .unwrap_or_else(|| "leasequake: merged shards".into());
-    let json: serde_json::Value = serde_json::from_str(&record).expect("just serialised");
+    let json: serde_json::Value = serde_json::from_str(record).expect("just serialised");
     let exps: Vec<&Experiment> = experiments.iter().map(|s| &s.exp).collect();
     let preamble = format!("{}\n{}", host::merged_words(&json).unwrap_or_default(), suite::about(&exps));
     let readme = stage.join("README.md");
