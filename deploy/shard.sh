@@ -36,13 +36,38 @@ slurm)
     ;;
 esac
 
+# leasequake runs as a child, its signals passed on: as a container's first
+# process this script gets the scheduler's SIGTERM, which leasequake needs to
+# stop after cleaning up (the kernel gives process 1 no default action).
+status=0
+child=
+# shellcheck disable=SC2317 # called by the traps
+forward() {
+    if [[ -n $child ]]; then kill -s "$1" "$child" 2>/dev/null || true; fi
+}
+# An INT is passed on as a TERM, which leasequake takes the same way: a
+# job started with `&` here ignores SIGINT, as a shell without job control
+# makes it.
+trap 'forward TERM' TERM INT
+trap 'forward HUP' HUP
+leasequake_() {
+    leasequake "$@" &
+    child=$!
+    # A trapped signal ends `wait` early: wait again until the child is gone.
+    while :; do
+        status=0
+        wait "$child" || status=$?
+        kill -0 "$child" 2>/dev/null || break
+    done
+    child=
+}
+
 out=$results/shard-$k
 mkdir -p "$results"
-status=0
 if [[ -f $out/experiment.yaml && -f $out/host.json ]]; then
     # As it started: its experiment.yaml holds the scale, trials and seed.
     echo "shard.sh: finishing the earlier attempt in $out" >&2
-    leasequake run --resume "$out" || status=$?
+    leasequake_ run --resume "$out"
 else
     if [[ -e $out ]]; then
         mkdir -p "$results/interrupted"
@@ -50,7 +75,7 @@ else
         echo "shard.sh: an earlier attempt is kept in $aside" >&2
         mv "$out" "$aside"
     fi
-    leasequake run "$experiments" --shard "$spec" --out "$out" "$@" || status=$?
+    leasequake_ run "$experiments" --shard "$spec" --out "$out" "$@"
 fi
 if ((status == 1)); then
     echo "shard.sh: shard $k: expectations failed; its results are in $out" >&2

@@ -71,6 +71,9 @@ pub enum Error {
     Interrupted { done: usize, total: u32, dir: PathBuf },
     #[error("interrupted before the first trial (during the calibration): nothing was written")]
     InterruptedBeforeStart,
+    /// A command that runs no trial, stopped by a signal: what it left.
+    #[error("interrupted: {0}")]
+    Stopped(String),
 }
 
 fn join(errors: &[ExperimentError]) -> String {
@@ -94,7 +97,7 @@ impl Error {
             | Error::Scratch(_)
             | Error::Thread { .. } => exit::HARNESS,
             Error::ExpectFailed(_) | Error::NotReproduced { .. } => exit::EXPECT_FAILED,
-            Error::Interrupted { .. } | Error::InterruptedBeforeStart => exit::INTERRUPTED,
+            Error::Interrupted { .. } | Error::InterruptedBeforeStart | Error::Stopped(_) => exit::INTERRUPTED,
         }
     }
 

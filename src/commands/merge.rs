@@ -12,22 +12,26 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::inputs::{ensure_empty, most_workers, recheck, same_format, verdict};
 use super::shard::{Piece, whole};
 use crate::check::TrialMetrics;
-use crate::error::{Error, worse};
+use crate::error::{Error, exit, worse};
 use crate::experiment::{Overrides, load};
 use crate::model::Experiment;
 use crate::model::history::History;
 use crate::report::compare::Measured;
+use crate::report::csv::{HISTORY_TABLES, merge_history};
 use crate::report::host::{self, Merged, Recorded, ShardRecord};
 use crate::report::read::{finished_trials, read_histories, worker_outcomes};
 use crate::report::summary::{expectation_checks, per_unit, summarize, unit_of, units};
-use crate::report::{csv::merge_history, suite, terminal, timeline};
+use crate::report::{suite, terminal, timeline};
 use crate::{say, warnln};
 
 pub fn merge(out: &Path, dirs: &[PathBuf]) -> Result<(), Error> {
+    apart(out, dirs)?;
     ensure_empty(out, "OUT")?;
     // Everything is read and held to everything else first.
     let shape = shape(dirs)?;
@@ -46,7 +50,7 @@ pub fn merge(out: &Path, dirs: &[PathBuf]) -> Result<(), Error> {
     // A suite's own record of each shard, read with the rest.
     let suite_record = match &shape {
         Shape::Experiment => None,
-        Shape::Suite(_) => Some(suite_record(dirs)?),
+        Shape::Suite(_) => Some(suite_record(dirs, &experiments[0].name)?),
     };
     if let Some(build) = experiments.first().and_then(|s| s.first.build.as_deref())
         && (build.ends_with("-dirty") || build == "unknown")
@@ -56,7 +60,15 @@ pub fn merge(out: &Path, dirs: &[PathBuf]) -> Result<(), Error> {
              so that they ran the same code cannot be proven"
         );
     }
-    let stage = staging(out)?;
+    // A signal stops the merge between files, and what it began is removed;
+    // a second one exits at once.
+    let stopped = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
+        let _ =
+            signal_hook::flag::register_conditional_shutdown(sig, i32::from(exit::INTERRUPTED), Arc::clone(&stopped));
+        let _ = signal_hook::flag::register(sig, Arc::clone(&stopped));
+    }
+    let (stage, made) = staging(out)?;
     let written = (|| -> Result<Vec<Merged1>, Error> {
         let mut merged = Vec::new();
         for s in &experiments {
@@ -64,17 +76,18 @@ pub fn merge(out: &Path, dirs: &[PathBuf]) -> Result<(), Error> {
                 Shape::Experiment => stage.clone(),
                 Shape::Suite(_) => stage.join(&s.name),
             };
-            merged.push(write_experiment(&to, s)?);
+            merged.push(write_experiment(&to, s, &stopped)?);
         }
         if let Some(record) = &suite_record {
             write_suite(&stage, dirs, record, &experiments, &merged)?;
         }
+        halt_if(&stopped)?;
         Ok(merged)
     })();
     let merged = match written.and_then(|m| place(&stage, out).map(|()| m)) {
         Ok(m) => m,
         Err(e) => {
-            let _ = std::fs::remove_dir_all(&stage);
+            let _ = std::fs::remove_dir_all(made.as_ref().unwrap_or(&stage));
             return Err(e);
         }
     };
@@ -98,6 +111,41 @@ pub fn merge(out: &Path, dirs: &[PathBuf]) -> Result<(), Error> {
         out.display()
     );
     result
+}
+
+/// OUT names a directory of its own: not `.` or `..`, and neither inside a
+/// shard's directory (whose files it would be copied among) nor holding one.
+fn apart(out: &Path, dirs: &[PathBuf]) -> Result<(), Error> {
+    let bad = |problem: String| Error::Path { path: out.to_path_buf(), problem: format!("OUT: {problem}") };
+    if !matches!(out.components().next_back(), Some(std::path::Component::Normal(_))) {
+        return Err(bad("name a new directory for the merge (not ., .. or /)".into()));
+    }
+    let out_abs = absolute(out);
+    for d in dirs {
+        let d_abs = absolute(d);
+        if out_abs.starts_with(&d_abs) || d_abs.starts_with(&out_abs) {
+            return Err(bad(format!("is inside the shard directory {} (or holds it): merge beside it", d.display())));
+        }
+    }
+    Ok(())
+}
+
+/// `p` made absolute and free of links as far as it exists.
+fn absolute(p: &Path) -> PathBuf {
+    let mut existing = p;
+    let mut rest = Vec::new();
+    loop {
+        if let Ok(real) = existing.canonicalize() {
+            return rest.iter().rev().fold(real, |acc, part| acc.join(part));
+        }
+        match (existing.parent(), existing.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_os_string());
+                existing = if parent.as_os_str().is_empty() { Path::new(".") } else { parent };
+            }
+            _ => return p.to_path_buf(),
+        }
+    }
 }
 
 /// What the DIRs are: each an experiment's results directory, or each a
@@ -190,6 +238,29 @@ fn gather(dirs: Vec<PathBuf>) -> Result<Shards, Error> {
     for r in &read[1..] {
         same_run((&first.dir, &first.recorded, &first.yaml), (&r.dir, &r.recorded, &r.yaml))?;
     }
+    // The history tables' layouts agree, so that their rows can be put
+    // side by side (the same format and build write the same; an edit may not).
+    for table in HISTORY_TABLES {
+        let header = |dir: &Path| -> Result<String, Error> {
+            let path = dir.join(table);
+            let file = std::fs::File::open(&path)
+                .map_err(|e| Error::Path { path: path.clone(), problem: format!("{e}: not as a run left it") })?;
+            let mut line = String::new();
+            std::io::BufRead::read_line(&mut std::io::BufReader::new(file), &mut line)
+                .map_err(|source| Error::Io { path, source })?;
+            Ok(line)
+        };
+        let want = header(&first.dir)?;
+        for r in &read[1..] {
+            if header(&r.dir)? != want {
+                return Err(Error::Conflict(format!(
+                    "merge: {} and {} differ in the columns of {table}",
+                    first.dir.display(),
+                    r.dir.display()
+                )));
+            }
+        }
+    }
     let exp =
         load(&first.dir.join("experiment.yaml"), &Overrides::default()).map_err(|e| Error::Experiments(vec![e]))?;
     let total = units(&exp).len() as u32 * exp.trials;
@@ -257,20 +328,21 @@ fn same_run(a: (&Path, &Recorded, &str), b: (&Path, &Recorded, &str)) -> Result<
         let s = |s: Option<u64>| s.map_or("none".to_string(), |s| s.to_string());
         return Err(conflict(format!("ran with different seeds ({} and {})", s(ra.seed), s(rb.seed))));
     }
-    if ya != yb {
-        // The first setting that differs; a comment only if nothing else does.
-        let differ = |skip_comments: bool| {
-            ya.lines()
-                .chain(std::iter::repeat(""))
-                .zip(yb.lines().chain(std::iter::repeat("")))
-                .take(ya.lines().count().max(yb.lines().count()))
-                .enumerate()
-                .find(|(_, (x, y))| x != y && !(skip_comments && x.starts_with('#') && y.starts_with('#')))
-                .map(|(n, (x, y))| (n + 1, x, y))
-        };
-        let (n, la, lb) = differ(true).or_else(|| differ(false)).unwrap_or((0, "", ""));
+    // What the trials ran with: not the comments (which name the path the
+    // file was given by), nor `jobs:` (how many trials a machine ran at once).
+    let settings = |y: &str| -> Vec<String> {
+        y.lines().filter(|l| !l.starts_with('#') && !l.starts_with("jobs:")).map(str::to_string).collect()
+    };
+    let (sa, sb) = (settings(ya), settings(yb));
+    if sa != sb {
+        let blank = String::new();
+        let (n, la, lb) = (0..sa.len().max(sb.len()))
+            .map(|n| (n, sa.get(n).unwrap_or(&blank), sb.get(n).unwrap_or(&blank)))
+            .find(|(_, x, y)| x != y)
+            .map(|(n, x, y)| (n + 1, x.clone(), y.clone()))
+            .unwrap_or_default();
         return Err(conflict(format!(
-            "ran the file with different settings (their experiment.yaml differ at line {n}: {:?} and {:?}; \
+            "ran the file with different settings (their experiment.yaml differ at setting line {n}: {:?} and {:?}; \
              a --time-scale, --trials or --seed given to one shard only?)",
             la.trim(),
             lb.trim()
@@ -290,7 +362,8 @@ fn io(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
 }
 
 /// One experiment's merged directory `to`, as the unsharded run writes it.
-fn write_experiment(to: &Path, s: &Shards) -> Result<Merged1, Error> {
+fn write_experiment(to: &Path, s: &Shards, stopped: &AtomicBool) -> Result<Merged1, Error> {
+    halt_if(stopped)?;
     std::fs::create_dir_all(to).map_err(io(to))?;
     let yaml = to.join("experiment.yaml");
     std::fs::copy(s.dirs[0].join("experiment.yaml"), &yaml).map_err(io(&yaml))?;
@@ -311,7 +384,7 @@ fn write_experiment(to: &Path, s: &Shards) -> Result<Merged1, Error> {
         warnln!("warning: plots in {}: {e}", to.display());
     }
     for dir in &s.dirs {
-        copy_trials(&dir.join("trials"), &to.join("trials"))?;
+        copy_trials(&dir.join("trials"), &to.join("trials"), stopped)?;
     }
     let by_trial: Vec<(u32, &TrialMetrics)> = metrics.iter().map(|(t, _, m)| (*t, m)).collect();
     let failed: Vec<String> =
@@ -323,11 +396,14 @@ fn write_experiment(to: &Path, s: &Shards) -> Result<Merged1, Error> {
 }
 
 /// A suite's host.json for the merge: its shards' own suite records (the
-/// run's machine and command of each), in shard order.
-fn suite_record(dirs: &[PathBuf]) -> Result<String, Error> {
+/// run's machine and command of each), in shard order. A suite run writes
+/// its record last: a shard cut short and finished by resuming each
+/// experiment has none, and its first experiment's record stands in.
+fn suite_record(dirs: &[PathBuf], first: &str) -> Result<String, Error> {
     let mut records = Vec::new();
     for d in dirs {
-        let (recorded, whole) = host::read(d).map_err(Error::Conflict)?;
+        let from = if d.join("host.json").exists() { d.clone() } else { d.join(first) };
+        let (recorded, whole) = host::read(&from).map_err(Error::Conflict)?;
         records.push((recorded.shard.map_or(u64::MAX, |s| s.index), recorded, whole));
     }
     records.sort_by_key(|(k, _, _)| *k);
@@ -380,10 +456,11 @@ fn write_suite(
 
 /// Each trial's directory of a shard (`trials/NNNN/`, and earlier attempts
 /// `NNNN.interrupted-K/`), copied: the shard keeps its own.
-fn copy_trials(from: &Path, to: &Path) -> Result<(), Error> {
+fn copy_trials(from: &Path, to: &Path, stopped: &AtomicBool) -> Result<(), Error> {
     let Ok(entries) = std::fs::read_dir(from) else { return Ok(()) };
     std::fs::create_dir_all(to).map_err(io(to))?;
     for entry in entries {
+        halt_if(stopped)?;
         let entry = entry.map_err(io(from))?;
         let dest = to.join(entry.file_name());
         if dest.exists() {
@@ -393,6 +470,14 @@ fn copy_trials(from: &Path, to: &Path) -> Result<(), Error> {
             )));
         }
         copy_tree(&entry.path(), &dest)?;
+    }
+    Ok(())
+}
+
+/// Stop here if a signal came: the caller removes what was begun.
+fn halt_if(stopped: &AtomicBool) -> Result<(), Error> {
+    if stopped.load(Ordering::SeqCst) {
+        return Err(Error::Stopped("the merge was stopped; nothing was left at OUT".into()));
     }
     Ok(())
 }
@@ -418,14 +503,17 @@ fn copy_tree(from: &Path, to: &Path) -> Result<(), Error> {
     }
 }
 
-/// A new hidden directory beside `out`, where the merge is put together.
-fn staging(out: &Path) -> Result<PathBuf, Error> {
+/// A new hidden directory beside `out`, where the merge is put together,
+/// and the outermost directory created for it (to remove if it fails).
+fn staging(out: &Path) -> Result<(PathBuf, Option<PathBuf>), Error> {
     let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let made = parent.ancestors().take_while(|a| !a.as_os_str().is_empty() && !a.exists()).last();
+    let made = made.map(Path::to_path_buf);
     std::fs::create_dir_all(parent).map_err(io(parent))?;
     let name = out.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "merge".into());
     let stage = parent.join(format!(".{name}.merging-{}", std::process::id()));
     std::fs::create_dir(&stage).map_err(io(&stage))?;
-    Ok(stage)
+    Ok((stage, made))
 }
 
 /// The finished merge renamed to `out` (an empty directory there is

@@ -234,6 +234,19 @@ fn exported<'a>(done: &'a [(&'a Experiment, Outcome)]) -> Vec<crate::report::exp
 /// finished trials re-checked from DIR/events.csv, then the missing ones.
 fn resume(dir: &Path, args: &RunArgs) -> Result<(), Error> {
     super::inputs::same_format(dir)?;
+    // Its host.json credits every trial to the build that began the run (a
+    // merge of shards holds them to it): another build may not add to them.
+    if let Ok((recorded, _)) = host::read(dir)
+        && let Some(began) = recorded.build
+        && began != env!("LEASEQUAKE_GIT_COMMIT")
+    {
+        return Err(Error::Conflict(format!(
+            "--resume: {} was begun by build {began} of leasequake and this is {}: finish it with the build \
+             that began it, so that its trials come from one",
+            dir.display(),
+            env!("LEASEQUAKE_GIT_COMMIT")
+        )));
+    }
     let overrides = Overrides { jobs: args.jobs.map(|j| j as usize), ..Overrides::default() };
     let exp = load(&dir.join("experiment.yaml"), &overrides).map_err(|e| Error::Experiments(vec![e]))?;
     // The same checks as the run's first start.

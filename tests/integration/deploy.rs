@@ -68,14 +68,19 @@ fn the_slurm_array_runs_its_shards_and_the_merge_job_merges_them() {
     let (first, last) = array.split_once('-').expect("an array A-B");
     let (first, last): (u32, u32) = (first.parse().unwrap(), last.parse().unwrap());
     assert_eq!(last - first + 1, 8, "the script's array is the 8 this test's experiment is cut for");
+    // The count and first index the script writes out agree with its array.
+    let var = |name: &str| -> u32 {
+        batch.lines().find_map(|l| l.strip_prefix(&format!("{name}="))).expect(name).parse().unwrap()
+    };
+    assert_eq!((var("first"), var("shards")), (first, 8));
     let file = lab.file("deployed.yaml", EIGHT);
     let results = lab.path().join("results");
-    let task = |id: u32| {
+    let task = |id: u32, (min, count): (u32, u32)| {
         with_leasequake("bash", &lab)
             .arg(deploy("slurm/leasequake.sbatch"))
             .env("SLURM_ARRAY_TASK_ID", id.to_string())
-            .env("SLURM_ARRAY_TASK_MIN", first.to_string())
-            .env("SLURM_ARRAY_TASK_COUNT", "8")
+            .env("SLURM_ARRAY_TASK_MIN", min.to_string())
+            .env("SLURM_ARRAY_TASK_COUNT", count.to_string())
             .env("SLURM_SUBMIT_DIR", repo())
             .env("EXPERIMENTS", &file)
             .env("RESULTS", &results)
@@ -83,14 +88,17 @@ fn the_slurm_array_runs_its_shards_and_the_merge_job_merges_them() {
             .spawn()
             .unwrap()
     };
-    let tasks: Vec<_> = (first..=last).map(task).collect();
+    // Task 3 first alone, as `sbatch --array=3` resubmits it (an array of
+    // one): still shard 3 of 8. Then the whole array, task 3 again among
+    // them: its shard is finished (nothing was missing), not run twice.
+    ok("task 3 alone", task(first + 3, (first + 3, 1)).wait_with_output().unwrap());
+    assert_eq!(trials_of(&results.join("shard-3")), ["4"]);
+    let tasks: Vec<_> = (first..=last).map(|id| task(id, (first, 8))).collect();
     for t in tasks {
         ok("an array task", t.wait_with_output().unwrap());
     }
-    // Slurm runs a task again after a node failure: the shard is finished
-    // (here: nothing was missing), not run twice.
-    ok("task 3 again", task(first + 3).wait_with_output().unwrap());
     assert_eq!(trials_of(&results.join("shard-3")), ["4"]);
+    assert!(!results.join("interrupted").exists(), "nothing was set aside");
     let merge =
         with_leasequake("bash", &lab).arg(deploy("slurm/merge.sbatch")).env("RESULTS", &results).output().unwrap();
     ok("merge.sbatch", merge);
@@ -156,17 +164,64 @@ fn the_kubernetes_jobs_are_valid_and_their_pods_commands_run_and_merge() {
 #[test]
 fn the_gnu_parallel_line_runs_the_shards_and_merges_them() {
     let lab = Lab::new();
-    lab.file("deployed.yaml", EIGHT);
-    let out = with_leasequake("bash", &lab)
-        .arg(deploy("parallel.sh"))
-        .args(["deployed.yaml", "4", "merged"])
-        .env("HOSTS", ":")
-        .env("RUN_OPTIONS", QUICK[..3].join(" "))
-        .output()
-        .unwrap_or_else(|e| panic!("bash: {e}"));
-    ok("parallel.sh (GNU parallel: scripts/test.sh installs it)", out);
+    let file = lab.file("deployed.yaml", EIGHT);
+    let parallel = |out: &str| {
+        with_leasequake("bash", &lab)
+            .arg(deploy("parallel.sh"))
+            .args(["deployed.yaml", "4", out])
+            .env("HOSTS", ":")
+            .env("RUN_OPTIONS", QUICK[..3].join(" "))
+            .output()
+            .unwrap_or_else(|e| panic!("bash: {e}"))
+    };
+    ok("parallel.sh (GNU parallel: scripts/test.sh installs it)", parallel("merged"));
     assert_eq!(trials_of(&lab.path().join("merged")), all_eight());
-    let host: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(lab.path().join("merged/host.json")).unwrap()).unwrap();
-    assert_eq!(host["shards"].as_array().map(Vec::len), Some(4));
+    let seed = |out: &str| -> serde_json::Value {
+        let host: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(lab.path().join(out).join("host.json")).unwrap()).unwrap();
+        assert_eq!(host["shards"].as_array().map(Vec::len), Some(4));
+        host["seed"].clone()
+    };
+    assert_eq!(seed("merged"), 5);
+    // Again, the file changed: its own shards, never the last run's.
+    std::fs::write(&file, EIGHT.replace("seed: 5", "seed: 6")).unwrap();
+    let again = parallel("merged");
+    assert_eq!(again.status.code(), Some(2), "an existing OUT is refused");
+    ok("parallel.sh again", parallel("merged-2"));
+    assert_eq!(seed("merged-2"), 6);
+}
+
+#[test]
+fn a_shard_task_stopped_by_its_scheduler_cleans_up_and_its_retry_finishes_it() {
+    let lab = Lab::new();
+    // 8 trials of 300 ms, one at a time: long enough to be stopped midway.
+    let file = lab.file("long.yaml", &EIGHT.replace("duration: 1s", "duration: 6s"));
+    let results = lab.path().join("results");
+    let task = || {
+        with_leasequake(deploy("shard.sh"), &lab)
+            .arg(&file)
+            .arg(&results)
+            .arg("0/1")
+            .args(QUICK)
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let child = task();
+    let trials = results.join("shard-0/trials.csv");
+    crate::helper::wait_for(std::time::Duration::from_secs(30), "a finished trial", || {
+        (std::fs::read_to_string(&trials).ok()?.lines().count() >= 2).then_some(())
+    });
+    // What a scheduler stopping a pod does: SIGTERM to its first process.
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGTERM).unwrap();
+    let stopped = child.wait_with_output().unwrap();
+    assert_eq!(stopped.status.code(), Some(130), "{}", String::from_utf8_lossy(&stopped.stderr));
+    let kept = trials_of(&results.join("shard-0"));
+    assert!(!kept.is_empty() && kept.len() < 8, "stopped midway, finished trials kept: {kept:?}");
+    assert!(crate::helper::processes_in(lab.path()).is_empty(), "nothing left running");
+    // The retry finishes the shard rather than starting it again.
+    let retried = task().wait_with_output().unwrap();
+    assert!(retried.status.success(), "{}", String::from_utf8_lossy(&retried.stderr));
+    assert!(String::from_utf8_lossy(&retried.stderr).contains("finishing the earlier attempt"));
+    assert_eq!(trials_of(&results.join("shard-0")), all_eight());
 }

@@ -168,7 +168,13 @@ fn shards_that_are_not_one_whole_run_are_refused_before_anything_is_written() {
             lab.run(&file).scale(scale).arg("--shard").arg(format!("{k}/2")).args(extra.iter().copied()).output();
         done.expect_code(0).out
     };
-    let (s0, s1) = (shard(0, 0.05, &[]), shard(1, 0.05, &[]));
+    let s0 = shard(0, 0.05, &[]);
+    // The same file by another path, with its own --jobs: the same run.
+    let s1 = {
+        let by_another_path = lab.path().join(".").join("small.yaml");
+        let run = lab.run(by_another_path).scale(0.05).args(["--shard", "1/2", "--jobs", "2"]);
+        run.output().expect_code(0).out
+    };
     let other_seed = shard(1, 0.05, &["--seed", "7"]);
     let other_scale = shard(1, 0.1, &[]);
     let whole = lab.run(&file).scale(0.05).output().expect_code(0).out;
@@ -195,7 +201,8 @@ fn shards_that_are_not_one_whole_run_are_refused_before_anything_is_written() {
     std::fs::write(full.join("mine.txt"), "a user's file").unwrap();
 
     let out = lab.path().join("merged");
-    let cases: [(&[&Path], &Path, &str); 10] = [
+    let inside = s0.join("trials").join("merged");
+    let cases: [(&[&Path], &Path, &str); 12] = [
         (&[&s0], &out, "shard(s) 1 of 2 missing"),
         (&[&s0, &s1, &s0], &out, "shard 0 of 2 is given twice"),
         (&[&s0, &whole], &out, "was not run with --shard"),
@@ -206,6 +213,8 @@ fn shards_that_are_not_one_whole_run_are_refused_before_anything_is_written() {
         (&[&s0, &posing], &out, "holds trial 1, which belongs to"),
         (&[&s0, &unfinished], &out, "lacks trial(s) 4 of its 2"),
         (&[&s0, &s1], &full, "not empty"),
+        (&[&s0, &s1], &inside, "inside the shard directory"),
+        (&[&s0, &s1], Path::new("."), "name a new directory"),
     ];
     for (dirs, to, want) in cases {
         let done = merge(to, dirs);
@@ -221,6 +230,12 @@ fn shards_that_are_not_one_whole_run_are_refused_before_anything_is_written() {
         assert!(leftovers.is_empty(), "{want}: {leftovers:?}");
     }
     assert_eq!(std::fs::read_to_string(full.join("mine.txt")).unwrap(), "a user's file");
+    assert!(!inside.exists());
+    // A shard's trials are credited to the build that began it: another
+    // build may not finish it either.
+    let resumed = std::process::Command::new(bin()).args(["run", "--resume"]).arg(&other_build).output().unwrap();
+    assert_eq!(resumed.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&resumed.stderr).contains("was begun by build 0123abcd"));
     // The shards themselves, untouched, merge; an empty OUT is taken.
     std::fs::create_dir(&out).unwrap();
     let done = merge(&out, &[&s1, &s0]);
@@ -259,6 +274,9 @@ fn a_suites_shards_merge_into_the_suite_with_its_readme() {
         (held(&shards[1], "first"), held(&shards[1], "second")),
         (vec!["2".into(), "4".into()], vec!["2".into()])
     );
+    // A suite writes its own record last: a shard killed and then finished
+    // experiment by experiment (`run --resume`) has none.
+    std::fs::remove_file(shards[1].join("host.json")).unwrap();
     let out = lab.path().join("merged");
     let done = merge(&out, &[&shards[0], &shards[1]]);
     assert_eq!(done.status.code(), Some(1), "{}", String::from_utf8_lossy(&done.stderr));
