@@ -110,11 +110,16 @@ pub enum Command {
     /// same minute: start spread of 3, 30 and 300 workers (vs a `cmd &`
     /// loop), the error of SIGTERM, SIGSTOP and SIGKILL (vs `sleep; kill`),
     /// and the event delay of observing a program (protocol and patterns).
-    /// About 20 s.
+    /// About 20 s; with --load, again under CPU hogs of its own (40 s).
     Calibrate {
         /// Lines per path (one per millisecond).
         #[arg(long, default_value_t = 1000)]
         lines: usize,
+        /// Measure again with N CPU hogs of its own running (processes
+        /// spinning at ordinary priority; default: one per core), and print
+        /// both.
+        #[arg(long, value_name = "N", num_args = 0..=1, value_parser = clap::value_parser!(u64).range(1..=256))]
+        load: Option<Option<u64>>,
     },
     /// Print a shell completion script, e.g. `leasequake completions bash >
     /// ~/.local/share/bash-completion/completions/leasequake`.
@@ -136,6 +141,9 @@ pub enum Command {
     /// The shell baseline's victim (used by `calibrate`).
     #[command(hide = true)]
     CalibrateTarget,
+    /// A CPU hog for `calibrate --load` (used by the harness).
+    #[command(hide = true)]
+    CalibrateHog,
     /// The program `calibrate` observes (used by the harness).
     #[command(hide = true)]
     CalibrateEmit {

@@ -10,6 +10,7 @@ pub mod console;
 pub mod error;
 pub mod experiment;
 pub mod proxy;
+pub mod realtime;
 pub mod report;
 pub mod shrink;
 pub mod substrate;

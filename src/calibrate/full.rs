@@ -35,15 +35,27 @@ fn show_ratio(ours: &Option<Delay>, shell: &Option<Delay>) {
     }
 }
 
-/// `leasequake calibrate`: print the measurements.
-pub fn run(lines: usize) -> Result<(), Error> {
+/// `leasequake calibrate`: print the measurements, on the machine as it is,
+/// then (with `load`) again with that many CPU hogs of its own running.
+pub fn run(lines: usize, load: Option<Option<usize>>) -> Result<(), Error> {
     let dir = match tempfile::Builder::new().prefix("leasequake-calibrate-").tempdir() {
         Ok(d) => d,
         Err(source) => return Err(Error::Scratch(source)),
     };
+    sayln!("Scheduling of the harness's timing threads: {}", crate::realtime::describe());
+    let Some(load) = load else { return measure(lines, dir.path()) };
+    sayln!("\n# As the machine is\n");
+    measure(lines, dir.path())?;
+    let hogs = super::load::Hogs::start(load.unwrap_or_else(super::load::default_hogs))
+        .map_err(|source| Error::Io { path: "calibrate-hog".into(), source })?;
+    sayln!("\n# With {} CPU hogs (processes spinning at ordinary priority, as `yes > /dev/null`)\n", hogs.count());
+    measure(lines, dir.path())
+}
+
+fn measure(lines: usize, dir: &std::path::Path) -> Result<(), Error> {
     sayln!("Start spread: first timestamp after release, latest − earliest");
     for (n, trials) in [(3usize, 10u32), (30, 10), (300, 3)] {
-        let ours = match harness::start_spread(n, trials, dir.path()) {
+        let ours = match harness::start_spread(n, trials, dir) {
             Ok(v) => harness::summarize(v),
             Err(e) => {
                 sayln!("  {n} workers, barrier: failed: {e}");
@@ -56,7 +68,7 @@ pub fn run(lines: usize) -> Result<(), Error> {
         show_ratio(&ours, &shell);
     }
     sayln!("Fault error: actual − scheduled (20 trials each)");
-    let ours = harness::fault_error(20, dir.path()).unwrap_or_else(|e| {
+    let ours = harness::fault_error(20, dir).unwrap_or_else(|e| {
         sayln!("  harness: failed: {e}");
         Default::default()
     });

@@ -12,9 +12,10 @@ mod delays;
 pub mod emit;
 mod full;
 pub mod harness;
+pub mod load;
 mod proxy;
 mod quick;
 
 pub use delays::{event_delay, summarize};
 pub use full::run;
-pub use quick::measure_quick;
+pub use quick::{measure_quick, measure_quick_loaded};

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use super::delays::event_delay;
 use super::harness;
-use crate::model::calibration::Quick;
+use crate::model::calibration::{Loaded, Quick};
 
 /// Measure the short calibration for one run (about 2 s); None if no
 /// scratch directory could be made.
@@ -24,4 +24,12 @@ pub fn measure_quick() -> Option<Quick> {
         loopback_rtt: rtt.as_ref().map(|r| r.0.clone()),
         proxy_rtt: rtt.map(|r| r.1),
     })
+}
+
+/// The same with a CPU hog per core running (about 2 s more); None if the
+/// hogs could not be started.
+pub fn measure_quick_loaded() -> Option<Loaded> {
+    let hogs = super::load::Hogs::start(super::load::default_hogs()).ok()?;
+    let quick = measure_quick()?;
+    Some(Loaded { cpu_hogs: hogs.count(), quick })
 }

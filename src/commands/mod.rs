@@ -22,6 +22,7 @@ pub fn dispatch(cli: Cli) -> u8 {
     let child = matches!(
         cli.command,
         Command::CalibrateTarget
+            | Command::CalibrateHog
             | Command::CalibrateEmit { .. }
             | Command::ExecProgram { .. }
             | Command::Worker(_)
@@ -81,9 +82,10 @@ pub fn dispatch(cli: Cli) -> u8 {
             crate::say!("{text}");
             Ok(())
         }
-        Command::Calibrate { lines } => crate::calibrate::run(lines),
+        Command::Calibrate { lines, load } => crate::calibrate::run(lines, load.map(|n| n.map(|n| n as usize))),
         // The children's own entry points: their exit codes are their own.
         Command::CalibrateTarget => return crate::calibrate::emit::target(),
+        Command::CalibrateHog => return crate::calibrate::load::spin(),
         Command::CalibrateEmit { lines, interval_us } => return crate::calibrate::emit::run(lines, interval_us),
         Command::ExecProgram { argv } => return crate::child::exec(&argv),
         Command::Guard => return crate::trial::guard::run(),

@@ -78,14 +78,18 @@ pub fn run(args: &RunArgs) -> Result<(), Error> {
         writable(&dir).map_err(|e| Error::Path { path: dir.clone(), problem: format!("{flag}: {e}") })?;
         dirs.push(dir);
     }
-    let calibration = if args.no_calibrate { None } else { crate::calibrate::measure_quick() };
+    let (calibration, calibration_loaded) = if args.no_calibrate {
+        (None, None)
+    } else {
+        (crate::calibrate::measure_quick(), crate::calibrate::measure_quick_loaded())
+    };
     if flags.signalled.load(Ordering::SeqCst) {
         for d in &dirs {
             let _ = std::fs::remove_dir(d); // only if still empty
         }
         return Err(Error::InterruptedBeforeStart);
     }
-    let facts = RunFacts { command: std::env::args().collect(), started_ns, calibration };
+    let facts = RunFacts { command: std::env::args().collect(), started_ns, calibration, calibration_loaded };
     let ctx = Ctx { exe, flags, facts, quiet: args.quiet, silent: false };
 
     let mut done = Vec::new();
@@ -264,7 +268,12 @@ fn resume(dir: &Path, args: &RunArgs) -> Result<(), Error> {
     let done: Done = super::inputs::recheck(&exp, &histories);
     let exe = std::env::current_exe().map_err(|source| Error::Io { path: "leasequake".into(), source })?;
     // A resumed run keeps its host.json: no new calibration.
-    let facts = RunFacts { command: std::env::args().collect(), started_ns: wall_ns(), calibration: None };
+    let facts = RunFacts {
+        command: std::env::args().collect(),
+        started_ns: wall_ns(),
+        calibration: None,
+        calibration_loaded: None,
+    };
     let ctx = Ctx { exe, flags: install_signal_flags(), facts, quiet: args.quiet, silent: false };
     super::export::targets_ok(args)?;
     // A shard's run resumes as that shard.

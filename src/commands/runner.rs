@@ -115,7 +115,12 @@ impl Ctx {
     /// For runs another command makes: silent, signals ours from here.
     pub(super) fn silent() -> Result<Ctx, Error> {
         let exe = std::env::current_exe().map_err(|source| Error::Io { path: "leasequake".into(), source })?;
-        let facts = RunFacts { command: std::env::args().collect(), started_ns: wall_ns(), calibration: None };
+        let facts = RunFacts {
+            command: std::env::args().collect(),
+            started_ns: wall_ns(),
+            calibration: None,
+            calibration_loaded: None,
+        };
         Ok(Ctx { exe, flags: install_signal_flags(), facts, quiet: true, silent: true })
     }
 
@@ -124,7 +129,12 @@ impl Ctx {
         Ctx {
             exe: self.exe.clone(),
             flags: StopFlags { signalled: Arc::clone(&self.flags.signalled), stop: Arc::clone(&self.flags.stop) },
-            facts: RunFacts { command: self.facts.command.clone(), started_ns: wall_ns(), calibration: None },
+            facts: RunFacts {
+                command: self.facts.command.clone(),
+                started_ns: wall_ns(),
+                calibration: None,
+                calibration_loaded: None,
+            },
             quiet: true,
             silent: true,
         }

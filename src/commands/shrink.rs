@@ -493,7 +493,12 @@ fn readme(plan: &Plan, found: &Found) -> String {
     let o = &found.outcome;
     let scale = plan.base.time_scale;
     let own = |d: Dur| crate::shrink::own_time(d, scale);
-    let facts = crate::report::host::RunFacts { command: Vec::new(), started_ns: wall_ns(), calibration: None };
+    let facts = crate::report::host::RunFacts {
+        command: Vec::new(),
+        started_ns: wall_ns(),
+        calibration: None,
+        calibration_loaded: None,
+    };
     let host = crate::report::host::describe(&plan.base, &facts);
     let mut s = format!(
         "# Shrunk: {}, trial {}\n\nFrom `{}`, trial {} (seed {}), which violated **{}**.\n\n",

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::model::Experiment;
-use crate::model::calibration::Quick;
+use crate::model::calibration::{Loaded, Quick};
 use crate::model::clock::utc_stamp;
 
 #[derive(Serialize)]
@@ -37,6 +37,13 @@ pub struct Host {
     /// `--no-calibrate`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub calibration: Option<Quick>,
+    /// The same with a CPU hog per core running (absent with
+    /// `--no-calibrate`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub calibration_loaded: Option<Loaded>,
+    /// How the harness's timing threads were scheduled: real-time where
+    /// permitted (docs/architecture.md, "Precision under load").
+    pub realtime: String,
     /// A replicated lease service's setup (docs/replicated.md): each
     /// trial's own addresses and ports are in its `service.json`.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -214,6 +221,7 @@ pub struct RunFacts {
     pub command: Vec<String>,
     pub started_ns: i64,
     pub calibration: Option<Quick>,
+    pub calibration_loaded: Option<Loaded>,
 }
 
 /// FNV-1a, 64 bits: stable across versions and machines (std's hasher is
@@ -254,6 +262,8 @@ pub fn describe(exp: &Experiment, run: &RunFacts) -> Host {
         jobs: exp.jobs,
         generator: GENERATOR,
         calibration: run.calibration.clone(),
+        calibration_loaded: run.calibration_loaded.clone(),
+        realtime: crate::realtime::describe(),
         service: service_setup(exp),
         shard: None,
     }

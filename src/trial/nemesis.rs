@@ -327,15 +327,34 @@ impl<'s> Nemesis<'s> {
 /// causal. KILL/TERM/CONT: just before the syscall (a death, or the first
 /// event after a resume, is never earlier than its cause). STOP: once /proc
 /// shows the process stopped (its last event is never after its pause).
+///
+/// A stop or a kill takes effect only once the target runs (a death once
+/// the kernel has torn it down in the target's own time), which on a busy
+/// machine waits behind the load: the target runs at real-time priority
+/// until it has (a stop is lowered again once the kernel reports it).
 fn send(proc_: &WorkerProc, signal: Signal) -> (i64, Option<String>) {
+    use crate::realtime::Threads;
+    let boost = matches!(signal, Signal::SIGSTOP | Signal::SIGKILL) && crate::realtime::available().is_ok();
+    if boost {
+        proc_.set_realtime(true, Threads::Main);
+    }
     let before = mono_ns();
     match proc_.signal(signal) {
         Ok(true) => {}
         Ok(false) => return (mono_ns(), Some("worker already exited".into())),
         Err(e) => return (mono_ns(), Some(format!("kill failed: {e}"))),
     }
+    if boost {
+        proc_.set_realtime(true, Threads::Others);
+    }
     match signal {
-        Signal::SIGSTOP => stopped_at(proc_.pid),
+        Signal::SIGSTOP => {
+            let stopped = stopped_at(proc_.pid);
+            if boost {
+                proc_.set_realtime(false, Threads::All);
+            }
+            stopped
+        }
         Signal::SIGCONT => continued(proc_.pid, before),
         _ => (before, None),
     }
@@ -365,14 +384,26 @@ pub enum Stop {
 /// exits), so it can be polled tightly; return, then read the clock.
 pub fn poll_stopped(pid: nix::unistd::Pid, within_ns: i64) -> Stop {
     use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid};
-    let deadline = mono_ns() + within_ns;
+    let start = mono_ns();
+    let deadline = start + within_ns;
     loop {
         match waitid(Id::Pid(pid), WaitPidFlag::WSTOPPED | WaitPidFlag::WNOWAIT | WaitPidFlag::WNOHANG) {
             Ok(WaitStatus::Stopped(..)) => return Stop::Stopped,
             Err(nix::errno::Errno::EINTR) => continue,
             Err(_) => return Stop::Gone,
-            Ok(_) if mono_ns() < deadline => std::thread::yield_now(),
-            Ok(_) => return Stop::NotYet,
+            Ok(_) => {}
+        }
+        let now = mono_ns();
+        if now >= deadline {
+            return Stop::NotYet;
+        }
+        // A stop takes effect within microseconds once the target runs.
+        // Past that, a real-time poller must not hold a core the target may
+        // need: short sleeps, which wake on time at that priority.
+        if now - start < 100_000 {
+            std::thread::yield_now();
+        } else {
+            std::thread::sleep(std::time::Duration::from_micros(20));
         }
     }
 }

@@ -66,6 +66,15 @@ impl WorkerProc {
         }
     }
 
+    /// Threads of the worker's process to real-time priority, or back
+    /// (nothing once reaped: the pid may be another's by then).
+    pub fn set_realtime(&self, up: bool, which: crate::realtime::Threads) {
+        let state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if !state.reaped {
+            crate::realtime::process(self.pid.as_raw(), up, which);
+        }
+    }
+
     pub fn reaped(&self) -> bool {
         self.state.lock().unwrap_or_else(|p| p.into_inner()).reaped
     }
@@ -310,6 +319,8 @@ fn spawn_waiter(
     tx: SyncSender<Msg>,
 ) -> std::io::Result<JoinHandle<()>> {
     std::thread::Builder::new().name(format!("waiter-{worker}")).spawn(move || {
+        // A death is timed by when this thread wakes: ahead of the load.
+        crate::realtime::raise_this_thread();
         // Wait for death without reaping, so the pid stays ours meanwhile.
         loop {
             match waitid(Id::Pid(pid), WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT) {

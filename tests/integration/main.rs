@@ -19,6 +19,7 @@ mod malformed;
 mod network;
 mod outputs;
 mod plan;
+mod precision;
 mod programs;
 mod push;
 mod races;

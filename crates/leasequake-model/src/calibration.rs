@@ -34,3 +34,13 @@ pub struct Quick {
     #[serde(default)]
     pub proxy_rtt: Option<Delay>,
 }
+
+/// The short calibration taken again with CPU hogs of the harness's own
+/// running (one per core, spinning at ordinary priority): what the
+/// instrument's error bars become when the system under test loads the CPU.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Loaded {
+    pub cpu_hogs: usize,
+    #[serde(flatten)]
+    pub quick: Quick,
+}
