@@ -204,6 +204,14 @@ pub fn keys() -> Vec<Key> {
             "The lock file's state before the workers start.",
         ),
         key("grace", Duration, "2s", "2s", "After the trial: how long workers get between SIGTERM and SIGKILL."),
+        key(
+            "fault_budget",
+            Duration,
+            "",
+            "5ms",
+            "How late a fault may take effect (actual − scheduled) before its trial is flagged as taken on a \
+             machine too busy for this time scale. Default: 1 % of the smallest of lease, renew and watch.",
+        ),
         key("jobs", Int(1), "1", "4", "Trials to run at once (also `--jobs`)."),
         key("worker", Section, "", "", "Settings of the built-in worker (not for a program)."),
         key("worker.acquire", Choice(choices::<Acquire>()), "excl", "naive", "How the lock file is created."),

@@ -91,6 +91,8 @@ struct RawExperiment {
     #[serde(default)]
     grace: Option<Spanned<Dur>>,
     #[serde(default)]
+    fault_budget: Option<Spanned<Dur>>,
+    #[serde(default)]
     jobs: Option<Spanned<usize>>,
     #[serde(default)]
     reference: Option<Reference>,
@@ -686,6 +688,7 @@ fn build(path: &Path, text: &str, raw: RawExperiment, overrides: &Overrides) -> 
         time_scale: scale * applied,
         grace,
         jobs,
+        fault_budget: raw.fault_budget.as_ref().map(|b| sc(b.value)),
         substrate: SubstrateSettings { failover_after: raw.substrate.failover_after.map(sc), ..raw.substrate.clone() },
         program,
         reference: raw.reference,

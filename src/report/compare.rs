@@ -417,6 +417,7 @@ mod tests {
             writes: Default::default(),
             jobs: Default::default(),
             latency: Default::default(),
+            precision: Default::default(),
         }
     }
 

@@ -359,6 +359,8 @@ impl ResultsWriter {
             outcome: m.outcome().to_string(),
             end_ms: ms(m.end_us),
             worker_outcomes: outcomes.to_string(),
+            fault_error_max_us: m.precision.fault_error_max_us,
+            faults_over_budget: m.precision.faults_over_budget,
         };
         let swept = self.swept.values(run, setting);
         let key_row = key;

@@ -48,6 +48,9 @@ pub(super) fn stats(r: &SummaryRow<'_>) -> SummaryStats {
         predicted_gaps: s.predicted_gaps,
         gap_beyond_theory_p50_ms: round(percentile(&s.gap_beyond_theory_ms, 0.5)),
         gap_anomalies: s.gap_anomalies,
+        fault_error_max_us: s.fault_error_max_us,
+        fault_budget_us: s.fault_budget_us,
+        over_budget_trials: s.over_budget_trials,
     }
 }
 

@@ -131,6 +131,10 @@ pub struct TrialMeasures {
     pub outcome: String,
     pub end_ms: f64,
     pub worker_outcomes: String,
+    /// After the rest, so that a run begun by an older leasequake resumes
+    /// with these columns empty in its earlier rows.
+    pub fault_error_max_us: Option<i64>,
+    pub faults_over_budget: usize,
 }
 
 /// evictions.csv, writes.csv, jobs.csv, first: which trial.
@@ -291,6 +295,9 @@ pub struct SummaryStats {
     pub predicted_gaps: usize,
     pub gap_beyond_theory_p50_ms: Option<f64>,
     pub gap_anomalies: usize,
+    pub fault_error_max_us: Option<i64>,
+    pub fault_budget_us: i64,
+    pub over_budget_trials: usize,
 }
 
 /// summary-evictions.csv, after the summed counts: how often a leader

@@ -64,6 +64,11 @@ pub struct Summary {
     pub latency: crate::check::Latency,
     /// The median start spread (latest − earliest worker start), µs.
     pub start_spread_p50_us: Option<f64>,
+    /// The latest any fault took effect after its moment, µs; the trials
+    /// with a fault later than the budget, and the budget (µs, 0: none).
+    pub fault_error_max_us: Option<i64>,
+    pub over_budget_trials: usize,
+    pub fault_budget_us: i64,
 }
 
 impl Summary {
@@ -247,6 +252,9 @@ pub fn summarize(trials: &[&TrialMetrics]) -> Summary {
             v.sort_by(f64::total_cmp);
             percentile(&v, 0.5)
         },
+        fault_error_max_us: trials.iter().filter_map(|t| t.precision.fault_error_max_us).max(),
+        over_budget_trials: trials.iter().filter(|t| t.precision.faults_over_budget > 0).count(),
+        fault_budget_us: trials.iter().map(|t| t.precision.budget_us).max().unwrap_or(0),
         crash_gaps_ms: {
             let mut v: Vec<f64> = trials
                 .iter()

@@ -69,6 +69,16 @@ pub fn render(exp: &Experiment, s: &Summary, dir: &Path) -> String {
         hi * 100.0
     );
     out += &format!("  wedged:         {}/{} trials\n", s.wedged_trials, s.n);
+    if let Some(max) = s.fault_error_max_us {
+        out += &format!("  fault error:    at most {} µs late (budget {} µs)\n", max, s.fault_budget_us);
+    }
+    if s.over_budget_trials > 0 {
+        out += &format!(
+            "  ⚠ precision:    {}/{} trials had a fault more than {} µs late: the machine was too busy for time \
+             scale {scale}; faults.csv has each error\n",
+            s.over_budget_trials, s.n, s.fault_budget_us
+        );
+    }
     if s.mid_renewal_kills > 0 {
         out += &format!(
             "  killed mid-renewal: {}/{} trials (the kill landed inside the leader's renewal: a lock file left empty)\n",

@@ -158,6 +158,7 @@ impl Run {
                 fault: Some(d.fault),
                 action: Some(d.action.to_string()),
                 error: d.error.clone(),
+                error_us: d.error.is_none().then(|| (d.actual_ns - d.scheduled_ns) / 1000),
                 ..Detail::default()
             };
             self.raw.push(RawEvent::harness(d.actual_ns, d.worker, d.pid, EventKind::Fault, detail));

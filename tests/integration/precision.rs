@@ -58,3 +58,41 @@ fn zombie(pid: i32) -> bool {
         .map(|s| s.rsplit_once(") ").is_some_and(|(_, rest)| rest.starts_with('Z')))
         .unwrap_or(true)
 }
+
+/// A kill and a pause, in real time: the budget is 1 % of the 3 s renew
+/// and watch intervals, 30 ms.
+const FAULTED: &str = "name: p\nworkers: 2\nduration: 1s\ntrials: 2\nseed: 3\nfaults:\n  \
+    - {at: 200ms, target: watcher, action: pause, duration: 100ms}\n  - {at: 500ms, target: leader, action: kill}\n";
+
+#[test]
+fn every_trial_says_how_late_its_faults_were_and_flags_those_over_the_budget() {
+    let lab = Lab::new();
+    let file = lab.file("p.yaml", FAULTED);
+    let done = lab.run(&file).output().expect_code(0);
+    let rows = done.table("trials.csv");
+    for r in &rows {
+        let late: i64 = r.get("fault_error_max_us").parse().unwrap();
+        // Late by a few hundred µs at most here; 30 ms would be a broken
+        // instrument, not a busy machine.
+        assert!((0..30_000).contains(&late), "{late} µs");
+        assert_eq!(r.get("faults_over_budget"), "0");
+    }
+    assert!(done.stdout().contains("budget 30000 µs") && !done.stdout().contains("precision:"), "{}", done.stdout());
+    // No fault takes effect within a µs of its moment (a stop is seen once
+    // the kernel has stopped the target): with that budget, every trial is
+    // flagged, and says so.
+    let strict = lab.file("strict.yaml", &format!("{FAULTED}fault_budget: 1us\n"));
+    let done = lab.run(&strict).output().expect_code(0);
+    for r in done.table("trials.csv") {
+        assert!(r.get("faults_over_budget").parse::<usize>().unwrap() >= 1, "{:?}", r.0);
+    }
+    assert!(done.stdout().contains("⚠ precision:    2/2 trials"), "{}", done.stdout());
+    let summary = done.table("summary.csv");
+    assert_eq!((summary[0].get("over_budget_trials"), summary[0].get("fault_budget_us")), ("2", "1"));
+    // The flag is the checker's, from the history alone.
+    let checked = lab.path().join("checked");
+    let check = Command::new(bin()).arg("check").arg(&done.out).arg("--out").arg(&checked).output().unwrap();
+    assert!(check.status.success(), "{}", String::from_utf8_lossy(&check.stderr));
+    let read = |d: &std::path::Path| std::fs::read_to_string(d.join("trials.csv")).unwrap();
+    assert_eq!(read(&checked), read(&done.out));
+}

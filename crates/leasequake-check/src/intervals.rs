@@ -73,6 +73,7 @@ pub fn check(history: &History, params: &CheckParams) -> TrialMetrics {
     metrics.network.unrecovered = usize::from(metrics.network.recovery_us.is_none() && super::recovery::healed(events));
     metrics.network.storm = super::storm::storm(events, params);
     metrics.pushes = super::push::pushes(events);
+    metrics.precision = super::precision::precision(events, params.fault_budget_us);
     if let Some(epoch_us) = params.epoch_us {
         metrics.jobs = super::jobs::jobs(events, epoch_us, end_us);
     }
@@ -390,6 +391,7 @@ impl Sweep {
             latency: Default::default(),
             network: Default::default(),
             pushes: Default::default(),
+            precision: Default::default(),
             spans: self.spans,
         }
     }
@@ -492,6 +494,7 @@ mod tests {
         push: leasequake_model::settings::Push::Nothing,
         push_slack_us: 0,
         replicated: false,
+        fault_budget_us: 0,
     };
 
     /// Seconds (as written in the blog) to µs.

@@ -72,6 +72,8 @@ pub struct TrialMetrics {
     pub network: Network,
     /// Takeovers a push set off, and failed subscriptions.
     pub pushes: super::push::Pushes,
+    /// How late the faults took effect, against the budget.
+    pub precision: super::precision::Precision,
 }
 
 impl TrialMetrics {

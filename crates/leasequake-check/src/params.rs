@@ -49,6 +49,9 @@ pub struct CheckParams {
     /// whose reply was lost may then have been granted beside another
     /// worker's grant (a single server grants one at a time).
     pub replicated: bool,
+    /// How late a fault may take effect before the trial is flagged as
+    /// taken on a machine too busy for its time scale, µs (0: no budget).
+    pub fault_budget_us: Micros,
 }
 
 impl CheckParams {
@@ -113,8 +116,20 @@ impl CheckParams {
             },
             push_slack_us: if exp.substrate.kind == Kind::Redis { REDIS_EXPIRE_CYCLE_US } else { 0 },
             replicated: exp.substrate.replicated(),
+            fault_budget_us: fault_budget_us(exp),
         }
     }
+}
+
+/// The experiment's fault budget (`fault_budget:`), or by default 1 % of its
+/// smallest scaled interval (lease, renew, watch): a fault that late moves a
+/// result by about as much as that interval's own jitter.
+pub fn fault_budget_us(exp: &Experiment) -> Micros {
+    if let Some(b) = exp.fault_budget {
+        return b.as_us() as i64;
+    }
+    let l = &exp.lease;
+    (l.lease.min(l.renew).min(l.watch).as_us() / 100) as i64
 }
 
 /// For the checker's tests: a lease a server judges (exact expiry, not a
@@ -133,6 +148,7 @@ pub(crate) fn server_lease(lease_us: Micros, renew_us: Micros, watch_us: Micros)
         push: Push::Nothing,
         push_slack_us: 0,
         replicated: false,
+        fault_budget_us: 0,
     }
 }
 
@@ -153,6 +169,7 @@ mod tests {
             push: Push::Nothing,
             push_slack_us: 0,
             replicated: false,
+            fault_budget_us: 0,
         }
     }
 

@@ -418,6 +418,7 @@ mod tests {
             push: leasequake_model::settings::Push::Nothing,
             push_slack_us: 0,
             replicated: false,
+            fault_budget_us: 0,
         }
     }
 

@@ -112,6 +112,9 @@ pub struct Experiment {
     pub grace: Dur,
     /// Trials run at once.
     pub jobs: usize,
+    /// How late a fault may take effect before its trial is flagged (scaled);
+    /// None: 1 % of the smallest of lease, renew and watch.
+    pub fault_budget: Option<Dur>,
     pub reference: Option<Reference>,
     pub substrate: SubstrateSettings,
     /// A program under test instead of the built-in worker.

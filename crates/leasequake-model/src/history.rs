@@ -236,6 +236,10 @@ pub struct Detail {
     /// Error text, for failed operations or undeliverable faults.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// How late a delivered fault took effect (actual − scheduled), µs:
+    /// the instrument's own error, beside the fault it belongs to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_us: Option<i64>,
 }
 
 impl Detail {

@@ -1,0 +1,61 @@
+//! The instrument's own error in a trial: how late each delivered fault
+//! took effect (its `fault` event carries it), against the trial's budget,
+//! so that a result taken on a machine too busy to place its faults says so
+//! instead of silently blurring.
+
+use leasequake_model::history::{Event, EventKind, Micros};
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Precision {
+    /// The latest a delivered fault took effect after its moment, µs; None
+    /// without a delivered fault (or in a history recorded before faults
+    /// carried their error).
+    pub fault_error_max_us: Option<Micros>,
+    /// Delivered faults further than the budget from their moment (none
+    /// without a budget).
+    pub faults_over_budget: usize,
+    /// The budget it was judged by, µs (0: none).
+    pub budget_us: Micros,
+}
+
+pub fn precision(events: &[Event], budget_us: Micros) -> Precision {
+    let errors: Vec<Micros> = events
+        .iter()
+        .filter(|e| e.kind == EventKind::Fault && e.detail.error.is_none())
+        .filter_map(|e| e.detail.error_us)
+        .collect();
+    Precision {
+        fault_error_max_us: errors.iter().copied().max(),
+        faults_over_budget: if budget_us > 0 { errors.iter().filter(|e| e.abs() > budget_us).count() } else { 0 },
+        budget_us,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use leasequake_model::history::{Detail, Event, EventKind};
+
+    fn fault(error_us: Option<i64>, undelivered: bool) -> Event {
+        Event {
+            t_us: 1000,
+            worker: Some(0),
+            pid: Some(1),
+            kind: EventKind::Fault,
+            detail: Detail {
+                action: Some("kill".into()),
+                error_us,
+                error: undelivered.then(|| "no leader".to_string()),
+                ..Detail::default()
+            },
+        }
+    }
+
+    #[test]
+    fn delivered_faults_are_held_to_the_budget() {
+        let events = [fault(Some(120), false), fault(Some(4000), false), fault(None, true), fault(Some(9000), true)];
+        let p = super::precision(&events, 3000);
+        assert_eq!((p.fault_error_max_us, p.faults_over_budget), (Some(4000), 1));
+        assert_eq!(super::precision(&events, 0).faults_over_budget, 0, "no budget, nothing flagged");
+        assert_eq!(super::precision(&[], 3000).fault_error_max_us, None);
+    }
+}
