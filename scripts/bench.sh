@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Benchmarks of the instrument itself, written to results/bench/README.md
 # with the host they ran on. Public tools only: bash, GNU time (/usr/bin/time),
-# /proc. About 3 minutes here.
+# /proc. About 5 minutes here.
 #
 #   scripts/bench.sh
 set -euo pipefail
@@ -44,11 +44,19 @@ echo
 echo "Produced by \`scripts/bench.sh\` on $(hostname) ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores, kernel $(uname -r)) at $(date -u +%Y%m%dT%H%M%SZ) UTC."
 echo
 
-echo "## Calibration (\`leasequake calibrate\`)"
+echo "## Calibration (\`leasequake calibrate --load\`)"
+echo
+echo "As the machine is, then with a CPU hog per core (processes spinning at ordinary priority, as \`yes > /dev/null\`), started and stopped by the calibration itself."
 echo
 echo '```'
-$bin calibrate
+$bin calibrate --load
 echo '```'
+echo
+echo "## What real-time scheduling buys (\`LEASEQUAKE_REALTIME=off leasequake calibrate --load\`)"
+echo
+echo "The same measurement with the harness's timing threads, its targets and the built-in worker's release at ordinary priority, as before real-time scheduling was used; its side-by-side table only:"
+echo
+LEASEQUAKE_REALTIME=off $bin calibrate --load | sed -n '/^# Side by side/,$p' | tail -n +2
 echo
 
 echo "## The 30 × 30 election race"

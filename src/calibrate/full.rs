@@ -43,16 +43,29 @@ pub fn run(lines: usize, load: Option<Option<usize>>) -> Result<(), Error> {
         Err(source) => return Err(Error::Scratch(source)),
     };
     sayln!("Scheduling of the harness's timing threads: {}", crate::realtime::describe());
-    let Some(load) = load else { return measure(lines, dir.path()) };
+    let Some(load) = load else { return measure(lines, dir.path()).map(drop) };
     sayln!("\n# As the machine is\n");
-    measure(lines, dir.path())?;
+    let idle = measure(lines, dir.path())?;
     let hogs = super::load::Hogs::start(load.unwrap_or_else(super::load::default_hogs))
         .map_err(|source| Error::Io { path: "calibrate-hog".into(), source })?;
     sayln!("\n# With {} CPU hogs (processes spinning at ordinary priority, as `yes > /dev/null`)\n", hogs.count());
-    measure(lines, dir.path())
+    let loaded = measure(lines, dir.path())?;
+    drop(hogs);
+    sayln!("\n# Side by side (harness, µs)\n");
+    sayln!("| figure | as the machine is: median / p99 | with CPU hogs: median / p99 |");
+    sayln!("|---|---|---|");
+    let cell = |d: &Option<Delay>| d.as_ref().map_or("—".to_string(), |d| format!("{:.0} / {:.0}", d.median_us, d.p99_us));
+    for ((name, a), (_, b)) in idle.iter().zip(&loaded) {
+        sayln!("| {name} | {} | {} |", cell(a), cell(b));
+    }
+    Ok(())
 }
 
-fn measure(lines: usize, dir: &std::path::Path) -> Result<(), Error> {
+/// The harness's own figures, by name, as `measure` printed them.
+type Figures = Vec<(String, Option<Delay>)>;
+
+fn measure(lines: usize, dir: &std::path::Path) -> Result<Figures, Error> {
+    let mut figures = Figures::new();
     sayln!("Start spread: first timestamp after release, latest − earliest");
     for (n, trials) in [(3usize, 10u32), (30, 10), (300, 3)] {
         let ours = match harness::start_spread(n, trials, dir) {
@@ -63,6 +76,7 @@ fn measure(lines: usize, dir: &std::path::Path) -> Result<(), Error> {
             }
         };
         show(&format!("{n} workers, barrier"), &ours);
+        figures.push((format!("start spread, {n} workers"), ours.clone()));
         let shell = harness::summarize(harness::shell_start_spread(n, trials));
         show(&format!("{n} processes, shell `&` loop"), &shell);
         show_ratio(&ours, &shell);
@@ -76,9 +90,11 @@ fn measure(lines: usize, dir: &std::path::Path) -> Result<(), Error> {
         let ours = harness::summarize(v);
         let Ok(signal) = name.parse::<nix::sys::signal::Signal>() else {
             show(&name, &ours);
+            figures.push((name, ours));
             continue;
         };
         show(&format!("{name}, harness"), &ours);
+        figures.push((format!("{name} error"), ours.clone()));
         let shell = harness::summarize(harness::shell_fault_error(signal, 20));
         show(&format!("{name}, shell `sleep; kill`"), &shell);
         show_ratio(&ours, &shell);
@@ -96,6 +112,7 @@ fn measure(lines: usize, dir: &std::path::Path) -> Result<(), Error> {
             ),
             None => sayln!("  {name:<22} not measured (the emitter did not run)"),
         }
+        figures.push((format!("event delay, {name}"), delay.clone()));
     }
     sayln!("Network proxy: 16-byte round trips on loopback to an echo server");
     match super::proxy::round_trips(5000) {
@@ -115,5 +132,5 @@ fn measure(lines: usize, dir: &std::path::Path) -> Result<(), Error> {
         Ok(d) => show("1000 links open, one trip each", &Some(d)),
         Err(e) => sayln!("  1000 links: failed: {e}"),
     }
-    Ok(())
+    Ok(figures)
 }
