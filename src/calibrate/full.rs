@@ -54,7 +54,8 @@ pub fn run(lines: usize, load: Option<Option<usize>>) -> Result<(), Error> {
     sayln!("\n# Side by side (harness, µs)\n");
     sayln!("| figure | as the machine is: median / p99 | with CPU hogs: median / p99 |");
     sayln!("|---|---|---|");
-    let cell = |d: &Option<Delay>| d.as_ref().map_or("—".to_string(), |d| format!("{:.0} / {:.0}", d.median_us, d.p99_us));
+    let cell =
+        |d: &Option<Delay>| d.as_ref().map_or("—".to_string(), |d| format!("{:.0} / {:.0}", d.median_us, d.p99_us));
     for ((name, a), (_, b)) in idle.iter().zip(&loaded) {
         sayln!("| {name} | {} | {} |", cell(a), cell(b));
     }

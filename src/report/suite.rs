@@ -74,6 +74,7 @@ pub fn about(exps: &[&Experiment]) -> String {
 
 pub fn readme(title: &str, preamble: &str, runs: &[Measured<'_>], points: &[Vec<SummaryRow<'_>>]) -> String {
     let mut out = format!("# {title}\n\n{preamble}\n");
+    out += &precision(runs);
     let of = |k: Kind| runs.iter().zip(points).filter(move |(m, _)| kind(m.exp) == k);
 
     if of(Kind::Blog).next().is_some() {
@@ -115,6 +116,31 @@ pub fn readme(title: &str, preamble: &str, runs: &[Measured<'_>], points: &[Vec<
         .collect();
     out += &substrates_markdown(&all);
     out += &expectations(runs);
+    out
+}
+
+/// First, before any number: the experiments whose faults were placed
+/// later than their budget, so that a result taken on a busy machine says
+/// so where it is read.
+fn precision(runs: &[Measured<'_>]) -> String {
+    let busy: Vec<&Measured<'_>> = runs.iter().filter(|m| m.summary.over_budget_trials > 0).collect();
+    if busy.is_empty() {
+        return String::new();
+    }
+    let mut out = "\n## ⚠ Precision\n\n".to_string();
+    for m in busy {
+        let s = &m.summary;
+        out += &format!(
+            "- **{}**: {}/{} trials had a fault more than {} µs late (at most {} µs): the machine was too busy for \
+             time scale {}; `faults.csv` has each fault's error.\n",
+            m.exp.name,
+            s.over_budget_trials,
+            s.n,
+            s.fault_budget_us,
+            s.fault_error_max_us.unwrap_or(0),
+            m.exp.time_scale
+        );
+    }
     out
 }
 

@@ -87,6 +87,8 @@ fn every_trial_says_how_late_its_faults_were_and_flags_those_over_the_budget() {
         assert!(r.get("faults_over_budget").parse::<usize>().unwrap() >= 1, "{:?}", r.0);
     }
     assert!(done.stdout().contains("⚠ precision:    2/2 trials"), "{}", done.stdout());
+    let page = std::fs::read_to_string(done.out.join("report.html")).unwrap();
+    assert!(page.contains("2/2 trials had a fault more than 1 µs late"), "the report says so too");
     let summary = done.table("summary.csv");
     assert_eq!((summary[0].get("over_budget_trials"), summary[0].get("fault_budget_us")), ("2", "1"));
     // The flag is the checker's, from the history alone.
