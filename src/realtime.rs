@@ -34,9 +34,11 @@ pub fn raise(tid: i32) -> Result<(), Errno> {
     set(tid, libc::SCHED_FIFO | libc::SCHED_RESET_ON_FORK, PRIORITY)
 }
 
-/// Thread `tid` (0: the calling one) back to the ordinary policy.
+/// Thread `tid` (0: the calling one) back to the ordinary policy. Reset on
+/// fork stays set: only CAP_SYS_NICE may clear it, and a process allowed
+/// real-time priority by RLIMIT_RTPRIO alone could otherwise never lower.
 pub fn lower(tid: i32) -> Result<(), Errno> {
-    set(tid, libc::SCHED_OTHER, 0)
+    set(tid, libc::SCHED_OTHER | libc::SCHED_RESET_ON_FORK, 0)
 }
 
 /// Which threads of a process.
@@ -74,7 +76,12 @@ pub fn available() -> &'static Result<(), String> {
         if turned_off() {
             return Err("off (LEASEQUAKE_REALTIME=off)".into());
         }
-        let tried = std::thread::spawn(|| raise(0)).join().unwrap_or(Err(Errno::EINVAL));
+        // Raised and lowered again: a priority that could not be dropped
+        // would leave a worker real-time for its whole trial.
+        let tried = std::thread::Builder::new()
+            .name("realtime-probe".into())
+            .spawn(|| raise(0).and_then(|()| lower(0)))
+            .map_or(Err(Errno::EAGAIN), |t| t.join().unwrap_or(Err(Errno::EINVAL)));
         tried.map_err(|e| match e {
             Errno::EPERM => "not permitted (EPERM): run as root, with CAP_SYS_NICE, or with an RLIMIT_RTPRIO".into(),
             e => format!("not available ({e})"),
@@ -142,5 +149,21 @@ mod tests {
         .unwrap();
         assert_eq!(mine & !libc::SCHED_RESET_ON_FORK, libc::SCHED_FIFO);
         assert_eq!(childs, libc::SCHED_OTHER, "reset on fork: a thread it starts is ordinary");
+    }
+
+    #[test]
+    fn a_raised_thread_can_be_lowered_again() {
+        if super::available().is_err() {
+            return;
+        }
+        let policy = std::thread::spawn(|| {
+            assert!(super::raise_this_thread());
+            super::lower(0).unwrap();
+            // SAFETY: a plain query of the calling thread's policy.
+            unsafe { libc::sched_getscheduler(0) }
+        })
+        .join()
+        .unwrap();
+        assert_eq!(policy & !libc::SCHED_RESET_ON_FORK, libc::SCHED_OTHER);
     }
 }

@@ -81,7 +81,11 @@ pub fn run(args: &RunArgs) -> Result<(), Error> {
     let (calibration, calibration_loaded) = if args.no_calibrate {
         (None, None)
     } else {
-        (crate::calibrate::measure_quick(), crate::calibrate::measure_quick_loaded())
+        let quick = crate::calibrate::measure_quick();
+        // Shards often share a machine: one shard's CPU hogs would load the
+        // trials of the others.
+        let loaded = args.shard.is_none() && !flags.signalled.load(Ordering::SeqCst);
+        (quick, if loaded { crate::calibrate::measure_quick_loaded() } else { None })
     };
     if flags.signalled.load(Ordering::SeqCst) {
         for d in &dirs {

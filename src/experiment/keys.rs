@@ -210,7 +210,8 @@ pub fn keys() -> Vec<Key> {
             "",
             "5ms",
             "How late a fault may take effect (actual − scheduled) before its trial is flagged as taken on a \
-             machine too busy for this time scale. Default: 1 % of the smallest of lease, renew and watch.",
+             machine too busy for this time scale. Default: 1 % of the smallest of lease, renew and watch; 0s \
+             turns the flag off.",
         ),
         key("jobs", Int(1), "1", "4", "Trials to run at once (also `--jobs`)."),
         key("worker", Section, "", "", "Settings of the built-in worker (not for a program)."),

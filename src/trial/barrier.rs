@@ -5,7 +5,10 @@ use std::time::Duration;
 use crate::model::Experiment;
 use crate::model::clock::{mono_ns, wall_ns};
 
-/// Before a fault is due, poll for this long instead of sleeping.
+/// Before a fault is due, poll for this long instead of sleeping. A timed
+/// wait can oversleep by most of a millisecond on a VM, even at real-time
+/// priority (a shorter spin there was measured, and let loaded faults come
+/// late again); the kernel's real-time throttling bounds what a spin takes.
 pub const SPIN_NS: i64 = 1_000_000;
 
 /// How far ahead of the release the built-in workers are told its time:

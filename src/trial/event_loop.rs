@@ -158,7 +158,7 @@ impl Run {
                 fault: Some(d.fault),
                 action: Some(d.action.to_string()),
                 error: d.error.clone(),
-                error_us: d.error.is_none().then(|| (d.actual_ns - d.scheduled_ns) / 1000),
+                error_us: held_to_budget(d).then(|| (d.actual_ns - d.scheduled_ns) / 1000),
                 ..Detail::default()
             };
             self.raw.push(RawEvent::harness(d.actual_ns, d.worker, d.pid, EventKind::Fault, detail));
@@ -361,4 +361,15 @@ impl Drop for Timing {
     fn drop(&mut self) {
         self.lower();
     }
+}
+
+/// Whether a delivery's lateness is the harness's precision: a signal or a
+/// lock-file change, delivered, or sent but not confirmed in time (the
+/// clearest sign of a busy machine). A server's or the network's fault is
+/// stamped once it has taken effect whole (a server torn down, a proxy
+/// reconfigured), which is not lateness; a fault that was never sent has
+/// none.
+fn held_to_budget(d: &Delivery) -> bool {
+    let timed = matches!(d.action, "kill" | "term" | "stop" | "cont") || d.action.starts_with("lock-");
+    timed && d.error.as_deref().is_none_or(|e| e.ends_with(super::nemesis::UNCONFIRMED))
 }

@@ -339,10 +339,16 @@ fn send(proc_: &WorkerProc, signal: Signal) -> (i64, Option<String>) {
         proc_.set_realtime(true, Threads::Main);
     }
     let before = mono_ns();
-    match proc_.signal(signal) {
-        Ok(true) => {}
-        Ok(false) => return (mono_ns(), Some("worker already exited".into())),
-        Err(e) => return (mono_ns(), Some(format!("kill failed: {e}"))),
+    let failed = match proc_.signal(signal) {
+        Ok(true) => None,
+        Ok(false) => Some("worker already exited".to_string()),
+        Err(e) => Some(format!("kill failed: {e}")),
+    };
+    if let Some(failed) = failed {
+        if boost {
+            proc_.set_realtime(false, Threads::All);
+        }
+        return (mono_ns(), Some(failed));
     }
     if boost {
         proc_.set_realtime(true, Threads::Others);
@@ -360,13 +366,16 @@ fn send(proc_: &WorkerProc, signal: Signal) -> (i64, Option<String>) {
     }
 }
 
+/// How a signal that was sent but not seen to act in time ends its error.
+pub(super) const UNCONFIRMED: &str = "after 100 ms";
+
 /// The moment the kernel reports `pid` stopped: a SIGSTOP is delivered only
 /// when the target next runs.
 fn stopped_at(pid: nix::unistd::Pid) -> (i64, Option<String>) {
     match poll_stopped(pid, 100_000_000) {
         // Gone (reaped): it died, which the waiter reports as an exit.
         Stop::Stopped | Stop::Gone => (mono_ns(), None),
-        Stop::NotYet => (mono_ns(), Some("not stopped after 100 ms".into())),
+        Stop::NotYet => (mono_ns(), Some(format!("not stopped {UNCONFIRMED}"))),
     }
 }
 
@@ -414,8 +423,9 @@ fn continued(pid: nix::unistd::Pid, sent: i64) -> (i64, Option<String>) {
     let deadline = mono_ns() + 100_000_000;
     loop {
         match procfs::process::Process::new(pid.as_raw()).and_then(|p| p.stat()).map(|s| s.state) {
-            Ok('T') if mono_ns() < deadline => std::thread::yield_now(),
-            Ok('T') => return (mono_ns(), Some("state still 'T' after 100 ms".into())),
+            // As for a stop: a real-time poller sleeps between looks.
+            Ok('T') if mono_ns() < deadline => std::thread::sleep(std::time::Duration::from_micros(20)),
+            Ok('T') => return (mono_ns(), Some(format!("state still 'T' {UNCONFIRMED}"))),
             _ => return (sent, None),
         }
     }

@@ -1,6 +1,7 @@
 //! What the checker needs to know of the settings: the scaled lease
 //! timing, in µs (the wedge threshold, the crash bound, the epochs).
 
+use leasequake_model::duration::Dur;
 use leasequake_model::experiment::Experiment;
 use leasequake_model::history::Micros;
 use leasequake_model::program::ProgramExpiry;
@@ -126,10 +127,11 @@ impl CheckParams {
 /// result by about as much as that interval's own jitter.
 pub fn fault_budget_us(exp: &Experiment) -> Micros {
     if let Some(b) = exp.fault_budget {
-        return b.as_us() as i64;
+        return if b == Dur::ZERO { 0 } else { b.as_us().max(1) as i64 };
     }
+    // At least 1 µs: 0 is "no budget", which only `fault_budget: 0s` says.
     let l = &exp.lease;
-    (l.lease.min(l.renew).min(l.watch).as_us() / 100) as i64
+    (l.lease.min(l.renew).min(l.watch).as_us() / 100).max(1) as i64
 }
 
 /// For the checker's tests: a lease a server judges (exact expiry, not a
