@@ -82,10 +82,14 @@ pub fn experiment(
     let first: BTreeSet<u32> =
         metrics.iter().map(|(t, _, _)| *t).collect::<BTreeSet<u32>>().into_iter().take(take).collect();
     let workers = super::inputs::most_workers(exp);
-    let histories = crate::report::read::read_histories(dir, Some(&first), workers).unwrap_or_default();
     let mut timelines = Vec::new();
     for t in &first {
         let Some((_, unit, m)) = metrics.iter().find(|(x, _, _)| x == t) else { continue };
+        // One trial's history at a time: the run held no more than that in
+        // memory, and neither does its report (all of them at once was the
+        // whole run's history, for a run of a few long trials).
+        let only = BTreeSet::from([*t]);
+        let histories = crate::report::read::read_histories(dir, Some(&only), workers).unwrap_or_default();
         let Some(history) = histories.get(t) else { continue };
         let (unit_exp, label) = &units[*unit];
         let what = if label.is_empty() {
