@@ -113,13 +113,18 @@ impl Raised {
     pub fn this_thread() -> Raised {
         Raised(raise_this_thread())
     }
+
+    /// Back to ordinary priority now, rather than when dropped.
+    pub fn lower(&mut self) {
+        if self.0 {
+            self.0 = lower(0).is_err();
+        }
+    }
 }
 
 impl Drop for Raised {
     fn drop(&mut self) {
-        if self.0 {
-            let _ = lower(0);
-        }
+        self.lower();
     }
 }
 

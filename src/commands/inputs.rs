@@ -48,6 +48,15 @@ pub fn load_all(files: &[PathBuf], overrides: &Overrides) -> Result<Vec<Experime
     if errors.is_empty() { Ok(exps) } else { Err(Error::Experiments(errors)) }
 }
 
+/// The experiments' directories of a suite's results directory (those
+/// holding an experiment.yaml), in name order.
+pub fn experiment_dirs(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut dirs: Vec<PathBuf> =
+        std::fs::read_dir(dir)?.flatten().map(|e| e.path()).filter(|p| p.join("experiment.yaml").is_file()).collect();
+    dirs.sort();
+    Ok(dirs)
+}
+
 /// A directory to write into must be new or empty: two runs never mix.
 pub fn ensure_empty(out: &Path, flag: &str) -> Result<(), Error> {
     let problem = if out.exists() && !out.is_dir() {

@@ -158,12 +158,8 @@ enum Shape {
 fn shape(dirs: &[PathBuf]) -> Result<Shape, Error> {
     let bad = |dir: &Path, problem: &str| Error::Path { path: dir.to_path_buf(), problem: problem.to_string() };
     let experiments_in = |dir: &Path| -> Result<BTreeSet<String>, Error> {
-        let entries = std::fs::read_dir(dir).map_err(|e| bad(dir, &e.to_string()))?;
-        Ok(entries
-            .flatten()
-            .filter(|e| e.path().join("experiment.yaml").is_file())
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .collect())
+        let dirs = super::inputs::experiment_dirs(dir).map_err(|e| bad(dir, &e.to_string()))?;
+        Ok(dirs.iter().filter_map(|d| Some(d.file_name()?.to_string_lossy().into_owned())).collect())
     };
     let Some(first) = dirs.first() else { return Err(Error::Conflict("merge: no shard directory given".into())) };
     if first.join("experiment.yaml").is_file() {

@@ -132,13 +132,8 @@ pub fn report(dir: &Path) -> Result<(), Error> {
         return Ok(());
     }
     let mut names = Vec::new();
-    let mut entries: Vec<_> = std::fs::read_dir(dir)
-        .map_err(|source| Error::Io { path: dir.to_path_buf(), source })?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.join("experiment.yaml").exists())
-        .collect();
-    entries.sort();
+    let entries =
+        super::inputs::experiment_dirs(dir).map_err(|source| Error::Io { path: dir.to_path_buf(), source })?;
     for sub in entries {
         one(&sub)?;
         names.push(sub.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default());

@@ -139,27 +139,22 @@ pub const HISTORY_TABLES: [&str; 2] = ["events.csv", "faults.csv"];
 /// The history tables of several results directories of one experiment
 /// (shards), as one in `out`: each directory's rows of its own `trials`,
 /// in trial order, a trial's rows in the order its run wrote them. The
-/// directories must agree on each table's header.
+/// caller has held the directories to one header per table (the first's
+/// is written).
 pub fn merge_history(out: &Path, sources: &[(&Path, &BTreeSet<u32>)]) -> Result<(), WriteError> {
     for name in HISTORY_TABLES {
         let path = out.join(name);
-        let mut header: Option<(csv::StringRecord, &Path)> = None;
+        let mut header = Vec::new();
         let mut rows = Vec::new();
         for (dir, trials) in sources {
             let from = dir.join(name);
             let (h, mut kept) = rows_of(&from, trials).map_err(io_err(&from))?;
-            match &header {
-                Some((first, first_dir)) if *first != h => {
-                    let problem = format!("its header differs from {}'s", first_dir.join(name).display());
-                    return Err(WriteError { path: from, source: io::Error::other(problem) });
-                }
-                Some(_) => {}
-                None => header = Some((h, dir)),
+            if header.is_empty() {
+                header = h.iter().map(str::to_string).collect();
             }
             rows.append(&mut kept);
         }
         rows.sort_by_key(|(t, _)| *t);
-        let header = header.map(|(h, _)| h.iter().map(str::to_string).collect::<Vec<_>>()).unwrap_or_default();
         let mut table = Table::create(out, name, &header)?;
         for (_, r) in rows {
             table.writer.write_record(&r).map_err(csv_err(&path))?;

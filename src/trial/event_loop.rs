@@ -211,7 +211,7 @@ impl Run {
         // release, each fault, each stop observed. (Lowering it between
         // faults, to leave a woken target this core, made a loaded
         // machine's SIGTERM late again.) The clean-up is ordinary work.
-        let mut timing = Timing::start();
+        let mut timing = crate::realtime::Raised::this_thread();
         let t0 = release(exp, barrier);
         // Both clocks read back to back: the wall clock at t0, to the µs.
         let wall_at_t0 = t0 + (wall_ns() - mono_ns());
@@ -337,29 +337,6 @@ impl Run {
                 Err(RecvTimeoutError::Timeout) | Err(RecvTimeoutError::Disconnected) => return,
             }
         }
-    }
-}
-
-/// The trial thread at real-time priority from the release to the end.
-struct Timing {
-    raised: bool,
-}
-
-impl Timing {
-    fn start() -> Timing {
-        Timing { raised: crate::realtime::raise_this_thread() }
-    }
-
-    fn lower(&mut self) {
-        if self.raised {
-            self.raised = crate::realtime::lower(0).is_err();
-        }
-    }
-}
-
-impl Drop for Timing {
-    fn drop(&mut self) {
-        self.lower();
     }
 }
 
