@@ -213,6 +213,17 @@ pub fn keys() -> Vec<Key> {
              machine too busy for this time scale. Default: 1 % of the smallest of lease, renew and watch; 0s \
              turns the flag off.",
         ),
+        key(
+            "disturbance_budget",
+            Duration,
+            "",
+            "5ms",
+            "How far the machine may move a trial before it counts as disturbed: an operation outside every \
+             fault that took this much longer than its kind's median, or workers released together that \
+             started this far apart. Default: 1 % of the smallest of lease, renew and watch, at least 1ms of real \
+             time; 0s turns the judgement off (docs/metrics.md, \
+             'Disturbed trials').",
+        ),
         key("jobs", Int(1), "1", "4", "Trials to run at once (also `--jobs`)."),
         key("worker", Section, "", "", "Settings of the built-in worker (not for a program)."),
         key("worker.acquire", Choice(choices::<Acquire>()), "excl", "naive", "How the lock file is created."),
@@ -512,6 +523,14 @@ pub fn keys() -> Vec<Key> {
         key("expect.gap_max", Duration, "", "13s", "Every gap lasts at most this long."),
         key("expect.wedged", Bool, "", "false", "true: every trial wedges; false: none does."),
         key("expect.double_leader_trials", Int(0), "", "0", "At most this many trials with two leaders."),
+        key(
+            "expect.disturbed",
+            Int(0),
+            "",
+            "0",
+            "At most this many trials the machine disturbed (`disturbed` in trials.csv): 0 fails a run a busy \
+             machine spoiled.",
+        ),
         key(
             "reference",
             Section,

@@ -93,6 +93,8 @@ struct RawExperiment {
     #[serde(default)]
     fault_budget: Option<Spanned<Dur>>,
     #[serde(default)]
+    disturbance_budget: Option<Spanned<Dur>>,
+    #[serde(default)]
     jobs: Option<Spanned<usize>>,
     #[serde(default)]
     reference: Option<Reference>,
@@ -121,6 +123,8 @@ struct RawExpect {
     wedged: Option<bool>,
     #[serde(default)]
     double_leader_trials: Option<usize>,
+    #[serde(default)]
+    disturbed: Option<usize>,
 }
 
 /// The keys each section of a file takes, as the loader's own types name
@@ -580,6 +584,7 @@ fn build(path: &Path, text: &str, raw: RawExperiment, overrides: &Overrides) -> 
         gap_max: e.gap_max.map(sc),
         wedged: e.wedged,
         double_leader_trials: e.double_leader_trials,
+        disturbed: e.disturbed,
     });
 
     let jobs = overrides.jobs.unwrap_or_else(|| raw.jobs.as_ref().map_or(1, |j| j.value));
@@ -689,6 +694,7 @@ fn build(path: &Path, text: &str, raw: RawExperiment, overrides: &Overrides) -> 
         grace,
         jobs,
         fault_budget: raw.fault_budget.as_ref().map(|b| sc(b.value)),
+        disturbance_budget: raw.disturbance_budget.as_ref().map(|b| sc(b.value)),
         substrate: SubstrateSettings { failover_after: raw.substrate.failover_after.map(sc), ..raw.substrate.clone() },
         program,
         reference: raw.reference,

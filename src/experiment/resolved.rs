@@ -113,6 +113,9 @@ pub fn to_yaml(e: &Experiment) -> String {
     if let Some(b) = e.fault_budget {
         let _ = writeln!(w, "fault_budget: {b}");
     }
+    if let Some(b) = e.disturbance_budget {
+        let _ = writeln!(w, "disturbance_budget: {b}");
+    }
     if let Some(r) = &e.random {
         let _ = writeln!(w, "faults:\n  random:");
         if let Some([from, until]) = r.window {
@@ -190,6 +193,9 @@ pub fn to_yaml(e: &Experiment) -> String {
         }
         if let Some(v) = x.double_leader_trials {
             let _ = writeln!(w, "  double_leader_trials: {v}");
+        }
+        if let Some(v) = x.disturbed {
+            let _ = writeln!(w, "  disturbed: {v}");
         }
     }
     y

@@ -49,10 +49,11 @@ pub(super) fn escape(s: &str) -> String {
 }
 
 /// The experiment's name, linked to its directory, marked ✗ if an `expect:`
-/// failed.
+/// failed and ⚠ if the machine disturbed any of its trials.
 pub(super) fn name(m: &Measured<'_>) -> String {
     let mark = if m.failed.is_empty() { "" } else { "✗ " };
-    format!("{mark}[{}]({})", m.exp.name, m.link)
+    let warn = if m.summary.undisturbed.is_some() { "⚠ " } else { "" };
+    format!("{mark}{warn}[{}]({})", m.exp.name, m.link)
 }
 
 /// ms as ran → seconds in the experiment's own time.

@@ -174,7 +174,26 @@ pub fn bound_row(m: &Measured<'_>) -> [String; 5] {
         None => String::new(),
     };
     let mark = if m.failed.is_empty() { "" } else { "✗ " };
-    let name = format!("{mark}[{}]({})", exp.name, m.link);
+    if let Some(calm) = &s.undisturbed {
+        // The same cells over the undisturbed trials, beside all of them.
+        let metrics: Vec<&TrialMetrics> = m.metrics.iter().copied().filter(|t| !t.disturbance.disturbed()).collect();
+        let quiet = Measured { summary: calm, metrics, failed: &[], ..m.clone() };
+        let [_, _, quiet_measured, _, quiet_verdict] = bound_row(&quiet);
+        measured.push(format!("⚠ over the {} undisturbed trials: {quiet_measured}", calm.n));
+        // Its verdicts without the note, which follows once for both.
+        let quiet_verdict = quiet_verdict.strip_suffix(r.note.trim()).unwrap_or(&quiet_verdict);
+        let quiet_verdict = quiet_verdict.trim_end_matches([' ', '.']);
+        verdicts.insert(
+            0,
+            format!(
+                "⚠ {}/{n} trials disturbed by the machine (see Disturbed trials); over the rest: {quiet_verdict}; \
+                 over all",
+                s.disturbed.len()
+            ),
+        );
+    }
+    let warn = if s.undisturbed.is_some() { "⚠ " } else { "" };
+    let name = format!("{mark}{warn}[{}]({})", exp.name, m.link);
     [name, r.claim, measured.join("; "), bound, verdicts.join(". ")]
 }
 
@@ -418,6 +437,7 @@ mod tests {
             jobs: Default::default(),
             latency: Default::default(),
             precision: Default::default(),
+            disturbance: Default::default(),
         }
     }
 

@@ -356,6 +356,11 @@ impl ResultsWriter {
             worker_outcomes: outcomes.to_string(),
             fault_error_max_us: m.precision.fault_error_max_us,
             faults_over_budget: m.precision.faults_over_budget,
+            op_stall_max_us: m.disturbance.op_stall_max_us,
+            cpu_pressure_ms: m.disturbance.cpu_pressure_us.map(ms),
+            steal_ms: m.disturbance.steal_us.map(ms),
+            disturbed: m.disturbance.disturbed(),
+            disturbed_by: m.disturbance.text(),
         };
         let swept = self.swept.values(run, setting);
         let key_row = key;

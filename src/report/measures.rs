@@ -51,6 +51,11 @@ pub(super) fn stats(r: &SummaryRow<'_>) -> SummaryStats {
         fault_error_max_us: s.fault_error_max_us,
         fault_budget_us: s.fault_budget_us,
         over_budget_trials: s.over_budget_trials,
+        disturbed_trials: s.disturbed.len(),
+        disturbance_budget_us: s.disturbance_budget_us,
+        undisturbed_gap_p50_ms: s.undisturbed.as_ref().and_then(|u| round(u.gap_p50_ms)),
+        undisturbed_gap_max_ms: s.undisturbed.as_ref().and_then(|u| round(u.gap_max_ms)),
+        undisturbed_double_leader_trials: s.undisturbed.as_ref().map(|u| u.double_leader_trials),
     }
 }
 

@@ -135,6 +135,14 @@ pub struct TrialMeasures {
     /// with these columns empty in its earlier rows.
     pub fault_error_max_us: Option<i64>,
     pub faults_over_budget: usize,
+    /// The longest operation stall beyond its kind's median (outside
+    /// faults), the machine's CPU pressure and steal over the trial, and
+    /// whether that disturbed it, with why.
+    pub op_stall_max_us: Option<i64>,
+    pub cpu_pressure_ms: Option<f64>,
+    pub steal_ms: Option<f64>,
+    pub disturbed: bool,
+    pub disturbed_by: String,
 }
 
 /// evictions.csv, writes.csv, jobs.csv, first: which trial.
@@ -298,6 +306,13 @@ pub struct SummaryStats {
     pub fault_error_max_us: Option<i64>,
     pub fault_budget_us: i64,
     pub over_budget_trials: usize,
+    /// Trials the machine disturbed, the budget, and the headlines over
+    /// the undisturbed trials alone (empty where none was disturbed).
+    pub disturbed_trials: usize,
+    pub disturbance_budget_us: i64,
+    pub undisturbed_gap_p50_ms: Option<f64>,
+    pub undisturbed_gap_max_ms: Option<f64>,
+    pub undisturbed_double_leader_trials: Option<usize>,
 }
 
 /// summary-evictions.csv, after the summed counts: how often a leader

@@ -75,6 +75,7 @@ pub fn about(exps: &[&Experiment]) -> String {
 pub fn readme(title: &str, preamble: &str, runs: &[Measured<'_>], points: &[Vec<SummaryRow<'_>>]) -> String {
     let mut out = format!("# {title}\n\n{preamble}\n");
     out += &precision(runs);
+    out += &disturbed(runs);
     let of = |k: Kind| runs.iter().zip(points).filter(move |(m, _)| kind(m.exp) == k);
 
     if of(Kind::Blog).next().is_some() {
@@ -139,6 +140,48 @@ fn precision(runs: &[Measured<'_>]) -> String {
             s.fault_budget_us,
             s.fault_error_max_us.unwrap_or(0),
             m.exp.time_scale
+        );
+    }
+    out
+}
+
+/// Next, before any number: the trials the machine disturbed, each
+/// experiment's first cause, and its headlines over the rest.
+fn disturbed(runs: &[Measured<'_>]) -> String {
+    let hit: Vec<&Measured<'_>> = runs.iter().filter(|m| m.summary.undisturbed.is_some()).collect();
+    if hit.is_empty() {
+        return String::new();
+    }
+    let mut out = "\n## ⚠ Disturbed trials\n\n\
+        In these trials the machine moved the experiment further than its budget: an operation outside every \
+        fault took that much longer than its kind's median, workers released together started that far apart, a \
+        fault took effect that late, or the machine's CPU pressure or steal was high (docs/metrics.md of \
+        leasequake, 'Disturbed trials'). Their numbers measure the machine as much as the system: each table \
+        below marks an experiment that has any with ⚠, and here are its headlines without them. Times as run; \
+        `disturbed_by` in trials.csv names every trial's cause.\n\n"
+        .to_string();
+    for m in hit {
+        let (s, calm) = (m.summary, m.summary.undisturbed.as_deref().expect("filtered"));
+        let scale = m.exp.time_scale;
+        let gaps = match (calm.gap_p50_ms, calm.gap_max_ms) {
+            (Some(p50), Some(max)) => {
+                format!("gaps median {:.3} s (max {:.3} s), ", own_s(p50, scale), own_s(max, scale))
+            }
+            _ => String::new(),
+        };
+        out += &format!(
+            "- **{}**: {}/{} trials disturbed (budget {} µs), the first: {}. Over the {} undisturbed: {gaps}two \
+             leaders in {}/{}, wedged {}/{}.\n",
+            m.exp.name,
+            s.disturbed.len(),
+            s.n,
+            s.disturbance_budget_us,
+            s.disturbed[0],
+            calm.n,
+            calm.double_leader_trials,
+            calm.n,
+            calm.wedged_trials,
+            calm.n
         );
     }
     out

@@ -69,6 +69,13 @@ pub struct Summary {
     pub fault_error_max_us: Option<i64>,
     pub over_budget_trials: usize,
     pub fault_budget_us: i64,
+    /// Each disturbed trial's causes (`Disturbance::text`), in the order
+    /// of the trials given; the budget they were judged by (µs, 0: none).
+    pub disturbed: Vec<String>,
+    pub disturbance_budget_us: i64,
+    /// The same summary over the undisturbed trials alone, where any trial
+    /// was disturbed: every headline is given both ways.
+    pub undisturbed: Option<Box<Summary>>,
 }
 
 impl Summary {
@@ -164,6 +171,15 @@ pub fn per_unit<'a>(units: &[(&'a Experiment, String)], metrics: &[(u32, usize, 
 }
 
 pub fn summarize(trials: &[&TrialMetrics]) -> Summary {
+    let mut s = summarize_all(trials);
+    if !s.disturbed.is_empty() {
+        let calm: Vec<&TrialMetrics> = trials.iter().copied().filter(|t| !t.disturbance.disturbed()).collect();
+        s.undisturbed = Some(Box::new(summarize_all(&calm)));
+    }
+    s
+}
+
+fn summarize_all(trials: &[&TrialMetrics]) -> Summary {
     let mut gaps: Vec<f64> =
         trials.iter().flat_map(|t| t.gaps.iter()).filter(|g| g.ended).map(|g| us_to_ms(g.duration_us())).collect();
     gaps.sort_by(f64::total_cmp);
@@ -255,6 +271,9 @@ pub fn summarize(trials: &[&TrialMetrics]) -> Summary {
         fault_error_max_us: trials.iter().filter_map(|t| t.precision.fault_error_max_us).max(),
         over_budget_trials: trials.iter().filter(|t| t.precision.faults_over_budget > 0).count(),
         fault_budget_us: trials.iter().map(|t| t.precision.budget_us).max().unwrap_or(0),
+        disturbed: trials.iter().filter(|t| t.disturbance.disturbed()).map(|t| t.disturbance.text()).collect(),
+        disturbance_budget_us: trials.iter().map(|t| t.disturbance.budget_us).max().unwrap_or(0),
+        undisturbed: None,
         crash_gaps_ms: {
             let mut v: Vec<f64> = trials
                 .iter()
@@ -328,6 +347,25 @@ pub fn expectation_checks(exp: &Experiment, trials: &[(u32, &TrialMetrics)]) -> 
             })
             .collect();
         check(format!("wedged: {w}"), failures);
+    }
+    if let Some(k) = x.disturbed {
+        let bad: Vec<String> = trials
+            .iter()
+            .filter(|(_, m)| m.disturbance.disturbed())
+            .map(|(trial, m)| format!("trial {trial}: {}", m.disturbance.text()))
+            .collect();
+        let failures = if bad.len() > k {
+            let mut f = vec![format!(
+                "{} trials were disturbed by the machine (expected at most {k}): their numbers measure the \
+                 machine, not the system",
+                bad.len()
+            )];
+            f.extend(bad);
+            f
+        } else {
+            Vec::new()
+        };
+        check(format!("disturbed: {k}"), failures);
     }
     if let Some(k) = x.double_leader_trials {
         let got = trials.iter().filter(|(_, m)| m.max_leaders >= 2).count();

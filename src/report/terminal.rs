@@ -39,6 +39,29 @@ pub fn decomposition(metrics: &[(u32, &TrialMetrics)], scale: f64) -> String {
     out
 }
 
+/// The trials the machine disturbed, the first one's cause, and the
+/// headlines again over the undisturbed trials.
+fn disturbed(s: &Summary, scale: f64) -> String {
+    let Some(calm) = &s.undisturbed else { return String::new() };
+    let mut out = format!(
+        "  ⚠ disturbed:    {}/{} trials: the machine moved them more than {} µs; the first: {}; trials.csv's \
+         disturbed_by names each\n",
+        s.disturbed.len(),
+        s.n,
+        s.disturbance_budget_us,
+        s.disturbed[0]
+    );
+    let gaps = match calm.gap_p50_ms {
+        Some(_) => format!("gaps median {} (max {}), ", secs(calm.gap_p50_ms, scale), secs(calm.gap_max_ms, scale)),
+        None => String::new(),
+    };
+    out += &format!(
+        "  undisturbed:    {} trials: {gaps}two leaders {}/{}, wedged {}/{}\n",
+        calm.n, calm.double_leader_trials, calm.n, calm.wedged_trials, calm.n
+    );
+    out
+}
+
 pub fn render(exp: &Experiment, s: &Summary, dir: &Path) -> String {
     let (lo, hi) = s.double_leader_ci;
     let mut out = format!("{}: {} trials ({}), seed {}\n", exp.name, s.n, describe(exp), exp.seed);
@@ -79,6 +102,7 @@ pub fn render(exp: &Experiment, s: &Summary, dir: &Path) -> String {
             s.over_budget_trials, s.n, s.fault_budget_us
         );
     }
+    out += &disturbed(s, scale);
     if s.mid_renewal_kills > 0 {
         out += &format!(
             "  killed mid-renewal: {}/{} trials (the kill landed inside the leader's renewal: a lock file left empty)\n",

@@ -215,7 +215,7 @@ impl Run {
         let t0 = release(exp, barrier);
         // Both clocks read back to back: the wall clock at t0, to the µs.
         let wall_at_t0 = t0 + (wall_ns() - mono_ns());
-        let at = Detail { mono_ns: Some(t0), wall_ns: Some(wall_at_t0), ..Detail::default() };
+        let at = Detail { mono_ns: Some(t0), wall_ns: Some(wall_at_t0), ..super::machine::counters() };
         self.raw.push(RawEvent::harness(t0, None, None, EventKind::Barrier, at));
         if exp.program.is_some() {
             // Programs start when spawned; the harness's clock starts here.
@@ -268,7 +268,7 @@ impl Run {
         }
         self.end_ns = mono_ns();
         timing.lower();
-        self.raw.push(RawEvent::harness(self.end_ns, None, None, EventKind::TrialEnd, Detail::default()));
+        self.raw.push(RawEvent::harness(self.end_ns, None, None, EventKind::TrialEnd, super::machine::counters()));
         // Faults still waiting for their moment never happened: say so.
         let never = nemesis.never_fired(self.end_ns);
         self.record(never);

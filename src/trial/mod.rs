@@ -13,6 +13,7 @@ mod error;
 mod event_loop;
 pub mod guard;
 pub mod limits;
+mod machine;
 pub mod msg;
 pub mod nemesis;
 mod outcome;

@@ -7,6 +7,7 @@
 mod blog;
 mod bounds;
 mod deploy;
+mod disturbance;
 mod errors;
 mod etcd;
 mod faults;

@@ -112,6 +112,8 @@ mod tests {
             push_slack_us: 0,
             replicated: false,
             fault_budget_us: 0,
+            disturbance_budget_us: 0,
+            planned_start_spread_us: None,
         };
         check(&History::new(events), &params).evictions
     }

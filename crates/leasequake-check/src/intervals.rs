@@ -74,6 +74,8 @@ pub fn check(history: &History, params: &CheckParams) -> TrialMetrics {
     metrics.network.storm = super::storm::storm(events, params);
     metrics.pushes = super::push::pushes(events);
     metrics.precision = super::precision::precision(events, params.fault_budget_us);
+    metrics.disturbance =
+        super::disturbance::disturbance(events, params, metrics.start_spread_us, &metrics.precision, end_us);
     if let Some(epoch_us) = params.epoch_us {
         metrics.jobs = super::jobs::jobs(events, epoch_us, end_us);
     }
@@ -392,6 +394,7 @@ impl Sweep {
             network: Default::default(),
             pushes: Default::default(),
             precision: Default::default(),
+            disturbance: Default::default(),
             spans: self.spans,
         }
     }
@@ -495,6 +498,8 @@ mod tests {
         push_slack_us: 0,
         replicated: false,
         fault_budget_us: 0,
+        disturbance_budget_us: 0,
+        planned_start_spread_us: None,
     };
 
     /// Seconds (as written in the blog) to µs.

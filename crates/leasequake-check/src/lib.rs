@@ -4,6 +4,7 @@
 //! history and from `CheckParams` (the scaled lease settings, needed only for
 //! the wedge threshold). docs/metrics.md defines every metric.
 
+mod disturbance;
 mod evictions;
 mod grants;
 mod intervals;
@@ -24,12 +25,13 @@ mod testkit;
 mod theory;
 mod writes;
 
+pub use disturbance::{CPU_PRESSURE_SHARE, Disturbance, STEAL_SHARE};
 pub use grants::DoubleGrants;
 pub use intervals::check;
 pub use jobs::Jobs;
 pub use latency::Latency;
 pub use metrics::{Evictions, Gap, KILL_MID_RENEWAL, Network, PauseOutcome, TrialMetrics};
-pub use params::{CheckParams, ETCD_EXPIRY_SLACK_US, fault_budget_us};
+pub use params::{CheckParams, DISTURBANCE_FLOOR_US, ETCD_EXPIRY_SLACK_US, disturbance_budget_us, fault_budget_us};
 pub use precision::Precision;
 pub use push::Pushes;
 pub use spans::{Span, Spans};

@@ -74,6 +74,8 @@ pub struct TrialMetrics {
     pub pushes: super::push::Pushes,
     /// How late the faults took effect, against the budget.
     pub precision: super::precision::Precision,
+    /// Whether the machine moved the trial further than its budget, and why.
+    pub disturbance: super::disturbance::Disturbance,
 }
 
 impl TrialMetrics {

@@ -5,7 +5,7 @@ use leasequake_model::duration::Dur;
 use leasequake_model::experiment::Experiment;
 use leasequake_model::history::Micros;
 use leasequake_model::program::ProgramExpiry;
-use leasequake_model::settings::{Expiry, Kind, Push, WatchBy};
+use leasequake_model::settings::{Expiry, Kind, Push, StartMode, WatchBy};
 
 /// How long after a lease's end etcd may still show its key: its lessor
 /// revokes expired leases in a loop that runs every 500 ms (etcd 3.4's
@@ -53,6 +53,14 @@ pub struct CheckParams {
     /// How late a fault may take effect before the trial is flagged as
     /// taken on a machine too busy for its time scale, µs (0: no budget).
     pub fault_budget_us: Micros,
+    /// How far the machine may move the trial (an operation's stall beyond
+    /// its kind's median, the start spread beyond the planned one) before
+    /// the trial counts as disturbed, µs (0: not judged).
+    pub disturbance_budget_us: Micros,
+    /// How far apart the workers are meant to start: 0 when one barrier
+    /// releases them, the stagger times the later workers when staggered,
+    /// None when each draws its own moment.
+    pub planned_start_spread_us: Option<Micros>,
 }
 
 impl CheckParams {
@@ -118,6 +126,15 @@ impl CheckParams {
             push_slack_us: if exp.substrate.kind == Kind::Redis { REDIS_EXPIRE_CYCLE_US } else { 0 },
             replicated: exp.substrate.replicated(),
             fault_budget_us: fault_budget_us(exp),
+            disturbance_budget_us: disturbance_budget_us(exp),
+            planned_start_spread_us: match exp.start {
+                StartMode::Barrier if exp.program.is_none() => Some(0),
+                StartMode::Staggered if exp.program.is_none() => {
+                    Some(exp.stagger.as_us() as i64 * exp.workers.saturating_sub(1) as i64)
+                }
+                // A program's start is the harness's spawn, not its own.
+                _ => None,
+            },
         }
     }
 }
@@ -132,6 +149,27 @@ pub fn fault_budget_us(exp: &Experiment) -> Micros {
     // At least 1 µs: 0 is "no budget", which only `fault_budget: 0s` says.
     let l = &exp.lease;
     (l.lease.min(l.renew).min(l.watch).as_us() / 100).max(1) as i64
+}
+
+/// Below this, in real time, an operation's stall is the operating
+/// system's own jitter (a wake-up, a page fault, a syscall on an idle
+/// machine), not the machine disturbing the trial; it does not shrink with
+/// the time scale.
+pub const DISTURBANCE_FLOOR_US: Micros = 1000;
+
+/// The experiment's disturbance budget (`disturbance_budget:`), or by
+/// default 1 % of its smallest scaled interval, as the fault budget, but
+/// never below `DISTURBANCE_FLOOR_US`: a stall that long moves a phase the
+/// experiment set on purpose by about as much as a late fault would.
+pub fn disturbance_budget_us(exp: &Experiment) -> Micros {
+    match exp.disturbance_budget {
+        Some(b) if b == Dur::ZERO => 0,
+        Some(b) => b.as_us().max(1) as i64,
+        None => {
+            let l = &exp.lease;
+            ((l.lease.min(l.renew).min(l.watch).as_us() / 100) as i64).max(DISTURBANCE_FLOOR_US)
+        }
+    }
 }
 
 /// For the checker's tests: a lease a server judges (exact expiry, not a
@@ -151,6 +189,8 @@ pub(crate) fn server_lease(lease_us: Micros, renew_us: Micros, watch_us: Micros)
         push_slack_us: 0,
         replicated: false,
         fault_budget_us: 0,
+        disturbance_budget_us: 0,
+        planned_start_spread_us: None,
     }
 }
 
@@ -172,6 +212,8 @@ mod tests {
             push_slack_us: 0,
             replicated: false,
             fault_budget_us: 0,
+            disturbance_budget_us: 0,
+            planned_start_spread_us: None,
         }
     }
 

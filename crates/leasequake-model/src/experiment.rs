@@ -25,6 +25,8 @@ pub struct Expect {
     pub wedged: Option<bool>,
     /// At most this many trials with two leaders.
     pub double_leader_trials: Option<usize>,
+    /// At most this many trials the machine disturbed.
+    pub disturbed: Option<usize>,
 }
 
 impl Expect {
@@ -115,6 +117,10 @@ pub struct Experiment {
     /// How late a fault may take effect before its trial is flagged (scaled);
     /// None: 1 % of the smallest of lease, renew and watch.
     pub fault_budget: Option<Dur>,
+    /// How long an operation may stall beyond its kind's median, and how
+    /// far the workers' starts may spread, before the machine is judged
+    /// to have disturbed the trial (scaled); None: as the fault budget.
+    pub disturbance_budget: Option<Dur>,
     pub reference: Option<Reference>,
     pub substrate: SubstrateSettings,
     /// A program under test instead of the built-in worker.

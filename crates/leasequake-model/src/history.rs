@@ -240,6 +240,17 @@ pub struct Detail {
     /// the instrument's own error, beside the fault it belongs to.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error_us: Option<i64>,
+    /// The machine's CPU pressure counter (`/proc/pressure/cpu`, `some
+    /// total`: time in which a runnable task waited for a CPU), µs since
+    /// boot, read at the barrier and at the trial's end: the checker takes
+    /// the difference.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_pressure_us: Option<u64>,
+    /// The machine's steal time (`/proc/stat`, summed over CPUs: time the
+    /// hypervisor ran something else), µs since boot, read beside
+    /// `cpu_pressure_us`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub steal_us: Option<u64>,
 }
 
 impl Detail {

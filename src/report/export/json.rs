@@ -67,6 +67,20 @@ struct Measures {
     evictions: Option<Evictions>,
     #[serde(skip_serializing_if = "Option::is_none")]
     stale_writes: Option<Writes>,
+    /// Trials the machine disturbed, each one's causes, and the budget
+    /// (µs as run).
+    disturbed: Disturbed,
+    /// The same measures over the undisturbed trials alone (absent where
+    /// none was disturbed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    undisturbed: Option<Box<Measures>>,
+}
+
+#[derive(Serialize)]
+struct Disturbed {
+    trials: usize,
+    budget_us: i64,
+    causes: Vec<String>,
 }
 
 #[derive(Serialize)]
@@ -166,6 +180,12 @@ fn measures(s: &Summary, exp: &crate::model::Experiment) -> Measures {
             rejected: s.writes.stale_rejected,
             accepted_before_newer: s.writes.stale_superseded,
         }),
+        disturbed: Disturbed {
+            trials: s.disturbed.len(),
+            budget_us: s.disturbance_budget_us,
+            causes: s.disturbed.clone(),
+        },
+        undisturbed: s.undisturbed.as_ref().map(|u| Box::new(measures(u, exp))),
     }
 }
 

@@ -1,0 +1,374 @@
+//! Whether the machine disturbed a trial: a trial whose timing the machine
+//! moved further than the experiment allows measures the machine, not the
+//! system, and is named as disturbed, with its cause in words, so that no
+//! headline rests on it unawares.
+//!
+//! Everything comes from the history: the workers' operation times, the
+//! start spread, the faults' own errors and the machine's counters read at
+//! the barrier and the trial's end. What a fault does is the experiment,
+//! not a disturbance: an operation that overlaps a fault aimed at its
+//! worker, its link or its server (or a failpoint of its own) is left out.
+
+use leasequake_model::history::{Event, EventKind, Micros};
+
+use super::latency::{Op, operation};
+use super::params::CheckParams;
+use super::precision::Precision;
+
+/// A trial's CPU pressure above this share of its length disturbs it: for
+/// that long, some runnable task waited for a CPU, so the machine ran more
+/// than it had cores for (a compiler on every core stays under a tenth).
+pub const CPU_PRESSURE_SHARE: f64 = 0.25;
+/// Steal above this share of the trial (summed over CPUs) disturbs it: the
+/// hypervisor ran something else instead of this machine, well beyond the
+/// few percent a shared host's background takes.
+pub const STEAL_SHARE: f64 = 0.10;
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Disturbance {
+    /// The budget it was judged by, µs (0: not judged).
+    pub budget_us: Micros,
+    /// The longest an operation outside every fault took beyond its
+    /// kind's median in the trial, µs (None: no operation timed).
+    pub op_stall_max_us: Option<Micros>,
+    /// The machine's CPU pressure and steal during the trial, µs (None:
+    /// not recorded, or a kernel without them).
+    pub cpu_pressure_us: Option<Micros>,
+    pub steal_us: Option<Micros>,
+    /// Why the trial is disturbed, in words, the operations first; empty:
+    /// undisturbed.
+    pub causes: Vec<String>,
+}
+
+impl Disturbance {
+    pub fn disturbed(&self) -> bool {
+        !self.causes.is_empty()
+    }
+
+    /// The causes as one cell (empty when undisturbed).
+    pub fn text(&self) -> String {
+        self.causes.join("; ")
+    }
+}
+
+/// A stretch of the trial in which a fault acts on one worker (or, with
+/// none, on every worker: the server, the lock, a member of the service).
+struct Window {
+    worker: Option<usize>,
+    from_us: Micros,
+    to_us: Micros,
+}
+
+/// Fault actions that act until a later fault event ends them.
+fn closer(action: &str) -> Option<&'static str> {
+    match action {
+        "stop" => Some("cont"),
+        "partition" | "partition-replies" | "delay" | "reset" => Some("heal"),
+        "server-stop" => Some("server-cont"),
+        _ => None,
+    }
+}
+
+/// Where faults act. A fault with an end acts until it; one without (a
+/// kill, a restart, a clock jump, a lock-file fault, a failpoint) acts on
+/// what follows for one renew interval: reconnects and retries are its
+/// doing, not the machine's.
+fn windows(events: &[Event], params: &CheckParams, end_us: Micros) -> Vec<Window> {
+    let mut out = Vec::new();
+    for (i, e) in events.iter().enumerate() {
+        let after = params.renew_us.max(1);
+        if e.kind == EventKind::Failpoint {
+            out.push(Window { worker: e.worker, from_us: e.t_us, to_us: e.t_us + after });
+            continue;
+        }
+        // A fault that never reached its target changed nothing.
+        if e.kind != EventKind::Fault || (e.detail.error.is_some() && e.detail.error_us.is_none()) {
+            continue;
+        }
+        let Some(action) = e.detail.action.as_deref() else { continue };
+        if matches!(action, "cont" | "heal" | "server-cont") {
+            continue;
+        }
+        let to_us = match closer(action) {
+            Some(end) => events[i + 1..]
+                .iter()
+                .find(|c| c.kind == EventKind::Fault && c.worker == e.worker && c.detail.action.as_deref() == Some(end))
+                .map_or(end_us, |c| c.t_us),
+            None => e.t_us + after,
+        };
+        out.push(Window { worker: e.worker, from_us: e.t_us, to_us });
+    }
+    out
+}
+
+fn name(op: Op) -> &'static str {
+    match op {
+        Op::Acquire => "acquire",
+        Op::Renew => "renewal",
+        Op::Observe => "watch",
+    }
+}
+
+/// One operation a worker timed, outside every fault.
+struct Timed {
+    op: Op,
+    end_us: Micros,
+    took_us: Micros,
+}
+
+pub fn disturbance(
+    events: &[Event],
+    params: &CheckParams,
+    start_spread_us: Option<Micros>,
+    precision: &Precision,
+    end_us: Micros,
+) -> Disturbance {
+    let budget = params.disturbance_budget_us;
+    let mut d = Disturbance { budget_us: budget, ..Disturbance::default() };
+    (d.cpu_pressure_us, d.steal_us) = machine(events);
+    if budget <= 0 {
+        return d;
+    }
+    let faults = windows(events, params, end_us);
+    // A worker's first operation carries its own start-up (the first touch
+    // of the substrate, a first connection, with more workers than cores a
+    // wait for one): the start spread judges the start, not this.
+    let mut started = std::collections::HashSet::new();
+    let timed: Vec<Timed> = events
+        .iter()
+        .filter_map(|e| {
+            let (us, op) = (e.detail.op_us?, operation(e.kind)?);
+            if started.insert(e.worker) {
+                return None;
+            }
+            let (from, to) = (e.t_us - us as Micros, e.t_us);
+            let hit = faults
+                .iter()
+                .any(|w| (w.worker.is_none() || w.worker == e.worker) && from <= w.to_us && w.from_us <= to);
+            (!hit).then_some(Timed { op, end_us: e.t_us, took_us: us as Micros })
+        })
+        .collect();
+    let mut stalls: Vec<(Micros, &Timed, Micros)> = Vec::new();
+    for op in [Op::Acquire, Op::Renew, Op::Observe] {
+        let mut times: Vec<Micros> = timed.iter().filter(|t| t.op == op).map(|t| t.took_us).collect();
+        if times.is_empty() {
+            continue;
+        }
+        times.sort_unstable();
+        let median = times[(times.len() - 1) / 2];
+        for t in timed.iter().filter(|t| t.op == op) {
+            let stall = t.took_us - median;
+            d.op_stall_max_us = Some(d.op_stall_max_us.map_or(stall, |m| m.max(stall)));
+            if stall > budget {
+                stalls.push((stall, t, median));
+            }
+        }
+    }
+    stalls.sort_by_key(|(stall, t, _)| (std::cmp::Reverse(*stall), t.end_us));
+    if let Some((_, t, median)) = stalls.first() {
+        let interval = if t.op == Op::Observe { ("watch", params.watch_us) } else { ("renew", params.renew_us) };
+        let more = match stalls.len() - 1 {
+            0 => String::new(),
+            1 => ", and 1 more operation".to_string(),
+            n => format!(", and {n} more operations"),
+        };
+        d.causes.push(format!(
+            "{} took {} ms at {:.3} s ({:.0} % of the {} interval; the median {} ms){more}",
+            name(t.op),
+            ms(t.took_us),
+            t.end_us as f64 / 1e6,
+            100.0 * t.took_us as f64 / interval.1.max(1) as f64,
+            interval.0,
+            ms(*median),
+        ));
+    }
+    if let (Some(spread), Some(planned)) = (start_spread_us, params.planned_start_spread_us)
+        && spread - planned > budget
+    {
+        d.causes.push(format!("workers started {} ms apart (planned {} ms)", ms(spread), ms(planned)));
+    }
+    if precision.faults_over_budget > 0 {
+        let n = precision.faults_over_budget;
+        d.causes.push(format!(
+            "{n} fault{} took effect more than {} ms late (at most {} ms)",
+            if n == 1 { "" } else { "s" },
+            ms(precision.budget_us),
+            ms(precision.fault_error_max_us.unwrap_or(0))
+        ));
+    }
+    let length = end_us.max(1) as f64;
+    if let Some(p) = d.cpu_pressure_us
+        && p as f64 > CPU_PRESSURE_SHARE * length
+    {
+        d.causes.push(format!("tasks waited for a CPU {:.0} % of the trial", 100.0 * p as f64 / length));
+    }
+    if let Some(s) = d.steal_us
+        && s as f64 > STEAL_SHARE * length
+    {
+        d.causes.push(format!("the hypervisor took {:.0} % of the trial", 100.0 * s as f64 / length));
+    }
+    d
+}
+
+/// The machine's counters' growth from the barrier to the trial's end.
+fn machine(events: &[Event]) -> (Option<Micros>, Option<Micros>) {
+    let at = |kind| events.iter().find(|e| e.kind == kind).map(|e| &e.detail);
+    let (Some(b), Some(e)) = (at(EventKind::Barrier), at(EventKind::TrialEnd)) else { return (None, None) };
+    let delta = |a: Option<u64>, z: Option<u64>| Some(z?.saturating_sub(a?) as Micros);
+    (delta(b.cpu_pressure_us, e.cpu_pressure_us), delta(b.steal_us, e.steal_us))
+}
+
+/// µs as ms with as many decimals as a budget of microseconds needs.
+fn ms(us: Micros) -> String {
+    let ms = us as f64 / 1000.0;
+    if us.abs() >= 100_000 {
+        format!("{ms:.0}")
+    } else if us.abs() >= 1000 {
+        format!("{ms:.1}")
+    } else {
+        format!("{ms:.3}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use leasequake_model::history::Detail;
+
+    fn params() -> CheckParams {
+        CheckParams {
+            disturbance_budget_us: 30_000,
+            planned_start_spread_us: Some(0),
+            ..super::super::params::server_lease(9_000_000, 3_000_000, 3_000_000)
+        }
+    }
+
+    fn op(t_us: Micros, worker: usize, kind: EventKind, op_us: u64) -> Event {
+        Event::new(t_us, Some(worker), kind).with_detail(Detail { op_us: Some(op_us), ..Detail::default() })
+    }
+
+    fn fault(t_us: Micros, worker: Option<usize>, action: &str) -> Event {
+        Event::new(t_us, worker, EventKind::Fault).with_detail(Detail {
+            action: Some(action.into()),
+            fault: Some(0),
+            ..Detail::default()
+        })
+    }
+
+    fn judge(events: &[Event]) -> Disturbance {
+        disturbance(events, &params(), Some(100), &Precision::default(), 30_000_000)
+    }
+
+    /// The leader's renewals every 3 s, the watchers' looks beside them,
+    /// after each one's first operation (its start-up, not judged).
+    fn steady(renewal_us: impl Fn(usize) -> u64) -> Vec<Event> {
+        let mut v = vec![op(100, 0, EventKind::Acquired, 90_000), op(110, 1, EventKind::NotAcquired, 80_000)];
+        for k in 1..=9 {
+            let t = k as Micros * 3_000_000;
+            v.push(op(t, 0, EventKind::Renewed, renewal_us(k)));
+            v.push(op(t + 100, 1, EventKind::HeldBy, 30));
+        }
+        v
+    }
+
+    #[test]
+    fn a_stalled_renewal_disturbs_the_trial_and_says_how() {
+        // The blog's sigkill-gap trial 6: one renewal took 740 ms.
+        let d = judge(&steady(|k| if k == 3 { 740_026 } else { 300 }));
+        assert!(d.disturbed());
+        assert_eq!(d.op_stall_max_us, Some(739_726));
+        assert_eq!(d.text(), "renewal took 740 ms at 9.000 s (25 % of the renew interval; the median 0.300 ms)");
+    }
+
+    #[test]
+    fn an_operation_within_the_budget_or_slow_throughout_is_not_a_disturbance() {
+        assert!(!judge(&steady(|k| if k == 3 { 30_300 } else { 300 })).disturbed(), "exactly the budget");
+        assert!(judge(&steady(|k| if k == 3 { 30_301 } else { 300 })).disturbed(), "1 µs over");
+        // Each worker's first operation (90 and 80 ms here) is its start-up.
+        assert!(!judge(&steady(|_| 300)).disturbed());
+        // A substrate that is slow every time is the system, not a stall.
+        assert!(!judge(&steady(|_| 50_000)).disturbed());
+    }
+
+    #[test]
+    fn operations_under_a_fault_are_the_experiment() {
+        // A pause of the leader around its renewal, a partition of its
+        // link, a server pause (no worker: every worker's server).
+        for faults in [
+            vec![fault(8_900_000, Some(0), "stop"), fault(9_500_000, Some(0), "cont")],
+            vec![fault(8_900_000, Some(0), "partition"), fault(10_000_000, Some(0), "heal")],
+            vec![fault(8_900_000, None, "server-stop"), fault(9_500_000, None, "server-cont")],
+            // A restart without an end shadows one renew interval.
+            vec![fault(8_000_000, None, "server-restart")],
+        ] {
+            let mut events = steady(|k| if k == 3 { 740_000 } else { 300 });
+            events.extend(faults.clone());
+            events.sort_by_key(|e| e.t_us);
+            assert!(!judge(&events).disturbed(), "{faults:?}");
+        }
+        // A fault aimed at another worker, or long over, does not excuse it.
+        for faults in [
+            vec![fault(8_900_000, Some(1), "stop"), fault(9_500_000, Some(1), "cont")],
+            vec![fault(1_000_000, None, "server-restart")],
+        ] {
+            let mut events = steady(|k| if k == 3 { 740_000 } else { 300 });
+            events.extend(faults.clone());
+            events.sort_by_key(|e| e.t_us);
+            assert!(judge(&events).disturbed(), "{faults:?}");
+        }
+        // A failpoint is the worker's own, asked-for stall.
+        let mut events = steady(|k| if k == 3 { 740_000 } else { 300 });
+        events.push(Event::new(8_500_000, Some(0), EventKind::Failpoint));
+        events.sort_by_key(|e| e.t_us);
+        assert!(!judge(&events).disturbed());
+    }
+
+    #[test]
+    fn a_fault_that_never_fired_excuses_nothing() {
+        let mut events = steady(|k| if k == 3 { 740_000 } else { 300 });
+        let mut never = fault(8_900_000, Some(0), "stop");
+        never.detail.error = Some("never fired: the trial ended first".into());
+        events.push(never);
+        events.sort_by_key(|e| e.t_us);
+        assert!(judge(&events).disturbed());
+    }
+
+    #[test]
+    fn start_spread_fault_errors_and_the_machine() {
+        let p = params();
+        let quiet = steady(|_| 300);
+        let spread = disturbance(&quiet, &p, Some(45_000), &Precision::default(), 30_000_000);
+        assert_eq!(spread.text(), "workers started 45.0 ms apart (planned 0.000 ms)");
+        let staggered = CheckParams { planned_start_spread_us: Some(40_000), ..p };
+        assert!(!disturbance(&quiet, &staggered, Some(45_000), &Precision::default(), 30_000_000).disturbed());
+        let late = Precision { fault_error_max_us: Some(4100), faults_over_budget: 2, budget_us: 3000 };
+        assert_eq!(
+            disturbance(&quiet, &p, None, &late, 30_000_000).text(),
+            "2 faults took effect more than 3.0 ms late (at most 4.1 ms)"
+        );
+        let counters = |t_us, kind, cpu: u64, steal: u64| {
+            Event::new(t_us, None, kind).with_detail(Detail {
+                cpu_pressure_us: Some(cpu),
+                steal_us: Some(steal),
+                ..Detail::default()
+            })
+        };
+        let mut busy = quiet.clone();
+        busy.insert(0, counters(0, EventKind::Barrier, 1_000, 5_000));
+        busy.push(counters(30_000_000, EventKind::TrialEnd, 9_001_000, 1_505_000));
+        let d = disturbance(&busy, &p, None, &Precision::default(), 30_000_000);
+        assert_eq!((d.cpu_pressure_us, d.steal_us), (Some(9_000_000), Some(1_500_000)));
+        assert_eq!(d.text(), "tasks waited for a CPU 30 % of the trial");
+        busy.last_mut().unwrap().detail.steal_us = Some(3_005_001);
+        assert!(
+            disturbance(&busy, &p, None, &Precision::default(), 30_000_000).text().ends_with("took 10 % of the trial")
+        );
+    }
+
+    #[test]
+    fn no_budget_no_judgement() {
+        let p = CheckParams { disturbance_budget_us: 0, ..params() };
+        let d = disturbance(&steady(|k| if k == 3 { 740_000 } else { 300 }), &p, None, &Precision::default(), 1);
+        assert!(!d.disturbed());
+    }
+}
