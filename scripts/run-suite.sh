@@ -9,6 +9,12 @@ cd "$(dirname "$0")/.."
 experiments=$1 out=$2
 shift 2
 cargo build --release --quiet
+# No more trials at once than cores, unless the caller says otherwise: a
+# committed result must not be one the machine disturbed (trials that
+# wait for a CPU stall their operations; docs/metrics.md, "Disturbed
+# trials"), and each experiment's `jobs:` is for a bigger machine.
+jobs=()
+case " $* " in *" --jobs "*) ;; *) jobs=(--jobs "$(nproc)") ;; esac
 # The directory is the script's output: start it afresh.
 rm -rf "$out"
-exec ./target/release/leasequake run "$experiments" --out "$out" "$@"
+exec ./target/release/leasequake run "$experiments" --out "$out" "${jobs[@]}" "$@"
