@@ -15,14 +15,13 @@ use super::latency::{Op, operation};
 use super::params::CheckParams;
 use super::precision::Precision;
 
-/// A trial's CPU pressure above this share of its length disturbs it: for
-/// that long, some runnable task waited for a CPU, so the machine ran more
-/// than it had cores for (a compiler on every core stays under a tenth).
-pub const CPU_PRESSURE_SHARE: f64 = 0.25;
 /// Steal above this share of the trial (summed over CPUs) disturbs it: the
 /// hypervisor ran something else instead of this machine, well beyond the
 /// few percent a shared host's background takes.
 pub const STEAL_SHARE: f64 = 0.10;
+/// ... and above this much: steal is counted in clock ticks, so a trial of a
+/// few milliseconds (a one-shot race) would be "disturbed" by one tick.
+pub const STEAL_MIN_US: Micros = 100_000;
 
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Disturbance {
@@ -196,14 +195,13 @@ pub fn disturbance(
             ms(precision.fault_error_max_us.unwrap_or(0))
         ));
     }
+    // CPU pressure is recorded, not judged: it counts the trial's own
+    // workers waiting too (thirty racers on two cores are the experiment),
+    // so it cannot tell the machine's load from the system's.
     let length = end_us.max(1) as f64;
-    if let Some(p) = d.cpu_pressure_us
-        && p as f64 > CPU_PRESSURE_SHARE * length
-    {
-        d.causes.push(format!("tasks waited for a CPU {:.0} % of the trial", 100.0 * p as f64 / length));
-    }
     if let Some(s) = d.steal_us
         && s as f64 > STEAL_SHARE * length
+        && s > STEAL_MIN_US
     {
         d.causes.push(format!("the hypervisor took {:.0} % of the trial", 100.0 * s as f64 / length));
     }
@@ -355,14 +353,19 @@ mod tests {
         };
         let mut busy = quiet.clone();
         busy.insert(0, counters(0, EventKind::Barrier, 1_000, 5_000));
-        busy.push(counters(30_000_000, EventKind::TrialEnd, 9_001_000, 1_505_000));
+        busy.push(counters(30_000_000, EventKind::TrialEnd, 29_001_000, 1_505_000));
         let d = disturbance(&busy, &p, None, &Precision::default(), 30_000_000);
-        assert_eq!((d.cpu_pressure_us, d.steal_us), (Some(9_000_000), Some(1_500_000)));
-        assert_eq!(d.text(), "tasks waited for a CPU 30 % of the trial");
+        // Pressure is reported, never judged: the trial's own workers wait too.
+        assert_eq!((d.cpu_pressure_us, d.steal_us), (Some(29_000_000), Some(1_500_000)));
+        assert!(!d.disturbed());
         busy.last_mut().unwrap().detail.steal_us = Some(3_005_001);
-        assert!(
-            disturbance(&busy, &p, None, &Precision::default(), 30_000_000).text().ends_with("took 10 % of the trial")
+        assert_eq!(
+            disturbance(&busy, &p, None, &Precision::default(), 30_000_000).text(),
+            "the hypervisor took 10 % of the trial"
         );
+        // One 10 ms tick of steal in a 5 ms race is no disturbance.
+        let race = [counters(0, EventKind::Barrier, 0, 0), counters(5_000, EventKind::TrialEnd, 5_000, 10_000)];
+        assert!(!disturbance(&race, &p, None, &Precision::default(), 5_000).disturbed());
     }
 
     #[test]

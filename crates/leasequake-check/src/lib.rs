@@ -25,7 +25,7 @@ mod testkit;
 mod theory;
 mod writes;
 
-pub use disturbance::{CPU_PRESSURE_SHARE, Disturbance, STEAL_SHARE};
+pub use disturbance::{Disturbance, STEAL_MIN_US, STEAL_SHARE};
 pub use grants::DoubleGrants;
 pub use intervals::check;
 pub use jobs::Jobs;
