@@ -7,19 +7,28 @@ use super::summary::{Summary, SummaryRow, crash_bound_ms};
 use crate::check::stats::percentile;
 use crate::model::{Dur, Experiment};
 
-/// A Markdown table that leaves out the columns empty in every row.
+/// A Markdown table that leaves out the columns empty in every row, with
+/// what its columns mean said under it for the columns it shows: a note
+/// for a column left out would explain what the reader cannot see.
 pub struct MdTable {
     headers: Vec<String>,
     rows: Vec<Vec<String>>,
+    notes: Vec<(String, String)>,
 }
 
 impl MdTable {
     pub fn new(headers: &[&str]) -> MdTable {
-        MdTable { headers: headers.iter().map(|h| h.to_string()).collect(), rows: Vec::new() }
+        MdTable::with_headers(headers.iter().map(|h| h.to_string()).collect())
     }
 
     pub fn with_headers(headers: Vec<String>) -> MdTable {
-        MdTable { headers, rows: Vec::new() }
+        MdTable { headers, rows: Vec::new(), notes: Vec::new() }
+    }
+
+    /// What column `header` means, said under the table if it is shown.
+    pub fn note(&mut self, header: &str, text: &str) {
+        debug_assert!(self.headers.iter().any(|h| h == header), "a note for a column the table has not: {header}");
+        self.notes.push((header.to_string(), text.to_string()));
     }
 
     pub fn row(&mut self, cells: Vec<String>) {
@@ -40,7 +49,28 @@ impl MdTable {
         for r in &self.rows {
             out += &line(keep.iter().map(|&i| escape(&cell(r, i))).collect());
         }
+        let shown = |h: &str| keep.iter().any(|&i| self.headers[i] == h);
+        for (header, text) in self.notes.iter().filter(|(h, _)| shown(h)) {
+            out += &format!("\n*{header}*: {text}\n");
+        }
         out
+    }
+}
+
+#[cfg(test)]
+mod md_table_tests {
+    use super::MdTable;
+
+    #[test]
+    fn a_note_is_said_under_its_column_only_if_the_column_is_shown() {
+        let mut t = MdTable::new(&["a", "b"]);
+        t.note("a", "what a is");
+        t.note("b", "what b is");
+        t.row(vec!["1".into(), String::new()]);
+        let out = t.render();
+        assert!(out.contains("*a*: what a is"), "{out}");
+        assert!(!out.contains("what b is"), "column b is empty in every row, and so is left out: {out}");
+        assert!(!out.contains("| b |"), "{out}");
     }
 }
 
@@ -75,6 +105,20 @@ pub(super) fn crash_gap(s: &Summary, scale: f64) -> String {
     }
 }
 
+/// Why gaps fall outside `[lo, hi]` (ms as run), with as many decimals as
+/// the difference needs: a ✗ a reader can check against the cells beside it.
+pub(super) fn outside_by(min: Option<f64>, max: Option<f64>, (lo, hi): (f64, f64), scale: f64) -> Vec<String> {
+    let mut out = Vec::new();
+    let by = |d: f64| format!("by {:.1} ms of own time", d / scale);
+    if let Some(min) = min.filter(|m| *m < lo) {
+        out.push(format!("gaps from {:.4} s < {:.4} s, {}", own_s(min, scale), own_s(lo, scale), by(lo - min)));
+    }
+    if let Some(max) = max.filter(|m| *m > hi) {
+        out.push(format!("gaps up to {:.4} s > {:.4} s, {}", own_s(max, scale), own_s(hi, scale), by(max - hi)));
+    }
+    out
+}
+
 pub(super) fn crash_bound(exp: &Experiment, s: &Summary) -> String {
     if s.crash_gaps_ms.is_empty() {
         return String::new();
@@ -87,12 +131,8 @@ pub(super) fn crash_bound(exp: &Experiment, s: &Summary) -> String {
 pub(super) fn crash_verdict(exp: &Experiment, s: &Summary) -> String {
     let (lo, hi) = crash_bound_ms(exp);
     let mut outside = Vec::new();
-    if let (Some(&min), Some(&max)) = (s.crash_gaps_ms.first(), s.crash_gaps_ms.last())
-        && (min < lo || max > hi)
-    {
-        let scale = exp.time_scale;
-        outside.push(format!("kill gaps {:.2}–{:.2} s", own_s(min, scale), own_s(max, scale)));
-    }
+    let (min, max) = (s.crash_gaps_ms.first().copied(), s.crash_gaps_ms.last().copied());
+    outside.extend(outside_by(min, max, (lo, hi), exp.time_scale).into_iter().map(|w| format!("kill {w}")));
     if s.wedged_trials > 0 {
         outside.push(format!("{}/{} wedged", s.wedged_trials, s.n));
     }
@@ -142,8 +182,14 @@ pub(super) fn predicted(s: &Summary) -> String {
 }
 
 /// Measured − predicted gap, median, in own ms.
-pub(super) fn beyond_theory(s: &Summary, scale: f64) -> String {
-    percentile(&s.gap_beyond_theory_ms, 0.5).map_or(String::new(), |ms| format!("{:+.1} ms", ms / scale))
+/// The median excess per gap cause, in real time: what it measures (a
+/// wake-up, a read, an acquire) does not shrink with the time scale.
+pub(super) fn beyond_theory(s: &Summary) -> String {
+    s.gap_beyond_theory_ms
+        .iter()
+        .filter_map(|(cause, v)| Some(format!("{cause} {:+.2} ms (n {})", percentile(v, 0.5)?, v.len())))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Gap and pause predictions the measurement disagrees with.

@@ -141,17 +141,24 @@ pub fn bound_row(m: &Measured<'_>) -> [String; 5] {
         ));
     }
     if let Some(w) = r.wedged {
-        measured.push(format!("{}/{n} trials wedged", s.wedged_trials));
+        let (lo, hi) = crate::check::stats::wilson95(s.wedged_trials, n);
+        measured.push(format!(
+            "{}/{n} trials wedged (95 % CI {:.1} %–{:.1} %)",
+            s.wedged_trials,
+            lo * 100.0,
+            hi * 100.0
+        ));
         let all = s.wedged_trials == n;
         let none = s.wedged_trials == 0;
-        verdicts.push(
-            match (w, all, none) {
-                (true, true, _) => "wedged in every trial, as claimed",
-                (false, _, true) => "never wedged, as claimed",
-                _ => "DIFFERS from the claim",
+        // The bound a count of none gives is said from the count, so that
+        // no note beside it can claim a count the cell contradicts.
+        verdicts.push(match (w, all, none) {
+            (true, true, _) => "wedged in every trial, as claimed".to_string(),
+            (false, _, true) => {
+                format!("never wedged, as claimed: the per-trial risk is below {:.1} % (95 % upper limit)", hi * 100.0)
             }
-            .to_string(),
-        );
+            _ => "DIFFERS from the claim".to_string(),
+        });
     }
     if measured.is_empty() {
         let max = m.metrics.iter().map(|t| t.max_leaders).max().unwrap_or(0);
@@ -201,14 +208,12 @@ pub fn bound_row(m: &Measured<'_>) -> [String; 5] {
 /// bound, and a wedged trial is named too: neither may hide behind the
 /// gaps that did end.
 fn bound_verdict(s: &Summary, scale: f64, lo: Dur, hi: Dur) -> String {
+    let as_run = (lo.as_ms_f64() * scale, hi.as_ms_f64() * scale);
     let (lo, hi) = (lo.as_ms_f64() / 1000.0, hi.as_ms_f64() / 1000.0);
-    let mut outside = Vec::new();
-    if let (Some(min), Some(max)) = (s.gap_min_ms, s.gap_max_ms) {
-        let (min, max) = (unscaled_s(min, scale), unscaled_s(max, scale));
-        if min < lo || max > hi {
-            outside.push(format!("ended gaps {min:.3}–{max:.3} s"));
-        }
-    }
+    let mut outside: Vec<String> = super::cells::outside_by(s.gap_min_ms, s.gap_max_ms, as_run, scale)
+        .into_iter()
+        .map(|w| format!("ended {w}"))
+        .collect();
     if s.open_gaps > 0 {
         outside.push(format!("{} gap(s) never ended", s.open_gaps));
     }

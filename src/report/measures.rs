@@ -46,7 +46,12 @@ pub(super) fn stats(r: &SummaryRow<'_>) -> SummaryStats {
         crash_gap_p90_ms: round(s.crash_gap(0.9)),
         crash_gap_max_ms: round(s.crash_gap(1.0)),
         predicted_gaps: s.predicted_gaps,
-        gap_beyond_theory_p50_ms: round(percentile(&s.gap_beyond_theory_ms, 0.5)),
+        gap_beyond_theory_p50_real_ms: s
+            .gap_beyond_theory_ms
+            .iter()
+            .filter_map(|(cause, v)| Some(format!("{cause}: {:.3} ({})", percentile(v, 0.5)?, v.len())))
+            .collect::<Vec<_>>()
+            .join("; "),
         gap_anomalies: s.gap_anomalies,
         fault_error_max_us: s.fault_error_max_us,
         fault_budget_us: s.fault_budget_us,

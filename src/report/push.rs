@@ -77,15 +77,15 @@ pub fn table(m: &Measured<'_>, rows: &[SummaryRow<'_>]) -> String {
         ]);
         t.row(cells);
     }
-    format!(
-        "\n## {}: polling against push\n\n{}After the lease's end: from the nominal end of the killed holder's last \
-         grant to the takeover (the detection lag). Takeovers told by a push: the watcher's acquire came straight \
-         after the server said the lease was gone (`notified` in events.csv).\n\n{}{}",
-        name(m),
-        description(m.exp),
-        t.render(),
-        claim(rows)
-    )
+    t.note(
+        "after the lease's end: median [max]",
+        "from the nominal end of the killed holder's last grant to the takeover (the detection lag).",
+    );
+    t.note(
+        "takeovers told by a push",
+        "the watcher's acquire came straight after the server said the lease was gone (`notified` in events.csv).",
+    );
+    format!("\n## {}: polling against push\n\n{}{}{}", name(m), description(m.exp), t.render(), claim(rows))
 }
 
 /// The blog's claim, per substrate that ran both ways: the detection lag
