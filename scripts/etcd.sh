@@ -10,7 +10,7 @@
 # servers are the harness's own (managed: true): only their binaries are
 # needed (scripts/test.sh installs them).
 #
-#   scripts/etcd.sh                 (~21 min here)
+#   scripts/etcd.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-results/etcd}

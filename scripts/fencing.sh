@@ -4,7 +4,7 @@
 # per strategy) and write results/fencing/ with README.md (the comparison,
 # and the strategy table) and host.json.
 #
-#   scripts/fencing.sh                 time scale 0.1 (~17 min here)
+#   scripts/fencing.sh                 time scale 0.1
 #   SCALE=1 scripts/fencing.sh         real time (~3 h)
 set -euo pipefail
 cd "$(dirname "$0")/.."

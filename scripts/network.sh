@@ -12,7 +12,7 @@
 # time scale: 0.1, but the renewal storm runs in real time (a thousand
 # workers at a tenth of the time would measure the machine, not the storm).
 #
-#   scripts/network.sh              (~15 min here)
+#   scripts/network.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-results/network}

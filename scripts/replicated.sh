@@ -9,7 +9,7 @@
 # service per trial, each member and Sentinel on a loopback address of its
 # own (127.0.0.11…, 127.0.0.21…); only redis-server is needed.
 #
-#   scripts/replicated.sh           (~3 min here)
+#   scripts/replicated.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-results/replicated}

@@ -5,8 +5,10 @@
 # table: the blog's number, ours, the theoretical bound, a verdict) and
 # host.json (the machine it ran on).
 #
-#   scripts/reproduce-blog.sh           real time  -> results/blog/        (~15 min)
-#   scripts/reproduce-blog.sh --quick   scale 0.1  -> results/blog-quick/  (~2 min)
+#   scripts/reproduce-blog.sh           real time  -> results/blog/
+#   scripts/reproduce-blog.sh --quick   scale 0.1  -> results/blog-quick/
+#
+# `leasequake plan experiments/blog/ --jobs $(nproc)` says how long.
 #
 # Extra arguments go to `leasequake run` (e.g. --jobs 2). Exit code: that of
 # `leasequake run` (1 if an experiment's expect: failed).

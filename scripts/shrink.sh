@@ -14,7 +14,7 @@
 # Committed without each shrink's candidates/ (steps.csv lists every one)
 # or any trials/ directory.
 #
-#   scripts/shrink.sh             (~3 min here)
+#   scripts/shrink.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-results/shrink}

@@ -8,7 +8,7 @@
 # The servers are the harness's own (managed: true): only their binaries
 # are needed (scripts/test.sh installs them); see README, "Substrates".
 #
-#   scripts/substrates.sh              time scale 0.1 (~6 min here)
+#   scripts/substrates.sh              time scale 0.1
 #   SCALE=1 scripts/substrates.sh      real time (~1 h)
 set -euo pipefail
 cd "$(dirname "$0")/.."

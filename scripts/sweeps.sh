@@ -5,11 +5,11 @@
 # false-eviction rates), dial.svg and histograms.svg; plus README.md and
 # host.json for the machine it ran on.
 #
-#   scripts/sweeps.sh                 time scale 0.1, --jobs 8 (~6 min here)
+#   scripts/sweeps.sh                 time scale 0.1
 #   SCALE=0.05 scripts/sweeps.sh      faster, coarser
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scale=${SCALE:-0.1}
 out=${OUT:-results/sweeps}
-exec scripts/run-suite.sh experiments/sweeps/ "$out" --time-scale "$scale" --jobs 8 "$@"
+exec scripts/run-suite.sh experiments/sweeps/ "$out" --time-scale "$scale" "$@"

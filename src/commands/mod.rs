@@ -108,9 +108,11 @@ pub fn dispatch(cli: Cli) -> u8 {
 fn plot(dir: &std::path::Path) -> Result<(), Error> {
     inputs::same_format(dir)?;
     let title = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    crate::report::plots::draw(dir, &title)
+    let drawn = crate::report::plots::draw(dir, &title)
         .map_err(|e| Error::Path { path: dir.to_path_buf(), problem: e.to_string() })?;
-    sayln!("{}\n{}", dir.join("dial.svg").display(), dir.join("histograms.svg").display());
+    for file in drawn {
+        sayln!("{}", file.display());
+    }
     Ok(())
 }
 

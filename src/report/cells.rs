@@ -57,23 +57,6 @@ impl MdTable {
     }
 }
 
-#[cfg(test)]
-mod md_table_tests {
-    use super::MdTable;
-
-    #[test]
-    fn a_note_is_said_under_its_column_only_if_the_column_is_shown() {
-        let mut t = MdTable::new(&["a", "b"]);
-        t.note("a", "what a is");
-        t.note("b", "what b is");
-        t.row(vec!["1".into(), String::new()]);
-        let out = t.render();
-        assert!(out.contains("*a*: what a is"), "{out}");
-        assert!(!out.contains("what b is"), "column b is empty in every row, and so is left out: {out}");
-        assert!(!out.contains("| b |"), "{out}");
-    }
-}
-
 pub(super) fn escape(s: &str) -> String {
     s.replace('|', "\\|").replace('\n', " ")
 }

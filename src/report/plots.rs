@@ -3,9 +3,13 @@
 //! * dial.svg: the dial itself. x is the swept interval (the lease, else
 //!   another swept duration), one line per value of the other swept
 //!   setting (the pause length); the kill gap with its p10–p90 bars beside
-//!   the theory's band, and the false-eviction rate with its Wilson
-//!   interval beside the rate the theory predicts.
-//! * histograms.svg: the gaps of each point on one shared axis.
+//!   the theory's band (where there are gaps), and a rate with its Wilson
+//!   interval: false evictions per leader pause beside the rate the theory
+//!   predicts where leaders were paused, else two leaders per trial, the
+//!   headline of a race.
+//! * histograms.svg: the gaps of each point, each on its own axis; a strip
+//!   of the values themselves where there are too few for a histogram. Not
+//!   drawn where no point has a gap.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -48,6 +52,9 @@ pub struct PointData {
     /// Pauses the theory called, and those it says evict.
     pub predicted_of: usize,
     pub predicted: usize,
+    /// Trials, and those with two leaders at once.
+    pub trials: usize,
+    pub double_leader_trials: usize,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -139,11 +146,14 @@ pub fn load(dir: &Path) -> Result<Vec<PointData>, ReadError> {
                 _ => None,
             };
             let bound = own_s("crash_gap_bound_min_ms").zip(own_s("crash_gap_bound_max_ms")).map(|(a, b)| [a, b]);
+            let count = |name: &str| get(&sh, r, name).parse::<usize>().unwrap_or(0);
             PointData {
                 label: super::suite::own_label(&get(&sh, r, "setting"), scale),
                 settings,
                 crash,
                 bound,
+                trials: count("n"),
+                double_leader_trials: count("double_leader_trials"),
                 ..PointData::default()
             }
         })
@@ -263,57 +273,60 @@ fn layout(points: &[PointData]) -> Layout {
     Layout { x, lines }
 }
 
-/// dial.svg: the kill gap (top) and the false-eviction rate (bottom)
-/// against the swept interval, a line per value of the other setting.
+/// A unit for an axis of seconds, so that its ticks read as short numbers:
+/// the largest of s, ms and µs in which `max` is at least 1.
+fn unit_for(max: f64) -> (&'static str, f64) {
+    if max >= 1.0 {
+        ("s", 1.0)
+    } else if max >= 1e-3 {
+        ("ms", 1e3)
+    } else {
+        ("µs", 1e6)
+    }
+}
+
+/// A tick label with as many decimals as the axis's span needs, and no
+/// more: a tick computed as 0.1 × 4 reads `0.4`, not `0.4000000000000001`.
+fn tick_label(v: f64, span: f64) -> String {
+    let decimals = if span > 0.0 { (2.0 - span.log10().floor()).clamp(0.0, 6.0) as usize } else { 2 };
+    let text = format!("{v:.decimals$}");
+    let text = if text.contains('.') { text.trim_end_matches('0').trim_end_matches('.').to_string() } else { text };
+    if text == "-0" { "0".to_string() } else { text }
+}
+
+/// What the rate panel of the dial shows.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Rate {
+    /// False evictions per leader pause, beside the theory's.
+    Evictions,
+    /// Trials with two leaders at once.
+    TwoLeaders,
+}
+
+/// dial.svg: the gap (where there are gaps) and a rate against the swept
+/// interval, a line per value of the other setting.
 pub fn dial(path: &Path, title: &str, points: &[PointData]) -> PlotResult {
     let lay = layout(points);
     let n = points.len().max(1);
-    // x: the setting in seconds, or one position per point.
-    let xs: Vec<f64> = points
-        .iter()
-        .enumerate()
-        .map(|(i, p)| match &lay.x {
-            Some(x) => value(p, x).and_then(Setting::number).map_or(i as f64, |ms| ms / 1000.0),
-            None => i as f64,
-        })
-        .collect();
-    let (xmin, xmax) = xs.iter().fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
-    let pad = ((xmax - xmin) * 0.05).max(0.5);
-    let x_range = (xmin - pad)..(xmax + pad);
-    let numbered = lay.x.is_none() && (n > 6 || points.iter().any(|p| p.label.len() * n > 120));
-    let key_rows = if numbered { n.div_ceil(2) } else { 0 };
-    let height = 680 + 16 * key_rows as u32;
-    let root = SVGBackend::new(path, (960, height)).into_drawing_area();
-    root.fill(&WHITE)?;
-    let (charts, key) = root.split_vertically(680);
-    let (top, bottom) = charts.split_vertically(350);
-    for (i, p) in points.iter().enumerate().filter(|_| numbered) {
-        let (col, row) = (i / key_rows, i % key_rows);
-        key.draw(&Text::new(
-            format!("{}: {}", i + 1, p.label),
-            (20 + 460 * col as i32, 4 + 16 * row as i32),
-            ("sans-serif", 12),
-        ))?;
-    }
-    let x_desc = match &lay.x {
-        Some(x) => format!("{x} (s, the experiment's own time)"),
-        None => "point".to_string(),
-    };
+    // x: the setting in the unit its largest value reads best in, or one
+    // position per point.
+    let raw: Vec<Option<f64>> =
+        points.iter().map(|p| lay.x.as_ref().and_then(|x| value(p, x)?.number()).map(|ms| ms / 1000.0)).collect();
+    let (unit, per_s) = unit_for(raw.iter().flatten().fold(0.0, |a: f64, b| a.max(b.abs())));
+    let xs: Vec<f64> = raw.iter().enumerate().map(|(i, x)| x.map_or(i as f64, |s| s * per_s)).collect();
     let by_index = lay.x.is_none();
-    let tick = |x: &f64| {
-        if !by_index {
-            return format!("{x}");
-        }
-        let i = x.round();
-        if (x - i).abs() > 1e-6 || i < 0.0 || i as usize >= points.len() {
-            String::new()
-        } else if numbered {
-            format!("{}", i as usize + 1)
-        } else {
-            points[i as usize].label.clone()
-        }
+    let (xmin, xmax) = xs.iter().fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
+    let pad = if by_index {
+        0.5
+    } else if xmax > xmin {
+        (xmax - xmin) * 0.05
+    } else {
+        xmax.abs().max(1.0) * 0.05
     };
-    let color = |line: usize| PALETTE[line % PALETTE.len()];
+    let x_range = (xmin - pad)..(xmax + pad);
+    let x_span = x_range.end - x_range.start;
+    let numbered = by_index && (n > 6 || points.iter().any(|p| p.label.len() * n > 120));
+    let key_rows = if numbered { n.div_ceil(2) } else { 0 };
 
     // Kill gaps (or, without kills, every ended gap) against the theory.
     let kills = points.iter().any(|p| p.crash.is_some());
@@ -325,78 +338,138 @@ pub fn dial(path: &Path, title: &str, points: &[PointData]) -> PlotResult {
             Some([q(0.1)?, q(0.5)?, q(0.9)?])
         }
     };
-    let top_max = points
-        .iter()
-        .flat_map(|p| spread(p).map(|s| s[2]).into_iter().chain(p.bound.filter(|_| kills).map(|b| b[1])))
-        .fold(0.0, f64::max)
-        .max(0.001)
-        * 1.1;
-    let what = if kills { "gap after a kill" } else { "leaderless gap" };
-    let mut chart = ChartBuilder::on(&top)
-        .caption(format!("{title}: {what}"), ("sans-serif", 16))
-        .margin(10)
-        .x_label_area_size(34)
-        .y_label_area_size(60)
-        .build_cartesian_2d(x_range.clone(), 0.0..top_max)?;
+    let gaps = points.iter().any(|p| spread(p).is_some());
+    let rate = if points.iter().any(|p| p.leader_pauses > 0) { Rate::Evictions } else { Rate::TwoLeaders };
+    let panels = 1 + usize::from(gaps);
+    let charts_h = 340 * panels as u32;
+    let root = SVGBackend::new(path, (960, charts_h + 16 * key_rows as u32)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let (charts, key) = root.split_vertically(charts_h);
+    let (top, bottom) = if gaps { charts.split_vertically(340) } else { (charts.clone(), charts) };
+    for (i, p) in points.iter().enumerate().filter(|_| numbered) {
+        let (col, row) = (i / key_rows.max(1), i % key_rows.max(1));
+        key.draw(&Text::new(
+            format!("{}: {}", i + 1, p.label),
+            (20 + 460 * col as i32, 4 + 16 * row as i32),
+            ("sans-serif", 12),
+        ))?;
+    }
+    let x_desc = match &lay.x {
+        Some(x) => format!("{x} ({unit}, the experiment's own time)"),
+        None => "point".to_string(),
+    };
+    let tick = |x: &f64| {
+        if !by_index {
+            return tick_label(*x, x_span);
+        }
+        let i = x.round();
+        if (x - i).abs() > 1e-6 || i < 0.0 || i as usize >= points.len() {
+            String::new()
+        } else if numbered {
+            format!("{}", i as usize + 1)
+        } else {
+            points[i as usize].label.clone()
+        }
+    };
+    let color = |line: usize| PALETTE[line % PALETTE.len()];
     let ticks = if by_index { n } else { 10 };
-    chart
-        .configure_mesh()
-        .x_labels(ticks)
-        .x_label_formatter(&tick)
-        .x_desc(x_desc.clone())
-        .y_desc("gap (s): median, p10–p90")
-        .draw()?;
-    if kills && let Some((_, first)) = lay.lines.first() {
-        // The theory's bound, [lease − renew, lease + watch + resolution].
-        let band: Vec<(f64, f64)> = first
-            .iter()
-            .filter_map(|&i| points[i].bound.map(|b| (xs[i], b[1])))
-            .chain(first.iter().rev().filter_map(|&i| points[i].bound.map(|b| (xs[i], b[0]))))
-            .collect();
-        if band.len() >= 2 {
-            chart
-                .draw_series(std::iter::once(Polygon::new(band, BAND.mix(0.15).filled())))?
-                .label("theory's bound")
-                .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], BAND.mix(0.3).filled()));
-        }
-    }
-    for (l, (name, members)) in lay.lines.iter().enumerate() {
-        let c = color(l);
-        let pts: Vec<(f64, [f64; 3])> = members.iter().filter_map(|&i| Some((xs[i], spread(&points[i])?))).collect();
-        chart.draw_series(pts.iter().map(|&(x, s)| PathElement::new(vec![(x, s[0]), (x, s[2])], c.stroke_width(1))))?;
-        let line: Vec<(f64, f64)> = pts.iter().map(|&(x, s)| (x, s[1])).collect();
-        let drawn = chart.draw_series(std::iter::once(PathElement::new(line.clone(), c.stroke_width(2))))?;
-        if !name.is_empty() {
-            drawn
-                .label(name.clone())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 14, y)], c.stroke_width(2)));
-        }
-        chart.draw_series(line.iter().map(|&p| Circle::new(p, 4, c.filled())))?;
-    }
-    chart.configure_series_labels().background_style(WHITE.mix(0.85)).border_style(BLACK.mix(0.3)).draw()?;
 
-    // False evictions per leader pause, beside the theory's.
+    if gaps {
+        let top_max = points
+            .iter()
+            .flat_map(|p| spread(p).map(|s| s[2]).into_iter().chain(p.bound.filter(|_| kills).map(|b| b[1])))
+            .fold(0.0, f64::max)
+            .max(0.001)
+            * 1.1;
+        let what = if kills { "gap after a kill" } else { "leaderless gap" };
+        let mut chart = ChartBuilder::on(&top)
+            .caption(format!("{title}: {what}"), ("sans-serif", 16))
+            .margin(10)
+            .x_label_area_size(34)
+            .y_label_area_size(60)
+            .build_cartesian_2d(x_range.clone(), 0.0..top_max)?;
+        chart
+            .configure_mesh()
+            .x_labels(ticks)
+            .x_label_formatter(&tick)
+            .y_label_formatter(&|y: &f64| tick_label(*y, top_max))
+            .x_desc(x_desc.clone())
+            .y_desc("gap (s): median, p10–p90")
+            .draw()?;
+        if kills && let Some((_, first)) = lay.lines.first() {
+            // The theory's bound, [lease − renew, lease + watch + resolution].
+            let band: Vec<(f64, f64)> = first
+                .iter()
+                .filter_map(|&i| points[i].bound.map(|b| (xs[i], b[1])))
+                .chain(first.iter().rev().filter_map(|&i| points[i].bound.map(|b| (xs[i], b[0]))))
+                .collect();
+            if band.len() >= 2 {
+                chart
+                    .draw_series(std::iter::once(Polygon::new(band, BAND.mix(0.15).filled())))?
+                    .label("theory's bound")
+                    .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], BAND.mix(0.3).filled()));
+            }
+        }
+        for (l, (name, members)) in lay.lines.iter().enumerate() {
+            let c = color(l);
+            let pts: Vec<(f64, [f64; 3])> =
+                members.iter().filter_map(|&i| Some((xs[i], spread(&points[i])?))).collect();
+            chart.draw_series(
+                pts.iter().map(|&(x, s)| PathElement::new(vec![(x, s[0]), (x, s[2])], c.stroke_width(1))),
+            )?;
+            let line: Vec<(f64, f64)> = pts.iter().map(|&(x, s)| (x, s[1])).collect();
+            let drawn = chart.draw_series(std::iter::once(PathElement::new(line.clone(), c.stroke_width(2))))?;
+            if !name.is_empty() && !pts.is_empty() {
+                drawn
+                    .label(name.clone())
+                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 14, y)], c.stroke_width(2)));
+            }
+            chart.draw_series(line.iter().map(|&p| Circle::new(p, 4, c.filled())))?;
+        }
+        chart.configure_series_labels().background_style(WHITE.mix(0.85)).border_style(BLACK.mix(0.3)).draw()?;
+    }
+
+    // A rate with its Wilson interval: false evictions per leader pause
+    // beside the theory's, or two leaders per trial.
+    let caption = match rate {
+        Rate::Evictions => {
+            "false evictions per leader pause: measured (Wilson 95 %) and predicted (hollow)".to_string()
+        }
+        Rate::TwoLeaders if gaps => "trials with two leaders (Wilson 95 %)".to_string(),
+        Rate::TwoLeaders => format!("{title}: trials with two leaders (Wilson 95 %)"),
+    };
     let mut chart = ChartBuilder::on(&bottom)
-        .caption("false evictions per leader pause: measured (Wilson 95 %) and predicted (hollow)", ("sans-serif", 14))
+        .caption(caption, ("sans-serif", 14))
         .margin(10)
         .x_label_area_size(40)
         .y_label_area_size(60)
         .build_cartesian_2d(x_range, 0.0..1.05)?;
-    chart.configure_mesh().x_labels(ticks).x_label_formatter(&tick).x_desc(x_desc).y_desc("rate").draw()?;
+    chart
+        .configure_mesh()
+        .x_labels(ticks)
+        .x_label_formatter(&tick)
+        .y_label_formatter(&|y: &f64| tick_label(*y, 1.0))
+        .x_desc(x_desc)
+        .y_desc("rate")
+        .draw()?;
     // Lines that share an x are moved apart a little, so that their
     // intervals do not hide each other.
     let lines = lay.lines.len() as f64;
-    let dodge = |l: usize| (l as f64 - (lines - 1.0) / 2.0) * (xmax - xmin + 2.0 * pad) * 0.006;
+    let dodge = |l: usize| (l as f64 - (lines - 1.0) / 2.0) * x_span * 0.006;
+    let count = |p: &PointData| match rate {
+        Rate::Evictions => (p.false_evictions, p.leader_pauses),
+        Rate::TwoLeaders => (p.double_leader_trials, p.trials),
+    };
     for (l, (name, members)) in lay.lines.iter().enumerate() {
         let c = color(l);
         let xs: Vec<f64> = xs.iter().map(|x| x + dodge(l)).collect();
         let rates: Vec<(f64, f64, f64, f64)> = members
             .iter()
-            .map(|&i| (i, &points[i]))
-            .filter(|(_, p)| p.leader_pauses > 0)
-            .map(|(i, p)| {
-                let (lo, hi) = wilson95(p.false_evictions, p.leader_pauses);
-                (xs[i], p.false_evictions as f64 / p.leader_pauses as f64, lo, hi)
+            .map(|&i| (i, count(&points[i])))
+            .filter(|(_, (_, of))| *of > 0)
+            .map(|(i, (k, of))| {
+                let (lo, hi) = wilson95(k, of);
+                (xs[i], k as f64 / of as f64, lo, hi)
             })
             .collect();
         chart.draw_series(
@@ -410,69 +483,139 @@ pub fn dial(path: &Path, title: &str, points: &[PointData]) -> PlotResult {
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 14, y)], c.stroke_width(2)));
         }
         chart.draw_series(line.iter().map(|&p| Circle::new(p, 4, c.filled())))?;
-        chart.draw_series(
-            members
-                .iter()
-                .map(|&i| (xs[i], &points[i]))
-                .filter(|(_, p)| p.predicted_of > 0)
-                .map(|(x, p)| Circle::new((x, p.predicted as f64 / p.predicted_of as f64), 7, c.stroke_width(1))),
-        )?;
+        if rate == Rate::Evictions {
+            chart.draw_series(
+                members
+                    .iter()
+                    .map(|&i| (xs[i], &points[i]))
+                    .filter(|(_, p)| p.predicted_of > 0)
+                    .map(|(x, p)| Circle::new((x, p.predicted as f64 / p.predicted_of as f64), 7, c.stroke_width(1))),
+            )?;
+        }
     }
-    if points.iter().any(|p| p.leader_pauses > 0) && lay.lines.iter().any(|(name, _)| !name.is_empty()) {
+    if lay.lines.iter().any(|(name, _)| !name.is_empty()) {
         chart.configure_series_labels().background_style(WHITE.mix(0.85)).border_style(BLACK.mix(0.3)).draw()?;
     }
     root.present()?;
     Ok(())
 }
 
-/// histograms.svg: one histogram of gaps per point, all on one x axis, with
-/// as many bins as the largest point's count supports.
+/// Fewer values than this are drawn as a strip of the values themselves:
+/// a histogram of a handful is mostly empty bins.
+const STRIP_BELOW: usize = 20;
+
+/// histograms.svg: one panel of gaps per point, each on its own axis (one
+/// shared axis made a point whose gaps sit close together a single bar),
+/// kill gaps over the theory's bound for them (grey).
 pub fn histograms(path: &Path, points: &[PointData]) -> PlotResult {
     let n = points.len().max(1);
     let cols = n.min(3);
     let rows = n.div_ceil(cols);
     let root = SVGBackend::new(path, (320 * cols as u32, 230 * rows as u32)).into_drawing_area();
     root.fill(&WHITE)?;
-    let all = points.iter().flat_map(|p| p.gaps_s.iter().copied());
-    let (lo, hi) = all.fold((f64::MAX, f64::MIN), |(a, b), g| (a.min(g), b.max(g)));
-    let most = points.iter().map(|p| p.gaps_s.len()).max().unwrap_or(0);
-    let bins = ((most as f64).sqrt().ceil() as usize).clamp(5, 30);
-    let (lo, hi) = if lo > hi { (0.0, 1.0) } else { (lo, hi.max(lo + 1e-3)) };
-    let width = (hi - lo) / bins as f64;
-    let counted: Vec<Vec<u32>> = points
-        .iter()
-        .map(|p| {
-            let mut counts = vec![0u32; bins];
-            for g in &p.gaps_s {
-                counts[(((g - lo) / width) as usize).min(bins - 1)] += 1;
+    for (area, p) in root.split_evenly((rows, cols)).iter().zip(points) {
+        let caption = format!("{} (n {})", p.label, p.gaps_s.len());
+        let (Some(&lo), Some(&hi)) = (p.gaps_s.first(), p.gaps_s.last()) else {
+            area.draw(&Text::new(format!("{caption}: no gaps"), (10, 10), ("sans-serif", 11)))?;
+            continue;
+        };
+        // Kill gaps beside the theory's bound for them.
+        let bound = p.bound.filter(|_| p.crash.is_some());
+        let (lo, hi) = bound.map_or((lo, hi), |[a, b]| (lo.min(a), hi.max(b)));
+        let pad = if hi > lo { (hi - lo) * 0.05 } else { hi.abs().max(0.001) * 0.05 };
+        let (lo, hi) = (lo - pad, hi + pad);
+        let span = hi - lo;
+        let band =
+            |top: f64| bound.map(|[a, b]| Rectangle::new([(a, 0.0), (b, top)], BAND.mix(0.12).filled())).into_iter();
+        if p.gaps_s.len() < STRIP_BELOW {
+            let mut chart = ChartBuilder::on(area)
+                .caption(caption, ("sans-serif", 11))
+                .margin(8)
+                .x_label_area_size(30)
+                .y_label_area_size(10)
+                .build_cartesian_2d(lo..hi, 0.0..1.0)?;
+            chart
+                .configure_mesh()
+                .x_labels(5)
+                .y_labels(0)
+                .x_label_formatter(&|x: &f64| tick_label(*x, span))
+                .x_desc("gap (s), each one")
+                .draw()?;
+            chart.draw_series(band(1.0))?;
+            // Values that coincide are set one above the other.
+            let mut seen: Vec<(f64, usize)> = Vec::new();
+            let mut marks = Vec::new();
+            for &g in &p.gaps_s {
+                let level = match seen.iter_mut().find(|(v, _)| (v - g).abs() <= span * 0.005) {
+                    Some((_, k)) => {
+                        *k += 1;
+                        *k
+                    }
+                    None => {
+                        seen.push((g, 0));
+                        0
+                    }
+                };
+                marks.push(Circle::new((g, 0.2 + 0.08 * (level % 10) as f64), 4, GAP.mix(0.7).filled()));
             }
-            counts
-        })
-        .collect();
-    let top = counted.iter().flatten().copied().max().unwrap_or(1).max(1);
-    for ((area, p), counts) in root.split_evenly((rows, cols)).iter().zip(points).zip(&counted) {
+            chart.draw_series(marks)?;
+            continue;
+        }
+        let bins = ((p.gaps_s.len() as f64).sqrt().ceil() as usize).clamp(5, 30);
+        let width = span / bins as f64;
+        let mut counts = vec![0u32; bins];
+        for g in &p.gaps_s {
+            counts[(((g - lo) / width) as usize).min(bins - 1)] += 1;
+        }
+        let top = counts.iter().copied().max().unwrap_or(1).max(1);
         let mut chart = ChartBuilder::on(area)
-            .caption(format!("{} (n {})", p.label, p.gaps_s.len()), ("sans-serif", 11))
+            .caption(caption, ("sans-serif", 11))
             .margin(8)
             .x_label_area_size(30)
             .y_label_area_size(34)
-            .build_cartesian_2d(lo..hi + width * 0.01, 0u32..top + 1)?;
-        chart.configure_mesh().x_labels(5).y_labels(4).x_desc("gap (s)").y_desc("gaps").draw()?;
+            .build_cartesian_2d(lo..hi, 0.0..top as f64 + 1.0)?;
+        chart
+            .configure_mesh()
+            .x_labels(5)
+            .y_labels(4)
+            .x_label_formatter(&|x: &f64| tick_label(*x, span))
+            .y_label_formatter(&|y: &f64| tick_label(*y, top as f64))
+            .x_desc("gap (s)")
+            .y_desc("gaps")
+            .draw()?;
+        chart.draw_series(band(top as f64 + 1.0))?;
         chart.draw_series(counts.iter().enumerate().map(|(b, c)| {
             let x0 = lo + b as f64 * width;
-            Rectangle::new([(x0, 0), (x0 + width, *c)], GAP.mix(0.7).filled())
+            Rectangle::new([(x0, 0.0), (x0 + width, *c as f64)], GAP.mix(0.7).filled())
         }))?;
     }
     root.present()?;
     Ok(())
 }
 
-/// Draw both plots into `dir` from its CSVs.
-pub fn draw(dir: &Path, title: &str) -> Result<(), Box<dyn std::error::Error>> {
-    let points = load(dir)?;
-    dial(&dir.join("dial.svg"), title, &points)?;
-    histograms(&dir.join("histograms.svg"), &points)?;
-    Ok(())
+/// Draw the plots into `dir` from its CSVs, and say which.
+pub fn draw(dir: &Path, title: &str) -> Result<Vec<std::path::PathBuf>, Box<dyn std::error::Error>> {
+    draw_points(dir, title, &load(dir)?)
+}
+
+/// histograms.svg only where some point has a gap (a plot of nothing is
+/// removed: it is this command's own output, and would be read as a
+/// measurement).
+fn draw_points(
+    dir: &Path,
+    title: &str,
+    points: &[PointData],
+) -> Result<Vec<std::path::PathBuf>, Box<dyn std::error::Error>> {
+    let mut drawn = vec![dir.join("dial.svg")];
+    dial(&drawn[0], title, points)?;
+    let histograms_svg = dir.join("histograms.svg");
+    if points.iter().any(|p| !p.gaps_s.is_empty()) {
+        histograms(&histograms_svg, points)?;
+        drawn.push(histograms_svg);
+    } else if histograms_svg.exists() {
+        std::fs::remove_file(&histograms_svg)?;
+    }
+    Ok(drawn)
 }
 
 #[cfg(test)]
@@ -495,7 +638,65 @@ mod tests {
             false_evictions: evicted,
             predicted_of: pauses,
             predicted: evicted,
+            trials: 10,
+            double_leader_trials: evicted,
         }
+    }
+
+    #[test]
+    fn tick_labels_have_the_decimals_their_axis_needs_and_no_more() {
+        assert_eq!(tick_label(0.1 * 4.0 - 0.8, 1.0), "-0.4");
+        assert_eq!(tick_label(0.30000000000000004, 1.0), "0.3");
+        assert_eq!(tick_label(2.5, 30.0), "2.5");
+        assert_eq!(tick_label(12.0, 30.0), "12");
+        assert_eq!(tick_label(-0.0001, 1.0), "0");
+        assert_eq!(tick_label(0.0125, 0.05), "0.0125");
+        assert_eq!(unit_for(0.001), ("ms", 1e3));
+        assert_eq!(unit_for(0.00002), ("µs", 1e6));
+        assert_eq!(unit_for(9.0), ("s", 1.0));
+    }
+
+    fn svg_text(path: &Path) -> (String, usize) {
+        let svg = std::fs::read_to_string(path).unwrap();
+        let doc = roxmltree::Document::parse(&svg).unwrap();
+        let text = doc.descendants().filter_map(|n| n.text()).collect::<Vec<_>>().join("|");
+        let dots = doc.descendants().filter(|n| n.tag_name().name() == "circle").count();
+        (text, dots)
+    }
+
+    #[test]
+    fn a_race_without_gaps_or_pauses_is_drawn_as_its_two_leader_rate() {
+        // naive-race-stagger: no faults, so no gaps and no pauses; its
+        // headline is how often two led, against the stagger (µs).
+        let points: Vec<PointData> = [0.0, 0.02, 0.05, 1.0]
+            .iter()
+            .enumerate()
+            .map(|(i, ms)| PointData {
+                label: format!("stagger={ms}ms"),
+                settings: vec![("stagger".into(), Setting::Number(*ms))],
+                trials: 30,
+                double_leader_trials: 10 - 3 * i.min(3),
+                ..PointData::default()
+            })
+            .collect();
+        let dir = tempfile::tempdir().unwrap();
+        let drawn = draw_points(dir.path(), "race", &points).unwrap();
+        assert_eq!(drawn, [dir.path().join("dial.svg")], "no histograms of nothing");
+        let (text, dots) = svg_text(&dir.path().join("dial.svg"));
+        assert!(text.contains("trials with two leaders"), "{text}");
+        assert!(text.contains("stagger (ms, the experiment's own time)"), "{text}");
+        assert_eq!(dots, 4, "a dot per point: {text}");
+        assert!(!text.contains("0000000"), "{text}");
+    }
+
+    #[test]
+    fn a_handful_of_gaps_is_a_strip_of_them_on_the_points_own_axis() {
+        let points = vec![point(3.0, 2.0, &[2.9, 3.0, 3.0, 3.1], 0, 0), point(30.0, 2.0, &[29.0, 31.0], 0, 0)];
+        let dir = tempfile::tempdir().unwrap();
+        histograms(&dir.path().join("h.svg"), &points).unwrap();
+        let (text, dots) = svg_text(&dir.path().join("h.svg"));
+        assert_eq!(dots, 6, "a dot per gap: {text}");
+        assert!(text.contains("each one"), "{text}");
     }
 
     #[test]
@@ -523,7 +724,8 @@ mod tests {
                 assert!(text.contains("pause=10s") && text.contains("theory's bound"), "{text}");
                 assert!(text.contains("lease (s, the experiment's own time)"), "{text}");
             } else {
-                assert!(text.contains("gap (s)") && text.contains("gaps"), "{text}");
+                // One gap a point: a strip, not a histogram.
+                assert!(text.contains("gap (s), each one"), "{text}");
             }
         }
     }

@@ -6,6 +6,7 @@
 
 mod blog;
 mod bounds;
+mod committed;
 mod deploy;
 mod disturbance;
 mod errors;

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Stage a results directory a script in scripts/ wrote, for a commit:
+# every file of it but the trials' own directories (trials/NNNN/: worker
+# and server logs, lock files as left, machine-specific and large; no table
+# or README reads them). What is staged is exactly what the run wrote
+# besides: nothing is edited or pruned by hand.
+#
+#   scripts/stage-results.sh results/network [results/…]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+for dir in "$@"; do
+    case "$dir" in results/?*) ;; *) echo "error: $dir: not a directory under results/" >&2; exit 2 ;; esac
+    [ -f "$dir/host.json" ] || { echo "error: $dir: no host.json (not a run's output)" >&2; exit 2; }
+    # A directory being replaced loses the files the new run did not write.
+    git rm -r -q --cached --ignore-unmatch "$dir" >/dev/null
+    find "$dir" -type d -name trials -prune -o -type f -print0 | xargs -0 git add -f --
+done
+git status --short -- "$@" | awk '{print $1}' | sort | uniq -c
