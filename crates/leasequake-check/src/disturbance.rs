@@ -140,6 +140,13 @@ pub fn disturbance(
             if started.insert(e.worker) {
                 return None;
             }
+            // A failed operation took as long as its failure: a timeout the
+            // experiment set (the request's, a replica's acknowledgement),
+            // a connection the server closed. That is the system's answer,
+            // and how long it took is not the machine's.
+            if e.detail.error.is_some() {
+                return None;
+            }
             let (from, to) = (e.t_us - us as Micros, e.t_us);
             let hit = faults
                 .iter()
@@ -286,6 +293,38 @@ mod tests {
         assert!(!judge(&steady(|_| 300)).disturbed());
         // A substrate that is slow every time is the system, not a stall.
         assert!(!judge(&steady(|_| 50_000)).disturbed());
+    }
+
+    #[test]
+    fn a_failed_operation_is_the_systems_answer_not_a_stall() {
+        // results/replicated's redis-split-wait after the heal: an acquire
+        // the promoted primary could not have acknowledged by a replica
+        // fails after its WAIT timeout, 1.5 s; one whose connection the
+        // demoted primary closed fails after 1 s.
+        // A watcher's tries, answered in half a millisecond each.
+        let tries = || {
+            let mut v = steady(|_| 300);
+            v.extend((0..6).map(|k| op(200 + k * 3_000_000, 2, EventKind::NotAcquired, 500)));
+            v
+        };
+        let mut events = tries();
+        for (t, took, error) in [
+            (9_500_000, 1_536_692, "redis: WAIT: 0 of 1 replicas"),
+            (12_500_000, 1_030_404, "redis: unexpected end of file"),
+        ] {
+            events.push(Event::new(t, Some(1), EventKind::NotAcquired).with_detail(Detail {
+                op_us: Some(took),
+                error: Some(error.into()),
+                ..Detail::default()
+            }));
+        }
+        events.sort_by_key(|e| e.t_us);
+        assert!(!judge(&events).disturbed(), "{}", judge(&events).text());
+        // The same time taken by an answered acquire is a stall.
+        let mut answered = tries();
+        answered.push(op(9_500_000, 1, EventKind::NotAcquired, 1_536_692));
+        answered.sort_by_key(|e| e.t_us);
+        assert!(judge(&answered).disturbed());
     }
 
     #[test]
