@@ -5,7 +5,7 @@
 # and the strategy table) and host.json.
 #
 #   scripts/fencing.sh                 time scale 0.1
-#   SCALE=1 scripts/fencing.sh         real time (~3 h)
+#   SCALE=1 scripts/fencing.sh         real time
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scale=${SCALE:-0.1}

@@ -11,8 +11,9 @@
 # 4 runs per candidate, kept when 3 reproduce, at most 100 trials, then 20
 # confirmation runs.
 #
-# Committed without each shrink's candidates/ (steps.csv lists every one)
-# or any trials/ directory.
+# Committed with each shrink's candidates/ (its README and steps.csv link
+# every one), staged by scripts/stage-results.sh, which leaves out the
+# trials/ directories (their logs) alone.
 #
 #   scripts/shrink.sh
 set -euo pipefail

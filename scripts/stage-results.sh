@@ -9,10 +9,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 for dir in "$@"; do
-    case "$dir" in results/?*) ;; *) echo "error: $dir: not a directory under results/" >&2; exit 2 ;; esac
+    case "$dir" in
+        results/*..* | results/ | results) echo "error: $dir: not a directory under results/" >&2; exit 2 ;;
+        results/?*) ;;
+        *) echo "error: $dir: not a directory under results/" >&2; exit 2 ;;
+    esac
     [ -f "$dir/host.json" ] || { echo "error: $dir: no host.json (not a run's output)" >&2; exit 2; }
     # A directory being replaced loses the files the new run did not write.
-    git rm -r -q --cached --ignore-unmatch "$dir" >/dev/null
-    find "$dir" -type d -name trials -prune -o -type f -print0 | xargs -0 git add -f --
+    git rm -r -q -f --cached --ignore-unmatch "$dir" >/dev/null
+    find "$dir" \( -type d -name trials -o -name '.*.tmp' \) -prune -o -type f -print0 | xargs -0 -r git add -f --
 done
 git status --short -- "$@" | awk '{print $1}' | sort | uniq -c

@@ -9,7 +9,7 @@
 # are needed (scripts/test.sh installs them); see README, "Substrates".
 #
 #   scripts/substrates.sh              time scale 0.1
-#   SCALE=1 scripts/substrates.sh      real time (~1 h)
+#   SCALE=1 scripts/substrates.sh      real time
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scale=${SCALE:-0.1}

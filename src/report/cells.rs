@@ -92,12 +92,23 @@ pub(super) fn crash_gap(s: &Summary, scale: f64) -> String {
 /// the difference needs: a ✗ a reader can check against the cells beside it.
 pub(super) fn outside_by(min: Option<f64>, max: Option<f64>, (lo, hi): (f64, f64), scale: f64) -> Vec<String> {
     let mut out = Vec::new();
-    let by = |d: f64| format!("by {:.1} ms of own time", d / scale);
+    let say = |what: &str, v: f64, sign: &str, bound: f64| {
+        // Two significant digits of the difference, at least a tenth of a
+        // millisecond: the two times must differ where they are printed.
+        let d = (v - bound).abs() / scale;
+        let ms = ((1.0 - d.log10().floor()).max(1.0) as usize).min(6);
+        let s = ms + 3;
+        format!(
+            "gaps {what} {:.s$} s {sign} {:.s$} s, by {d:.ms$} ms of own time",
+            own_s(v, scale),
+            own_s(bound, scale)
+        )
+    };
     if let Some(min) = min.filter(|m| *m < lo) {
-        out.push(format!("gaps from {:.4} s < {:.4} s, {}", own_s(min, scale), own_s(lo, scale), by(lo - min)));
+        out.push(say("from", min, "<", lo));
     }
     if let Some(max) = max.filter(|m| *m > hi) {
-        out.push(format!("gaps up to {:.4} s > {:.4} s, {}", own_s(max, scale), own_s(hi, scale), by(max - hi)));
+        out.push(say("up to", max, ">", hi));
     }
     out
 }
@@ -168,11 +179,19 @@ pub(super) fn predicted(s: &Summary) -> String {
 /// The median excess per gap cause, in real time: what it measures (a
 /// wake-up, a read, an acquire) does not shrink with the time scale.
 pub(super) fn beyond_theory(s: &Summary) -> String {
-    s.gap_beyond_theory_ms
+    s.gap_beyond_theory
         .iter()
-        .filter_map(|(cause, v)| Some(format!("{cause} {:+.2} ms (n {})", percentile(v, 0.5)?, v.len())))
+        .filter_map(|b| {
+            Some(format!(
+                "{}, {}: {:+.2} ms (n {})",
+                b.cause,
+                b.ended,
+                percentile(&b.beyond_ms, 0.5)?,
+                b.beyond_ms.len()
+            ))
+        })
         .collect::<Vec<_>>()
-        .join(", ")
+        .join("; ")
 }
 
 /// Gap and pause predictions the measurement disagrees with.

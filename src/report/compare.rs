@@ -429,6 +429,7 @@ mod tests {
                     holder: Some(0),
                     predicted_end_us: Some(ms * 1000 - 1000),
                     anomaly: None,
+                    takeover_us: None,
                 })
                 .into_iter()
                 .collect(),

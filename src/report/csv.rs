@@ -463,6 +463,10 @@ impl ResultsWriter {
             let row = |r: &SummaryRow<'_>| (key(r), job_counts(&r.summary.jobs), trials(r));
             self.replace("summary-jobs.csv", &header, rows.iter().map(row))?;
         }
+        if rows.iter().any(|r| !r.summary.gap_beyond_theory.is_empty()) {
+            let kinds: Vec<_> = rows.iter().flat_map(super::measures::gap_kinds).collect();
+            self.replace("summary-gaps.csv", &header_of::<super::rows::GapKindRow>(), kinds.into_iter())?;
+        }
         let timed = rows.iter().any(|r| {
             let l = &r.summary.latency;
             !(l.acquire_us.is_empty() && l.renew_us.is_empty() && l.observe_us.is_empty())

@@ -46,12 +46,6 @@ pub(super) fn stats(r: &SummaryRow<'_>) -> SummaryStats {
         crash_gap_p90_ms: round(s.crash_gap(0.9)),
         crash_gap_max_ms: round(s.crash_gap(1.0)),
         predicted_gaps: s.predicted_gaps,
-        gap_beyond_theory_p50_real_ms: s
-            .gap_beyond_theory_ms
-            .iter()
-            .filter_map(|(cause, v)| Some(format!("{cause}: {:.3} ({})", percentile(v, 0.5)?, v.len())))
-            .collect::<Vec<_>>()
-            .join("; "),
         gap_anomalies: s.gap_anomalies,
         fault_error_max_us: s.fault_error_max_us,
         fault_budget_us: s.fault_budget_us,
@@ -62,6 +56,25 @@ pub(super) fn stats(r: &SummaryRow<'_>) -> SummaryStats {
         undisturbed_gap_max_ms: s.undisturbed.as_ref().and_then(|u| round(u.gap_max_ms)),
         undisturbed_double_leader_trials: s.undisturbed.as_ref().map(|u| u.double_leader_trials),
     }
+}
+
+/// summary-gaps.csv's rows of one setting.
+pub(super) fn gap_kinds(r: &SummaryRow<'_>) -> Vec<super::rows::GapKindRow> {
+    let round = |v: Option<f64>| v.map(round_ms);
+    r.summary
+        .gap_beyond_theory
+        .iter()
+        .map(|b| super::rows::GapKindRow {
+            setting: r.setting.clone(),
+            cause: b.cause.clone(),
+            ended: b.ended.to_string(),
+            gaps: b.beyond_ms.len(),
+            beyond_theory_p50_ms: round(percentile(&b.beyond_ms, 0.5)),
+            beyond_theory_max_ms: round(b.beyond_ms.last().copied()),
+            takeover_p50_ms: round(percentile(&b.takeover_ms, 0.5)),
+            takeover_max_ms: round(b.takeover_ms.last().copied()),
+        })
+        .collect()
 }
 
 /// A proportion to four decimals.

@@ -310,9 +310,15 @@ pub fn dial(path: &Path, title: &str, points: &[PointData]) -> PlotResult {
     let n = points.len().max(1);
     // x: the setting in the unit its largest value reads best in, or one
     // position per point.
-    let raw: Vec<Option<f64>> =
-        points.iter().map(|p| lay.x.as_ref().and_then(|x| value(p, x)?.number()).map(|ms| ms / 1000.0)).collect();
-    let (unit, per_s) = unit_for(raw.iter().flatten().fold(0.0, |a: f64, b| a.max(b.abs())));
+    // A duration is held in ms: on the axis in s, ms or µs; any other
+    // number (a clock rate, a count) as it is.
+    let timed = lay.x.as_deref().is_some_and(is_duration);
+    let raw: Vec<Option<f64>> = points
+        .iter()
+        .map(|p| lay.x.as_ref().and_then(|x| value(p, x)?.number()).map(|v| if timed { v / 1000.0 } else { v }))
+        .collect();
+    let (unit, per_s) =
+        if timed { unit_for(raw.iter().flatten().fold(0.0, |a: f64, b| a.max(b.abs()))) } else { ("", 1.0) };
     let xs: Vec<f64> = raw.iter().enumerate().map(|(i, x)| x.map_or(i as f64, |s| s * per_s)).collect();
     let by_index = lay.x.is_none();
     let (xmin, xmax) = xs.iter().fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
@@ -355,7 +361,8 @@ pub fn dial(path: &Path, title: &str, points: &[PointData]) -> PlotResult {
         ))?;
     }
     let x_desc = match &lay.x {
-        Some(x) => format!("{x} ({unit}, the experiment's own time)"),
+        Some(x) if timed => format!("{x} ({unit}, the experiment's own time)"),
+        Some(x) => x.clone(),
         None => "point".to_string(),
     };
     let tick = |x: &f64| {
@@ -579,7 +586,8 @@ pub fn histograms(path: &Path, points: &[PointData]) -> PlotResult {
             .x_labels(5)
             .y_labels(4)
             .x_label_formatter(&|x: &f64| tick_label(*x, span))
-            .y_label_formatter(&|y: &f64| tick_label(*y, top as f64))
+            // Counts: a tick between two whole numbers says nothing.
+            .y_label_formatter(&|y: &f64| if y.fract() == 0.0 { format!("{y}") } else { String::new() })
             .x_desc("gap (s)")
             .y_desc("gaps")
             .draw()?;

@@ -33,14 +33,18 @@ pub struct Summary {
     pub predicted_evictions: usize,
     pub unpredicted_pauses: usize,
     pub eviction_anomalies: usize,
-    /// Ended gaps with a prediction; measured − predicted over them, ms
-    /// of real time (the harness's and the kernel's own cost, which no
-    /// time scale shrinks), sorted, per gap cause (a resumed pause ends
-    /// exactly where it is predicted to, a takeover after the watcher's
-    /// wake-up, read and acquire: one median over both hides the second);
-    /// gaps that disagree with their prediction.
+    /// Ended gaps with a prediction; measured − predicted over them per
+    /// gap cause and how the gap ended (a resumed pause ends exactly where
+    /// it is predicted to, a takeover after the watcher's wake-up, read
+    /// and acquire: one median over both hides the second); gaps that
+    /// disagree with their prediction.
     pub predicted_gaps: usize,
-    pub gap_beyond_theory_ms: Vec<(String, Vec<f64>)>,
+    pub gap_beyond_theory: Vec<BeyondTheory>,
+    /// Over ended gaps another worker's acquire ended: the longest gap up
+    /// to the start of that takeover's look (what the theory's tick
+    /// bounds), and the longest takeover (look and acquire), ms.
+    pub gap_before_takeover_max_ms: Option<f64>,
+    pub takeover_max_ms: Option<f64>,
     pub gap_anomalies: usize,
     /// Ended gaps opened by a SIGKILL (the failover side of the dial), ms,
     /// sorted.
@@ -215,20 +219,17 @@ fn summarize_all(trials: &[&TrialMetrics]) -> Summary {
         unpredicted_pauses: trials.iter().map(|t| t.evictions.unpredicted).sum(),
         eviction_anomalies: trials.iter().map(|t| t.evictions.anomalies).sum(),
         predicted_gaps: trials.iter().flat_map(|t| &t.gaps).filter(|g| g.ended && g.predicted_end_us.is_some()).count(),
-        gap_beyond_theory_ms: {
-            let mut by: std::collections::BTreeMap<String, Vec<f64>> = Default::default();
-            for g in trials.iter().flat_map(|t| &t.gaps).filter(|g| g.ended) {
-                if let Some(p) = g.predicted_end_us {
-                    by.entry(g.cause.clone()).or_default().push(us_to_ms(g.end_us - p));
-                }
-            }
-            by.into_iter()
-                .map(|(cause, mut v)| {
-                    v.sort_by(f64::total_cmp);
-                    (cause, v)
-                })
-                .collect()
-        },
+        gap_beyond_theory: beyond_theory(trials),
+        gap_before_takeover_max_ms: trials
+            .iter()
+            .flat_map(|t| &t.gaps)
+            .filter_map(|g| Some(us_to_ms(g.duration_us() - g.takeover_us?)))
+            .max_by(f64::total_cmp),
+        takeover_max_ms: trials
+            .iter()
+            .flat_map(|t| &t.gaps)
+            .filter_map(|g| Some(us_to_ms(g.takeover_us?)))
+            .max_by(f64::total_cmp),
         gap_anomalies: trials.iter().flat_map(|t| &t.gaps).filter(|g| g.anomaly.is_some()).count(),
         writes: trials.iter().fold(crate::check::Writes::default(), |acc, t| crate::check::Writes {
             attempted: acc.attempted + t.writes.attempted,
@@ -382,4 +383,37 @@ pub fn expectation_checks(exp: &Experiment, trials: &[(u32, &TrialMetrics)]) -> 
         check(format!("double_leader_trials: {k}"), failures);
     }
     checks
+}
+
+/// Measured − predicted for one kind of gap: its cause, and whether its
+/// holder (resumed, or acquiring again) or another worker ended it; ms as run
+/// (real time: a wake-up or a round trip does not shrink with the time
+/// scale), sorted, with the takeovers' own look and acquire beside them.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct BeyondTheory {
+    pub cause: String,
+    pub ended: &'static str,
+    pub beyond_ms: Vec<f64>,
+    pub takeover_ms: Vec<f64>,
+}
+
+fn beyond_theory(trials: &[&TrialMetrics]) -> Vec<BeyondTheory> {
+    let mut by: std::collections::BTreeMap<(String, &'static str), BeyondTheory> = Default::default();
+    for g in trials.iter().flat_map(|t| &t.gaps).filter(|g| g.ended) {
+        let Some(p) = g.predicted_end_us else { continue };
+        let ended = if g.ended_by.is_some() && g.ended_by == g.holder { "by its holder" } else { "taken over" };
+        let b = by.entry((g.cause.clone(), ended)).or_insert_with(|| BeyondTheory {
+            cause: g.cause.clone(),
+            ended,
+            ..BeyondTheory::default()
+        });
+        b.beyond_ms.push(us_to_ms(g.end_us - p));
+        b.takeover_ms.extend(g.takeover_us.map(us_to_ms));
+    }
+    let mut out: Vec<BeyondTheory> = by.into_values().collect();
+    for b in &mut out {
+        b.beyond_ms.sort_by(f64::total_cmp);
+        b.takeover_ms.sort_by(f64::total_cmp);
+    }
+    out
 }

@@ -86,8 +86,10 @@ fn every_committed_result_rechecks_byte_for_byte_with_this_build() {
             }
             let (a, b) = (std::fs::read(&committed).unwrap(), std::fs::read(out.join(table)).unwrap_or_default());
             if a != b {
-                let line = a.split(|c| *c == b'\n').zip(b.split(|c| *c == b'\n')).position(|(x, y)| x != y);
-                differing.push(format!("{name}/{table} differs from line {}", line.map_or(0, |l| l + 1)));
+                let (la, lb): (Vec<&[u8]>, Vec<&[u8]>) =
+                    (a.split(|c| *c == b'\n').collect(), b.split(|c| *c == b'\n').collect());
+                let line = la.iter().zip(&lb).position(|(x, y)| x != y).unwrap_or(la.len().min(lb.len()));
+                differing.push(format!("{name}/{table} differs from line {}", line + 1));
                 stale_suites.insert(suite.clone());
             }
         }
@@ -298,7 +300,8 @@ fn a_plot_without_data_or_with_an_unrounded_tick_is_caught() {
 /// it has one row, or an aggregate takes every row), or `plan ARGS…` (its
 /// estimated minutes). The value is `K/N` (two count columns), or
 /// `UNIT:COLUMN` or `UNIT:max(COLUMN)`/`min`/`sum`, UNIT one of `n` (as
-/// is), `ms`, `s` (a column of ms), `%` (a column of fractions).
+/// is), `ms`, `s` (a column of ms), `%` (a column of fractions); `s/0.1`
+/// is a time as run at time scale 0.1 given in the experiment's own time.
 #[derive(Debug)]
 struct Figure {
     page: String,
@@ -326,10 +329,32 @@ fn figures(page: &Path, text: &str) -> Vec<Figure> {
         .collect()
 }
 
+/// Words split at spaces, a double-quoted one whole (`where
+/// setting="belief=local-deadline substrate=redis"`), quotes removed.
+fn words(text: &str) -> Vec<String> {
+    let (mut out, mut word, mut quoted) = (Vec::new(), String::new(), false);
+    for c in text.chars() {
+        match c {
+            '"' => quoted = !quoted,
+            c if c.is_whitespace() && !quoted => {
+                if !word.is_empty() {
+                    out.push(std::mem::take(&mut word));
+                }
+            }
+            c => word.push(c),
+        }
+    }
+    if !word.is_empty() {
+        out.push(word);
+    }
+    out
+}
+
 /// The figure's value from its source, formatted as written (as many
 /// decimals), or why it cannot be had.
 fn recompute(f: &Figure) -> Result<String, String> {
-    let words: Vec<&str> = f.source.split_whitespace().collect();
+    let owned = words(&f.source);
+    let words: Vec<&str> = owned.iter().map(String::as_str).collect();
     let decimals = f.written.split_once('.').map_or(0, |(_, d)| d.len());
     if words.first() == Some(&"plan") {
         let out = Command::new(bin())
@@ -344,6 +369,9 @@ fn recompute(f: &Figure) -> Result<String, String> {
         return Ok(format!("{m:.decimals$}"));
     }
     let (path, rest) = words.split_first().ok_or("no source")?;
+    if !repo().join(path).is_file() {
+        return Err(format!("{path} is not a file"));
+    }
     let rows = crate::helper::read_table(&repo().join(path));
     let (rows, expr) = match rest {
         ["where", sel, expr] => {
@@ -359,7 +387,9 @@ fn recompute(f: &Figure) -> Result<String, String> {
             .parse::<f64>()
             .map_err(|_| format!("{path} {col} is no number"))
     };
-    if let Some((k, n)) = expr.split_once('/') {
+    if !expr.contains(':')
+        && let Some((k, n)) = expr.split_once('/')
+    {
         let [r] = rows.as_slice() else { return Err(format!("{} rows, not one", rows.len())) };
         return Ok(format!("{}/{}", cell(r, k)?, cell(r, n)?));
     }
@@ -379,9 +409,15 @@ fn recompute(f: &Figure) -> Result<String, String> {
             cell(r, col)?
         }
     };
+    // `s/0.1`: a time as run at time scale 0.1, in the experiment's own.
+    let (unit, scale) = match unit.split_once('/') {
+        Some((u, scale)) => (u, scale.parse::<f64>().map_err(|_| format!("scale {scale}?"))?),
+        None => (unit, 1.0),
+    };
     let v = match unit {
-        "n" | "ms" => v,
-        "s" => v / 1000.0,
+        "n" => v,
+        "ms" => v / scale,
+        "s" => v / 1000.0 / scale,
         "%" => v * 100.0,
         _ => return Err(format!("unit {unit}?")),
     };
@@ -427,4 +463,6 @@ fn a_figure_marker_is_read_and_a_wrong_figure_is_caught() {
     assert_eq!(recompute(&source("s:max(gap_p50_ms)")), Ok("12.00".into()));
     assert_eq!(recompute(&source("where setting=b k/n")), Ok("1/30".into()));
     assert!(recompute(&source("s:gap_p50_ms")).is_err(), "two rows and no where");
+    assert_eq!(recompute(&source("where setting=a s/0.1:gap_p50_ms")), Ok("95.30".into()));
+    assert_eq!(words(r#"x where setting="a b" k/n"#), ["x", "where", "setting=a b", "k/n"]);
 }

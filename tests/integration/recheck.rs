@@ -39,7 +39,7 @@ fn a_directory_of_another_results_format_is_refused_by_check_and_resume() {
     let run = lab.run(&file).scale(0.05).trials(1).output().expect_code(0);
     let host = run.out.join("host.json");
     let mut record: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&host).unwrap()).unwrap();
-    assert_eq!(record["results_format"], 3);
+    assert_eq!(record["results_format"], 4);
     // As a run from before the format was recorded left it.
     record.as_object_mut().unwrap().remove("results_format");
     std::fs::write(&host, record.to_string()).unwrap();
@@ -48,7 +48,7 @@ fn a_directory_of_another_results_format_is_refused_by_check_and_resume() {
         let out = std::process::Command::new(bin()).args(&args).arg(&run.out).output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
-        assert!(stderr.contains("results format 1") && stderr.contains("format 3"), "{args:?}: {stderr}");
+        assert!(stderr.contains("results format 1") && stderr.contains("format 4"), "{args:?}: {stderr}");
     }
     assert_eq!(std::fs::read_to_string(run.out.join("trials.csv")).unwrap(), before, "nothing rewritten");
 }

@@ -143,8 +143,9 @@ pub fn disturbance(
             // A failed operation took as long as its failure: a timeout the
             // experiment set (the request's, a replica's acknowledgement),
             // a connection the server closed. That is the system's answer,
-            // and how long it took is not the machine's.
-            if e.detail.error.is_some() {
+            // and how long it took is not the machine's. A look that read
+            // a bad lease (none, empty, corrupt) did not fail: it answered.
+            if e.detail.error.is_some() && e.kind != EventKind::Unreadable {
                 return None;
             }
             let (from, to) = (e.t_us - us as Micros, e.t_us);
@@ -320,6 +321,15 @@ mod tests {
         }
         events.sort_by_key(|e| e.t_us);
         assert!(!judge(&events).disturbed(), "{}", judge(&events).text());
+        // A look that read a missing or corrupt lease answered: judged.
+        let mut read = tries();
+        read.push(Event::new(9_500_000, Some(1), EventKind::Unreadable).with_detail(Detail {
+            op_us: Some(740_000),
+            error: Some("no lease is held (no lock file, key or row)".into()),
+            ..Detail::default()
+        }));
+        read.sort_by_key(|e| e.t_us);
+        assert!(judge(&read).disturbed());
         // The same time taken by an answered acquire is a stall.
         let mut answered = tries();
         answered.push(op(9_500_000, 1, EventKind::NotAcquired, 1_536_692));

@@ -63,6 +63,7 @@ pub fn check(history: &History, params: &CheckParams) -> TrialMetrics {
     metrics.evictions = super::evictions::evictions(&phases, &metrics.spans);
     for gap in &mut metrics.gaps {
         (gap.predicted_end_us, gap.anomaly) = phases.gap(gap);
+        gap.takeover_us = takeover(events, gap, params.watch_us);
     }
     metrics.writes = super::writes::writes(events);
     metrics.latency = super::latency::latency(events);
@@ -322,6 +323,7 @@ impl Sweep {
             detection_lag_us: None,
             holder: holder.map(|h| h.worker),
             predicted_end_us: None,
+            takeover_us: None,
             anomaly: None,
         });
         self.open_gap = Some(OpenGap { holder: holder.map(|h| h.worker), expiry: why.expiry_us });
@@ -477,6 +479,26 @@ fn last_expiry(worker: usize, at_us: Micros, past: &[Event]) -> Option<Micros> {
         e.worker == Some(worker) && e.t_us <= at_us && matches!(e.kind, EventKind::Acquired | EventKind::Renewed)
     })?;
     Some(write.t_us + ms_to_us(write.detail.expires_in_ms?))
+}
+
+/// The takeover's own cost for a gap another worker's acquire ended: the
+/// acquire that returned at the gap's end, and the look before it (the
+/// worker's last timed observation, if it ended no more than a watch
+/// interval before the acquire began), start to finish.
+fn takeover(events: &[Event], gap: &Gap, watch_us: Micros) -> Option<Micros> {
+    let w = gap.ended_by.filter(|_| gap.ended && gap.ended_by != gap.holder)?;
+    let acquired =
+        events.iter().find(|e| e.t_us == gap.end_us && e.worker == Some(w) && e.kind == EventKind::Acquired)?;
+    let began = acquired.t_us - acquired.detail.op_us? as Micros;
+    let look =
+        events.iter().rev().filter(|e| e.worker == Some(w) && e.t_us <= began).find(|e| {
+            e.detail.op_us.is_some() && super::latency::operation(e.kind) == Some(super::latency::Op::Observe)
+        });
+    let from = match look {
+        Some(l) if began - l.t_us <= watch_us => l.t_us - l.detail.op_us.unwrap_or(0) as Micros,
+        _ => began,
+    };
+    Some(gap.end_us - from)
 }
 
 #[cfg(test)]
@@ -638,6 +660,7 @@ mod tests {
                 holder: Some(0),
                 // No watcher tick and no lease_until: nothing to predict with.
                 predicted_end_us: None,
+                takeover_us: None,
                 anomaly: None,
             }]
         );
@@ -692,6 +715,7 @@ mod tests {
                 detection_lag_us: Some(s(3.0)),
                 holder: Some(0),
                 predicted_end_us: None,
+                takeover_us: None,
                 anomaly: None,
             }]
         );
@@ -749,6 +773,7 @@ mod tests {
                 detection_lag_us: None,
                 holder: Some(0),
                 predicted_end_us: None,
+                takeover_us: None,
                 anomaly: None,
             }]
         );
@@ -895,6 +920,40 @@ mod tests {
         assert_eq!(gap.cause_fault, Some(4));
         // Not the holder's death: the lease decomposition does not apply.
         assert_eq!(gap.lease_remainder_us, None);
+    }
+
+    #[test]
+    fn a_takeover_is_timed_from_the_look_that_found_the_lease_free_to_its_acquire() {
+        let timed = |e: Event, op_us: u64| {
+            let detail = Detail { op_us: Some(op_us), ..e.detail.clone() };
+            e.with_detail(detail)
+        };
+        let mut events = start(3);
+        events.extend([
+            acquired(0.5, 0, "start"),
+            ev(5.0, 0, EventKind::Released),
+            // Watcher 1 looked 3 s earlier (too long before to be this
+            // takeover's look), then at 5.9996 s for 200 µs, and acquired
+            // 100 µs later in 300 µs; watcher 2 acquires with no look.
+            timed(ev(3.0, 1, EventKind::HeldBy), 150),
+            timed(ev(5.9998, 1, EventKind::ExpiredSeen), 200),
+            timed(acquired(6.0002, 1, "takeover"), 300),
+            ev(9.0, 1, EventKind::Released),
+            timed(acquired(9.5, 2, "takeover"), 400),
+            trial_end(15.0),
+        ]);
+        let m = run(events);
+        let takeovers: Vec<_> = m.gaps.iter().map(|g| g.takeover_us).collect();
+        assert_eq!(takeovers, [Some(600), Some(400)]);
+        // A gap its holder's own resume ended, or one still open, has none.
+        let mut events = start(2);
+        events.extend([
+            acquired(0.5, 0, "start"),
+            fault(2.0, Some(0), 0, "stop"),
+            fault(4.0, Some(0), 1, "cont"),
+            trial_end(10.0),
+        ]);
+        assert!(run(events).gaps.iter().all(|g| g.takeover_us.is_none()));
     }
 
     #[test]

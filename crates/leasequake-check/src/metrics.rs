@@ -31,6 +31,12 @@ pub struct Gap {
     pub predicted_end_us: Option<Micros>,
     /// How the measured end disagrees with the predicted one, if it does.
     pub anomaly: Option<String>,
+    /// For a gap another worker's acquire ended: from the start of that
+    /// worker's look that found the lease free (its last timed observation
+    /// before the acquire) to the acquire's return. The takeover's own
+    /// round trips, real time no time scale shrinks: the theory's tick is
+    /// this much before the gap's end.
+    pub takeover_us: Option<Micros>,
 }
 
 impl Gap {
