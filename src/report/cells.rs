@@ -2,6 +2,7 @@
 //! Markdown table that drops empty columns, the crash gap against its
 //! bound, rates with their intervals, values in the experiment's own time.
 
+pub(super) use super::bounds::{outside_by, own_s};
 use super::compare::Measured;
 use super::summary::{Summary, SummaryRow, crash_bound_ms};
 use crate::check::stats::percentile;
@@ -69,11 +70,6 @@ pub(super) fn name(m: &Measured<'_>) -> String {
     format!("{mark}{warn}[{}]({})", m.exp.name, m.link)
 }
 
-/// ms as ran → seconds in the experiment's own time.
-pub(super) fn own_s(ms: f64, scale: f64) -> f64 {
-    ms / 1000.0 / scale
-}
-
 /// `median [p10–p90] (n)` of the kill gaps, in own seconds.
 pub(super) fn crash_gap(s: &Summary, scale: f64) -> String {
     match (s.crash_gap(0.5), s.crash_gap(0.1), s.crash_gap(0.9)) {
@@ -86,31 +82,6 @@ pub(super) fn crash_gap(s: &Summary, scale: f64) -> String {
         ),
         _ => String::new(),
     }
-}
-
-/// Why gaps fall outside `[lo, hi]` (ms as run), with as many decimals as
-/// the difference needs: a ✗ a reader can check against the cells beside it.
-pub(super) fn outside_by(min: Option<f64>, max: Option<f64>, (lo, hi): (f64, f64), scale: f64) -> Vec<String> {
-    let mut out = Vec::new();
-    let say = |what: &str, v: f64, sign: &str, bound: f64| {
-        // Two significant digits of the difference, at least a tenth of a
-        // millisecond: the two times must differ where they are printed.
-        let d = (v - bound).abs() / scale;
-        let ms = ((1.0 - d.log10().floor()).max(1.0) as usize).min(6);
-        let s = ms + 3;
-        format!(
-            "gaps {what} {:.s$} s {sign} {:.s$} s, by {d:.ms$} ms of own time",
-            own_s(v, scale),
-            own_s(bound, scale)
-        )
-    };
-    if let Some(min) = min.filter(|m| *m < lo) {
-        out.push(say("from", min, "<", lo));
-    }
-    if let Some(max) = max.filter(|m| *m > hi) {
-        out.push(say("up to", max, ">", hi));
-    }
-    out
 }
 
 pub(super) fn crash_bound(exp: &Experiment, s: &Summary) -> String {

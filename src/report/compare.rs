@@ -210,7 +210,7 @@ pub fn bound_row(m: &Measured<'_>) -> [String; 5] {
 fn bound_verdict(s: &Summary, scale: f64, lo: Dur, hi: Dur) -> String {
     let as_run = (lo.as_ms_f64() * scale, hi.as_ms_f64() * scale);
     let (lo, hi) = (lo.as_ms_f64() / 1000.0, hi.as_ms_f64() / 1000.0);
-    let mut outside: Vec<String> = super::cells::outside_by(s.gap_min_ms, s.gap_max_ms, as_run, scale)
+    let mut outside: Vec<String> = super::bounds::outside_by(s.gap_min_ms, s.gap_max_ms, as_run, scale)
         .into_iter()
         .map(|w| format!("ended {w}"))
         .collect();

@@ -1,5 +1,6 @@
 //! Reports: CSV first (the durable result), then the terminal summary.
 
+mod bounds;
 mod cells;
 pub mod columns;
 pub mod compare;

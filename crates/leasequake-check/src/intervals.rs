@@ -487,17 +487,21 @@ fn last_expiry(worker: usize, at_us: Micros, past: &[Event]) -> Option<Micros> {
 /// interval before the acquire began), start to finish.
 fn takeover(events: &[Event], gap: &Gap, watch_us: Micros) -> Option<Micros> {
     let w = gap.ended_by.filter(|_| gap.ended && gap.ended_by != gap.holder)?;
-    let acquired =
-        events.iter().find(|e| e.t_us == gap.end_us && e.worker == Some(w) && e.kind == EventKind::Acquired)?;
+    // Events are in time order: look only at the gap's end and before it,
+    // not at the whole history once per gap.
+    let at = events.partition_point(|e| e.t_us < gap.end_us);
+    let acquired = events[at..]
+        .iter()
+        .take_while(|e| e.t_us == gap.end_us)
+        .find(|e| e.worker == Some(w) && e.kind == EventKind::Acquired)?;
     let began = acquired.t_us - acquired.detail.op_us? as Micros;
-    let look =
-        events.iter().rev().filter(|e| e.worker == Some(w) && e.t_us <= began).find(|e| {
-            e.detail.op_us.is_some() && super::latency::operation(e.kind) == Some(super::latency::Op::Observe)
-        });
-    let from = match look {
-        Some(l) if began - l.t_us <= watch_us => l.t_us - l.detail.op_us.unwrap_or(0) as Micros,
-        _ => began,
-    };
+    let before = events.partition_point(|e| e.t_us <= began);
+    let look = events[..before].iter().rev().take_while(|e| began - e.t_us <= watch_us).find(|e| {
+        e.worker == Some(w)
+            && e.detail.op_us.is_some()
+            && super::latency::operation(e.kind) == Some(super::latency::Op::Observe)
+    });
+    let from = look.map_or(began, |l| l.t_us - l.detail.op_us.unwrap_or(0) as Micros);
     Some(gap.end_us - from)
 }
 
