@@ -27,14 +27,27 @@ fn main() {
 /// shards of one run can be told to come from one build): `unknown` out of
 /// a git checkout, marked `-dirty` over uncommitted changes.
 fn commit() {
-    for path in [".git/HEAD", ".git/index", ".git/refs", ".git/packed-refs"] {
-        if std::path::Path::new(path).exists() {
+    let git =
+        |args: &[&str]| Command::new("git").args(args).output().ok().filter(|o| o.status.success()).map(|o| o.stdout);
+    let text = |o: Vec<u8>| String::from_utf8_lossy(&o).trim().to_string();
+    // Where git keeps this checkout's HEAD, index and refs: under .git in a
+    // plain clone, elsewhere in a worktree (whose .git is a file), so ask
+    // git rather than guess. HEAD moves with a checkout, the branch's ref
+    // with a commit, the index with a stage.
+    let mut watched = vec!["HEAD".to_string(), "index".to_string(), "packed-refs".to_string()];
+    watched.extend(git(&["symbolic-ref", "-q", "HEAD"]).map(text));
+    for name in watched {
+        if let Some(path) = git(&["rev-parse", "--git-path", &name]).map(text)
+            && std::path::Path::new(&path).exists()
+        {
             println!("cargo:rerun-if-changed={path}");
         }
     }
-    let git =
-        |args: &[&str]| Command::new("git").args(args).output().ok().filter(|o| o.status.success()).map(|o| o.stdout);
-    let commit = git(&["rev-parse", "HEAD"]).map(|o| String::from_utf8_lossy(&o).trim().to_string());
+    // An edit to a tracked file makes the build dirty without touching git.
+    for path in ["src", "crates", "Cargo.toml", "Cargo.lock", "build.rs"] {
+        println!("cargo:rerun-if-changed={path}");
+    }
+    let commit = git(&["rev-parse", "HEAD"]).map(text);
     let dirty = git(&["status", "--porcelain", "--untracked-files=no"]).is_some_and(|o| !o.is_empty());
     let stamp = match commit {
         Some(c) if dirty => format!("{c}-dirty"),

@@ -97,6 +97,32 @@ fn windows(events: &[Event], params: &CheckParams, end_us: Micros) -> Vec<Window
         };
         out.push(Window { worker: e.worker, from_us: e.t_us, to_us });
     }
+    let recoveries = recoveries(events, &out);
+    out.extend(recoveries);
+    out
+}
+
+/// After a fault ends, each worker it touched comes back with one
+/// operation that succeeds: a new connection (a server forks a backend for
+/// it), the first request on a link that was cut, a retry. That operation
+/// is the fault's doing too, however long after the end it starts.
+fn recoveries(events: &[Event], windows: &[Window]) -> Vec<Window> {
+    let workers: std::collections::BTreeSet<usize> = events.iter().filter_map(|e| e.worker).collect();
+    let mut out = Vec::new();
+    for w in windows {
+        for &worker in workers.iter().filter(|&&x| w.worker.is_none_or(|y| y == x)) {
+            let back = events.iter().find(|e| {
+                e.worker == Some(worker)
+                    && e.t_us > w.to_us
+                    && e.detail.op_us.is_some()
+                    && operation(e.kind).is_some()
+                    && e.detail.error.is_none()
+            });
+            if let Some(e) = back {
+                out.push(Window { worker: Some(worker), from_us: w.to_us, to_us: e.t_us });
+            }
+        }
+    }
     out
 }
 
@@ -362,6 +388,18 @@ mod tests {
             events.extend(faults.clone());
             events.sort_by_key(|e| e.t_us);
             assert!(judge(&events).disturbed(), "{faults:?}");
+        }
+        // After a partition's heal, the worker's first operation that
+        // succeeds reconnects, however late after the heal it starts;
+        // the one after it is judged again.
+        for (slow, disturbed) in [(2, false), (3, true)] {
+            let mut events = steady(|k| if k == slow { 500_000 } else { 300 });
+            events.extend([fault(1_000_000, Some(0), "partition"), fault(5_000_000, Some(0), "heal")]);
+            let mut failed = op(5_100_000, 0, EventKind::RenewFailed, 20_000);
+            failed.detail.error = Some("no reply within the request timeout".into());
+            events.push(failed);
+            events.sort_by_key(|e| e.t_us);
+            assert_eq!(judge(&events).disturbed(), disturbed, "renewal {slow} took 500 ms");
         }
         // A failpoint is the worker's own, asked-for stall.
         let mut events = steady(|k| if k == 3 { 740_000 } else { 300 });
