@@ -8,7 +8,7 @@
 #   scripts/reproduce-blog.sh           real time  -> results/blog/
 #   scripts/reproduce-blog.sh --quick   scale 0.1  -> results/blog-quick/
 #
-# `leasequake plan experiments/blog/ --jobs $(nproc)` says how long (add
+# `leasequake plan experiments/blog/ --max-jobs $(nproc)` says how long (add
 # `--time-scale 0.1` for --quick).
 #
 # Extra arguments go to `leasequake run` (e.g. --jobs 2). Exit code: that of

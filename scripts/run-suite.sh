@@ -12,9 +12,10 @@ cargo build --release --quiet
 # No more trials at once than cores, unless the caller says otherwise: a
 # committed result must not be one the machine disturbed (trials that
 # wait for a CPU stall their operations; docs/metrics.md, "Disturbed
-# trials"), and each experiment's `jobs:` is for a bigger machine.
+# trials"), and each experiment's `jobs:` above that is for a bigger machine;
+# one below it (a thousand workers a trial) stands.
 jobs=()
-case " $* " in *" --jobs "*) ;; *) jobs=(--jobs "$(nproc)") ;; esac
+case " $* " in *" --jobs "*) ;; *) jobs=(--max-jobs "$(nproc)") ;; esac
 # The directory is the script's output: start it afresh.
 rm -rf "$out"
 exec ./target/release/leasequake run "$experiments" --out "$out" "${jobs[@]}" "$@"

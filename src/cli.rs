@@ -60,6 +60,9 @@ pub enum Command {
         /// As for `run`.
         #[arg(long, value_parser = clap::value_parser!(u64).range(1..=64))]
         jobs: Option<u64>,
+        /// As for `run`.
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..=64), conflicts_with = "jobs")]
+        max_jobs: Option<u64>,
     },
     /// Recompute trials.csv, gaps.csv and summary.csv from a results
     /// directory's events.csv (offline re-check of a past run). They go to
@@ -266,6 +269,10 @@ pub struct RunArgs {
     /// Trials to run at once (each in its own directory).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=64))]
     pub jobs: Option<u64>,
+    /// At most this many trials at once: an experiment's `jobs:` above it is
+    /// lowered, one below it stands (the result scripts pass the cores).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=64), conflicts_with = "jobs")]
+    pub max_jobs: Option<u64>,
     /// Results directory (default: results/<name>/<UTC timestamp>). With
     /// several experiments: one subdirectory each, and a README.md table.
     #[arg(long)]

@@ -35,11 +35,12 @@ pub fn dispatch(cli: Cli) -> u8 {
         Command::Run(args) | Command::Sweep(args) => run::run(&args),
         Command::Shrink(args) => shrink::shrink(&args),
         Command::Validate { files } => validate::validate(&files),
-        Command::Plan { files, time_scale, trials, jobs } => {
+        Command::Plan { files, time_scale, trials, jobs, max_jobs } => {
             let overrides = crate::experiment::Overrides {
                 time_scale,
                 trials,
                 jobs: jobs.map(|j| j as usize),
+                max_jobs: max_jobs.map(|j| j as usize),
                 ..Default::default()
             };
             plan::plan(&files, &overrides)

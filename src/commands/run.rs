@@ -29,6 +29,7 @@ pub fn run(args: &RunArgs) -> Result<(), Error> {
         trials: args.trials,
         seed: args.seed,
         jobs: args.jobs.map(|j| j as usize),
+        max_jobs: args.max_jobs.map(|j| j as usize),
     };
     let started_ns = wall_ns();
     if args.shrink_how.given() && !args.shrink {

@@ -42,6 +42,8 @@ pub struct Overrides {
     pub trials: Option<u32>,
     pub seed: Option<u64>,
     pub jobs: Option<usize>,
+    /// A ceiling on the experiment's own `jobs:` (not a replacement).
+    pub max_jobs: Option<usize>,
 }
 
 #[derive(Clone, Deserialize)]
@@ -595,6 +597,7 @@ fn build(path: &Path, text: &str, raw: RawExperiment, overrides: &Overrides) -> 
             _ => at(0, 0, format!("--jobs: {msg}")),
         });
     }
+    let jobs = overrides.max_jobs.map_or(jobs, |most| jobs.min(most));
 
     let seed_drawn = overrides.seed.or(raw.seed).is_none();
     let seed = overrides.seed.or(raw.seed).unwrap_or_else(rand::random);

@@ -31,6 +31,15 @@ fn time_scale_scales_every_duration() {
 }
 
 #[test]
+fn max_jobs_lowers_an_experiments_jobs_and_never_raises_them() {
+    for (file_jobs, most, want) in [(4, 2, 2), (1, 2, 1), (2, 2, 2)] {
+        let text = format!("name: t\nworkers: 3\njobs: {file_jobs}\n");
+        let o = Overrides { max_jobs: Some(most), ..Overrides::default() };
+        assert_eq!(load_str(Path::new("t.yaml"), &text, &o).unwrap().jobs, want, "jobs {file_jobs}, at most {most}");
+    }
+}
+
+#[test]
 fn errors_name_line_and_column() {
     let cases = [
         ("name: t\nworkers: 3\nbogus: 1\n", "t.yaml:3:1: unknown field `bogus`"),
