@@ -43,12 +43,18 @@ fn commit() {
             println!("cargo:rerun-if-changed={path}");
         }
     }
-    // An edit to a tracked file makes the build dirty without touching git.
-    for path in ["src", "crates", "Cargo.toml", "Cargo.lock", "build.rs"] {
+    // What is built: an edit there makes the build dirty without touching
+    // git. A result script's output (results/) or the docs do not.
+    let built = ["src", "crates", "Cargo.toml", "Cargo.lock", "build.rs"];
+    for path in built {
         println!("cargo:rerun-if-changed={path}");
     }
     let commit = git(&["rev-parse", "HEAD"]).map(text);
-    let dirty = git(&["status", "--porcelain", "--untracked-files=no"]).is_some_and(|o| !o.is_empty());
+    // Without optional locks, `status` does not rewrite the index it
+    // refreshes, which would make the next build rerun this script.
+    let mut status = vec!["--no-optional-locks", "status", "--porcelain", "--untracked-files=all", "--"];
+    status.extend(built);
+    let dirty = git(&status).is_some_and(|o| !o.is_empty());
     let stamp = match commit {
         Some(c) if dirty => format!("{c}-dirty"),
         Some(c) => c,
