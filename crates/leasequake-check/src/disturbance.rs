@@ -107,19 +107,24 @@ fn windows(events: &[Event], params: &CheckParams, end_us: Micros) -> Vec<Window
 /// it), the first request on a link that was cut, a retry. That operation
 /// is the fault's doing too, however long after the end it starts.
 fn recoveries(events: &[Event], windows: &[Window]) -> Vec<Window> {
-    let workers: std::collections::BTreeSet<usize> = events.iter().filter_map(|e| e.worker).collect();
+    // Each worker's successful operations' ends, in time order (the
+    // history is), so that each window finds its worker's next one by a
+    // binary search, not a scan of the trial per window and worker.
+    let mut ok: std::collections::BTreeMap<usize, Vec<Micros>> = std::collections::BTreeMap::new();
+    for e in events {
+        if let Some(w) = e.worker {
+            let done = e.detail.op_us.is_some() && operation(e.kind).is_some() && e.detail.error.is_none();
+            let ends = ok.entry(w).or_default();
+            if done {
+                ends.push(e.t_us);
+            }
+        }
+    }
     let mut out = Vec::new();
     for w in windows {
-        for &worker in workers.iter().filter(|&&x| w.worker.is_none_or(|y| y == x)) {
-            let back = events.iter().find(|e| {
-                e.worker == Some(worker)
-                    && e.t_us > w.to_us
-                    && e.detail.op_us.is_some()
-                    && operation(e.kind).is_some()
-                    && e.detail.error.is_none()
-            });
-            if let Some(e) = back {
-                out.push(Window { worker: Some(worker), from_us: w.to_us, to_us: e.t_us });
+        for (&worker, ends) in ok.iter().filter(|(x, _)| w.worker.is_none_or(|y| y == **x)) {
+            if let Some(&back) = ends.get(ends.partition_point(|&t| t <= w.to_us)) {
+                out.push(Window { worker: Some(worker), from_us: w.to_us, to_us: back });
             }
         }
     }
