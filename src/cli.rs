@@ -9,7 +9,8 @@ use crate::worker::WorkerArgs;
 #[derive(Parser, Debug)]
 #[command(
     name = "leasequake",
-    version,
+    // The commit it was built from, as host.json's `build` records it.
+    version = concat!(env!("CARGO_PKG_VERSION"), " (build ", env!("LEASEQUAKE_GIT_COMMIT"), ")"),
     about = "Chaos harness for lease-based leader election over real processes",
     long_about = "Chaos harness for lease-based leader election over real processes.\n\n\
         Spawns N real worker processes against a shared lease, injects SIGKILL, SIGTERM, \
@@ -123,6 +124,11 @@ pub enum Command {
         /// both.
         #[arg(long, value_name = "N", num_args = 0..=1, value_parser = clap::value_parser!(u64).range(1..=256))]
         load: Option<Option<u64>>,
+        /// Also write every figure, the shell baselines' too, to FILE as
+        /// CSV (load, scheduling, figure, by, n, median_us, p99_us,
+        /// max_us): a new file or one replaced whole.
+        #[arg(long, value_name = "FILE")]
+        csv: Option<PathBuf>,
     },
     /// Print a shell completion script, e.g. `leasequake completions bash >
     /// ~/.local/share/bash-completion/completions/leasequake`.

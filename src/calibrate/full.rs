@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::delays::event_delay;
 use super::harness;
 use crate::error::Error;
-use crate::model::calibration::Delay;
+use crate::model::calibration::{Delay, FigureRow};
 use crate::sayln;
 
 fn show(name: &str, d: &Option<Delay>) {
@@ -37,36 +37,65 @@ fn show_ratio(ours: &Option<Delay>, shell: &Option<Delay>) {
 
 /// `leasequake calibrate`: print the measurements, on the machine as it is,
 /// then (with `load`) again with that many CPU hogs of its own running.
-pub fn run(lines: usize, load: Option<Option<usize>>) -> Result<(), Error> {
+/// Returns every figure, the shell baselines' too, as `--csv` writes them.
+pub fn run(lines: usize, load: Option<Option<usize>>) -> Result<Vec<FigureRow>, Error> {
     let dir = match tempfile::Builder::new().prefix("leasequake-calibrate-").tempdir() {
         Ok(d) => d,
         Err(source) => return Err(Error::Scratch(source)),
     };
     sayln!("Scheduling of the harness's timing threads: {}", crate::realtime::describe());
-    let Some(load) = load else { return measure(lines, dir.path()).map(drop) };
+    let Some(load) = load else { return measure(lines, dir.path(), "idle") };
     sayln!("\n# As the machine is\n");
-    let idle = measure(lines, dir.path())?;
+    let idle = measure(lines, dir.path(), "idle")?;
     let hogs = super::load::Hogs::start(load.unwrap_or_else(super::load::default_hogs))
         .map_err(|source| Error::Io { path: "calibrate-hog".into(), source })?;
     sayln!("\n# With {} CPU hogs (processes spinning at ordinary priority, as `yes > /dev/null`)\n", hogs.count());
-    let loaded = measure(lines, dir.path())?;
+    let loaded = measure(lines, dir.path(), &format!("{} hogs", hogs.count()))?;
     drop(hogs);
     sayln!("\n# Side by side (harness, µs)\n");
     sayln!("| figure | as the machine is: median / p99 | with CPU hogs: median / p99 |");
     sayln!("|---|---|---|");
-    let cell =
-        |d: &Option<Delay>| d.as_ref().map_or("—".to_string(), |d| format!("{:.0} / {:.0}", d.median_us, d.p99_us));
-    for ((name, a), (_, b)) in idle.iter().zip(&loaded) {
-        sayln!("| {name} | {} | {} |", cell(a), cell(b));
+    let cell = |r: &FigureRow| match (r.median_us, r.p99_us) {
+        (Some(m), Some(p)) => format!("{m:.0} / {p:.0}"),
+        _ => "—".to_string(),
+    };
+    // The harness's start spreads, signal errors and event delays; the
+    // proxy's round trips are printed above.
+    let compared = |r: &&FigureRow| r.by == HARNESS && !r.figure.starts_with("round trip");
+    for (a, b) in idle.iter().filter(compared).zip(loaded.iter().filter(compared)) {
+        sayln!("| {} | {} | {} |", a.figure, cell(a), cell(b));
     }
-    Ok(())
+    Ok(idle.into_iter().chain(loaded).collect())
 }
 
-/// The harness's own figures, by name, as `measure` printed them.
-type Figures = Vec<(String, Option<Delay>)>;
+const HARNESS: &str = "leasequake";
+const SHELL: &str = "shell";
 
-fn measure(lines: usize, dir: &std::path::Path) -> Result<Figures, Error> {
-    let mut figures = Figures::new();
+/// The figures of one measurement, in the order printed.
+struct Figures {
+    load: String,
+    scheduling: &'static str,
+    rows: Vec<FigureRow>,
+}
+
+impl Figures {
+    fn push(&mut self, figure: &str, by: &str, d: &Option<Delay>) {
+        self.rows.push(FigureRow {
+            load: self.load.clone(),
+            scheduling: self.scheduling.into(),
+            figure: figure.into(),
+            by: by.into(),
+            n: d.as_ref().map(|d| d.n),
+            median_us: d.as_ref().map(|d| d.median_us),
+            p99_us: d.as_ref().map(|d| d.p99_us),
+            max_us: d.as_ref().map(|d| d.max_us),
+        });
+    }
+}
+
+fn measure(lines: usize, dir: &std::path::Path, load: &str) -> Result<Vec<FigureRow>, Error> {
+    let scheduling = if crate::realtime::available().is_ok() { "real-time" } else { "ordinary" };
+    let mut figures = Figures { load: load.into(), scheduling, rows: Vec::new() };
     sayln!("Start spread: first timestamp after release, latest − earliest");
     for (n, trials) in [(3usize, 10u32), (30, 10), (300, 3)] {
         let ours = match harness::start_spread(n, trials, dir) {
@@ -77,9 +106,11 @@ fn measure(lines: usize, dir: &std::path::Path) -> Result<Figures, Error> {
             }
         };
         show(&format!("{n} workers, barrier"), &ours);
-        figures.push((format!("start spread, {n} workers"), ours.clone()));
+        let figure = format!("start spread, {n} workers");
+        figures.push(&figure, HARNESS, &ours);
         let shell = harness::summarize(harness::shell_start_spread(n, trials));
         show(&format!("{n} processes, shell `&` loop"), &shell);
+        figures.push(&figure, SHELL, &shell);
         show_ratio(&ours, &shell);
     }
     sayln!("Fault error: actual − scheduled (20 trials each)");
@@ -91,13 +122,15 @@ fn measure(lines: usize, dir: &std::path::Path) -> Result<Figures, Error> {
         let ours = harness::summarize(v);
         let Ok(signal) = name.parse::<nix::sys::signal::Signal>() else {
             show(&name, &ours);
-            figures.push((name, ours));
+            figures.push(&name, HARNESS, &ours);
             continue;
         };
         show(&format!("{name}, harness"), &ours);
-        figures.push((format!("{name} error"), ours.clone()));
+        let figure = format!("{name} error");
+        figures.push(&figure, HARNESS, &ours);
         let shell = harness::summarize(harness::shell_fault_error(signal, 20));
         show(&format!("{name}, shell `sleep; kill`"), &shell);
+        figures.push(&figure, SHELL, &shell);
         show_ratio(&ours, &shell);
     }
     sayln!("Event delay: program's timestamp → harness has the event ({lines} lines, one per ms)");
@@ -113,7 +146,7 @@ fn measure(lines: usize, dir: &std::path::Path) -> Result<Figures, Error> {
             ),
             None => sayln!("  {name:<22} not measured (the emitter did not run)"),
         }
-        figures.push((format!("event delay, {name}"), delay.clone()));
+        figures.push(&format!("event delay, {name}"), HARNESS, delay);
     }
     sayln!("Network proxy: 16-byte round trips on loopback to an echo server");
     match super::proxy::round_trips(5000) {
@@ -126,12 +159,17 @@ fn measure(lines: usize, dir: &std::path::Path) -> Result<Figures, Error> {
                 proxied.median_us - direct.median_us,
                 proxied.p99_us - direct.p99_us
             );
+            figures.push("round trip, loopback", HARNESS, &Some(direct));
+            figures.push("round trip, through one proxy link", HARNESS, &Some(proxied));
         }
         None => sayln!("  not measured (no loopback echo server)"),
     }
     match super::proxy::carry(1000) {
-        Ok(d) => show("1000 links open, one trip each", &Some(d)),
+        Ok(d) => {
+            show("1000 links open, one trip each", &Some(d.clone()));
+            figures.push("round trip, 1000 proxy links open", HARNESS, &Some(d));
+        }
         Err(e) => sayln!("  1000 links: failed: {e}"),
     }
-    Ok(figures)
+    Ok(figures.rows)
 }

@@ -12,22 +12,30 @@ use crate::warnln;
 /// a directory that exists and takes files, checked before anything runs.
 pub fn targets_ok(args: &RunArgs) -> Result<(), Error> {
     for (flag, path) in [("--export-json", &args.export_json), ("--junit", &args.junit)] {
-        let Some(path) = path else { continue };
-        let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-        let problem = if path.is_dir() {
-            Some("is a directory".to_string())
-        } else if !parent.is_dir() {
-            Some(format!("{} is not a directory", parent.display()))
-        } else {
-            nix::unistd::access(parent, nix::unistd::AccessFlags::W_OK)
-                .err()
-                .map(|e| format!("{} does not take files: {e}", parent.display()))
-        };
-        if let Some(problem) = problem {
-            return Err(Error::Path { path: path.clone(), problem: format!("{flag}: {problem}") });
+        if let Some(path) = path {
+            file_target_ok(flag, path)?;
         }
     }
     Ok(())
+}
+
+/// Whether `flag` may write the file `path` (new or replaced): not a
+/// directory, in a directory that exists and takes files.
+pub fn file_target_ok(flag: &str, path: &Path) -> Result<(), Error> {
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let problem = if path.is_dir() {
+        Some("is a directory".to_string())
+    } else if !parent.is_dir() {
+        Some(format!("{} is not a directory", parent.display()))
+    } else {
+        nix::unistd::access(parent, nix::unistd::AccessFlags::W_OK)
+            .err()
+            .map(|e| format!("{} does not take files: {e}", parent.display()))
+    };
+    match problem {
+        Some(problem) => Err(Error::Path { path: path.to_path_buf(), problem: format!("{flag}: {problem}") }),
+        None => Ok(()),
+    }
 }
 
 /// Write the exports the command line asked for, from what finished.

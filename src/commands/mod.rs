@@ -2,6 +2,7 @@
 //! `Result<(), Error>`; the error is printed here, once, and becomes the
 //! exit code.
 
+mod calibrate;
 mod check;
 mod export;
 mod inputs;
@@ -83,7 +84,9 @@ pub fn dispatch(cli: Cli) -> u8 {
             crate::say!("{text}");
             Ok(())
         }
-        Command::Calibrate { lines, load } => crate::calibrate::run(lines, load.map(|n| n.map(|n| n as usize))),
+        Command::Calibrate { lines, load, csv } => {
+            calibrate::calibrate(lines, load.map(|n| n.map(|n| n as usize)), csv)
+        }
         // The children's own entry points: their exit codes are their own.
         Command::CalibrateTarget => return crate::calibrate::emit::target(),
         Command::CalibrateHog => return crate::calibrate::load::spin(),

@@ -305,8 +305,10 @@ fn a_plot_without_data_or_with_an_unrounded_tick_is_caught() {
 /// estimated minutes). The value is `K/N` (two count columns),
 /// `trials(COLUMN)` (of a row per trial, those where it is above 0), or
 /// `UNIT:COLUMN` or `UNIT:max(COLUMN)`/`min`/`sum`, UNIT one of `n` (as
-/// is), `ms`, `s` (a column of ms), `%` (a column of fractions); `s/0.1`
-/// is a time as run at time scale 0.1 given in the experiment's own time.
+/// is), `µs`, `ms`, `s` (of a column of ms, or of µs where its name ends
+/// in `_us`), `%` (a column of fractions); `s/0.1` is a time as run at
+/// time scale 0.1 given in the experiment's own time. Several `where`
+/// conditions must all hold.
 #[derive(Debug)]
 struct Figure {
     page: String,
@@ -379,9 +381,13 @@ fn recompute(f: &Figure) -> Result<String, String> {
     }
     let rows = crate::helper::read_table(&repo().join(path));
     let (rows, expr) = match rest {
-        ["where", sel, expr] => {
-            let (col, val) = sel.split_once('=').ok_or("where COLUMN=VALUE")?;
-            (rows.into_iter().filter(|r| r.0.get(col).is_some_and(|v| v == val)).collect::<Vec<_>>(), *expr)
+        ["where", sels @ .., expr] if !sels.is_empty() => {
+            let sels = sels
+                .iter()
+                .map(|sel| sel.split_once('=').ok_or("where COLUMN=VALUE …"))
+                .collect::<Result<Vec<_>, _>>()?;
+            let picked = |r: &crate::helper::Row| sels.iter().all(|(col, val)| r.0.get(*col).is_some_and(|v| v == val));
+            (rows.into_iter().filter(picked).collect::<Vec<_>>(), *expr)
         }
         [expr] => (rows, *expr),
         _ => return Err(format!("cannot read the marker {:?}", f.source)),
@@ -406,6 +412,8 @@ fn recompute(f: &Figure) -> Result<String, String> {
     }
     let (unit, col) = expr.split_once(':').ok_or(format!("no UNIT: in {expr}"))?;
     let agg = regex::Regex::new(r"^(max|min|sum)\((\w+)\)$").unwrap();
+    // A column of µs says so by its name; any other time column is in ms.
+    let in_us = agg.captures(col).map_or(col, |c| c.get(2).unwrap().as_str()).ends_with("_us");
     let v = match agg.captures(col) {
         Some(c) => {
             let vals = rows.iter().map(|r| cell(r, &c[2])).collect::<Result<Vec<f64>, _>>()?;
@@ -425,10 +433,12 @@ fn recompute(f: &Figure) -> Result<String, String> {
         Some((u, scale)) => (u, scale.parse::<f64>().map_err(|_| format!("scale {scale}?"))?),
         None => (unit, 1.0),
     };
+    let ms = if in_us { v / 1000.0 } else { v } / scale;
     let v = match unit {
         "n" => v,
-        "ms" => v / scale,
-        "s" => v / 1000.0 / scale,
+        "µs" => ms * 1000.0,
+        "ms" => ms,
+        "s" => ms / 1000.0,
         "%" => v * 100.0,
         _ => return Err(format!("unit {unit}?")),
     };
@@ -478,4 +488,16 @@ fn a_figure_marker_is_read_and_a_wrong_figure_is_caught() {
     assert_eq!(recompute(&source("where setting=b trials(gap_p50_ms)")), Ok("1/1".into()));
     assert_eq!(recompute(&source("where setting=a s/0.1:gap_p50_ms")), Ok("95.30".into()));
     assert_eq!(words(r#"x where setting="a b" k/n"#), ["x", "where", "setting=a b", "k/n"]);
+    // A column of µs, picked by two conditions, given in ms and in µs.
+    let us = lab.file("us.csv", "load,by,median_us\nidle,shell,934.6\nidle,leasequake,6.0\nhogs,leasequake,5.5\n");
+    let figure = |written: &str, expr: &str| Figure {
+        page: String::new(),
+        line: 1,
+        written: written.into(),
+        source: format!("{} {expr}", us.display()),
+    };
+    assert_eq!(recompute(&figure("0.006", "where load=idle by=leasequake ms:median_us")), Ok("0.006".into()));
+    assert_eq!(recompute(&figure("5.5", "where load=hogs by=leasequake µs:median_us")), Ok("5.5".into()));
+    assert_eq!(recompute(&figure("0.9", "where by=shell ms:median_us")), Ok("0.9".into()));
+    assert!(recompute(&figure("6", "where load=idle µs:median_us")).is_err(), "two rows match one condition");
 }

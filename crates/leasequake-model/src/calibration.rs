@@ -44,3 +44,21 @@ pub struct Loaded {
     #[serde(flatten)]
     pub quick: Quick,
 }
+
+/// A row of `calibrate --csv`: one figure, measured by the harness or by
+/// the shell baseline beside it, on the machine as found (`load` "idle") or
+/// with CPU hogs running ("2 hogs"), under the timing threads' scheduling
+/// (`scheduling`: "real-time" or "ordinary"). A figure that could not be
+/// measured has empty cells.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FigureRow {
+    pub load: String,
+    pub scheduling: String,
+    pub figure: String,
+    /// `leasequake` or `shell`.
+    pub by: String,
+    pub n: Option<usize>,
+    pub median_us: Option<f64>,
+    pub p99_us: Option<f64>,
+    pub max_us: Option<f64>,
+}
