@@ -64,6 +64,8 @@ pub(super) struct Summary {
     /// Reproduced in k of n confirmation runs (none: the recorded schedule
     /// did not reproduce).
     pub confirmed: Option<(u32, u32)>,
+    /// The same over the confirmation runs the machine did not disturb.
+    pub undisturbed: Option<(u32, u32)>,
     pub spent: u32,
     pub candidates: usize,
     pub seconds: f64,
@@ -85,7 +87,11 @@ pub(super) fn table(rows: &[(String, Summary)], base: &Path) -> String {
         let (rate, ci) = match x.confirmed {
             Some((k, n)) => {
                 let (lo, hi) = wilson95(k as usize, n as usize);
-                (format!("{k}/{n}"), format!("{:.0}–{:.0} %", lo * 100.0, hi * 100.0))
+                let mut rate = format!("{k}/{n}");
+                if let Some((k, m)) = x.undisturbed.filter(|(_, m)| *m < n) {
+                    rate += &format!(" (⚠ {} disturbed; {k}/{m} without them)", n - m);
+                }
+                (rate, format!("{:.0}–{:.0} %", lo * 100.0, hi * 100.0))
             }
             None => ("did not reproduce".to_string(), String::new()),
         };
@@ -337,7 +343,41 @@ enum Confirm {
     /// Not run (yet, or cut short).
     Pending,
     /// Reproduced in k of n runs; a run that did.
-    Done(u32, u32, Option<u32>),
+    Done(u32, u32, Option<u32>, Undisturbed),
+}
+
+/// Of the confirmation runs, those the machine did not disturb (the
+/// checker's judgement, as in their trials.csv), and how many of them
+/// reproduced: a rate published with disturbed runs in it says so.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Undisturbed {
+    hits: u32,
+    runs: u32,
+}
+
+impl Undisturbed {
+    fn of(exp: &Experiment, metrics: &[(u32, crate::check::TrialMetrics)], v: &Violation) -> Undisturbed {
+        let clean: Vec<_> = metrics.iter().filter(|(_, m)| !m.disturbance.disturbed()).cloned().collect();
+        Undisturbed { hits: reproduced(exp, &clean, v), runs: clean.len() as u32 }
+    }
+
+    /// "; ⚠ 2 of them disturbed by the machine …: 18/18 without them (…)",
+    /// or nothing when none was.
+    fn words(&self, runs: u32) -> String {
+        if self.runs >= runs {
+            return String::new();
+        }
+        let (lo, hi) = wilson95(self.hits as usize, self.runs as usize);
+        format!(
+            "; ⚠ {} of them disturbed by the machine (named in `confirm/trials.csv`): {}/{} without them \
+             (95 % CI {:.1}–{:.1} %)",
+            runs - self.runs,
+            self.hits,
+            self.runs,
+            lo * 100.0,
+            hi * 100.0
+        )
+    }
 }
 
 fn run_shrink(plan: &Plan, out: &Path, ctx: &Ctx) -> Result<Summary, Error> {
@@ -397,7 +437,8 @@ fn run_shrink(plan: &Plan, out: &Path, ctx: &Ctx) -> Result<Summary, Error> {
         let metrics = run_silently(&exp, &out.join("confirm"), ctx)?;
         let hits = reproduced(&exp, &metrics, &plan.violation);
         let example = metrics.iter().find(|(_, m)| violations(&exp, m).contains(&plan.violation)).map(|(t, _)| *t);
-        found.confirm = Confirm::Done(hits, plan.confirm, example);
+        let clean = Undisturbed::of(&exp, &metrics, &plan.violation);
+        found.confirm = Confirm::Done(hits, plan.confirm, example, clean);
         found.seconds = began.elapsed().as_secs_f64();
         write_result(plan, out, &exp, &found)?;
         if let Some(t) = example {
@@ -408,14 +449,15 @@ fn run_shrink(plan: &Plan, out: &Path, ctx: &Ctx) -> Result<Summary, Error> {
     }
     let o = &found.outcome;
     match found.confirm {
-        Confirm::Done(k, n, _) => {
+        Confirm::Done(k, n, _, clean) => {
             let (lo, hi) = wilson95(k as usize, n as usize);
             sayln!(
-                "shrink: faults {} → {}; reproduced {k}/{n} ({:.0}–{:.0} %); {} trials in {} candidates + {n} to confirm, {:.0} s{}",
+                "shrink: faults {} → {}; reproduced {k}/{n} ({:.0}–{:.0} %{}); {} trials in {} candidates + {n} to confirm, {:.0} s{}",
                 plan.original.len(),
                 o.shrunk.len(),
                 lo * 100.0,
                 hi * 100.0,
+                clean.words(n),
                 o.spent,
                 o.steps.len(),
                 found.seconds,
@@ -432,7 +474,11 @@ fn run_shrink(plan: &Plan, out: &Path, ctx: &Ctx) -> Result<Summary, Error> {
         recorded: plan.original.len(),
         left: o.shrunk.len(),
         confirmed: match found.confirm {
-            Confirm::Done(k, n, _) => Some((k, n)),
+            Confirm::Done(k, n, _, _) => Some((k, n)),
+            _ => None,
+        },
+        undisturbed: match found.confirm {
+            Confirm::Done(_, _, _, clean) => Some((clean.hits, clean.runs)),
             _ => None,
         },
         spent: o.spent,
@@ -469,7 +515,9 @@ fn write_result(plan: &Plan, out: &Path, exp: &Experiment, found: &Found) -> Res
 
 fn shrunk_yaml(plan: &Plan, exp: &Experiment, left: usize, confirm: Confirm) -> String {
     let rate = match confirm {
-        Confirm::Done(k, n, _) => format!("it failed the same way in {k}/{n} runs on fresh seeds"),
+        Confirm::Done(k, n, _, clean) => {
+            format!("it failed the same way in {k}/{n} runs on fresh seeds{}", clean.words(n))
+        }
         _ => "not yet confirmed".to_string(),
     };
     let described = Experiment {
@@ -510,15 +558,16 @@ fn readme(plan: &Plan, found: &Found) -> String {
         plan.violation.name()
     );
     match found.confirm {
-        Confirm::Done(k, n, _) => {
+        Confirm::Done(k, n, _, clean) => {
             let (lo, hi) = wilson95(k as usize, n as usize);
             s += &format!(
                 "- Faults: **{} → {}**.\n- Reproduction rate of the shrunk schedule: **{k}/{n}** runs \
-                 (95 % CI {:.1}–{:.1} %), fresh seeds.\n",
+                 (95 % CI {:.1}–{:.1} %), fresh seeds{}.\n",
                 plan.original.len(),
                 o.shrunk.len(),
                 lo * 100.0,
-                hi * 100.0
+                hi * 100.0,
+                clean.words(n)
             );
         }
         Confirm::Pending => {
@@ -574,7 +623,7 @@ fn readme(plan: &Plan, found: &Found) -> String {
             if st.kept { "yes" } else { "" }
         );
     }
-    if let Confirm::Done(_, _, Some(t)) = found.confirm {
+    if let Confirm::Done(_, _, Some(t), _) = found.confirm {
         s += &format!("\n## One reproducing run\n\nConfirmation trial {t}:\n\n![timeline](timeline.svg)\n");
     }
     s
@@ -600,4 +649,45 @@ fn schedule_table(faults: &[Fault], own: &dyn Fn(Dur) -> String) -> String {
         s += &format!("| {} | {when} | {} | {} | {len} |\n", i + 1, f.action.name(), f.target);
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summary(confirmed: (u32, u32), undisturbed: (u32, u32)) -> Summary {
+        Summary {
+            dir: PathBuf::from("results/x/shrink/trial-2"),
+            trial: 2,
+            violation: "double-leader".into(),
+            recorded: 4,
+            left: 1,
+            confirmed: Some(confirmed),
+            undisturbed: Some(undisturbed),
+            spent: 24,
+            candidates: 6,
+            seconds: 57.0,
+            out_of_budget: false,
+        }
+    }
+
+    #[test]
+    fn a_rate_with_disturbed_runs_in_it_gives_the_rate_without_them_too() {
+        let clean = Undisturbed { hits: 18, runs: 18 };
+        assert_eq!(
+            clean.words(20),
+            "; ⚠ 2 of them disturbed by the machine (named in `confirm/trials.csv`): 18/18 without them \
+             (95 % CI 82.4–100.0 %)"
+        );
+        assert_eq!(Undisturbed { hits: 20, runs: 20 }.words(20), "", "none disturbed: nothing to say");
+        let rows = vec![("naive".to_string(), summary((20, 20), (18, 18)))];
+        let text = table(&rows, Path::new("results/x"));
+        assert!(text.contains("| 20/20 (⚠ 2 disturbed; 18/18 without them) | 84–100 % |"), "{text}");
+        let rows = vec![("naive".to_string(), summary((20, 20), (20, 20)))];
+        assert!(table_has_plain_rate(&table(&rows, Path::new("results/x"))));
+    }
+
+    fn table_has_plain_rate(table: &str) -> bool {
+        table.contains("| 20/20 | 84–100 % |") && !table.contains('⚠')
+    }
 }
