@@ -306,7 +306,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "K/N|k8s/N|slurm", value_parser = shard_spec, conflicts_with = "resume")]
     pub shard: Option<ShardSpec>,
     /// After each experiment, shrink its first trial that violated
-    /// something into DIR/shrink/, as `leasequake shrink` does (with this
+    /// something (the first undisturbed one, where there is one) into
+    /// DIR/shrink/, as `leasequake shrink` does (with this
     /// run's --jobs, and the shrink options below).
     #[arg(long, conflicts_with = "resume")]
     pub shrink: bool,

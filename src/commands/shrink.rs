@@ -76,7 +76,8 @@ pub(super) struct Summary {
 /// (links relative to `base`, where the README is).
 pub(super) fn table(rows: &[(String, Summary)], base: &Path) -> String {
     let mut s = String::from(
-        "\n## Shrunk\n\nEach experiment's first trial that violated something, shrunk by `run --shrink` \
+        "\n## Shrunk\n\nEach experiment's first trial that violated something (the first undisturbed one, where \
+         there is one), shrunk by `run --shrink` \
          (docs/shrink.md): the faults it had → the fewest that still violate it the same way, and how \
          often the shrunk schedule did so on fresh seeds.\n\n\
          | experiment | trial | violation | faults | reproduced | 95 % CI | trials (search + confirmation) | candidates | wall time |\n\
@@ -113,8 +114,9 @@ pub(super) fn table(rows: &[(String, Summary)], base: &Path) -> String {
 }
 
 /// `run --shrink`: the first trial of a finished run that violated
-/// something, shrunk into DIR/shrink/, found among the metrics the run
-/// already checked. Nothing to shrink is not an error.
+/// something (the first the machine did not disturb, where there is one),
+/// shrunk into DIR/shrink/, found among the metrics the run already
+/// checked. Nothing to shrink is not an error.
 pub(super) fn after_run(
     dir: &Path,
     exp: &Experiment,
@@ -124,13 +126,15 @@ pub(super) fn after_run(
 ) -> Result<Option<Summary>, Error> {
     let wanted = options(how)?;
     let units = units(exp);
-    let mut checked: Vec<&(u32, crate::check::TrialMetrics)> = metrics.iter().collect();
-    checked.sort_by_key(|(t, _)| *t);
-    let first = checked.into_iter().find(|(t, m)| {
-        let found = violations(units[unit_of(exp, units.len(), *t)].0, m);
-        wanted.as_ref().map_or(!found.is_empty(), |v| found.contains(v))
-    });
-    let Some(&(trial, _)) = first else {
+    let violating: Vec<(u32, bool)> = metrics
+        .iter()
+        .filter(|(t, m)| {
+            let found = violations(units[unit_of(exp, units.len(), *t)].0, m);
+            wanted.as_ref().map_or(!found.is_empty(), |v| found.contains(v))
+        })
+        .map(|(t, m)| (*t, m.disturbance.disturbed()))
+        .collect();
+    let Some(trial) = first_to_shrink(&violating) else {
         let what = wanted.map_or("anything".to_string(), |v| v.name());
         sayln!("shrink: no trial of {} violated {what}; nothing to shrink", exp.name);
         return Ok(None);
@@ -138,6 +142,13 @@ pub(super) fn after_run(
     let plan = prepare(dir, trial, how, Some(exp.jobs))?;
     let out = new_dir(&dir.join("shrink"), &format!("trial-{trial}-"))?;
     run_shrink(&plan, &out, ctx).map(Some)
+}
+
+/// Of the trials that violated what is wanted (trial, disturbed), the one
+/// to shrink: the first the machine left undisturbed, whose schedule is the
+/// experiment's own, else the first.
+fn first_to_shrink(violating: &[(u32, bool)]) -> Option<u32> {
+    violating.iter().min_by_key(|&&(t, disturbed)| (disturbed, t)).map(|&(t, _)| t)
 }
 
 /// Everything a shrink needs, checked before anything runs.
@@ -685,6 +696,13 @@ mod tests {
         assert!(text.contains("| 20/20 (⚠ 2 disturbed; 18/18 without them) | 84–100 % |"), "{text}");
         let rows = vec![("naive".to_string(), summary((20, 20), (20, 20)))];
         assert!(table_has_plain_rate(&table(&rows, Path::new("results/x"))));
+    }
+
+    #[test]
+    fn the_first_undisturbed_violation_is_shrunk_else_the_first() {
+        assert_eq!(first_to_shrink(&[(2, true), (5, false), (3, false)]), Some(3));
+        assert_eq!(first_to_shrink(&[(4, true), (2, true)]), Some(2));
+        assert_eq!(first_to_shrink(&[]), None);
     }
 
     fn table_has_plain_rate(table: &str) -> bool {
