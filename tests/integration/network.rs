@@ -213,14 +213,19 @@ fn a_delay_slows_the_targeted_link_only_and_a_reset_fails_requests_at_once() {
 
 #[test]
 fn a_skewed_watcher_takes_a_live_lock_file_but_not_a_lease_the_server_judges() {
-    // At 12.5 s one watcher's clock jumps 10 s ahead. A lock file is
+    // At 12.5 s the watcher's clock jumps 10 s ahead. A lock file is
     // judged by each reader's clock: the leader's `leaseUntil` (its renewal
     // + 9 s) looks expired to it at its next look, and it takes the lease
     // while the leader still holds it. Redis judges by its own clock: the
-    // jump changes nothing.
+    // jump changes nothing. The watcher starts half a renew interval after
+    // the leader, so its look (13.5 s) falls between two renewals (12 s,
+    // 15 s): in phase with them, a renewal could read the file inside the
+    // takeover's remove → create and step down first, and no two would
+    // ever lead at once (it failed so once in two full runs).
     let skew = |substrate: &str| {
         format!(
-            "name: s\nworkers: 3\nduration: 25s\nseed: 5\nsubstrate: {substrate}\nworker: {{expiry: exact}}\n\
+            "name: s\nworkers: 2\nstart: staggered\nstagger: 1500ms\nduration: 25s\nseed: 5\n\
+             substrate: {substrate}\nworker: {{expiry: exact}}\n\
              faults:\n  - at: 12.5s\n    target: watcher\n    action: skew\n    by: 10s\n"
         )
     };
