@@ -219,8 +219,8 @@ pub fn keys() -> Vec<Key> {
             "",
             "5ms",
             "How far the machine may move a trial before it counts as disturbed: an operation outside every \
-             fault that took this much longer than its kind's median, or workers released together that \
-             started this far apart. Default: 1 % of the smallest of lease, renew and watch, at least 1ms of real \
+             fault that took this much longer than its kind's median, a built-in worker woken this late for \
+             a tick, or workers released together that started this far apart. Default: 1 % of the smallest of lease, renew and watch, at least 1ms of real \
              time; 0s turns the judgement off (docs/metrics.md, \
              'Disturbed trials').",
         ),

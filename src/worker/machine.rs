@@ -48,6 +48,8 @@ pub struct Worker<E: Env> {
     refused: BTreeSet<(u64, u64)>,
     /// Duration of the last substrate operation, until an event carries it.
     op_us: Option<u64>,
+    /// How late this tick woke, until its first event carries it.
+    late_us: Option<u64>,
     /// When the last substrate operation began (monotonic ns).
     op_start_ns: i64,
     /// Under `belief: local-deadline`, when this leader stops believing
@@ -79,6 +81,7 @@ impl<E: Env> Worker<E> {
             known_done: BTreeSet::new(),
             refused: BTreeSet::new(),
             op_us: None,
+            late_us: None,
             op_start_ns: now,
             deadline_ns: None,
             subscribe_due: true,
@@ -119,7 +122,7 @@ impl<E: Env> Worker<E> {
     /// that operation's duration (`op_us`).
     fn emit(&mut self, event: EventKind, detail: Detail) {
         let now = self.env.mono_ns();
-        self.env.emit_at(now, event, Detail { op_us: self.op_us.take(), ..detail });
+        self.env.emit_at(now, event, Detail { op_us: self.op_us.take(), late_us: self.late_us.take(), ..detail });
     }
 
     /// Time one substrate operation, for the next event.
@@ -307,6 +310,7 @@ impl<E: Env> Worker<E> {
                 continue;
             }
             let was_leader = matches!(role, Role::Leader { .. });
+            self.late_us = Some(((self.env.mono_ns() - next).max(0) / 1000) as u64);
             role = match role {
                 Role::Leader { failures } => {
                     self.work();
@@ -324,6 +328,8 @@ impl<E: Env> Worker<E> {
                     self.watch()
                 }
             };
+            // A tick that said nothing leaves nothing for a later event.
+            self.late_us = None;
             // A leader, new or renewed, catches up on an epoch nobody ran.
             if matches!(role, Role::Leader { .. }) && self.catch_up().is_some() {
                 return self.shut_down(role);

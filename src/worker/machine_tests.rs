@@ -42,6 +42,9 @@ struct World {
     released: Vec<i64>,
     /// Every budget the worker gave the substrate for its next operations.
     budgets: Vec<Option<Duration>>,
+    /// From this moment, every wait for a deadline oversleeps by this much
+    /// (a machine that wakes the worker late).
+    oversleep: Option<(i64, i64)>,
 }
 
 impl World {
@@ -80,7 +83,8 @@ impl Env for Fake {
             return Some(Signal::SIGTERM);
         }
         // With nothing left to happen, a wait for ever ends the test world.
-        let to = if deadline_ns == i64::MAX { w.now } else { deadline_ns };
+        let late = w.oversleep.filter(|(from, _)| deadline_ns >= *from).map_or(0, |(_, by)| by);
+        let to = if deadline_ns == i64::MAX { w.now } else { deadline_ns + late };
         w.advance(to);
         None
     }
@@ -237,6 +241,26 @@ fn a_leader_renews_on_its_grid_and_releases_on_sigterm() {
     assert_eq!(detail(&world, Renewed, 0).lease_until, Some(units(3 + 9)));
     assert_eq!(world.borrow().released, vec![ME]);
     assert!(world.borrow().log[0].contains("[LEADER] Acquired lease at"), "{:?}", world.borrow().log);
+}
+
+#[test]
+fn a_tick_woken_late_says_how_late_and_keeps_its_grid() {
+    const MS: i64 = 1_000_000;
+    let mut world = term_at(10);
+    world.oversleep = Some((5 * S, 40 * MS));
+    let theirs = Lease { process_id: OTHER, lease_until: units(30), token: None };
+    world.script.push((5 * S, Box::new(move |w: &mut World| w.lease = Some(theirs))));
+    let (mut w, world) = worker(&[], world);
+    w.begin();
+    let w = world.borrow();
+    let late = |kind| w.events.iter().filter(|(_, k, _)| *k == kind).map(|(_, _, d)| d.late_us).collect::<Vec<_>>();
+    // Each tick's first event carries it; what follows in the tick does not.
+    assert_eq!(late(EventKind::Renewing), vec![Some(0), Some(40_000)]);
+    assert!(late(EventKind::SteppedDown).iter().all(Option::is_none));
+    // Lost at 6.04 s (another holder): the watcher's first tick is one interval later, 9.04 s,
+    // woken 40 ms late again.
+    let watched: Vec<_> = w.events.iter().filter(|(t, _, _)| *t > 6 * S + 40 * MS).collect();
+    assert_eq!(watched.first().map(|(t, _, d)| (*t, d.late_us)), Some((9 * S + 80 * MS, Some(40_000))), "{watched:?}");
 }
 
 #[test]

@@ -63,10 +63,22 @@ fn a_stalled_operation_marks_its_trial_disturbed_everywhere() {
     assert_eq!(read(&checked), read(&done.out));
     assert_eq!(check.status.code(), Some(1), "check fails the same expectation");
 
-    // The same worker without the stall: nothing disturbed, the run passes.
-    let calm = lab.run(experiment(&lab, 100)).output().expect_code(0);
-    for r in calm.table("trials.csv") {
-        assert_eq!((r.get("disturbed"), r.get("disturbed_by")), ("false", ""), "{:?}", r.0);
+    // The same worker without the stall: no operation disturbs a trial.
+    // The host still may: its steal, read from /proc/stat, passed the
+    // rule in a trial this short (18 % and 22 % of 600 ms) while the
+    // suite ran, alone or not. Then, and only then, the run fails.
+    let calm = lab.run(experiment(&lab, 100)).output();
+    let trials = calm.table("trials.csv");
+    for r in &trials {
+        assert_eq!(r.get("op_stall_max_us"), "0", "{:?}", r.0);
+        let by = r.get("disturbed_by");
+        assert!(by.is_empty() || by.starts_with("the hypervisor took "), "{:?}", r.0);
+        assert_eq!(r.get("disturbed") == "true", !by.is_empty(), "{:?}", r.0);
     }
-    assert!(!calm.stdout().contains("disturbed:"), "{}", calm.stdout());
+    if trials.iter().all(|r| r.get("disturbed") == "false") {
+        let calm = calm.expect_code(0);
+        assert!(!calm.stdout().contains("disturbed:"), "{}", calm.stdout());
+    } else {
+        calm.expect_code(1);
+    }
 }

@@ -76,7 +76,14 @@ fn a_campaign_against_the_blog_worker_shrinks_to_the_takeover_race() {
         .output()
         .expect_code(0);
     let trials = run.table("trials.csv");
-    let first = trials.iter().find(|t| t.get("max_leaders") != "1").expect("a double leader in 8 trials");
+    // The first violating trial the machine did not disturb, where there
+    // is one: a disturbed trial's schedule is partly the machine's.
+    let violating: Vec<&Row> = trials.iter().filter(|t| t.get("max_leaders") != "1").collect();
+    let first = *violating
+        .iter()
+        .find(|t| t.get("disturbed") == "false")
+        .or(violating.first())
+        .expect("a double leader in 8 trials");
     let dir = shrink_dir(&run.out);
     assert!(dir.file_name().unwrap().to_str().unwrap().starts_with(&format!("trial-{}-", first.get("trial"))));
     assert_shrunk(&lab, &dir, recorded(&run.table("faults.csv"), first.get("trial")), 40, 4);

@@ -220,6 +220,31 @@ pub fn disturbance(
             ms(*median),
         ));
     }
+    // A worker the machine woke late for a tick of its grid acts late,
+    // however fast its operations: the built-in worker says by how much on
+    // the tick's first event. A worker stopped, or waiting on a stopped
+    // server, across its tick is the experiment.
+    let mut late: Vec<(Micros, &Event)> = events
+        .iter()
+        .filter_map(|e| {
+            let by = e.detail.late_us? as Micros;
+            let (from, to) = (e.t_us - by, e.t_us);
+            let hit = faults
+                .iter()
+                .any(|w| (w.worker.is_none() || w.worker == e.worker) && from <= w.to_us && w.from_us <= to);
+            (!hit && by > budget).then_some((by, e))
+        })
+        .collect();
+    late.sort_by_key(|(by, e)| (std::cmp::Reverse(*by), e.t_us));
+    if let Some((by, e)) = late.first() {
+        let more = match late.len() - 1 {
+            0 => String::new(),
+            1 => ", and 1 more tick".to_string(),
+            n => format!(", and {n} more ticks"),
+        };
+        let worker = e.worker.map_or_else(|| "a worker".to_string(), |w| format!("worker {w}"));
+        d.causes.push(format!("{worker} woke {} ms late for its tick at {:.3} s{more}", ms(*by), e.t_us as f64 / 1e6));
+    }
     if let (Some(spread), Some(planned)) = (start_spread_us, params.planned_start_spread_us)
         && spread - planned > budget
     {
@@ -411,6 +436,39 @@ mod tests {
         events.push(Event::new(8_500_000, Some(0), EventKind::Failpoint));
         events.sort_by_key(|e| e.t_us);
         assert!(!judge(&events).disturbed());
+    }
+
+    fn tick(t_us: Micros, worker: usize, late_us: u64) -> Event {
+        Event::new(t_us, Some(worker), EventKind::Renewing)
+            .with_detail(Detail { late_us: Some(late_us), ..Detail::default() })
+    }
+
+    #[test]
+    fn a_worker_woken_late_for_its_tick_disturbs_the_trial_unless_a_fault_held_it() {
+        // The budget is 30 ms: a tick 30 ms late is within it, 128 ms not.
+        let with = |ticks: Vec<Event>| {
+            let mut events = steady(|_| 300);
+            events.extend(ticks);
+            events.sort_by_key(|e| e.t_us);
+            judge(&events)
+        };
+        assert!(!with(vec![tick(6_030_000, 0, 30_000)]).disturbed());
+        let d = with(vec![tick(6_128_000, 0, 128_000), tick(9_031_000, 0, 31_000)]);
+        assert_eq!(d.text(), "worker 0 woke 128 ms late for its tick at 6.128 s, and 1 more tick");
+        // Stopped across its tick: the pause is the experiment.
+        let held = with(vec![
+            fault(5_900_000, Some(0), "stop"),
+            fault(6_500_000, Some(0), "cont"),
+            tick(6_500_100, 0, 500_100),
+        ]);
+        assert!(!held.disturbed(), "{}", held.text());
+        // Another worker's pause excuses nothing.
+        let other = with(vec![
+            fault(5_900_000, Some(1), "stop"),
+            fault(6_500_000, Some(1), "cont"),
+            tick(6_500_100, 0, 500_100),
+        ]);
+        assert!(other.disturbed());
     }
 
     #[test]

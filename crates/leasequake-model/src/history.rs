@@ -208,6 +208,12 @@ pub struct Detail {
     /// renew or observe), µs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub op_us: Option<u64>,
+    /// How late the built-in worker woke for the tick of its grid (a
+    /// renewal or a watch) that this event is the first of, µs on its own
+    /// clock: a worker the machine woke late acts late, which is the
+    /// machine's doing, not the protocol's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub late_us: Option<u64>,
     /// Epoch of the exactly-once job (job_* events).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub epoch: Option<u64>,
