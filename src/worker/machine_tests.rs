@@ -257,8 +257,8 @@ fn a_tick_woken_late_says_how_late_and_keeps_its_grid() {
     // Each tick's first event carries it; what follows in the tick does not.
     assert_eq!(late(EventKind::Renewing), vec![Some(0), Some(40_000)]);
     assert!(late(EventKind::SteppedDown).iter().all(Option::is_none));
-    // Lost at 6.04 s (another holder): the watcher's first tick is one interval later, 9.04 s,
-    // woken 40 ms late again.
+    // Lost at 6.04 s (another holder): the watcher's first tick is due one
+    // interval later, at 9.04 s, and is woken 40 ms late again, at 9.08 s.
     let watched: Vec<_> = w.events.iter().filter(|(t, _, _)| *t > 6 * S + 40 * MS).collect();
     assert_eq!(watched.first().map(|(t, _, d)| (*t, d.late_us)), Some((9 * S + 80 * MS, Some(40_000))), "{watched:?}");
 }

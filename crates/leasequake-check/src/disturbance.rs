@@ -131,6 +131,20 @@ fn recoveries(events: &[Event], windows: &[Window]) -> Vec<Window> {
     out
 }
 
+/// Does a stretch of `worker`'s time overlap a fault acting on it?
+fn under_fault(faults: &[Window], worker: Option<usize>, from: Micros, to: Micros) -> bool {
+    faults.iter().any(|w| (w.worker.is_none() || w.worker == worker) && from <= w.to_us && w.from_us <= to)
+}
+
+/// ", and N more <what>s" after the worst of several causes of a kind.
+fn more(n: usize, what: &str) -> String {
+    match n {
+        0 => String::new(),
+        1 => format!(", and 1 more {what}"),
+        n => format!(", and {n} more {what}s"),
+    }
+}
+
 fn name(op: Op) -> &'static str {
     match op {
         Op::Acquire => "acquire",
@@ -180,9 +194,7 @@ pub fn disturbance(
                 return None;
             }
             let (from, to) = (e.t_us - us as Micros, e.t_us);
-            let hit = faults
-                .iter()
-                .any(|w| (w.worker.is_none() || w.worker == e.worker) && from <= w.to_us && w.from_us <= to);
+            let hit = under_fault(&faults, e.worker, from, to);
             (!hit).then_some(Timed { op, end_us: e.t_us, took_us: us as Micros })
         })
         .collect();
@@ -205,11 +217,7 @@ pub fn disturbance(
     stalls.sort_by_key(|(stall, t, _)| (std::cmp::Reverse(*stall), t.end_us));
     if let Some((_, t, median)) = stalls.first() {
         let interval = if t.op == Op::Observe { ("watch", params.watch_us) } else { ("renew", params.renew_us) };
-        let more = match stalls.len() - 1 {
-            0 => String::new(),
-            1 => ", and 1 more operation".to_string(),
-            n => format!(", and {n} more operations"),
-        };
+        let more = more(stalls.len() - 1, "operation");
         d.causes.push(format!(
             "{} took {} ms at {:.3} s ({:.0} % of the {} interval; the median {} ms){more}",
             name(t.op),
@@ -229,19 +237,13 @@ pub fn disturbance(
         .filter_map(|e| {
             let by = e.detail.late_us? as Micros;
             let (from, to) = (e.t_us - by, e.t_us);
-            let hit = faults
-                .iter()
-                .any(|w| (w.worker.is_none() || w.worker == e.worker) && from <= w.to_us && w.from_us <= to);
+            let hit = under_fault(&faults, e.worker, from, to);
             (!hit && by > budget).then_some((by, e))
         })
         .collect();
     late.sort_by_key(|(by, e)| (std::cmp::Reverse(*by), e.t_us));
     if let Some((by, e)) = late.first() {
-        let more = match late.len() - 1 {
-            0 => String::new(),
-            1 => ", and 1 more tick".to_string(),
-            n => format!(", and {n} more ticks"),
-        };
+        let more = more(late.len() - 1, "tick");
         let worker = e.worker.map_or_else(|| "a worker".to_string(), |w| format!("worker {w}"));
         d.causes.push(format!("{worker} woke {} ms late for its tick at {:.3} s{more}", ms(*by), e.t_us as f64 / 1e6));
     }
