@@ -114,7 +114,10 @@ pub type Settings = Vec<(String, Value, Location)>;
 pub const MAX_POINTS: usize = 10_000;
 
 /// The cross product of every axis, in file order of values and key order
-/// of axes. `points:` is one axis whose values are whole mappings.
+/// of axes. `points:` is one axis whose values are whole mappings. Within a
+/// point the settings are in key order, whichever axis set them: a run's
+/// resolved file writes each point as one mapping (its keys sorted), and
+/// `check` must name the points as the run did.
 pub fn points(sweep: &BTreeMap<String, Spanned<Vec<Value>>>) -> Result<Vec<Settings>, (Location, String)> {
     let mut axes: Vec<Vec<Settings>> = Vec::new();
     for (key, values) in sweep {
@@ -157,6 +160,16 @@ pub fn points(sweep: &BTreeMap<String, Spanned<Vec<Value>>>) -> Result<Vec<Setti
             })
             .collect();
     }
+    for point in &mut product {
+        point.sort_by(|a, b| a.0.cmp(&b.0));
+        if let Some(pair) = point.windows(2).find(|pair| pair[0].0 == pair[1].0) {
+            let (key, _, loc) = &pair[1];
+            return Err((
+                *loc,
+                format!("sweep sets {key} twice in one point (once in `points:`, once as its own axis)"),
+            ));
+        }
+    }
     Ok(product)
 }
 
@@ -174,7 +187,8 @@ mod tests {
         let e = load_str(Path::new("s.yaml"), text, &o).unwrap();
         assert_eq!(e.points.len(), 4);
         let labels: Vec<String> = e.points.iter().map(|p| p.label()).collect();
-        assert_eq!(labels[0], "pause=50ms lease=300ms renew=100ms watch=100ms");
+        // Named in key order, as the resolved file's one `points:` axis names them.
+        assert_eq!(labels[0], "lease=300ms pause=50ms renew=100ms watch=100ms");
         assert_eq!(e.points[3].exp.lease.lease, Dur::from_ms(900));
         assert_eq!(e.points[3].exp.faults[0].duration, Some(crate::model::PauseLen::Fixed(Dur::from_ms(200))));
     }
@@ -187,5 +201,8 @@ mod tests {
         let text = "name: s\nworkers: 3\nsweep:\n  leese: [1s]\n";
         let err = load_str(Path::new("s.yaml"), text, &Overrides::default()).unwrap_err().to_string();
         assert!(err.contains("unknown sweep setting \"leese\""), "{err}");
+        let text = "name: s\nworkers: 3\nsweep:\n  lease: [9s]\n  points:\n    - {lease: 6s, renew: 2s}\n";
+        let err = load_str(Path::new("s.yaml"), text, &Overrides::default()).unwrap_err().to_string();
+        assert!(err.starts_with("s.yaml:6:5: sweep sets lease twice in one point"), "{err}");
     }
 }
