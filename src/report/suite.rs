@@ -163,7 +163,7 @@ fn disturbed(runs: &[Measured<'_>]) -> String {
     let mut out = "\n## ⚠ Disturbed trials\n\n\
         In these trials the machine moved the experiment further than its budget: an operation outside every \
         fault took that much longer than its kind's median, workers released together started that far apart, a \
-        fault took effect that late, or the hypervisor took the machine (docs/metrics.md of \
+        fault took effect that late, a worker woke that late for its tick, or the hypervisor took the machine (docs/metrics.md of \
         leasequake, 'Disturbed trials'). Their numbers measure the machine as much as the system: each table \
         below marks an experiment that has any with ⚠, and here are its headlines without them. Times as run; \
         `disturbed_by` in trials.csv names every trial's cause.\n\n"
