@@ -70,6 +70,31 @@ pub(super) fn name(m: &Measured<'_>) -> String {
     format!("{mark}{warn}[{}]({})", m.exp.name, m.link)
 }
 
+/// A row's disturbed trials, where it has any, and its two-leader count
+/// over the rest: a point's headline may rest on trials the machine moved.
+pub(super) const DISTURBED: &str = "disturbed (two leaders in the rest)";
+
+pub(super) fn disturbed_cell(s: &Summary) -> String {
+    match s.undisturbed.as_deref() {
+        None => String::new(),
+        Some(calm) if calm.n == 0 => format!("⚠ {}/{}: none spared", s.disturbed.len(), s.n),
+        Some(calm) => format!("⚠ {}/{} ({}/{})", s.disturbed.len(), s.n, calm.double_leader_trials, calm.n),
+    }
+}
+
+/// The budget of an experiment's trials: `3000 µs`, or where its points'
+/// intervals give them different budgets, `its point's budget (1000–5000
+/// µs)` (the largest alone would excuse what a small point's budget
+/// judged).
+pub(super) fn budget(budgets: impl Iterator<Item = i64>) -> String {
+    let (lo, hi) = budgets.fold((i64::MAX, i64::MIN), |(lo, hi), b| (lo.min(b), hi.max(b)));
+    match (lo, hi) {
+        (i64::MAX, _) => "0 µs".to_string(),
+        (lo, hi) if lo == hi => format!("{lo} µs"),
+        (lo, hi) => format!("its point's budget ({lo}–{hi} µs)"),
+    }
+}
+
 /// `median [p10–p90] (n)` of the kill gaps, in own seconds.
 pub(super) fn crash_gap(s: &Summary, scale: f64) -> String {
     match (s.crash_gap(0.5), s.crash_gap(0.1), s.crash_gap(0.9)) {
@@ -224,4 +249,30 @@ pub(super) fn points_table(keys: &[String], headers: &[&str]) -> MdTable {
 /// The one row of an experiment without points.
 pub(super) fn whole_row<'a>(m: &Measured<'a>) -> SummaryRow<'a> {
     SummaryRow { setting: m.exp.name.clone(), exp: m.exp, summary: m.summary.clone() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::summary::summarize;
+    use super::*;
+
+    #[test]
+    fn a_budget_is_one_figure_or_its_points_range() {
+        assert_eq!(budget([3000, 3000].into_iter()), "3000 µs");
+        assert_eq!(budget([5000, 1000, 2000].into_iter()), "its point's budget (1000–5000 µs)");
+        assert_eq!(budget(std::iter::empty()), "0 µs");
+    }
+
+    #[test]
+    fn a_row_says_how_many_trials_were_disturbed_and_what_the_rest_showed() {
+        let mut s = summarize(&[]);
+        assert_eq!(disturbed_cell(&s), "", "none disturbed: no cell, so no column");
+        let mut calm = summarize(&[]);
+        (calm.n, calm.double_leader_trials) = (7, 1);
+        (s.n, s.disturbed, s.undisturbed) = (10, vec!["a renewal took 9 ms".into(); 3], Some(Box::new(calm)));
+        assert_eq!(disturbed_cell(&s), "⚠ 3/10 (1/7)");
+        s.undisturbed.as_mut().unwrap().n = 0;
+        s.disturbed = vec!["late".into(); 10];
+        assert_eq!(disturbed_cell(&s), "⚠ 10/10: none spared");
+    }
 }

@@ -8,9 +8,9 @@
 use std::fmt::Write;
 
 use super::cells::{
-    MdTable, anomalies, beyond_theory, crash_bound, crash_gap, crash_verdict, description, double_grant_rate,
-    evictions, name, outside_by, own_s, own_value, points_table, predicted, rate, recovery, swept_cells, swept_keys,
-    whole_row,
+    DISTURBED, MdTable, anomalies, beyond_theory, budget, crash_bound, crash_gap, crash_verdict, description,
+    disturbed_cell, double_grant_rate, evictions, name, outside_by, own_s, own_value, points_table, predicted, rate,
+    recovery, swept_cells, swept_keys, whole_row,
 };
 use super::compare::{Measured, bound_row, jobs_markdown, substrates_markdown};
 use super::summary::{Summary, SummaryRow};
@@ -140,12 +140,12 @@ fn precision(runs: &[Measured<'_>]) -> String {
     for m in busy {
         let s = &m.summary;
         out += &format!(
-            "- **{}**: {}/{} trials had a fault more than {} µs late (at most {} µs): the machine was too busy for \
+            "- **{}**: {}/{} trials had a fault more than {} late (at most {} µs): the machine was too busy for \
              time scale {}; `faults.csv` has each fault's error.\n",
             m.exp.name,
             s.over_budget_trials,
             s.n,
-            s.fault_budget_us,
+            budget(m.metrics.iter().map(|t| t.precision.budget_us)),
             s.fault_error_max_us.unwrap_or(0),
             m.exp.time_scale
         );
@@ -178,12 +178,12 @@ fn disturbed(runs: &[Measured<'_>]) -> String {
             _ => String::new(),
         };
         out += &format!(
-            "- **{}**: {}/{} trials disturbed (budget {} µs), the first: {}. Over the {} undisturbed: {gaps}two \
+            "- **{}**: {}/{} trials disturbed (over {}), the first: {}. Over the {} undisturbed: {gaps}two \
              leaders in {}/{}, wedged {}/{}.\n",
             m.exp.name,
             s.disturbed.len(),
             s.n,
-            s.disturbance_budget_us,
+            budget(m.metrics.iter().map(|t| t.disturbance.budget_us)),
             s.disturbed[0],
             calm.n,
             calm.double_leader_trials,
@@ -246,6 +246,7 @@ fn dial(m: &Measured<'_>, rows: &[SummaryRow<'_>]) -> String {
             "evictions the theory predicts",
             "anomalies",
             "two leaders",
+            DISTURBED,
             "start spread (median)",
             "the blog's",
         ]
@@ -266,6 +267,7 @@ fn dial(m: &Measured<'_>, rows: &[SummaryRow<'_>]) -> String {
             predicted(s),
             anomalies(s),
             rate(s.double_leader_trials, s.n, s.double_leader_ci),
+            disturbed_cell(s),
             match s.start_spread_p50_us {
                 Some(us) if starts_vary => format!("{:.2} ms", us / 1000.0 / scale),
                 _ => String::new(),
@@ -299,6 +301,7 @@ fn per_substrate(m: &Measured<'_>, rows: &[SummaryRow<'_>]) -> String {
         "false evictions / leader pauses (95 % CI)",
         "evictions the theory predicts",
         "anomalies",
+        DISTURBED,
     ]);
     for r in rows {
         let s = &r.summary;
@@ -315,6 +318,7 @@ fn per_substrate(m: &Measured<'_>, rows: &[SummaryRow<'_>]) -> String {
             evictions(s),
             predicted(s),
             anomalies(s),
+            disturbed_cell(s),
         ]);
     }
     t.note(BEYOND_THEORY, BEYOND_THEORY_NOTE);
@@ -339,6 +343,7 @@ fn network(m: &Measured<'_>, rows: &[SummaryRow<'_>]) -> String {
             "gaps: median [min–max]",
             "theory",
             "verdict",
+            DISTURBED,
         ],
     );
     let plain = [whole_row(m)];
@@ -383,6 +388,7 @@ fn network(m: &Measured<'_>, rows: &[SummaryRow<'_>]) -> String {
             gaps,
             theory,
             verdict,
+            disturbed_cell(s),
         ]);
         t.row(cells);
     }
@@ -528,6 +534,7 @@ fn others(runs: &[&Measured<'_>]) -> String {
         "kill gap vs its bound",
         BEYOND_THEORY,
         "anomalies",
+        DISTURBED,
     ]);
     for m in runs {
         let s = m.summary;
@@ -548,6 +555,7 @@ fn others(runs: &[&Measured<'_>]) -> String {
             crash_verdict(m.exp, s),
             beyond_theory(s),
             anomalies(s),
+            disturbed_cell(s),
         ]);
     }
     t.note(BEYOND_THEORY, BEYOND_THEORY_NOTE);

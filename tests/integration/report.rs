@@ -65,8 +65,6 @@ fn the_report_opens_in_a_real_browser_with_its_verdicts_and_no_console_error() {
     std::fs::remove_file(&page).unwrap();
     let out = std::process::Command::new(crate::helper::bin()).arg("report").arg(&run.out).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    // (The resolved experiment.yaml may list a point's settings in another
-    // order: the same rows, the same plots, the same timelines.)
     let after = std::fs::read_to_string(&page).unwrap();
     for tag in ["<tr>", "<svg", "<details", "2/2 (34–100 %)"] {
         assert_eq!(after.matches(tag).count(), before.matches(tag).count(), "{tag}: report DIR rebuilds the page");

@@ -111,10 +111,10 @@ fn each_kind_of_suite_gets_its_own_table_without_empty_columns() {
     assert!(heading("[kill](kill): per substrate"), "{readme}");
     assert!(row("| file |").contains("[6.00, 13.00] s"), "{readme}");
     assert!(row("| flock |").contains("[0.00, 3.00] s"), "{readme}");
-    // The dial: a column per swept key, in the file's own time; the theory's
-    // evictions beside the measured ones.
+    // The dial: a column per swept key (in the order of the points' labels),
+    // in the file's own time; the theory's evictions beside the measured ones.
     assert!(heading("[dial](dial): the dial"), "{readme}");
-    assert!(readme.contains("| pause | lease | renew | watch |"), "{readme}");
+    assert!(readme.contains("| lease | pause | renew | watch |"), "{readme}");
     // A pause that lands inside a renewal of the lock file (rewritten in
     // place, so for a moment empty) is one the theory cannot call: either
     // outcome keeps to the protocol, and the cell says how many there were.
@@ -136,9 +136,9 @@ fn each_kind_of_suite_gets_its_own_table_without_empty_columns() {
         assert!(r[measured].starts_with(&format!("{evicted}/2 ")), "two pauses, one a trial: {r:?}");
         (evicted, called, uncalled, format!("{r:?}"))
     };
-    let (evicted, called, uncalled, long) = point(["6s", "1500ms", "500ms", "500ms"]);
+    let (evicted, called, uncalled, long) = point(["1500ms", "6s", "500ms", "500ms"]);
     assert!(evicted == 2 && called + uncalled == 2, "a 6 s pause of a 1.5 s lease evicts, as predicted: {long}");
-    let (evicted, called, uncalled, short) = point(["200ms", "3s", "1s", "1s"]);
+    let (evicted, called, uncalled, short) = point(["3s", "200ms", "1s", "1s"]);
     assert!(called == 0 && evicted <= uncalled, "a 200 ms pause of a 3 s lease does not: {short}");
     assert!(readme.contains("## Other experiments") && readme.contains("[plain](plain)"), "{readme}");
     assert!(readme.contains("3 of 3 experiments kept every `expect:`"), "{readme}");
