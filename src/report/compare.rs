@@ -246,9 +246,16 @@ pub fn jobs_markdown(runs: &[Measured<'_>]) -> String {
          carries a fencing token lower than one already granted: a holder that kept believing after its lease \
          was taken.\n\n\
          | experiment | strategy | trials | duplicate executions (trials) | missed epochs (trials) | \
-         stale results applied / refused or absorbed | stale belief median / max |\n\
-         |---|---|---|---|---|---|---|\n",
+         stale results applied / refused or absorbed | stale belief median / max |",
     );
+    // Where the machine disturbed any trial, a column says how many, row by
+    // row (and none where it disturbed none: no empty column).
+    let disturbed = with_job.iter().any(|(m, _)| m.summary.undisturbed.is_some());
+    out += if disturbed {
+        " disturbed (duplicates in the rest) |\n|---|---|---|---|---|---|---|---|\n"
+    } else {
+        "\n|---|---|---|---|---|---|---|\n"
+    };
     for (m, job) in &with_job {
         let s = m.summary;
         let j = &s.jobs;
@@ -263,9 +270,15 @@ pub fn jobs_markdown(runs: &[Measured<'_>]) -> String {
             (Some(p50), Some(max)) => format!("{:.2} s / {:.2} s", unscaled_s(p50, scale), unscaled_s(max, scale)),
             _ => "-".into(),
         };
+        let warn = if s.undisturbed.is_some() { "⚠ " } else { "" };
+        let rest = match s.undisturbed.as_deref() {
+            Some(calm) => format!(" ⚠ {}/{} ({}) |", s.disturbed.len(), s.n, calm.jobs.duplicates),
+            None if disturbed => " |".to_string(),
+            None => String::new(),
+        };
         let _ = writeln!(
             out,
-            "| [{}]({}) | {} | {} | {} ({}) | {} of {} ({}) | {} / {} | {belief} |",
+            "| {warn}[{}]({}) | {} | {} | {} ({}) | {} of {} ({}) | {} / {} | {belief} |{rest}",
             m.exp.name,
             m.link,
             crate::model::setting_name(&job.strategy),
@@ -280,11 +293,20 @@ pub fn jobs_markdown(runs: &[Measured<'_>]) -> String {
         );
     }
     use crate::model::JobStrategy;
-    let dup = |pick: &dyn Fn(JobStrategy) -> bool| -> usize {
-        with_job.iter().filter(|(_, j)| pick(j.strategy)).map(|(m, _)| m.summary.jobs.duplicates).sum()
+    // Over every trial, and over the undisturbed ones alone: a verdict
+    // that rests on trials the machine moved must say so.
+    let dup = |pick: &dyn Fn(JobStrategy) -> bool, calm: bool| -> usize {
+        with_job
+            .iter()
+            .filter(|(_, j)| pick(j.strategy))
+            .map(|(m, _)| match m.summary.undisturbed.as_deref() {
+                Some(u) if calm => u.jobs.duplicates,
+                _ => m.summary.jobs.duplicates,
+            })
+            .sum()
     };
-    let lease_only = dup(&|s| s == JobStrategy::LeaseOnly);
-    let others = dup(&|s| s != JobStrategy::LeaseOnly);
+    let lease_only = dup(&|s| s == JobStrategy::LeaseOnly, false);
+    let others = dup(&|s| s != JobStrategy::LeaseOnly, false);
     let has = |st: JobStrategy| with_job.iter().any(|(_, j)| j.strategy == st);
     if has(JobStrategy::LeaseOnly) && with_job.len() > 1 {
         let verdict = match (lease_only > 0, others == 0) {
@@ -297,6 +319,16 @@ pub fn jobs_markdown(runs: &[Measured<'_>]) -> String {
             "\nThe seed's claim (only fencing, idempotency, uniqueness or partitioning bring duplicates to zero) \
              {verdict} ({lease_only} duplicates with lease only, {others} with the others)."
         );
+        let spoiled: usize = with_job.iter().map(|(m, _)| m.summary.disturbed.len()).sum();
+        if spoiled > 0 {
+            let (calm_lease, calm_others) =
+                (dup(&|s| s == JobStrategy::LeaseOnly, true), dup(&|s| s != JobStrategy::LeaseOnly, true));
+            let _ = writeln!(
+                out,
+                "⚠ {spoiled} of these trials the machine disturbed; without them: {calm_lease} duplicates with \
+                 lease only, {calm_others} with the others."
+            );
+        }
     }
     out
 }
@@ -453,6 +485,49 @@ mod tests {
         let metrics: Vec<&TrialMetrics> = trials.iter().collect();
         let summary = summarize(&metrics);
         bound_row(&Measured { exp: &exp, summary: &summary, metrics, link: "x".into(), failed: &[] }).join(" | ")
+    }
+
+    #[test]
+    fn the_job_table_counts_disturbed_trials_and_the_claim_is_given_without_them() {
+        let job = |strategy: &str, dups: &[(usize, bool)]| {
+            let yaml = format!(
+                "name: {strategy}\nworkers: 3\nworker:\n  fencing_tokens: true\n  resource: fenced\n  epoch_job: {{epoch: 20s, duration: 2s, strategy: {strategy}}}\n"
+            );
+            let exp = load_str(Path::new("x.yaml"), &yaml, &Overrides::default()).unwrap();
+            let trials: Vec<TrialMetrics> = dups
+                .iter()
+                .map(|&(duplicates, disturbed)| {
+                    let mut t = trial(None, 1);
+                    t.jobs.duplicates = duplicates;
+                    if disturbed {
+                        t.disturbance.causes.push("worker 0 woke 9 ms late for its tick at 1 s".into());
+                    }
+                    t
+                })
+                .collect();
+            (exp, trials)
+        };
+        let runs = [job("lease-only", &[(2, false), (1, true)]), job("fencing", &[(0, false), (1, true)])];
+        let sums: Vec<Summary> = runs.iter().map(|(_, t)| summarize(&t.iter().collect::<Vec<_>>())).collect();
+        let measured: Vec<Measured<'_>> = runs
+            .iter()
+            .zip(&sums)
+            .map(|((exp, t), summary)| Measured {
+                exp,
+                summary,
+                metrics: t.iter().collect(),
+                link: "x".into(),
+                failed: &[],
+            })
+            .collect();
+        let md = jobs_markdown(&measured);
+        assert!(md.contains("| disturbed (duplicates in the rest) |"), "{md}");
+        assert!(md.contains("| ⚠ [fencing](x) | fencing | 2 | 1 (1) |"), "{md}");
+        assert!(md.contains(" ⚠ 1/2 (0) |"), "{md}");
+        assert!(md.contains("CONTRADICTED here"), "over every trial: {md}");
+        assert!(md.contains("⚠ 2 of these trials the machine disturbed; without them: 2 duplicates with lease only, 0 with the others."), "{md}");
+        let calm = jobs_markdown(&measured[..0]);
+        assert!(calm.is_empty());
     }
 
     #[test]

@@ -14,7 +14,7 @@ use super::cells::{
 };
 use super::compare::{Measured, bound_row, jobs_markdown, substrates_markdown};
 use super::summary::{Summary, SummaryRow};
-use crate::model::{Action, Experiment, setting_name};
+use crate::model::{Action, Experiment, Resource, setting_name};
 
 /// The one column in real time: what it measures (a wake-up, a read, an
 /// acquire) does not shrink with the time scale.
@@ -494,12 +494,14 @@ fn fencing(runs: &[&Measured<'_>]) -> String {
     let mut t = MdTable::new(&[
         "experiment",
         "fencing tokens",
+        "the resource",
         "trials with two leaders (95 % CI)",
         "writes",
         "stale writes",
         "lost work (a stale write over a newer result)",
         "rejected",
         "accepted before the newer holder wrote",
+        DISTURBED,
     ]);
     for m in runs {
         let s = m.summary;
@@ -507,12 +509,18 @@ fn fencing(runs: &[&Measured<'_>]) -> String {
         t.row(vec![
             name(m),
             if m.exp.worker.fencing_tokens { "yes".into() } else { "no".into() },
+            match m.exp.worker.resource {
+                Resource::Fenced => "fenced: refuses a lower token".into(),
+                Resource::Unfenced => "unfenced: the last writer wins".into(),
+                Resource::None => String::new(),
+            },
             rate(s.double_leader_trials, s.n, s.double_leader_ci),
             w.attempted.to_string(),
             w.stale.to_string(),
             w.stale_accepted.to_string(),
             w.stale_rejected.to_string(),
             w.stale_superseded.to_string(),
+            disturbed_cell(s),
         ]);
     }
     format!(
