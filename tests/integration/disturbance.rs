@@ -50,7 +50,8 @@ fn a_stalled_operation_marks_its_trial_disturbed_everywhere() {
     let summary = done.table("summary.csv");
     assert_eq!((summary[0].get("disturbed_trials"), summary[0].get("disturbance_budget_us")), ("2", "3000"));
     let page = std::fs::read_to_string(done.out.join("report.html")).unwrap();
-    assert!(page.contains("Disturbed trials") && page.contains("2/2 trials disturbed (budget 3000 µs)"));
+    assert!(page.contains("Disturbed trials") && page.contains("2/2 trials disturbed (over 3000 µs)"));
+    assert!(page.contains("⚠ 2/2: none spared"), "the experiment's row says it too");
     // The machine's own counters are in the history, at the barrier and
     // the end (steal is in every Linux's /proc/stat).
     let events = std::fs::read_to_string(done.out.join("events.csv")).unwrap();
