@@ -309,7 +309,7 @@ pub fn jobs_markdown(runs: &[Measured<'_>]) -> String {
     let others = dup(&|s| s != JobStrategy::LeaseOnly, false);
     let has = |st: JobStrategy| with_job.iter().any(|(_, j)| j.strategy == st);
     if has(JobStrategy::LeaseOnly) && with_job.len() > 1 {
-        let verdict = match (lease_only > 0, others == 0) {
+        let verdict = |lease_only: usize, others: usize| match (lease_only > 0, others == 0) {
             (true, true) => "holds here: lease only executed duplicates, every other strategy none",
             (false, true) => "not exercised: no strategy executed a duplicate, not even lease only",
             (_, false) => "CONTRADICTED here: a strategy other than lease only executed a duplicate",
@@ -317,7 +317,8 @@ pub fn jobs_markdown(runs: &[Measured<'_>]) -> String {
         let _ = writeln!(
             out,
             "\nThe seed's claim (only fencing, idempotency, uniqueness or partitioning bring duplicates to zero) \
-             {verdict} ({lease_only} duplicates with lease only, {others} with the others)."
+             {} ({lease_only} duplicates with lease only, {others} with the others).",
+            verdict(lease_only, others)
         );
         let spoiled: usize = with_job.iter().map(|(m, _)| m.summary.disturbed.len()).sum();
         if spoiled > 0 {
@@ -325,8 +326,9 @@ pub fn jobs_markdown(runs: &[Measured<'_>]) -> String {
                 (dup(&|s| s == JobStrategy::LeaseOnly, true), dup(&|s| s != JobStrategy::LeaseOnly, true));
             let _ = writeln!(
                 out,
-                "⚠ {spoiled} of these trials the machine disturbed; without them: {calm_lease} duplicates with \
-                 lease only, {calm_others} with the others."
+                "⚠ {spoiled} of these trials the machine disturbed; without them the claim {} ({calm_lease} \
+                 duplicates with lease only, {calm_others} with the others).",
+                verdict(calm_lease, calm_others)
             );
         }
     }
@@ -525,7 +527,13 @@ mod tests {
         assert!(md.contains("| ⚠ [fencing](x) | fencing | 2 | 1 (1) |"), "{md}");
         assert!(md.contains(" ⚠ 1/2 (0) |"), "{md}");
         assert!(md.contains("CONTRADICTED here"), "over every trial: {md}");
-        assert!(md.contains("⚠ 2 of these trials the machine disturbed; without them: 2 duplicates with lease only, 0 with the others."), "{md}");
+        assert!(
+            md.contains(
+                "⚠ 2 of these trials the machine disturbed; without them the claim holds here: lease only executed \
+             duplicates, every other strategy none (2 duplicates with lease only, 0 with the others)."
+            ),
+            "{md}"
+        );
         let calm = jobs_markdown(&measured[..0]);
         assert!(calm.is_empty());
     }
