@@ -8,8 +8,8 @@ use std::path::Path;
 use crate::check::TrialMetrics;
 use crate::error::Error;
 use crate::model::Experiment;
-use crate::report::compare::Measured;
 use crate::report::html::{Section, link_reports, page};
+use crate::report::summary::Measured;
 use crate::report::summary::{per_unit, summarize, units};
 
 /// Timelines drawn into a report, at most (the first trials).

@@ -17,9 +17,9 @@ use crate::error::{Error, exit, worse};
 use crate::experiment::{Overrides, load};
 use crate::model::Experiment;
 use crate::model::clock::{utc_stamp, wall_ns};
-use crate::report::compare::Measured;
 use crate::report::host;
 use crate::report::host::{RunFacts, ShardRecord};
+use crate::report::summary::Measured;
 use crate::report::summary::{per_unit, unit_of, units};
 use crate::{sayln, warnln};
 

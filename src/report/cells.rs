@@ -3,8 +3,7 @@
 //! bound, rates with their intervals, values in the experiment's own time.
 
 pub(super) use super::bounds::{outside_by, own_s};
-use super::compare::Measured;
-use super::summary::{Summary, SummaryRow, crash_bound_ms};
+use super::summary::{Measured, Summary, SummaryRow, crash_bound_ms};
 use crate::check::stats::percentile;
 use crate::model::{Dur, Experiment};
 

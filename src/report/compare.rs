@@ -8,20 +8,9 @@ use crate::check::TrialMetrics;
 use crate::model::history::us_to_ms;
 use crate::model::{Dur, Experiment};
 
-use super::summary::Summary;
+use super::cells::{MdTable, name};
+use super::summary::{Measured, Summary};
 use crate::check::stats::{percentile, wilson95};
-
-/// One experiment's run, for the table.
-#[derive(Clone)]
-pub struct Measured<'a> {
-    pub exp: &'a Experiment,
-    pub summary: &'a Summary,
-    pub metrics: Vec<&'a TrialMetrics>,
-    /// Where its files are, relative to the table.
-    pub link: String,
-    /// How its `expect:` failed (empty: it held, or there was none).
-    pub failed: &'a [String],
-}
 
 /// Seconds in the source's time: measured ms divided by the time scale.
 fn unscaled_s(ms: f64, scale: f64) -> f64 {
@@ -180,7 +169,6 @@ pub fn bound_row(m: &Measured<'_>) -> [String; 5] {
         Some([lo, hi]) => format!("gap ∈ [{lo}, {hi}]"),
         None => String::new(),
     };
-    let mark = if m.failed.is_empty() { "" } else { "✗ " };
     if let Some(calm) = &s.undisturbed {
         // The same cells over the undisturbed trials, beside all of them.
         let metrics: Vec<&TrialMetrics> = m.metrics.iter().copied().filter(|t| !t.disturbance.disturbed()).collect();
@@ -199,9 +187,7 @@ pub fn bound_row(m: &Measured<'_>) -> [String; 5] {
             ),
         );
     }
-    let warn = if s.undisturbed.is_some() { "⚠ " } else { "" };
-    let name = format!("{mark}{warn}[{}]({})", exp.name, m.link);
-    [name, r.claim, measured.join("; "), bound, verdicts.join(". ")]
+    [name(m), r.claim, measured.join("; "), bound, verdicts.join(". ")]
 }
 
 /// Whether the gaps keep to the bound. A gap that never ended is in no
@@ -239,23 +225,16 @@ pub fn jobs_markdown(runs: &[Measured<'_>]) -> String {
     if with_job.is_empty() {
         return String::new();
     }
-    let mut out = String::from(
-        "\n## The exactly-once job, by strategy\n\n\
-         Per experiment, summed over its trials. A *duplicate execution* is a second result of one epoch's job \
-         that took effect; a *missed epoch* had a whole epoch left in the trial and no result. A *stale result* \
-         carries a fencing token lower than one already granted: a holder that kept believing after its lease \
-         was taken.\n\n\
-         | experiment | strategy | trials | duplicate executions (trials) | missed epochs (trials) | \
-         stale results applied / refused or absorbed | stale belief median / max |",
-    );
-    // Where the machine disturbed any trial, a column says how many, row by
-    // row (and none where it disturbed none: no empty column).
-    let disturbed = with_job.iter().any(|(m, _)| m.summary.undisturbed.is_some());
-    out += if disturbed {
-        " disturbed (duplicates in the rest) |\n|---|---|---|---|---|---|---|---|\n"
-    } else {
-        "\n|---|---|---|---|---|---|---|\n"
-    };
+    let mut t = MdTable::new(&[
+        "experiment",
+        "strategy",
+        "trials",
+        "duplicate executions (trials)",
+        "missed epochs (trials)",
+        "stale results applied / refused or absorbed",
+        "stale belief median / max",
+        "disturbed (duplicates in the rest)",
+    ]);
     for (m, job) in &with_job {
         let s = m.summary;
         let j = &s.jobs;
@@ -270,28 +249,27 @@ pub fn jobs_markdown(runs: &[Measured<'_>]) -> String {
             (Some(p50), Some(max)) => format!("{:.2} s / {:.2} s", unscaled_s(p50, scale), unscaled_s(max, scale)),
             _ => "-".into(),
         };
-        let warn = if s.undisturbed.is_some() { "⚠ " } else { "" };
-        let rest = match s.undisturbed.as_deref() {
-            Some(calm) => format!(" ⚠ {}/{} ({}) |", s.disturbed.len(), s.n, calm.jobs.duplicates),
-            None if disturbed => " |".to_string(),
-            None => String::new(),
-        };
-        let _ = writeln!(
-            out,
-            "| {warn}[{}]({}) | {} | {} | {} ({}) | {} of {} ({}) | {} / {} | {belief} |{rest}",
-            m.exp.name,
-            m.link,
+        t.row(vec![
+            name(m),
             crate::model::setting_name(&job.strategy),
-            s.n,
-            j.duplicates,
-            s.duplicate_trials,
-            j.missed,
-            j.expected,
-            s.missed_trials,
-            j.stale_applied,
-            j.stale_results - j.stale_applied,
-        );
+            s.n.to_string(),
+            format!("{} ({})", j.duplicates, s.duplicate_trials),
+            format!("{} of {} ({})", j.missed, j.expected, s.missed_trials),
+            format!("{} / {}", j.stale_applied, j.stale_results - j.stale_applied),
+            belief,
+            s.undisturbed
+                .as_deref()
+                .map_or_else(String::new, |calm| format!("⚠ {}/{} ({})", s.disturbed.len(), s.n, calm.jobs.duplicates)),
+        ]);
     }
+    let mut out = format!(
+        "\n## The exactly-once job, by strategy\n\n\
+         Per experiment, summed over its trials. A *duplicate execution* is a second result of one epoch's job \
+         that took effect; a *missed epoch* had a whole epoch left in the trial and no result. A *stale result* \
+         carries a fencing token lower than one already granted: a holder that kept believing after its lease \
+         was taken.\n\n{}",
+        t.render()
+    );
     use crate::model::JobStrategy;
     // Over every trial, and over the undisturbed ones alone: a verdict
     // that rests on trials the machine moved must say so.

@@ -6,7 +6,7 @@
 
 use super::cells::{MdTable, anomalies, crash_bound, crash_gap, crash_verdict, description, name, own_s, rate};
 use super::cells::{points_table, swept_cells, swept_keys, whole_row};
-use super::compare::Measured;
+use super::summary::Measured;
 use super::summary::{Summary, SummaryRow};
 use crate::check::CheckParams;
 use crate::check::stats::percentile;

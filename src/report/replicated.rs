@@ -3,7 +3,7 @@
 //! recovery and fencing tokens, and the theory of each beside it.
 
 use super::cells::{MdTable, double_grant_rate, escape, name, own_s, rate, recovery};
-use super::compare::Measured;
+use super::summary::Measured;
 use super::summary::Summary;
 use crate::model::{Action, Experiment, Kind};
 

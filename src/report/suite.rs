@@ -12,8 +12,8 @@ use super::cells::{
     disturbed_cell, double_grant_rate, evictions, name, outside_by, own_s, own_value, points_table, predicted, rate,
     recovery, swept_cells, swept_keys, whole_row,
 };
-use super::compare::{Measured, bound_row, jobs_markdown, substrates_markdown};
-use super::summary::{Summary, SummaryRow};
+use super::compare::{bound_row, jobs_markdown, substrates_markdown};
+use super::summary::{Measured, Summary, SummaryRow};
 use crate::model::{Action, Experiment, Resource, setting_name};
 
 /// The one column in real time: what it measures (a wake-up, a read, an

@@ -126,6 +126,19 @@ pub struct SummaryRow<'a> {
     pub summary: Summary,
 }
 
+/// One experiment's run, for a suite's tables: its summary beside the
+/// trials it came from.
+#[derive(Clone)]
+pub struct Measured<'a> {
+    pub exp: &'a Experiment,
+    pub summary: &'a Summary,
+    pub metrics: Vec<&'a TrialMetrics>,
+    /// Where its files are, relative to the table.
+    pub link: String,
+    /// How its `expect:` failed (empty: it held, or there was none).
+    pub failed: &'a [String],
+}
+
 /// The name of a unit in trials.csv and summary.csv: its sweep point's
 /// label, or the experiment's name.
 pub fn setting_label(exp: &Experiment, label: &str) -> String {
