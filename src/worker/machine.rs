@@ -267,6 +267,9 @@ impl<E: Env> Worker<E> {
                 Role::Watcher => i64::MAX,
             };
             let until = next.min(boundary).min(deadline);
+            // A wake is late by what the machine adds to this wait: a tick
+            // the worker's own work (an epoch's job) ran past is not.
+            let waited_from = self.env.mono_ns();
             let woke = match self.subscription(role) {
                 // A new subscription may hold news already (a lease freed
                 // since the last look): read it before waiting.
@@ -310,7 +313,7 @@ impl<E: Env> Worker<E> {
                 continue;
             }
             let was_leader = matches!(role, Role::Leader { .. });
-            self.late_us = Some(((self.env.mono_ns() - next).max(0) / 1000) as u64);
+            self.late_us = Some(((self.env.mono_ns() - next.max(waited_from)).max(0) / 1000) as u64);
             role = match role {
                 Role::Leader { failures } => {
                     self.work();

@@ -264,6 +264,23 @@ fn a_tick_woken_late_says_how_late_and_keeps_its_grid() {
 }
 
 #[test]
+fn a_tick_the_workers_own_job_ran_past_is_not_woken_late() {
+    // The job of the epoch from 20 s takes 2 s, past the renewal due at
+    // 21 s: the worker renews at 22 s, late by its own work, and the wait
+    // it began then ended on time.
+    let store = tempfile::tempdir().unwrap();
+    let job = r#"epoch_job={"epoch":"20s","duration":"2s","strategy":"lease-only"}"#;
+    let resource = format!("resource_dir={}", store.path().display());
+    let (mut w, world) = worker(&[job, &resource], term_at(25));
+    w.begin();
+    let w = world.borrow();
+    let renewing: Vec<(i64, Option<u64>)> =
+        w.events.iter().filter(|(_, k, _)| *k == EventKind::Renewing).map(|(t, _, d)| (*t, d.late_us)).collect();
+    assert!(renewing.contains(&(18 * S, Some(0))) && renewing.contains(&(22 * S, Some(0))), "{renewing:?}");
+    assert!(w.events.iter().any(|(t, k, _)| (*t, *k) == (20 * S, EventKind::JobStarted)), "{:?}", w.events);
+}
+
+#[test]
 fn exact_expiry_keeps_the_fraction() {
     let world = World { now: S / 2, term_at: Some(S), ..World::default() };
     let (mut w, world) = worker(&["expiry=exact"], world);
