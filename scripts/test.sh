@@ -4,9 +4,24 @@
 # for the example programs and the schema check, GNU parallel, shellcheck and
 # kubernetes-validate for deploy/: whatever of that this machine lacks is
 # installed with apt-get (as root) or pip, or named in one message. Then
-# `cargo test`, with any arguments given here.
+# the tests of one tier:
+#
+#   scripts/test.sh          the fast tier (the README's test command): unit
+#                            tests and tests/integration/
+#   scripts/test.sh --slow   the slow tier: tests/slow/ (real-time runs,
+#                            campaigns, races that need many trials)
+#
+# Either way, the tier's `alone::` tests run last, one at a time: each
+# measures against a tight tolerance and needs the machine to itself.
+# One test: `cargo test --test integration NAME` (or `--test slow`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+case "$*" in
+    "") tier=integration ;;
+    --slow) tier=slow ;;
+    *) echo "error: scripts/test.sh takes no argument or --slow, not: $*" >&2; exit 2 ;;
+esac
 
 missing=()
 command -v redis-server >/dev/null || missing+=(redis-server)
@@ -41,4 +56,29 @@ if ! python3 -c 'import kubernetes_validate' 2>/dev/null; then
         exit 1
     }
 fi
-exec cargo test "$@"
+# A timing test that cannot judge on this machine at this moment says
+# `SKIPPED:` and why (tests/helper/machine.rs), and adds a line here.
+skips=$(mktemp)
+trap 'rm -f "$skips"' EXIT
+export LEASEQUAKE_TEST_SKIPS=$skips
+status=0
+if [ "$tier" = integration ]; then
+    cargo test --workspace -- --skip alone:: || status=$?
+else
+    cargo test --test slow -- --skip alone:: || status=$?
+fi
+if [ "$status" = 0 ]; then
+    cargo test --test "$tier" -- alone:: --test-threads 1 || status=$?
+fi
+skipped=$(grep -c '^SKIPPED:' "$skips" || true)
+if [ "$skipped" -gt 0 ]; then
+    echo
+    cat "$skips"
+fi
+# A skip is never silent, and a few are the most a run can take and still
+# have tested the timing it is for.
+if [ "$status" = 0 ] && [ "$skipped" -gt 2 ]; then
+    echo "error: $skipped tests skipped (at most 2): the machine was too busy for their tolerances" >&2
+    status=1
+fi
+exit "$status"

@@ -173,3 +173,36 @@ fn a_closed_stdout_costs_neither_the_files_nor_the_exit_code() {
     assert_eq!(crate::helper::read_table(&out.join("trials.csv")).len(), 2);
     assert!(out.join("summary.csv").exists());
 }
+
+#[test]
+fn a_replicated_service_is_refused_where_it_cannot_run() {
+    let lab = Lab::new();
+    let cases = [
+        ("substrate: {kind: file, members: 2}\n", "members: a replicated service is one the harness runs"),
+        ("substrate: {kind: redis, managed: true, members: 9}\n", "members: 9 is not in 1..=5"),
+        (
+            "substrate: {kind: redis, managed: true}\nfaults:\n  - at: 1s\n    target: primary-side\n    action: partition\n",
+            "6:13: target primary-side is a part of a replicated service",
+        ),
+        (
+            "substrate: {kind: redis, managed: true, members: 2}\nfaults:\n  - at: 1s\n    target: member-2\n    action: partition\n",
+            "6:13: target member-2: the service has members 0..1",
+        ),
+        (
+            "substrate: {kind: redis, managed: true, members: 2}\nfaults:\n  - at: 1s\n    target: member-1\n    action: kill\n",
+            "6:13: target member-1 is cut off by a network fault",
+        ),
+        ("substrate: {kind: redlock, managed: true}\n", "redlock runs on independent Redis servers the harness starts"),
+        (
+            "substrate: {kind: redis, managed: true, members: 2}\nfaults:\n  - at: 1s\n    target: member-1\n    action: skew\n    by: 2s\n",
+            "6:13: skew of member-1: only Redlock's servers have a clock the harness moves",
+        ),
+    ];
+    for (yaml, want) in cases {
+        let file = lab.file("bad.yaml", &format!("name: x\nworkers: 3\n{yaml}"));
+        let out = std::process::Command::new(bin()).arg("validate").arg(&file).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{yaml}: {stderr}");
+        assert!(stderr.contains(want), "expected {want:?} in: {stderr}");
+    }
+}

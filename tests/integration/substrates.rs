@@ -6,9 +6,11 @@
 //! writes a fenced store rejects.
 //!
 //! Scale 0.1: lease 900 ms, renew and watch 300 ms, expiry resolution
-//! 100 ms. Tolerance 25 ms, as in bounds.rs.
+//! 100 ms. Tolerance 25 ms, as in bounds.rs, or what the machine makes of
+//! it (`Timing`); the bugs these catch are off by a resolution or more.
 
-use crate::helper::{Lab, Row};
+use crate::helper::{Lab, Row, Timing};
+use crate::this_test;
 
 const SCALE: f64 = 0.1;
 const LEASE: f64 = 9000.0 * SCALE;
@@ -28,78 +30,6 @@ fn term_then_kill(kind: &str) -> String {
         "name: core-{kind}\nworkers: 3\nduration: 24s\nseed: 11\nsubstrate: {{kind: {kind}{managed}}}\n\
          faults:\n  - at: 3.1s\n    target: leader\n    action: term\n  - at: 8.15s\n    target: leader\n    action: kill\n"
     )
-}
-
-#[test]
-fn every_substrate_keeps_one_leader_releases_on_term_and_fails_over_after_a_kill() {
-    let results: Vec<(Row, Vec<Row>)> = std::thread::scope(|s| {
-        let handles: Vec<_> = KINDS
-            .iter()
-            .map(|kind| {
-                s.spawn(move || {
-                    let lab = Lab::new();
-                    let file = lab.file("core.yaml", &term_then_kill(kind));
-                    let run = lab.run(file).scale(SCALE).trials(1).output().expect_code(0);
-                    (run.table("trials.csv").remove(0), run.table("gaps.csv"))
-                })
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().expect("run thread")).collect()
-    });
-    for (kind, (trial, gaps)) in KINDS.iter().zip(&results) {
-        assert_eq!(trial.get("max_leaders"), "1", "{kind}: two leaders without a race: {trial:?}");
-        assert!(!trial.get("first_leader_ms").is_empty(), "{kind}: nobody led");
-        assert_eq!(gaps.len(), 2, "{kind}: one gap per fault: {gaps:?}");
-        let (term, kill) = (&gaps[0], &gaps[1]);
-        assert_eq!((term.get("cause"), kill.get("cause")), ("term", "kill"), "{kind}");
-        assert!(gaps.iter().all(|g| g.get("ended") == "true"), "{kind}: a gap never ended: {gaps:?}");
-        // Release: the next watch tick finds the lease free.
-        let t = term.f64("duration_ms");
-        assert!(t <= WATCH + TOL, "{kind}: gap after SIGTERM {t} ms > watch {WATCH} ms");
-        // Crash: an expiring lease runs out (from the last renewal, at most
-        // `renew` before the kill), then the next watch tick sees it; a
-        // lock held by a process or a session is dropped at its death.
-        let k = kill.f64("duration_ms");
-        let (lo, hi) = match *kind {
-            "file" => (LEASE - RENEW, LEASE + WATCH + RESOLUTION),
-            "redis" | "postgres" => (LEASE - RENEW, LEASE + WATCH),
-            _ => (0.0, WATCH),
-        };
-        assert!(k >= lo - TOL && k <= hi + TOL, "{kind}: gap after SIGKILL {k} ms outside [{lo}, {hi}] ms");
-    }
-}
-
-#[test]
-fn a_restarted_redis_forgets_the_lease_and_fencing_rejects_the_old_holders_writes() {
-    // Worker 0 starts at 0 and leads, renewing at 3 s, 6 s, 9 s; worker 1
-    // starts 1 s later and watches at 4 s, 7 s, 10 s. The server restarts
-    // empty at 6.5 s, between a renewal and a watch: worker 1 finds the
-    // lease free at 7 s and takes it, with a token from the new server's
-    // counter (seeded from its clock, so higher). Worker 0 still believes
-    // until its tick at 9 s, where it writes its report with the old token
-    // (rejected), then finds the lease taken and steps down: 2 s of two
-    // leaders. At scale 0.2 the restart is 100 ms from the ticks on either
-    // side; the test runs alone, since a worker woken that late by other
-    // tests' load would renew after the restart (the trial would say so:
-    // disturbed).
-    let lab = Lab::alone();
-    let file = lab.file(
-        "restart.yaml",
-        "name: redis-restart\nworkers: 2\nduration: 12s\nseed: 1\nstart: staggered\nstagger: 1s\n\
-         substrate: {kind: redis, managed: true}\nworker:\n  fencing_tokens: true\n  resource: fenced\n\
-         faults:\n  - at: 6.5s\n    action: server-restart\n",
-    );
-    let run = lab.run(file).scale(0.2).trials(1).output().expect_code(0);
-    let trial = &run.table("trials.csv")[0];
-    assert_eq!(trial.get("max_leaders"), "2", "the restart must produce two leaders: {trial:?}");
-    let double = trial.f64("double_leader_ms");
-    assert!((2000.0 * 0.2 - 50.0..=2000.0 * 0.2 + 50.0).contains(&double), "double leader for {double} ms, not ~400");
-    let writes = &run.table("writes.csv")[0];
-    assert!(writes.f64("stale_writes") >= 1.0, "the old holder wrote after the new grant: {writes:?}");
-    assert_eq!(writes.get("stale_writes_accepted"), "0", "fenced storage took a stale write");
-    assert!(writes.f64("stale_writes_rejected") >= 1.0);
-    let faults = run.table("faults.csv");
-    assert!(faults.iter().any(|f| f.get("action") == "server-restart" && f.get("error").is_empty()), "{faults:?}");
 }
 
 #[test]
@@ -148,4 +78,104 @@ fn a_server_restarted_while_paused_comes_back_running() {
         events.iter().any(|e| e.get("event") == "renewed" && e.f64("t_ms") > 6000.0 * 0.2),
         "the restarted server answers renewals"
     );
+}
+
+/// Tests that measure against a tight tolerance: each holds the machine
+/// alone (`Lab::alone`), and the test command runs them one at a time after
+/// the rest (filter `alone::`).
+mod alone {
+    use super::*;
+
+    #[test]
+    fn every_substrate_keeps_one_leader_releases_on_term_and_fails_over_after_a_kill() {
+        // Alone, the five substrates side by side: each trial judged by the
+        // tolerance, a disturbed one skipped by name.
+        let machine = Lab::alone();
+        let Some(timing) = Timing::new(this_test!(), TOL, RESOLUTION) else { return };
+        let (machine, timing) = (&machine, &timing);
+        let results: Vec<(Row, Vec<Row>)> = std::thread::scope(|s| {
+            let handles: Vec<_> = KINDS
+                .iter()
+                .map(|kind| {
+                    s.spawn(move || {
+                        let lab = Lab::beside(machine);
+                        let file = lab.file("core.yaml", &(term_then_kill(kind) + &timing.yaml(SCALE)));
+                        let run = lab.run(file).scale(SCALE).trials(1).output().expect_code(0);
+                        (run.table("trials.csv").remove(0), run.table("gaps.csv"))
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().expect("run thread")).collect()
+        });
+        for (kind, (trial, gaps)) in KINDS.iter().zip(&results) {
+            if timing.part(kind).undisturbed(std::slice::from_ref(trial), 1).is_none() {
+                continue;
+            }
+            let tol = timing.tol;
+            assert_eq!(trial.get("max_leaders"), "1", "{kind}: two leaders without a race: {trial:?}");
+            assert!(!trial.get("first_leader_ms").is_empty(), "{kind}: nobody led");
+            assert_eq!(gaps.len(), 2, "{kind}: one gap per fault: {gaps:?}");
+            let (term, kill) = (&gaps[0], &gaps[1]);
+            assert_eq!((term.get("cause"), kill.get("cause")), ("term", "kill"), "{kind}");
+            assert!(gaps.iter().all(|g| g.get("ended") == "true"), "{kind}: a gap never ended: {gaps:?}");
+            // Release: the next watch tick finds the lease free.
+            let t = term.f64("duration_ms");
+            assert!(t <= WATCH + tol, "{kind}: gap after SIGTERM {t} ms > watch {WATCH} ms (+ {tol:.1})");
+            // Crash: an expiring lease runs out (from the last renewal, at most
+            // `renew` before the kill), then the next watch tick sees it; a
+            // lock held by a process or a session is dropped at its death.
+            let k = kill.f64("duration_ms");
+            let (lo, hi) = match *kind {
+                "file" => (LEASE - RENEW, LEASE + WATCH + RESOLUTION),
+                "redis" | "postgres" => (LEASE - RENEW, LEASE + WATCH),
+                _ => (0.0, WATCH),
+            };
+            assert!(
+                k >= lo - tol && k <= hi + tol,
+                "{kind}: gap after SIGKILL {k} ms outside [{lo}, {hi}] ± {tol:.1} ms"
+            );
+        }
+    }
+
+    #[test]
+    fn a_restarted_redis_forgets_the_lease_and_fencing_rejects_the_old_holders_writes() {
+        // Worker 0 starts at 0 and leads, renewing at 3 s, 6 s, 9 s; worker 1
+        // starts 1 s later and watches at 4 s, 7 s, 10 s. The server restarts
+        // empty at 6.5 s, between a renewal and a watch: worker 1 finds the
+        // lease free at 7 s and takes it, with a token from the new server's
+        // counter (seeded from its clock, so higher). Worker 0 still believes
+        // until its tick at 9 s, where it writes its report with the old token
+        // (rejected), then finds the lease taken and steps down: 2 s of two
+        // leaders. At scale 0.2 the restart is 100 ms from the ticks on either
+        // side; the test runs alone, since a worker woken that late by other
+        // tests' load would renew after the restart (the trial would say so:
+        // disturbed).
+        let lab = Lab::alone();
+        // A bug (a renewal after the restart, a step-down a tick late) is
+        // off by the restart's 100 ms margin to the ticks or more.
+        let Some(timing) = Timing::new(this_test!(), 50.0, 100.0) else { return };
+        let file = lab.file(
+            "restart.yaml",
+            &format!(
+                "name: redis-restart\nworkers: 2\nduration: 12s\nseed: 1\nstart: staggered\nstagger: 1s\n\
+                 substrate: {{kind: redis, managed: true}}\nworker:\n  fencing_tokens: true\n  resource: fenced\n\
+                 faults:\n  - at: 6.5s\n    action: server-restart\n{}",
+                timing.yaml(0.2)
+            ),
+        );
+        let run = lab.run(file).scale(0.2).trials(1).output().expect_code(0);
+        let trials = run.table("trials.csv");
+        let Some(calm) = timing.undisturbed(&trials, 1) else { return };
+        let trial = calm[0];
+        assert_eq!(trial.get("max_leaders"), "2", "the restart must produce two leaders: {trial:?}");
+        let double = trial.f64("double_leader_ms");
+        let tol = timing.tol;
+        assert!((400.0 - tol..=400.0 + tol).contains(&double), "double leader for {double} ms, not 400 ± {tol:.1}");
+        let writes = &run.table("writes.csv")[0];
+        assert!(writes.f64("stale_writes") >= 1.0, "the old holder wrote after the new grant: {writes:?}");
+        assert_eq!(writes.get("stale_writes_accepted"), "0", "fenced storage took a stale write");
+        assert!(writes.f64("stale_writes_rejected") >= 1.0);
+        let faults = run.table("faults.csv");
+        assert!(faults.iter().any(|f| f.get("action") == "server-restart" && f.get("error").is_empty()), "{faults:?}");
+    }
 }

@@ -1,6 +1,7 @@
 //! The built-in worker as a user sees it: its logs and its start modes.
 
-use crate::helper::Lab;
+use crate::helper::{Lab, Timing};
+use crate::this_test;
 
 #[test]
 fn workers_log_in_the_blogs_format() {
@@ -21,19 +22,6 @@ fn workers_log_in_the_blogs_format() {
         let first = watcher.lines().next().unwrap();
         let (elapsed, _) = first.split_once("s [Process: ").unwrap_or_else(|| panic!("{first}"));
         assert!(elapsed.parse::<f64>().is_ok_and(|s| s < 1.0), "{first}");
-    }
-}
-
-#[test]
-fn a_staggered_start_spreads_the_workers_by_the_stagger() {
-    let lab = Lab::new();
-    let file = lab.file("stagger.yaml", "name: stagger\nworkers: 4\nduration: 6s\nstart: staggered\nstagger: 1s\n");
-    let run = lab.run(&file).scale(0.05).trials(2).jobs(2).output().expect_code(0);
-    for t in run.table("trials.csv") {
-        // 3 × 50 ms between the first and the last start, ± 25 ms.
-        let spread_ms = t.f64("start_spread_us") / 1000.0;
-        assert!((spread_ms - 150.0).abs() < 25.0, "spread {spread_ms} ms: {t:?}");
-        assert_eq!(t.get("max_leaders"), "1", "later starters find a valid lease: {t:?}");
     }
 }
 
@@ -68,4 +56,28 @@ fn a_worker_whose_harness_is_gone_exits_at_once() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(!lab.path().join("lock").exists(), "it must not have taken the lease");
+}
+
+/// Tests that measure against a tight tolerance: each holds the machine
+/// alone (`Lab::alone`), and the test command runs them one at a time after
+/// the rest (filter `alone::`).
+mod alone {
+    use super::*;
+
+    #[test]
+    fn a_staggered_start_spreads_the_workers_by_the_stagger() {
+        let lab = Lab::alone();
+        // A bug (a stagger not applied, or applied twice) is off by 50 ms.
+        // Every trial is judged: the harness's disturbance rule judges the
+        // start spread too, and would hide the very error this test is for.
+        let Some(timing) = Timing::new(this_test!(), 25.0, 50.0) else { return };
+        let file = lab.file("stagger.yaml", "name: stagger\nworkers: 4\nduration: 6s\nstart: staggered\nstagger: 1s\n");
+        let run = lab.run(&file).scale(0.05).trials(2).jobs(2).output().expect_code(0);
+        for t in run.table("trials.csv") {
+            // 3 × 50 ms between the first and the last start.
+            let spread_ms = t.f64("start_spread_us") / 1000.0;
+            assert!((spread_ms - 150.0).abs() < timing.tol, "spread {spread_ms} ms (± {:.1}): {t:?}", timing.tol);
+            assert_eq!(t.get("max_leaders"), "1", "later starters find a valid lease: {t:?}");
+        }
+    }
 }

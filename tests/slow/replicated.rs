@@ -9,7 +9,7 @@
 //! about a second after the cut, the lease it was told of has run out
 //! 2.25 s after the cut, and the partition lasts 5 s.
 
-use crate::helper::{Lab, Row, bin};
+use crate::helper::{Lab, Row};
 
 const SPLIT: &str = "name: split\nworkers: 3\nduration: 36s\nseed: 7\n\
     substrate: {kind: redis, managed: true, members: 2, failover_after: 2s}\n\
@@ -64,39 +64,6 @@ fn a_split_redis_grants_the_lease_twice_and_a_fencing_token_tells_the_grants_apa
     let cut: Vec<&Row> = faults.iter().filter(|f| f.get("action") == "partition").collect();
     assert_eq!(cut.len(), 2, "{faults:?}");
     assert!(cut.iter().any(|f| f.get("worker").is_empty() && !f.get("pid").is_empty()), "{faults:?}");
-}
-
-#[test]
-fn a_replicated_service_is_refused_where_it_cannot_run() {
-    let lab = Lab::new();
-    let cases = [
-        ("substrate: {kind: file, members: 2}\n", "members: a replicated service is one the harness runs"),
-        ("substrate: {kind: redis, managed: true, members: 9}\n", "members: 9 is not in 1..=5"),
-        (
-            "substrate: {kind: redis, managed: true}\nfaults:\n  - at: 1s\n    target: primary-side\n    action: partition\n",
-            "6:13: target primary-side is a part of a replicated service",
-        ),
-        (
-            "substrate: {kind: redis, managed: true, members: 2}\nfaults:\n  - at: 1s\n    target: member-2\n    action: partition\n",
-            "6:13: target member-2: the service has members 0..1",
-        ),
-        (
-            "substrate: {kind: redis, managed: true, members: 2}\nfaults:\n  - at: 1s\n    target: member-1\n    action: kill\n",
-            "6:13: target member-1 is cut off by a network fault",
-        ),
-        ("substrate: {kind: redlock, managed: true}\n", "redlock runs on independent Redis servers the harness starts"),
-        (
-            "substrate: {kind: redis, managed: true, members: 2}\nfaults:\n  - at: 1s\n    target: member-1\n    action: skew\n    by: 2s\n",
-            "6:13: skew of member-1: only Redlock's servers have a clock the harness moves",
-        ),
-    ];
-    for (yaml, want) in cases {
-        let file = lab.file("bad.yaml", &format!("name: x\nworkers: 3\n{yaml}"));
-        let out = std::process::Command::new(bin()).arg("validate").arg(&file).output().unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{yaml}: {stderr}");
-        assert!(stderr.contains(want), "expected {want:?} in: {stderr}");
-    }
 }
 
 /// etcd's whole-second TTLs: real time, a 2 s lease kept alive every

@@ -1,5 +1,20 @@
 //! A fluent helper around the leasequake binary and its results directory.
 
+mod machine;
+
+pub use machine::Timing;
+
+/// The test's own path (`bounds::alone::sigterm_gap_…`), for what it says.
+#[macro_export]
+macro_rules! this_test {
+    () => {{
+        fn here() {}
+        let name = std::any::type_name_of_val(&here);
+        let name = name.strip_suffix("::here").unwrap_or(name);
+        name.split_once("::").map_or(name, |(_, rest)| rest)
+    }};
+}
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -11,6 +26,11 @@ pub fn bin() -> PathBuf {
 
 pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// An experiment file the project ships: `experiments/{dir}/{name}.yaml`.
+pub fn shipped(dir: &str, name: &str) -> PathBuf {
+    repo().join("experiments").join(dir).join(format!("{name}.yaml"))
 }
 
 /// A scratch directory for one test: experiment files and results.
@@ -27,6 +47,8 @@ static MACHINE: std::sync::RwLock<()> = std::sync::RwLock::new(());
 enum Hold {
     Shared(#[allow(dead_code)] std::sync::RwLockReadGuard<'static, ()>),
     Alone(#[allow(dead_code)] std::sync::RwLockWriteGuard<'static, ()>),
+    /// Inside a test that holds the machine already (`Lab::beside`).
+    Held,
 }
 
 /// After every test: no process of it is left (a harness, a worker, a
@@ -62,6 +84,12 @@ impl Lab {
     pub fn alone() -> Lab {
         let hold = Hold::Alone(MACHINE.write().unwrap_or_else(|p| p.into_inner()));
         Lab { dir: tempdir(), _hold: hold }
+    }
+
+    /// Another lab for a test that holds the machine alone, for runs side
+    /// by side in its threads (a new hold would wait for its own).
+    pub fn beside(_holder: &Lab) -> Lab {
+        Lab { dir: tempdir(), _hold: Hold::Held }
     }
 
     pub fn path(&self) -> &Path {
@@ -193,6 +221,25 @@ impl Finished {
 
     pub fn table(&self, name: &str) -> Vec<Row> {
         read_table(&self.out.join(name))
+    }
+
+    /// What a failing assertion about one trial shows: its faults as fired
+    /// and the events that tell its story (grants, step-downs, failures,
+    /// exits), with their times.
+    pub fn story(&self, trial: &str) -> String {
+        let faults = self.table("faults.csv");
+        let events = self.table("events.csv");
+        let mut lines = vec![format!("trial {trial}:")];
+        for f in faults.iter().filter(|f| f.get("trial") == trial) {
+            let (at, action, worker, error) = (f.get("actual_ms"), f.get("action"), f.get("worker"), f.get("error"));
+            lines.push(format!("  {at:>10} ms  fault {action} of worker {worker} {error}"));
+        }
+        const TOLD: [&str; 6] = ["acquired", "takeover_lost", "stepped_down", "renew_failed", "released", "exit"];
+        for e in events.iter().filter(|e| e.get("trial") == trial && TOLD.contains(&e.get("event"))) {
+            let (t, w, kind, detail) = (e.get("t_ms"), e.get("worker"), e.get("event"), e.get("detail"));
+            lines.push(format!("  {t:>10} ms  worker {w:>2} {kind} {detail}"));
+        }
+        lines.join("\n")
     }
 }
 
