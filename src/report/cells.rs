@@ -74,10 +74,16 @@ pub(super) fn name(m: &Measured<'_>) -> String {
 pub(super) const DISTURBED: &str = "disturbed (two leaders in the rest)";
 
 pub(super) fn disturbed_cell(s: &Summary) -> String {
+    disturbed_cell_of(s, |calm| format!("{}/{}", calm.double_leader_trials, calm.n))
+}
+
+/// `disturbed_cell` with what the table counts in the rest (`rest` of the
+/// undisturbed trials' summary): "⚠ 10/50 (125)".
+pub(super) fn disturbed_cell_of(s: &Summary, rest: impl Fn(&Summary) -> String) -> String {
     match s.undisturbed.as_deref() {
         None => String::new(),
         Some(calm) if calm.n == 0 => format!("⚠ {}/{}: none spared", s.disturbed.len(), s.n),
-        Some(calm) => format!("⚠ {}/{} ({}/{})", s.disturbed.len(), s.n, calm.double_leader_trials, calm.n),
+        Some(calm) => format!("⚠ {}/{} ({})", s.disturbed.len(), s.n, rest(calm)),
     }
 }
 

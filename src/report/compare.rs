@@ -8,7 +8,7 @@ use crate::check::TrialMetrics;
 use crate::model::history::us_to_ms;
 use crate::model::{Dur, Experiment};
 
-use super::cells::{MdTable, name};
+use super::cells::{MdTable, disturbed_cell_of, name};
 use super::summary::{Measured, Summary};
 use crate::check::stats::{percentile, wilson95};
 
@@ -257,9 +257,7 @@ pub fn jobs_markdown(runs: &[Measured<'_>]) -> String {
             format!("{} of {} ({})", j.missed, j.expected, s.missed_trials),
             format!("{} / {}", j.stale_applied, j.stale_results - j.stale_applied),
             belief,
-            s.undisturbed
-                .as_deref()
-                .map_or_else(String::new, |calm| format!("⚠ {}/{} ({})", s.disturbed.len(), s.n, calm.jobs.duplicates)),
+            disturbed_cell_of(s, |calm| calm.jobs.duplicates.to_string()),
         ]);
     }
     let mut out = format!(

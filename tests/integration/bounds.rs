@@ -72,8 +72,11 @@ mod alone {
             let d = g.f64("duration_ms");
             assert_eq!(g.get("cause"), "kill", "{g:?}");
             assert_eq!(g.get("ended"), "true", "{g:?}");
-            let story = run.story(g.get("trial"));
-            assert!(d >= lo - tol && d <= hi + tol, "gap {d} ms outside [{lo}, {hi}] ± {tol:.1}: {g:?}\n{story}");
+            assert!(
+                d >= lo - tol && d <= hi + tol,
+                "gap {d} ms outside [{lo}, {hi}] ± {tol:.1}: {g:?}\n{}",
+                run.story(g.get("trial"))
+            );
             // The decomposition: fault → expiry → takeover. It starts at the
             // fault, the gap at the observed death, which the machine may
             // delay (well under a ms when idle, 22 ms once under a
@@ -110,8 +113,12 @@ mod alone {
         for g in gaps {
             let d = g.f64("duration_ms");
             assert_eq!(g.get("cause"), "term", "{g:?}");
-            let story = run.story(g.get("trial"));
-            assert!(d <= WATCH + timing.tol, "gap {d} ms exceeds watch {WATCH} + {:.1}: {g:?}\n{story}", timing.tol);
+            assert!(
+                d <= WATCH + timing.tol,
+                "gap {d} ms exceeds watch {WATCH} + {:.1}: {g:?}\n{}",
+                timing.tol,
+                run.story(g.get("trial"))
+            );
         }
     }
 

@@ -115,16 +115,17 @@ mod alone {
             // time counts from the takeover, the active part only after SIGCONT.
             let believing = t.f64("double_leader_ms");
             let active = t.f64("double_leader_active_ms");
-            let story = run.story(t.get("trial"));
             assert!(
                 believing > 5500.0 * SCALE - timing.tol,
-                "believes from the takeover (18 or 21 s) past the resume (26.5 s) scaled: {t:?}\n{story}"
+                "believes from the takeover (18 or 21 s) past the resume (26.5 s) scaled: {t:?}\n{}",
+                run.story(t.get("trial"))
             );
-            assert!(active > 0.0, "both active after the resume: {t:?}\n{story}");
+            assert!(active > 0.0, "both active after the resume: {t:?}\n{}", run.story(t.get("trial")));
             assert!(
                 active <= 150.0 + timing.tol,
-                "it steps down at its first renewal tick after resuming (± {:.1}): {t:?}\n{story}",
-                timing.tol
+                "it steps down at its first renewal tick after resuming (± {:.1}): {t:?}\n{}",
+                timing.tol,
+                run.story(t.get("trial"))
             );
             let stepped = of_trial(&events, t, "stepped_down");
             assert_eq!(stepped.len(), 1, "the resumed leader steps down: {stepped:?}");
