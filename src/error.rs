@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use crate::experiment::ExperimentError;
 use crate::report::csv::WriteError;
 use crate::report::read::ReadError;
+use crate::trial::LimitError;
 use crate::trial::TrialError;
-use crate::trial::limits::LimitError;
 
 /// Exit codes.
 pub mod exit {
@@ -51,7 +51,7 @@ pub enum Error {
     Io { path: PathBuf, source: std::io::Error },
     /// A server the harness runs would not start.
     #[error("{}: {source}", experiment.display())]
-    Server { experiment: PathBuf, source: crate::trial::server::ServerError },
+    Server { experiment: PathBuf, source: crate::trial::ServerError },
     #[error(transparent)]
     Write(#[from] WriteError),
     #[error("trial {trial}: {source}")]

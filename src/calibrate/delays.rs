@@ -9,8 +9,8 @@ use crate::check::stats::percentile;
 use crate::model::calibration::{Delay, EventDelay};
 use crate::model::history::EventKind;
 use crate::model::program::{MAX_LINES, Observe, Pattern, Program, Stamp};
-use crate::trial::msg::Msg;
-use crate::trial::spawn::{SpawnSpec, spawn};
+use crate::trial::Msg;
+use crate::trial::{SpawnSpec, spawn};
 
 /// Measure both paths with `lines` lines, one every `interval`.
 pub fn event_delay(lines: usize, interval: Duration) -> EventDelay {
@@ -51,7 +51,7 @@ fn one_path(observe: Observe, lines: usize, interval: Duration) -> Result<Delay,
         experiment_dir: String::new(),
     };
     let values = |_: usize| BTreeMap::new();
-    let group = crate::trial::contain::TrialGroup::new(0);
+    let group = crate::trial::TrialGroup::new(0);
     let spec = SpawnSpec {
         exe: &exe,
         args: Vec::new(),

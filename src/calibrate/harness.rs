@@ -16,10 +16,7 @@ use crate::error::Error;
 use crate::experiment::{Overrides, load_str};
 use crate::model::clock::wall_ns;
 use crate::model::history::EventKind;
-use crate::trial::contain::TrialGroup;
-use crate::trial::nemesis::{Stop, poll_stopped};
-use crate::trial::server::Servers;
-use crate::trial::{TrialEnv, run_trial};
+use crate::trial::{Servers, Stop, TrialEnv, TrialGroup, poll_stopped, run_trial};
 
 /// Start spread (µs) of `n` built-in workers released by the barrier, over
 /// `trials` trials.

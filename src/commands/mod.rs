@@ -92,11 +92,11 @@ pub fn dispatch(cli: Cli) -> u8 {
         Command::CalibrateHog => return crate::calibrate::load::spin(),
         Command::CalibrateEmit { lines, interval_us } => return crate::calibrate::emit::run(lines, interval_us),
         Command::ExecProgram { argv } => return crate::child::exec(&argv),
-        Command::Guard => return crate::trial::guard::run(),
+        Command::Guard => return crate::trial::run_guard(),
         Command::Worker(args) => return crate::worker::run(args).clamp(0, 255) as u8,
     };
     // The run's cgroup goes, and its guard is told all is well.
-    crate::trial::contain::finish();
+    crate::trial::finish_containment();
     match result {
         Ok(()) => exit::OK,
         // The run said which expectations failed, and how, as it went.

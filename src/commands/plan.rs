@@ -17,7 +17,7 @@ use crate::model::{Action, Dur, Experiment, Target};
 use crate::report::summary::units;
 use crate::report::terminal::describe;
 use crate::sayln;
-use crate::trial::schedule::{Live, Schedule};
+use crate::trial::{Live, Schedule};
 
 /// A trial's cost beyond its duration: spawning and readying its workers,
 /// releasing them, the clean-up's grace. The progress line's ETA measures
@@ -82,7 +82,7 @@ fn one(exp: &Experiment, trials: u64, seconds: f64) -> String {
 /// Trial 1's faults, drawn as a run draws them, in the experiment's own time.
 fn schedule(exp: &Experiment) -> String {
     let seed = exp.trial_seed(1);
-    let faults = crate::trial::schedule::trial_faults(exp, seed);
+    let faults = crate::trial::trial_faults(exp, seed);
     if faults.is_empty() {
         return "  no faults\n".into();
     }

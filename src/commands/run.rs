@@ -58,7 +58,7 @@ pub fn run(args: &RunArgs) -> Result<(), Error> {
     }
     super::export::targets_ok(args)?;
     for exp in &exps {
-        crate::trial::limits::ensure(most_workers(exp), exp.jobs, proxied(exp))
+        crate::trial::ensure_limits(most_workers(exp), exp.jobs, proxied(exp))
             .map_err(|source| Error::Limits { experiment: exp.source.clone(), source })?;
     }
     servers_ready(&exps)?;

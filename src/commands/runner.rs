@@ -31,7 +31,7 @@ pub(super) fn servers_ready(exps: &[Experiment]) -> Result<(), Error> {
             let s = &unit.substrate;
             if let Some(server) = s.managed_server() {
                 if checked.insert((format!("managed {server:?}"), String::new()))
-                    && let Err(problem) = crate::trial::server::installed(server)
+                    && let Err(problem) = crate::trial::server_installed(server)
                 {
                     return Err(Error::Missing { experiment: exp.source.clone(), problem });
                 }
@@ -151,7 +151,7 @@ pub(super) fn run_silently(exp: &Experiment, dir: &Path, ctx: &Ctx) -> Result<Ve
 /// What a run checks before anything is spawned: the limits raised, the
 /// servers there.
 pub(super) fn preflight(exp: &Experiment) -> Result<(), Error> {
-    crate::trial::limits::ensure(most_workers(exp), exp.jobs, proxied(exp))
+    crate::trial::ensure_limits(most_workers(exp), exp.jobs, proxied(exp))
         .map_err(|source| Error::Limits { experiment: exp.source.clone(), source })?;
     servers_ready(std::slice::from_ref(exp))
 }
@@ -222,7 +222,7 @@ pub(super) fn run_experiment(
 
     let stop: &Arc<AtomicBool> = &flags.stop;
     // The servers the harness runs live for this experiment's run.
-    let servers = match crate::trial::server::Servers::start(&unit_refs(&units), dir, exp.jobs) {
+    let servers = match crate::trial::Servers::start(&unit_refs(&units), dir, exp.jobs) {
         Ok(s) => Arc::new(s),
         Err(e) => return failed(Error::Server { experiment: exp.source.clone(), source: e }),
     };

@@ -20,7 +20,7 @@ use crate::report::read::{fault_rows, finished_trials, read_histories};
 use crate::report::summary::{unit_of, units};
 use crate::shrink::recorded::{anchor, recorded};
 use crate::shrink::{Candidate, Element, Outcome, Probe, Settings, Violation, violations};
-use crate::trial::schedule::trial_faults;
+use crate::trial::trial_faults;
 use crate::{sayln, warnln};
 
 pub fn shrink(args: &ShrinkArgs) -> Result<(), Error> {

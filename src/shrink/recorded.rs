@@ -6,7 +6,7 @@
 use crate::model::history::{EventKind, History};
 use crate::model::{Action, Dur, Fault, PauseLen, Target};
 use crate::report::rows::FaultCsvRow;
-use crate::trial::schedule::Live;
+use crate::trial::Live;
 
 /// One fault of the rebuilt schedule.
 #[derive(Clone, Debug, PartialEq)]

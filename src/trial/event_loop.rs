@@ -9,16 +9,16 @@ use std::time::Duration;
 
 use nix::sys::signal::Signal;
 
-use super::barrier::{SPIN_NS, release};
+use super::barrier::SPIN_NS;
 use super::contain::TrialGroup;
 use super::error::{KILL_TIMEOUT, READY_TIMEOUT, TrialError};
 use super::msg::{ExitStatus, Msg};
-use super::nemesis::{Delivery, Nemesis};
+use super::nemesis::{Delivery, Nemesis, ServerControl};
+use super::os::Os;
 use super::schedule::Live;
 use super::server;
-use super::spawn::Workers;
+use super::spawn::{WorkerProc, Workers};
 use crate::model::Experiment;
-use crate::model::clock::{mono_ns, wall_ns};
 use crate::model::history::{Detail, Event, EventKind};
 
 pub fn to_us(ns: i64) -> i64 {
@@ -55,7 +55,7 @@ impl RawEvent {
 /// managed server.
 pub struct Hit<'a> {
     pub(super) lock: &'a Path,
-    pub(super) server: Option<&'a mut server::ManagedServer>,
+    pub(super) server: Option<&'a mut dyn ServerControl>,
     /// The workers' links to the server, for network faults.
     pub(super) proxy: Option<&'a crate::proxy::Proxy>,
     /// A replicated service's links, for network faults instead.
@@ -63,7 +63,8 @@ pub struct Hit<'a> {
 }
 
 /// The state of the trial loop.
-pub struct Run {
+pub struct Run<'o> {
+    pub(super) os: &'o dyn Os,
     pub(super) rx: Receiver<Msg>,
     pub(super) raw: Vec<RawEvent>,
     pub(super) live: Live,
@@ -81,7 +82,7 @@ pub struct Run {
     pub(super) shim: Option<Vec<Option<bool>>>,
 }
 
-impl Run {
+impl<'o> Run<'o> {
     /// A program that did not load the clock shim runs on the true clock,
     /// whatever the experiment says: say so, once, and in its outcome.
     fn check_shim(&mut self, worker: usize, pid: i32) {
@@ -167,33 +168,53 @@ impl Run {
     }
 
     /// Barrier, faults, until the trial's end. Returns the barrier time.
-    pub(super) fn drive(
+    pub(super) fn drive<'h>(
         &mut self,
         exp: &Experiment,
         seed: u64,
         workers: &Workers,
         barrier: std::os::fd::OwnedFd,
         stop: &AtomicBool,
-        hit: Hit<'_>,
-    ) -> Result<i64, TrialError> {
-        // 1. Everyone ready.
-        let ready_deadline = mono_ns() + READY_TIMEOUT.as_nanos() as i64;
+        hit: Hit<'h>,
+    ) -> Result<i64, TrialError>
+    where
+        'o: 'h,
+    {
+        self.await_ready(exp, &workers.procs, stop)?;
+        // From the release to the trial's end this thread runs at real-time
+        // priority, so that no load makes a moment late: the release, each
+        // fault, each stop observed. (Lowering it between faults, to leave
+        // a woken target this core, made a loaded machine's SIGTERM late
+        // again.) The clean-up is ordinary work.
+        let mut timing = crate::realtime::Raised::this_thread();
+        let t0 = super::barrier::release(exp, barrier);
+        self.released(exp, t0, &workers.procs);
+        let outcome = self.faults_until_end(exp, (t0, seed), &workers.procs, stop, hit);
+        timing.lower();
+        outcome.map(|()| t0)
+    }
+
+    /// Every worker ready, or the error that stopped them.
+    pub(super) fn await_ready(
+        &mut self,
+        exp: &Experiment,
+        procs: &[WorkerProc],
+        stop: &AtomicBool,
+    ) -> Result<(), TrialError> {
+        let ready_deadline = self.os.mono_ns() + READY_TIMEOUT.as_nanos() as i64;
         while self.ready < exp.workers {
             if stop.load(Ordering::SeqCst) {
                 return Err(TrialError::Interrupted);
             }
-            let left = ready_deadline - mono_ns();
+            let left = ready_deadline - self.os.mono_ns();
             if left <= 0 {
                 return Err(TrialError::NotReady { ready: self.ready, total: exp.workers });
             }
-            match self.rx.recv_timeout(Duration::from_nanos(left.min(50_000_000) as u64)) {
+            match self.os.recv(&self.rx, Duration::from_nanos(left.min(50_000_000) as u64)) {
                 Ok(msg @ Msg::Exit { .. }) => {
                     let Msg::Exit { worker, ref status, .. } = msg else { unreachable!() };
-                    let early = TrialError::DiedEarly {
-                        worker,
-                        status: status.clone(),
-                        log: workers.procs[worker].log.clone(),
-                    };
+                    let early =
+                        TrialError::DiedEarly { worker, status: status.clone(), log: procs[worker].log.clone() };
                     // Counted like any exit: the clean-up waits for the others only.
                     self.absorb(msg, None);
                     return Err(early);
@@ -205,21 +226,18 @@ impl Run {
                 }
             }
         }
+        Ok(())
+    }
 
-        // 2. Release. From here to the trial's end this thread runs at
-        // real-time priority, so that no load makes a moment late: the
-        // release, each fault, each stop observed. (Lowering it between
-        // faults, to leave a woken target this core, made a loaded
-        // machine's SIGTERM late again.) The clean-up is ordinary work.
-        let mut timing = crate::realtime::Raised::this_thread();
-        let t0 = release(exp, barrier);
+    /// t = 0: the barrier's event, with both clocks, and a program's start.
+    fn released(&mut self, exp: &Experiment, t0: i64, procs: &[WorkerProc]) {
         // Both clocks read back to back: the wall clock at t0, to the µs.
-        let wall_at_t0 = t0 + (wall_ns() - mono_ns());
+        let wall_at_t0 = t0 + (self.os.wall_ns() - self.os.mono_ns());
         let at = Detail { mono_ns: Some(t0), wall_ns: Some(wall_at_t0), ..super::machine::counters() };
         self.raw.push(RawEvent::harness(t0, None, None, EventKind::Barrier, at));
         if exp.program.is_some() {
             // Programs start when spawned; the harness's clock starts here.
-            for p in &workers.procs {
+            for p in procs {
                 self.raw.push(RawEvent::harness(
                     t0,
                     Some(p.index),
@@ -229,18 +247,31 @@ impl Run {
                 ));
             }
         }
+    }
 
-        // 3. Faults until the end.
+    /// Deliver the faults on time, folding in every message, until the
+    /// trial's end (or, one-shot, until nothing can change any more).
+    pub(super) fn faults_until_end<'h>(
+        &mut self,
+        exp: &Experiment,
+        (t0, seed): (i64, u64),
+        procs: &[WorkerProc],
+        stop: &AtomicBool,
+        hit: Hit<'h>,
+    ) -> Result<(), TrialError>
+    where
+        'o: 'h,
+    {
         let end = t0 + exp.duration.as_ns() as i64;
-        let mut nemesis = Nemesis::new(exp, t0, seed, hit.lock, hit.server, (hit.proxy, hit.service));
+        let mut nemesis = Nemesis::new(self.os, exp, (t0, seed), hit.lock, hit.server, (hit.proxy, hit.service));
         loop {
             if stop.load(Ordering::SeqCst) {
                 return Err(TrialError::Interrupted);
             }
-            let now = mono_ns();
-            let fired = nemesis.fire_due(now, &workers.procs, &mut self.live);
+            let now = self.os.mono_ns();
+            let fired = nemesis.fire_due(now, procs, &mut self.live);
             self.record(fired);
-            let now = mono_ns();
+            let now = self.os.mono_ns();
             if now >= end || self.settled(&nemesis) {
                 break;
             }
@@ -250,29 +281,27 @@ impl Run {
             if due - now < SPIN_NS {
                 // A timed wait can oversleep, more so on a VM; for the
                 // last stretch before a fault, poll instead.
-                match self.rx.try_recv() {
+                match self.os.try_recv(&self.rx) {
                     Ok(msg) => self.absorb(msg, Some(&mut nemesis)),
                     Err(_) => std::hint::spin_loop(),
                 }
                 continue;
             }
             let wake = (due - SPIN_NS).min(now + 50_000_000);
-            match self.rx.recv_timeout(Duration::from_nanos((wake - now).max(0) as u64)) {
+            let wait = Duration::from_nanos((wake - now).max(0) as u64);
+            match self.os.recv(&self.rx, wait) {
                 Ok(msg) => self.absorb(msg, Some(&mut nemesis)),
                 Err(RecvTimeoutError::Timeout) => {}
                 // All workers gone and all pipes closed: sleep out the trial.
-                Err(RecvTimeoutError::Disconnected) => {
-                    std::thread::sleep(Duration::from_nanos((wake - now).max(0) as u64));
-                }
+                Err(RecvTimeoutError::Disconnected) => self.os.sleep(wait),
             }
         }
-        self.end_ns = mono_ns();
-        timing.lower();
+        self.end_ns = self.os.mono_ns();
         self.raw.push(RawEvent::harness(self.end_ns, None, None, EventKind::TrialEnd, super::machine::counters()));
         // Faults still waiting for their moment never happened: say so.
         let never = nemesis.never_fired(self.end_ns);
         self.record(never);
-        Ok(t0)
+        Ok(())
     }
 
     /// SIGCONT, SIGTERM, grace, SIGKILL, reap — and keep recording, so the
@@ -287,21 +316,9 @@ impl Run {
         workers: &mut Workers,
         group: &TrialGroup,
     ) -> Result<bool, TrialError> {
-        for p in &workers.procs {
-            let _ = p.signal(Signal::SIGCONT);
-            let _ = p.signal(Signal::SIGTERM);
-        }
-        let grace_end = mono_ns() + exp.grace.as_ns() as i64;
-        self.drain_until(grace_end, exp.workers);
-        if self.exited < exp.workers {
-            for p in &workers.procs {
-                let _ = p.signal(Signal::SIGKILL);
-            }
-            self.drain_until(mono_ns() + KILL_TIMEOUT.as_nanos() as i64, exp.workers);
-        }
-        if self.exited < exp.workers {
+        if let Err(e) = self.stop_workers(exp, &workers.procs) {
             workers.detach();
-            return Err(TrialError::Unkillable(exp.workers - self.exited));
+            return Err(e);
         }
         let left_behind = group.kill_rest();
         // Every process is gone; read on until every reader has reached EOF
@@ -309,14 +326,14 @@ impl Run {
         // on a full queue), then the history is complete. A descendant that
         // escaped every mechanism (no cgroup, its own session) may still
         // hold a pipe: past the deadline its readers are left behind.
-        let deadline = mono_ns() + KILL_TIMEOUT.as_nanos() as i64;
+        let deadline = self.os.mono_ns() + KILL_TIMEOUT.as_nanos() as i64;
         loop {
-            let left = deadline - mono_ns();
+            let left = deadline - self.os.mono_ns();
             if left <= 0 {
                 workers.detach();
                 return Err(TrialError::PipesHeld);
             }
-            match self.rx.recv_timeout(Duration::from_nanos(left as u64)) {
+            match self.os.recv(&self.rx, Duration::from_nanos(left as u64)) {
                 Ok(msg) => self.absorb(msg, None),
                 Err(RecvTimeoutError::Disconnected) => break,
                 Err(RecvTimeoutError::Timeout) => {}
@@ -326,13 +343,34 @@ impl Run {
         Ok(left_behind)
     }
 
+    /// Every worker continued and asked to stop; those still running after
+    /// the grace period killed; every exit recorded.
+    pub(super) fn stop_workers(&mut self, exp: &Experiment, procs: &[WorkerProc]) -> Result<(), TrialError> {
+        for p in procs {
+            let _ = self.os.signal(p, Signal::SIGCONT);
+            let _ = self.os.signal(p, Signal::SIGTERM);
+        }
+        let grace_end = self.os.mono_ns() + exp.grace.as_ns() as i64;
+        self.drain_until(grace_end, exp.workers);
+        if self.exited < exp.workers {
+            for p in procs {
+                let _ = self.os.signal(p, Signal::SIGKILL);
+            }
+            self.drain_until(self.os.mono_ns() + KILL_TIMEOUT.as_nanos() as i64, exp.workers);
+        }
+        if self.exited < exp.workers {
+            return Err(TrialError::Unkillable(exp.workers - self.exited));
+        }
+        Ok(())
+    }
+
     pub(super) fn drain_until(&mut self, deadline: i64, total: usize) {
         while self.exited < total {
-            let left = deadline - mono_ns();
+            let left = deadline - self.os.mono_ns();
             if left <= 0 {
                 return;
             }
-            match self.rx.recv_timeout(Duration::from_nanos(left as u64)) {
+            match self.os.recv(&self.rx, Duration::from_nanos(left as u64)) {
                 Ok(msg) => self.absorb(msg, None),
                 Err(RecvTimeoutError::Timeout) | Err(RecvTimeoutError::Disconnected) => return,
             }
@@ -350,3 +388,7 @@ fn held_to_budget(d: &Delivery) -> bool {
     let timed = matches!(d.action, "kill" | "term" | "stop" | "cont") || d.action.starts_with("lock-");
     timed && d.error.as_deref().is_none_or(|e| e.ends_with(super::nemesis::UNCONFIRMED))
 }
+
+#[cfg(test)]
+#[path = "event_loop_tests.rs"]
+mod tests;

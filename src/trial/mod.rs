@@ -7,25 +7,39 @@
 //! period, SIGKILLed and reaped before `run_trial` returns.
 
 mod barrier;
-pub mod clock;
-pub mod contain;
+mod clock;
+mod contain;
 mod error;
 mod event_loop;
-pub mod guard;
-pub mod limits;
+#[cfg(test)]
+mod fake_os;
+mod guard;
+mod limits;
 mod machine;
-pub mod msg;
-pub mod nemesis;
+mod msg;
+mod nemesis;
+mod os;
 mod outcome;
-pub mod program;
+mod program;
 mod run;
-pub mod schedule;
-pub mod server;
+mod schedule;
+mod server;
 mod setup;
-pub mod spawn;
+mod spawn;
 mod time_limit;
 
+// What the rest of the harness uses of a trial: running one, the servers
+// and containment a run shares between its trials, the resource limits it
+// checks first, the fault schedule (plan and shrink replay it), and for
+// calibrate the spawner and stop detection it measures.
+pub use contain::{TrialGroup, finish as finish_containment};
 pub use error::TrialError;
-pub use msg::EVENT_BACKLOG;
+pub use guard::run as run_guard;
+pub use limits::{LimitError, ensure as ensure_limits};
+pub use msg::{EVENT_BACKLOG, Msg};
+pub use os::{Stop, poll_stopped};
 pub use run::{TrialEnv, TrialRecord, run_trial};
+pub use schedule::{Live, Schedule, trial_faults};
+pub use server::{ServerError, Servers, installed as server_installed};
+pub use spawn::{SpawnSpec, spawn};
 pub use time_limit::{run_trial_within_limit, time_limit};

@@ -8,10 +8,11 @@ use nix::sys::signal::Signal;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
+use super::os::{Os, Stop};
 use super::schedule::{Live, Order, Schedule};
 use super::server::{ManagedServer, ReplicatedService};
 use super::spawn::WorkerProc;
-use crate::model::clock::{mono_ns, wall_ns};
+use crate::model::clock::wall_ns;
 use crate::model::expiry::ExpiryRule;
 use crate::model::history::EventKind;
 use crate::model::{Action, Experiment, InitialLock};
@@ -34,12 +35,46 @@ pub struct Delivery {
     pub error: Option<String>,
 }
 
+/// What a server fault does to the lease server.
+pub(super) trait ServerControl {
+    fn pid(&self) -> Option<nix::unistd::Pid>;
+    /// Stop every process of the server.
+    fn pause(&self) -> Result<(), String>;
+    fn resume(&self) -> Result<(), String>;
+    /// Kill every process of the server and wait for them.
+    fn kill(&mut self);
+    fn start_again(&mut self) -> Result<(), String>;
+}
+
+impl ServerControl for ManagedServer {
+    fn pid(&self) -> Option<nix::unistd::Pid> {
+        ManagedServer::pid(self)
+    }
+
+    fn pause(&self) -> Result<(), String> {
+        ManagedServer::pause(self)
+    }
+
+    fn resume(&self) -> Result<(), String> {
+        ManagedServer::resume(self)
+    }
+
+    fn kill(&mut self) {
+        ManagedServer::kill(self)
+    }
+
+    fn start_again(&mut self) -> Result<(), String> {
+        ManagedServer::start_again(self).map_err(|e| e.to_string())
+    }
+}
+
 pub struct Nemesis<'s> {
+    os: &'s dyn Os,
     schedule: Schedule,
     rule: ExpiryRule,
     lock: std::path::PathBuf,
     /// The harness-managed lease server, for server-* faults.
-    server: Option<&'s mut ManagedServer>,
+    server: Option<&'s mut dyn ServerControl>,
     /// The workers' links to their server, for network faults.
     proxy: Option<&'s Proxy>,
     /// A replicated service's links, for network faults instead.
@@ -57,15 +92,16 @@ pub struct Nemesis<'s> {
 }
 
 impl<'s> Nemesis<'s> {
-    pub fn new(
+    pub(super) fn new(
+        os: &'s dyn Os,
         exp: &Experiment,
-        t0: i64,
-        seed: u64,
+        (t0, seed): (i64, u64),
         lock: &Path,
-        server: Option<&'s mut ManagedServer>,
+        server: Option<&'s mut dyn ServerControl>,
         (proxy, service): (Option<&'s Proxy>, Option<&'s ReplicatedService>),
     ) -> Nemesis<'s> {
         Nemesis {
+            os,
             schedule: Schedule::new(&super::schedule::trial_faults(exp, seed), t0, ChaCha8Rng::seed_from_u64(seed)),
             rule: expiry_rule(exp),
             lock: lock.to_path_buf(),
@@ -143,24 +179,26 @@ impl<'s> Nemesis<'s> {
                 Action::LockEmpty => LockFault::Empty,
                 Action::LockDelete => LockFault::Delete,
                 Action::LockCorrupt => LockFault::Corrupt,
-                _ => LockFault::Stale { dead_pid: dead_pid(), lease_until: self.rule.stale(wall_ns()) },
+                _ => LockFault::Stale { dead_pid: dead_pid(), lease_until: self.rule.stale(self.os.wall_ns()) },
             };
             let result = lockfile::inject(&self.lock, fault, self.rule.expiry);
             return vec![Delivery {
-                actual_ns: mono_ns(),
+                actual_ns: self.os.mono_ns(),
                 error: result.err().map(|e| e.to_string()),
                 ..base(o.action.name())
             }];
         }
         let targets = match o.workers.clone() {
             Ok(t) => t,
-            Err(error) => return vec![Delivery { actual_ns: mono_ns(), error: Some(error), ..base(o.action.name()) }],
+            Err(error) => {
+                return vec![Delivery { actual_ns: self.os.mono_ns(), error: Some(error), ..base(o.action.name()) }];
+            }
         };
         if let (Action::Skew, crate::model::Target::Member(k), Some(service)) = (o.action, o.target, self.service) {
             let result = service.jump_clock(k, o.skew.map_or(0, |s| s.as_ns()));
             return vec![Delivery {
                 pid: service.server_pid(k),
-                actual_ns: mono_ns(),
+                actual_ns: self.os.mono_ns(),
                 error: result.err(),
                 ..base(o.action.name())
             }];
@@ -178,7 +216,7 @@ impl<'s> Nemesis<'s> {
                     Delivery {
                         worker: Some(w),
                         pid: Some(procs[w].pid.as_raw()),
-                        actual_ns: mono_ns(),
+                        actual_ns: self.os.mono_ns(),
                         error: written.err().map(|e| format!("cannot move the clock: {e}")),
                         ..base(o.action.name())
                     }
@@ -203,7 +241,7 @@ impl<'s> Nemesis<'s> {
                     Delivery {
                         worker: Some(w),
                         pid: Some(procs[w].pid.as_raw()),
-                        actual_ns: *done.as_ref().unwrap_or(&mono_ns()),
+                        actual_ns: *done.as_ref().unwrap_or(&self.os.mono_ns()),
                         error: done.err(),
                         ..base(o.action.name())
                     }
@@ -220,7 +258,7 @@ impl<'s> Nemesis<'s> {
         let mut out = Vec::new();
         for w in &targets {
             let proc_ = &procs[*w];
-            let (actual_ns, error) = send(proc_, signal);
+            let (actual_ns, error) = send(self.os, proc_, signal);
             if error.is_none() {
                 match signal {
                     Signal::SIGSTOP => live.paused[*w] = true,
@@ -276,7 +314,7 @@ impl<'s> Nemesis<'s> {
         }
         let (actual_ns, error) = match done {
             Ok(at) => (at, None),
-            Err(e) => (mono_ns(), Some(e.to_string())),
+            Err(e) => (self.os.mono_ns(), Some(e.to_string())),
         };
         side.iter()
             .map(|&n| {
@@ -293,7 +331,11 @@ impl<'s> Nemesis<'s> {
     /// server-pause (a stop now, a cont later), server-kill, server-restart.
     fn deliver_to_server(&mut self, o: &Order, base: impl Fn(&'static str) -> Delivery) -> Delivery {
         let Some(server) = self.server.as_deref_mut() else {
-            return Delivery { actual_ns: mono_ns(), error: Some("no managed server".into()), ..base("server") };
+            return Delivery {
+                actual_ns: self.os.mono_ns(),
+                error: Some("no managed server".into()),
+                ..base("server")
+            };
         };
         let pid = server.pid().map(|p| p.as_raw());
         // Stamped as a worker's signals are, so the history stays causal: a
@@ -303,16 +345,16 @@ impl<'s> Nemesis<'s> {
         let (action, actual_ns, result) = match o.action {
             Action::ServerPause => {
                 let r = server.pause();
-                ("server-stop", mono_ns(), r)
+                ("server-stop", self.os.mono_ns(), r)
             }
-            Action::Cont => ("server-cont", mono_ns(), server.resume()),
+            Action::Cont => ("server-cont", self.os.mono_ns(), server.resume()),
             Action::ServerKill => {
                 server.kill();
-                ("server-kill", mono_ns(), Ok(()))
+                ("server-kill", self.os.mono_ns(), Ok(()))
             }
             _ => {
                 server.kill();
-                let at = mono_ns();
+                let at = self.os.mono_ns();
                 ("server-restart", at, server.start_again().map_err(|e| e.to_string()))
             }
         };
@@ -332,36 +374,36 @@ impl<'s> Nemesis<'s> {
 /// the kernel has torn it down in the target's own time), which on a busy
 /// machine waits behind the load: the target runs at real-time priority
 /// until it has (a stop is lowered again once the kernel reports it).
-fn send(proc_: &WorkerProc, signal: Signal) -> (i64, Option<String>) {
+fn send(os: &dyn Os, proc_: &WorkerProc, signal: Signal) -> (i64, Option<String>) {
     use crate::realtime::Threads;
-    let boost = matches!(signal, Signal::SIGSTOP | Signal::SIGKILL) && crate::realtime::available().is_ok();
+    let boost = matches!(signal, Signal::SIGSTOP | Signal::SIGKILL) && os.realtime_available();
     if boost {
-        proc_.set_realtime(true, Threads::Main);
+        os.set_realtime(proc_, true, Threads::Main);
     }
-    let before = mono_ns();
-    let failed = match proc_.signal(signal) {
+    let before = os.mono_ns();
+    let failed = match os.signal(proc_, signal) {
         Ok(true) => None,
         Ok(false) => Some("worker already exited".to_string()),
         Err(e) => Some(format!("kill failed: {e}")),
     };
     if let Some(failed) = failed {
         if boost {
-            proc_.set_realtime(false, Threads::All);
+            os.set_realtime(proc_, false, Threads::All);
         }
-        return (mono_ns(), Some(failed));
+        return (os.mono_ns(), Some(failed));
     }
     if boost {
-        proc_.set_realtime(true, Threads::Others);
+        os.set_realtime(proc_, true, Threads::Others);
     }
     match signal {
         Signal::SIGSTOP => {
-            let stopped = stopped_at(proc_.pid);
+            let stopped = stopped_at(os, proc_.pid);
             if boost {
-                proc_.set_realtime(false, Threads::All);
+                os.set_realtime(proc_, false, Threads::All);
             }
             stopped
         }
-        Signal::SIGCONT => continued(proc_.pid, before),
+        Signal::SIGCONT => continued(os, proc_.pid, before),
         _ => (before, None),
     }
 }
@@ -371,64 +413,26 @@ pub(super) const UNCONFIRMED: &str = "after 100 ms";
 
 /// The moment the kernel reports `pid` stopped: a SIGSTOP is delivered only
 /// when the target next runs.
-fn stopped_at(pid: nix::unistd::Pid) -> (i64, Option<String>) {
-    match poll_stopped(pid, 100_000_000) {
+fn stopped_at(os: &dyn Os, pid: nix::unistd::Pid) -> (i64, Option<String>) {
+    match os.poll_stopped(pid, 100_000_000) {
         // Gone (reaped): it died, which the waiter reports as an exit.
-        Stop::Stopped | Stop::Gone => (mono_ns(), None),
-        Stop::NotYet => (mono_ns(), Some(format!("not stopped {UNCONFIRMED}"))),
-    }
-}
-
-/// What `poll_stopped` saw.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Stop {
-    Stopped,
-    Gone,
-    NotYet,
-}
-
-/// Poll for up to `within_ns` until the kernel reports our child `pid`
-/// stopped. `waitid(WSTOPPED | WNOWAIT | WNOHANG)` is a cheap syscall that
-/// neither blocks nor consumes the report (the waiter thread only waits for
-/// exits), so it can be polled tightly; return, then read the clock.
-pub fn poll_stopped(pid: nix::unistd::Pid, within_ns: i64) -> Stop {
-    use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid};
-    let start = mono_ns();
-    let deadline = start + within_ns;
-    loop {
-        match waitid(Id::Pid(pid), WaitPidFlag::WSTOPPED | WaitPidFlag::WNOWAIT | WaitPidFlag::WNOHANG) {
-            Ok(WaitStatus::Stopped(..)) => return Stop::Stopped,
-            Err(nix::errno::Errno::EINTR) => continue,
-            Err(_) => return Stop::Gone,
-            Ok(_) => {}
-        }
-        let now = mono_ns();
-        if now >= deadline {
-            return Stop::NotYet;
-        }
-        // A stop takes effect within microseconds once the target runs.
-        // Past that, a real-time poller must not hold a core the target may
-        // need: short sleeps, which wake on time at that priority.
-        if now - start < 100_000 {
-            std::thread::yield_now();
-        } else {
-            std::thread::sleep(std::time::Duration::from_micros(20));
-        }
+        Stop::Stopped | Stop::Gone => (os.mono_ns(), None),
+        Stop::NotYet => (os.mono_ns(), Some(format!("not stopped {UNCONFIRMED}"))),
     }
 }
 
 /// SIGCONT takes effect when sent; wait (briefly) until /proc agrees, so
 /// that the next fault sees a running process.
-fn continued(pid: nix::unistd::Pid, sent: i64) -> (i64, Option<String>) {
-    let deadline = mono_ns() + 100_000_000;
-    loop {
-        match procfs::process::Process::new(pid.as_raw()).and_then(|p| p.stat()).map(|s| s.state) {
-            // As for a stop: a real-time poller sleeps between looks.
-            Ok('T') if mono_ns() < deadline => std::thread::sleep(std::time::Duration::from_micros(20)),
-            Ok('T') => return (mono_ns(), Some(format!("state still 'T' {UNCONFIRMED}"))),
-            _ => return (sent, None),
+fn continued(os: &dyn Os, pid: nix::unistd::Pid, sent: i64) -> (i64, Option<String>) {
+    let deadline = os.mono_ns() + 100_000_000;
+    while os.is_stopped(pid) {
+        if os.mono_ns() >= deadline {
+            return (os.mono_ns(), Some(format!("state still 'T' {UNCONFIRMED}")));
         }
+        // As for a stop: a real-time poller sleeps between looks.
+        os.sleep(std::time::Duration::from_micros(20));
     }
+    (sent, None)
 }
 
 /// Where the workers of the trial whose lock is `lock` read their clock

@@ -8,7 +8,7 @@ use super::msg::ExitStatus;
 use super::spawn::Workers;
 use crate::model::history::EventKind;
 
-impl Run {
+impl Run<'_> {
     /// A worker that died by itself (non-zero exit, or a signal we did not
     /// send) is a broken system under test or harness, not a measurement.
     pub(super) fn check_exits(&self, workers: &Workers) -> Result<(), TrialError> {

@@ -124,6 +124,7 @@ pub fn run_trial(
     }
 
     let mut run = Run {
+        os: &super::os::RealOs,
         rx,
         raw,
         live: Live::new(exp.workers),
@@ -142,7 +143,12 @@ pub fn run_trial(
         // comes at the release).
         run.ready = exp.workers;
     }
-    let hit = Hit { lock: &lock, server: server.own(), proxy: proxy.as_ref(), service: service.as_ref() };
+    let hit = Hit {
+        lock: &lock,
+        server: server.own().map(|s| s as &mut dyn nemesis::ServerControl),
+        proxy: proxy.as_ref(),
+        service: service.as_ref(),
+    };
     let outcome = run.drive(exp, seed, &workers, barrier, stop, hit);
     // Undo every fault still in force before the clean-up, so that the
     // workers' releases are not stuck behind the experiment's own faults:

@@ -80,6 +80,21 @@ impl WorkerProc {
     }
 }
 
+#[cfg(test)]
+impl WorkerProc {
+    /// A worker of the fake OS: no process behind `pid`.
+    pub(super) fn fake(index: usize, pid: i32) -> WorkerProc {
+        WorkerProc {
+            index,
+            pid: Pid::from_raw(pid),
+            spawned_ns: 0,
+            log: PathBuf::new(),
+            counts: Arc::new(super::program::Counts::new(0)),
+            state: Arc::default(),
+        }
+    }
+}
+
 /// The workers of one trial. Dropping it SIGKILLs whatever is still
 /// running: a panic in the harness must not leave workers behind.
 pub struct Workers {

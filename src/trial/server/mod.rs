@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
-pub use pool::{Servers, TrialServer};
+pub use pool::Servers;
 pub use postgres::PgInstall;
 pub use replicated::ReplicatedService;
 
