@@ -21,15 +21,20 @@ const TOL: f64 = 25.0;
 /// The smallest error of the bugs these tests catch.
 const BUG: f64 = RESOLUTION;
 
-fn one_fault(action: &str) -> String {
-    // A fault at a seeded uniform moment in [12.2 s, 14.8 s): almost a full
-    // renewal period, so nearly every phase between kill and renewal is
-    // sampled. The 0.2 s (10 ms scaled) kept clear of each renewal tick is
-    // deliberate: a kill that lands inside the renewal's truncate-then-write
-    // leaves an empty lock file and wedges the system (crash-mid-renewal),
-    // and on a loaded machine that window widens to milliseconds.
+fn one_fault(action: &str, timing: &Timing) -> String {
+    // A fault at a seeded uniform moment between the renewal ticks at 12 s
+    // and 15 s, so that many phases between kill and renewal are sampled,
+    // kept clear of each tick by more than the tolerance (at least 0.2 s,
+    // 10 ms scaled). A kill that lands inside the renewal's
+    // truncate-then-write leaves an empty lock file and wedges the system
+    // (crash-mid-renewal): only a renewal the machine stalled or woke late
+    // by more than the tolerance can reach the kill, and the harness names
+    // that trial disturbed.
+    let clear_ms = ((timing.tol + 1.0) / SCALE).max(200.0).round();
     format!(
-        "name: {action}-bounds\nworkers: 3\nduration: 30s\nseed: 7\nfaults:\n  - at: 12.2s\n    jitter: 2.6s\n    target: leader\n    action: {action}\n"
+        "name: {action}-bounds\nworkers: 3\nduration: 30s\nseed: 7\nfaults:\n  - at: {}ms\n    jitter: {}ms\n    target: leader\n    action: {action}\n",
+        12_000.0 + clear_ms,
+        3_000.0 - 2.0 * clear_ms
     )
 }
 
@@ -37,7 +42,7 @@ fn one_fault(action: &str) -> String {
 /// undisturbed ones (at least three), and the run. The machine is the
 /// caller's, alone.
 fn six_trials(lab: &Lab, timing: &Timing, action: &str) -> Option<(Vec<Row>, Finished)> {
-    let file = lab.file(&format!("{action}.yaml"), &(one_fault(action) + &timing.yaml(SCALE)));
+    let file = lab.file(&format!("{action}.yaml"), &(one_fault(action, timing) + &timing.yaml(SCALE)));
     let run = lab.run(&file).scale(SCALE).trials(6).jobs(3).output().expect_code(0);
     let trials = run.table("trials.csv");
     let calm = timing.undisturbed(&trials, 3)?;

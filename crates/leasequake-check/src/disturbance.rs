@@ -158,6 +158,37 @@ struct Timed {
     op: Op,
     end_us: Micros,
     took_us: Micros,
+    /// A renewal a kill ended: it ran at least `took_us`, up to the kill.
+    killed: bool,
+}
+
+/// The renewals a kill cut short, each from its announcement to the kill. A
+/// stall that ends in a kill leaves no time of its own, yet it decided
+/// where the kill landed (inside the renewal's write, which can wedge the
+/// lock file): it is judged as far as it went.
+fn cut_short(events: &[Event], faults: &[Window]) -> Vec<Timed> {
+    let kills = events.iter().filter(|e| {
+        e.kind == EventKind::Fault && e.detail.action.as_deref() == Some("kill") && e.detail.error.is_none()
+    });
+    kills
+        .filter_map(|kill| {
+            let w = kill.worker?;
+            let before = events.iter().rev().filter(|e| e.worker == Some(w) && e.t_us <= kill.t_us);
+            let last = before.into_iter().find(|e| {
+                matches!(
+                    e.kind,
+                    EventKind::Renewing | EventKind::Renewed | EventKind::RenewFailed | EventKind::Acquired
+                )
+            })?;
+            let ran = (last.t_us, kill.t_us - 1);
+            (last.kind == EventKind::Renewing && !under_fault(faults, Some(w), ran.0, ran.1)).then_some(Timed {
+                op: Op::Renew,
+                end_us: kill.t_us,
+                took_us: kill.t_us - last.t_us,
+                killed: true,
+            })
+        })
+        .collect()
 }
 
 pub fn disturbance(
@@ -195,9 +226,10 @@ pub fn disturbance(
             }
             let (from, to) = (e.t_us - us as Micros, e.t_us);
             let hit = under_fault(&faults, e.worker, from, to);
-            (!hit).then_some(Timed { op, end_us: e.t_us, took_us: us as Micros })
+            (!hit).then_some(Timed { op, end_us: e.t_us, took_us: us as Micros, killed: false })
         })
         .collect();
+    let killed = cut_short(events, &faults);
     let mut stalls: Vec<(Micros, &Timed, Micros)> = Vec::new();
     for op in [Op::Acquire, Op::Renew, Op::Observe] {
         let mut times: Vec<Micros> = timed.iter().filter(|t| t.op == op).map(|t| t.took_us).collect();
@@ -206,7 +238,7 @@ pub fn disturbance(
         }
         times.sort_unstable();
         let median = times[(times.len() - 1) / 2];
-        for t in timed.iter().filter(|t| t.op == op) {
+        for t in timed.iter().chain(&killed).filter(|t| t.op == op) {
             let stall = t.took_us - median;
             d.op_stall_max_us = Some(d.op_stall_max_us.map_or(stall, |m| m.max(stall)));
             if stall > budget {
@@ -218,11 +250,14 @@ pub fn disturbance(
     if let Some((_, t, median)) = stalls.first() {
         let interval = if t.op == Op::Observe { ("watch", params.watch_us) } else { ("renew", params.renew_us) };
         let more = more(stalls.len() - 1, "operation");
+        let (took, at) = (ms(t.took_us), t.end_us as f64 / 1e6);
+        let what = if t.killed {
+            format!("a renewal the kill at {at:.3} s cut short had run {took} ms")
+        } else {
+            format!("{} took {took} ms at {at:.3} s", name(t.op))
+        };
         d.causes.push(format!(
-            "{} took {} ms at {:.3} s ({:.0} % of the {} interval; the median {} ms){more}",
-            name(t.op),
-            ms(t.took_us),
-            t.end_us as f64 / 1e6,
+            "{what} ({:.0} % of the {} interval; the median {} ms){more}",
             100.0 * t.took_us as f64 / interval.1.max(1) as f64,
             interval.0,
             ms(*median),
@@ -437,6 +472,35 @@ mod tests {
         let mut events = steady(|k| if k == 3 { 740_000 } else { 300 });
         events.push(Event::new(8_500_000, Some(0), EventKind::Failpoint));
         events.sort_by_key(|e| e.t_us);
+        assert!(!judge(&events).disturbed());
+    }
+
+    #[test]
+    fn a_renewal_a_kill_cut_short_is_judged_as_far_as_it_ran() {
+        // The leader announces its renewal at 30 s, and is killed inside it:
+        // 40 ms in, the machine stalled it (the kill meant to land 10 ms
+        // clear of the renewal landed in its write); 20 ms in, within the
+        // budget.
+        let killed_after = |ran_us: Micros| {
+            let mut events = steady(|_| 300);
+            events.push(Event::new(30_000_000, Some(0), EventKind::Renewing));
+            events.push(fault(30_000_000 + ran_us, Some(0), "kill"));
+            judge(&events)
+        };
+        let d = killed_after(40_000);
+        assert_eq!(
+            d.text(),
+            "a renewal the kill at 30.040 s cut short had run 40.0 ms (1 % of the renew interval; the median 0.300 ms)"
+        );
+        assert!(!killed_after(20_000).disturbed());
+        // Killed between renewals, or inside its own failpoint: nothing cut short.
+        let mut events = steady(|_| 300);
+        events.push(fault(28_000_000, Some(0), "kill"));
+        assert!(!judge(&events).disturbed());
+        let mut events = steady(|_| 300);
+        events.push(Event::new(30_000_000, Some(0), EventKind::Renewing));
+        events.push(Event::new(30_000_100, Some(0), EventKind::Failpoint));
+        events.push(fault(30_500_000, Some(0), "kill"));
         assert!(!judge(&events).disturbed());
     }
 
