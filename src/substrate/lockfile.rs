@@ -118,6 +118,7 @@ impl LockFile {
                 if self.path.exists() {
                     return Ok(false);
                 }
+                self.reached(Failpoint::AfterCheck);
                 OpenOptions::new().write(true).create(true).truncate(true).mode(0o644).open(&self.path)?;
                 self.reached(Failpoint::AfterCreate);
                 self.write_or_remove(lease)
@@ -146,6 +147,8 @@ impl LockFile {
                 if self.path.exists() {
                     return Ok(false);
                 }
+                // Every process that passed the check will create the lock.
+                self.reached(Failpoint::AfterCheck);
                 self.write_tmp(lease)?;
                 // rename(2) replaces whatever appeared since the check.
                 fs::rename(&self.tmp, &self.path)?;
@@ -262,12 +265,18 @@ mod tests {
     fn failpoints_fire_inside_their_windows_only() {
         use std::cell::RefCell;
         use std::rc::Rc;
-        for (variant, at, acquire_hits, renew_hits) in [
-            (Acquire::Excl, Failpoint::AfterCreate, 1, 0),
-            (Acquire::Excl, Failpoint::AfterTruncate, 0, 1),
+        // (variant, failpoint, hits in the acquire, in the renewal, the
+        // file's length inside the window: empty, or not there yet).
+        for (variant, at, acquire_hits, renew_hits, inside) in [
+            (Acquire::Excl, Failpoint::AfterCreate, 1, 0, Some(0)),
+            (Acquire::Excl, Failpoint::AfterTruncate, 0, 1, Some(0)),
+            (Acquire::Naive, Failpoint::AfterCheck, 1, 0, None),
+            (Acquire::Rename, Failpoint::AfterCheck, 1, 0, None),
             // Atomic variants have no such window: the failpoint never fires.
-            (Acquire::Link, Failpoint::AfterCreate, 0, 0),
-            (Acquire::Rename, Failpoint::AfterTruncate, 0, 0),
+            (Acquire::Link, Failpoint::AfterCreate, 0, 0, None),
+            (Acquire::Link, Failpoint::AfterCheck, 0, 0, None),
+            (Acquire::Rename, Failpoint::AfterTruncate, 0, 0, None),
+            (Acquire::Excl, Failpoint::AfterCheck, 0, 0, None),
         ] {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("leader.lock");
@@ -276,7 +285,6 @@ mod tests {
             let lock = LockFile::new(&path, variant, Expiry::UnixSeconds).with_failpoint(
                 at,
                 Box::new(move |fp| {
-                    // Inside the window the file exists and is empty.
                     log.borrow_mut().push((fp, fs::read(&path).map(|b| b.len()).ok()));
                 }),
             );
@@ -284,7 +292,7 @@ mod tests {
             assert_eq!(seen.borrow().len(), acquire_hits, "{variant:?} {at:?}");
             lock.write(LEASE).unwrap();
             assert_eq!(seen.borrow().len(), acquire_hits + renew_hits, "{variant:?} {at:?}");
-            assert!(seen.borrow().iter().all(|(fp, len)| *fp == at && *len == Some(0)), "{:?}", seen.borrow());
+            assert!(seen.borrow().iter().all(|(fp, len)| *fp == at && *len == inside), "{:?}", seen.borrow());
         }
     }
 

@@ -116,6 +116,7 @@ pub fn run(args: WorkerArgs) -> i32 {
                 Failpoint::AfterCreate => "after-create",
                 Failpoint::AfterTruncate => "after-truncate",
                 Failpoint::BeforeRemove => "before-remove",
+                Failpoint::AfterCheck => "after-check",
                 Failpoint::None => "none",
             };
             emit(EventKind::Failpoint, Detail { reason: Some(name.into()), ..Detail::default() });

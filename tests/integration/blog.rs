@@ -9,10 +9,25 @@ fn link_acquisition_stays_exclusive_where_the_proposed_rename_fix_is_not() {
     let lab = Lab::new();
     let link = lab.run(shipped("blog", "link-race")).trials(10).output().expect_code(0);
     assert!(link.table("trials.csv").iter().all(|t| t.get("max_leaders") == "1"));
-    // rename replaces a lock that appeared after the existence check. Seen
-    // in 24/30 trials here; 10 trials without one would be p < 1e-6.
-    let rename = lab.run(shipped("blog", "rename-race")).trials(10).output().expect_code(0);
-    assert!(rename.table("trials.csv").iter().any(|t| t.get("max_leaders") != "1"), "rename never double-led");
+    // rename replaces a lock that appeared after the existence check. Every
+    // worker stalls 500 ms between its check and its rename (a failpoint);
+    // released together, each passes the check before the first rename, and
+    // each believes it leads. Only a start spread of half a second (which
+    // the trial would name as disturbed) could spare one.
+    let file = lab.file(
+        "rename-widened.yaml",
+        "name: rename-widened\nworkers: 3\nduration: 2s\nworker:\n  acquire: rename\n  mode: one-shot\n  \
+         failpoint: after-check\n  failpoint_delay: 500ms\n",
+    );
+    let rename = lab.run(&file).trials(2).output().expect_code(0);
+    for t in rename.table("trials.csv") {
+        assert_eq!(
+            t.get("max_leaders"),
+            "3",
+            "every worker that passed the check leads: {t:?}\n{}",
+            rename.story(t.get("trial"))
+        );
+    }
 }
 
 #[test]

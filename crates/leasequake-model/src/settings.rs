@@ -101,6 +101,8 @@ pub enum Failpoint {
     AfterTruncate,
     /// Takeover: the lease was seen expired, the stale file not yet removed.
     BeforeRemove,
+    /// Acquire (naive/rename): the lock was seen missing, not yet created.
+    AfterCheck,
 }
 
 /// Settings of the built-in worker.
