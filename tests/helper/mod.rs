@@ -2,7 +2,7 @@
 
 mod machine;
 
-pub use machine::Timing;
+pub use machine::{Timing, skip};
 
 /// The test's own path (`bounds::alone::sigterm_gap_…`), for what it says.
 #[macro_export]

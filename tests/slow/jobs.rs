@@ -1,8 +1,10 @@
 //! The exactly-once job over random pauses and kills: only lease-only
 //! executes an epoch twice. Slow tier: five runs of random faults, and
-//! whether a duplicate happens at all is a matter of phase. The strategies'
-//! exact counts under one scripted pause are in the fast tier
-//! (tests/integration/jobs.rs).
+//! whether a duplicate happens in a trial is a matter of phase: each of the
+//! 50 committed lease-only trials (results/fencing) had 2 to 4, so that the
+//! 6 lease-only trials here have none is below (3/50)⁶ ≈ 5e-8 at the 95 %
+//! bound on a rate never seen. The strategies' exact counts under one
+//! scripted pause are in the fast tier (tests/integration/jobs.rs).
 
 use crate::helper::{Lab, Row, shipped};
 
@@ -23,7 +25,8 @@ mod alone {
             .iter()
             .map(|st| {
                 let file = shipped("fencing", &format!("job-{st}"));
-                let run = lab.run(file).scale(0.05).trials(3).jobs(3).output().expect_code(0);
+                let trials = if *st == "lease-only" { 6 } else { 3 };
+                let run = lab.run(file).scale(0.05).trials(trials).jobs(3).output().expect_code(0);
                 run.table("summary-jobs.csv").remove(0)
             })
             .collect();
