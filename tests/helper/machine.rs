@@ -137,6 +137,19 @@ impl Timing {
     /// The experiment's keys that have the harness judge its trials, and
     /// how late their faults came, by this tolerance (in the experiment's
     /// own time at `scale`), for a file's top level.
+    /// A copy of the experiment `file` in `lab`, changed by `edit`, with
+    /// this tolerance as its budgets at `scale`.
+    pub fn copy(
+        &self,
+        lab: &super::Lab,
+        file: &std::path::Path,
+        scale: f64,
+        edit: impl Fn(String) -> String,
+    ) -> std::path::PathBuf {
+        let text = edit(std::fs::read_to_string(file).expect("the experiment file")) + &self.yaml(scale);
+        lab.file(&file.file_name().expect("a file name").to_string_lossy(), &text)
+    }
+
     pub fn yaml(&self, scale: f64) -> String {
         let us = (self.tol * 1000.0 / scale).round();
         format!("disturbance_budget: {us}us\nfault_budget: {us}us\n")

@@ -237,9 +237,8 @@ mod alone {
     /// its program by absolute path, with the tolerance as its budgets.
     fn timed_run(lab: &Lab, name: &str, timing: &Timing, trials: u32) -> crate::helper::Finished {
         let dir = repo().join("experiments/programs");
-        let text = std::fs::read_to_string(dir.join(format!("{name}.yaml"))).unwrap();
-        let text = text.replace("{experiment_dir}", &dir.display().to_string()) + &timing.yaml(SCALE);
-        let file = lab.file(&format!("{name}.yaml"), &text);
+        let absolute = |text: String| text.replace("{experiment_dir}", &dir.display().to_string());
+        let file = timing.copy(lab, &dir.join(format!("{name}.yaml")), SCALE, absolute);
         lab.run(file).scale(SCALE).trials(trials).jobs(trials).output().expect_code(0)
     }
 

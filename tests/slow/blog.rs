@@ -15,8 +15,7 @@ fn of_trial<'a>(events: &'a [Row], trial: &str, kind: &str) -> Vec<&'a Row> {
 
 /// A shipped blog experiment with `timing`'s budgets (and `edit` applied).
 fn timed(lab: &Lab, name: &str, timing: &Timing, scale: f64, edit: impl Fn(String) -> String) -> std::path::PathBuf {
-    let text = edit(std::fs::read_to_string(shipped("blog", name)).unwrap()) + &timing.yaml(scale);
-    lab.file(&format!("{name}.yaml"), &text)
+    timing.copy(lab, &shipped("blog", name), scale, edit)
 }
 
 /// Tests that measure against a tight tolerance: each holds the machine
