@@ -245,7 +245,8 @@ pub fn disturbance(
         .map(|e| e.t_us);
     let mut stalls: Vec<(Micros, &Timed, Micros)> = Vec::new();
     for op in [Op::Acquire, Op::Renew, Op::Observe] {
-        let mut times: Vec<Micros> = timed.iter().filter(|t| t.op == op).map(|t| t.took_us).collect();
+        let of_kind: Vec<&Timed> = timed.iter().filter(|t| t.op == op).collect();
+        let mut times: Vec<Micros> = of_kind.iter().map(|t| t.took_us).collect();
         if times.is_empty() {
             continue;
         }
@@ -255,7 +256,7 @@ pub fn disturbance(
         // the start-up on top, a median no stricter than its usual cost.
         // Not once the lease's server or network took a fault: what the
         // system then takes (a replica catching up after a heal) is its own.
-        if let [once] = timed.iter().filter(|t| t.op == op).collect::<Vec<_>>()[..]
+        if let [once] = of_kind[..]
             && system_faulted_us.is_none_or(|f| f > once.end_us - once.took_us)
         {
             times.extend(firsts.iter().filter(|t| t.op == op).map(|t| t.took_us));
