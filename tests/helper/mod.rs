@@ -328,18 +328,32 @@ pub struct OwnRedis {
 }
 
 impl OwnRedis {
+    /// Another process may take the port the kernel offered before the
+    /// server binds it (the harness's runs beside the test dial from that
+    /// range, as source ports): then the server exits, and starts again on
+    /// another.
     pub fn start(dir: &Path) -> OwnRedis {
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let child = std::process::Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-            .arg("--dir")
-            .arg(dir)
-            .stdout(std::process::Stdio::null())
-            .spawn()
-            .expect("redis-server (apt-get install redis-server)");
-        let server = OwnRedis { child, port };
-        wait_for(Duration::from_secs(5), "redis-server to answer PING", || server.answers().then_some(()));
-        server
+        for _ in 0..3 {
+            let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+            let child = std::process::Command::new("redis-server")
+                .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+                .arg("--dir")
+                .arg(dir)
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .expect("redis-server (apt-get install redis-server)");
+            let mut server = OwnRedis { child, port };
+            let up = wait_for(Duration::from_secs(5), "redis-server to answer PING or exit", || {
+                if let Ok(Some(_)) = server.child.try_wait() {
+                    return Some(false);
+                }
+                server.answers().then_some(true)
+            });
+            if up {
+                return server;
+            }
+        }
+        panic!("redis-server exited at start-up three times, each on a new port")
     }
 
     fn answers(&self) -> bool {

@@ -80,6 +80,70 @@ fn a_server_restarted_while_paused_comes_back_running() {
     );
 }
 
+/// A `redis-server` on PATH in `lab` that, at each of its first `held`
+/// starts on a port, first has a real Redis take that port and answer on it
+/// (gone with the start that found it taken), then starts the real one,
+/// which finds the port in use. What another process does when it takes
+/// the port the harness chose before its server binds it.
+fn redis_whose_port_is_taken(lab: &Lab, held: u32) -> String {
+    let real = std::process::Command::new("sh").args(["-c", "command -v redis-server"]).output().unwrap();
+    let real = String::from_utf8(real.stdout).unwrap().trim().to_string();
+    assert!(!real.is_empty(), "redis-server (apt-get install redis-server)");
+    let bin = lab.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let (count, dir) = (lab.path().join("starts"), lab.path().display().to_string());
+    let shim = format!(
+        "#!/bin/sh\n\
+         case \" $* \" in *\" --port \"*) ;; *) exec {real} \"$@\" ;; esac\n\
+         n=$(cat {count} 2>/dev/null || echo 0); echo $((n + 1)) > {count}\n\
+         if [ \"$n\" -lt {held} ]; then\n\
+           port=$(echo \" $* \" | sed 's/.* --port \\([0-9]*\\) .*/\\1/')\n\
+           setpriv --pdeathsig KILL {real} --port \"$port\" --bind 127.0.0.1 --save '' --appendonly no --dir {dir} >/dev/null 2>&1 &\n\
+           i=0; until [ \"$(redis-cli -p \"$port\" ping 2>/dev/null)\" = PONG ] || [ $i -ge 500 ]; do sleep 0.01; i=$((i + 1)); done\n\
+           # The holder answers for a while before this start fails.\n\
+           sleep 0.3\n\
+         fi\n\
+         exec {real} \"$@\"\n",
+        count = count.display(),
+    );
+    let path = bin.join("redis-server");
+    std::fs::write(&path, shim).unwrap();
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default())
+}
+
+const REDIS_BRIEFLY: &str =
+    "name: port-taken\nworkers: 2\nduration: 3s\nseed: 1\nsubstrate: {kind: redis, managed: true}\n";
+
+#[test]
+fn a_managed_server_that_finds_its_port_taken_starts_again_on_another() {
+    // The holder answers PING on the port while the harness's own server
+    // has not yet failed: a harness that took any answer for its server's
+    // would run the trial against the holder, which dies with that start.
+    let lab = Lab::new();
+    let path = redis_whose_port_is_taken(&lab, 1);
+    let file = lab.file("port-taken.yaml", REDIS_BRIEFLY);
+    let run = lab.run(file).env("PATH", &path).trials(1).output().expect_code(0);
+    let starts = std::fs::read_to_string(lab.path().join("starts")).unwrap();
+    assert_eq!(starts.trim(), "2", "one start found its port taken, the next ran: {}", run.stderr());
+    let events = run.table("events.csv");
+    assert!(events.iter().any(|e| e.get("event") == "acquired"), "the trial ran on the second server: {events:?}");
+    let trial = &run.table("trials.csv")[0];
+    assert_eq!(trial.get("max_leaders"), "1", "{trial:?}");
+}
+
+#[test]
+fn a_managed_server_whose_every_port_is_taken_is_an_error_naming_it() {
+    let lab = Lab::new();
+    let path = redis_whose_port_is_taken(&lab, u32::MAX);
+    let file = lab.file("port-taken.yaml", REDIS_BRIEFLY);
+    let run = lab.run(file).env("PATH", &path).trials(1).output().expect_code(3);
+    let stderr = run.stderr();
+    assert!(stderr.contains("redis-server found its port") && stderr.contains("taken by another process"), "{stderr}");
+    let starts = std::fs::read_to_string(lab.path().join("starts")).unwrap();
+    assert_eq!(starts.trim(), "3", "three starts, each on its own port: {stderr}");
+}
+
 /// Tests that measure against a tight tolerance: each holds the machine
 /// alone (`Lab::alone`), and the test command runs them one at a time after
 /// the rest (filter `alone::`).

@@ -7,7 +7,7 @@
 //! 1 s (with etcd's defaults it is 2 s), and a lone member elects itself at
 //! once.
 
-use std::net::{Ipv4Addr, SocketAddr, TcpListener};
+use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -38,7 +38,7 @@ pub(super) struct Member {
 impl Member {
     /// A lone member on 127.0.0.1.
     pub(super) fn new() -> Result<Member, ServerError> {
-        let peer = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map_err(ServerError::Port)?;
+        let peer = super::port::free_port(Ipv4Addr::LOCALHOST)?;
         Member::of_cluster("leasequake", peer, peer, &format!("leasequake=http://{peer}"))
     }
 

@@ -13,11 +13,12 @@
 
 mod etcd;
 mod pool;
+mod port;
 mod postgres;
 mod redis;
 mod replicated;
 
-use std::net::{Ipv4Addr, TcpListener};
+use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -38,6 +39,8 @@ pub enum ServerError {
     Spawn { what: &'static str, package: &'static str, source: std::io::Error },
     #[error("cannot find a free loopback port: {0}")]
     Port(std::io::Error),
+    #[error("{what} found its port {port} taken by another process (log: {})", log.display())]
+    PortTaken { what: &'static str, port: u16, log: PathBuf },
     #[error("{what} on port {port} did not answer within {within:?} (log: {})", log.display())]
     NotReady { what: &'static str, port: u16, within: Duration, log: PathBuf },
     #[error("{0}")]
@@ -66,6 +69,10 @@ pub fn installed(server: Server) -> Result<(), String> {
     }
 }
 
+/// How many times a server is started, each on a port of its own, when
+/// another process takes the port before it binds it (`port`).
+const STARTS: usize = 3;
+
 /// One running server: its process (for PostgreSQL the postmaster, whose
 /// children are found through /proc), its port, where it logs.
 pub struct ManagedServer {
@@ -77,6 +84,9 @@ pub struct ManagedServer {
     /// What the server keeps between its starts.
     data: Data,
     child: Option<Child>,
+    /// How long its log was when it was last launched: what it said
+    /// since is what that start said.
+    log_from: u64,
     /// Its own cgroup where the harness has them: every process of the
     /// server in it, whatever sessions they make, frozen and killed whole,
     /// and by the guard should the harness die.
@@ -93,12 +103,10 @@ enum Data {
 }
 
 impl ManagedServer {
-    /// Start `server` on a free loopback port, logging to `log`. A
-    /// PostgreSQL cluster is copied from `pg`'s template.
+    /// Start `server` on a free loopback port, logging to `log`, again
+    /// on another should another process take it first. A PostgreSQL
+    /// cluster is copied from `pg`'s template.
     fn start(server: Server, log: &Path, pg: Option<&PgInstall>, connections: usize) -> Result<Self, ServerError> {
-        // Let the kernel pick a free port; the small race until the server
-        // binds it is acceptable on a test machine's loopback.
-        let port = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map_err(ServerError::Port)?.port();
         let data = match (server, pg) {
             (Server::Postgres, Some(install)) => Data::Postgres(install.cluster(connections)?),
             (Server::Postgres, None) => return Err(ServerError::Setup("no PostgreSQL installation".into())),
@@ -106,16 +114,30 @@ impl ManagedServer {
             (Server::Redis, _) => Data::Redis(redis::Setup::Single),
         };
         let group = TrialGroup::for_server();
-        let mut s = ManagedServer { ip: Ipv4Addr::LOCALHOST, port, log: log.to_path_buf(), data, child: None, group };
-        s.spawn()?;
-        Ok(s)
+        let ip = Ipv4Addr::LOCALHOST;
+        let mut s = ManagedServer { ip, port: 0, log: log.to_path_buf(), data, child: None, log_from: 0, group };
+        for start in 1..=STARTS {
+            s.port = port::free_port(ip)?.port();
+            match s.spawn() {
+                Err(ServerError::PortTaken { .. }) if start < STARTS => {
+                    s.kill();
+                    // etcd's peer port may have been the one taken.
+                    if let Data::Etcd(_) = s.data {
+                        s.data = Data::Etcd(etcd::Member::new()?);
+                    }
+                }
+                done => return done.map(|()| s),
+            }
+        }
+        unreachable!("the last start returns")
     }
 
     /// Launch an etcd cluster's `member` serving clients on `ip:port`
     /// (it answers once a quorum of its cluster runs: `wait_ready`).
     fn launch_etcd(member: etcd::Member, ip: Ipv4Addr, port: u16, log: &Path) -> Result<Self, ServerError> {
         let group = TrialGroup::for_server();
-        let mut s = ManagedServer { ip, port, log: log.to_path_buf(), data: Data::Etcd(member), child: None, group };
+        let data = Data::Etcd(member);
+        let mut s = ManagedServer { ip, port, log: log.to_path_buf(), data, child: None, log_from: 0, group };
         s.launch()?;
         Ok(s)
     }
@@ -123,7 +145,8 @@ impl ManagedServer {
     /// Start a `redis-server` in the part `setup` on `ip:port`.
     fn start_redis(setup: redis::Setup, ip: Ipv4Addr, port: u16, log: &Path) -> Result<Self, ServerError> {
         let group = TrialGroup::for_server();
-        let mut s = ManagedServer { ip, port, log: log.to_path_buf(), data: Data::Redis(setup), child: None, group };
+        let data = Data::Redis(setup);
+        let mut s = ManagedServer { ip, port, log: log.to_path_buf(), data, child: None, log_from: 0, group };
         s.spawn()?;
         Ok(s)
     }
@@ -176,6 +199,7 @@ impl ManagedServer {
         let out =
             std::fs::File::options().create(true).append(true).open(&self.log).map_err(|e| self.spawn_error(e))?;
         let err = out.try_clone().map_err(|e| self.spawn_error(e))?;
+        self.log_from = out.metadata().map_or(0, |m| m.len());
         let mut cmd = match &self.data {
             Data::Postgres(cluster) => cluster.command(self.port),
             Data::Etcd(member) => member.command(self.ip, self.port),
@@ -203,26 +227,51 @@ impl ManagedServer {
         let deadline = Instant::now() + within;
         let address = self.address();
         while Instant::now() < deadline {
-            if let Some(child) = self.child.as_mut()
-                && let Ok(Some(status)) = child.try_wait()
-            {
-                return Err(ServerError::Setup(format!(
-                    "{} exited at start-up ({status}); see {}",
-                    self.what(),
-                    self.log.display()
-                )));
+            if let Some(exit) = self.exited() {
+                return Err(exit);
             }
             let answered = match self.server() {
                 Server::Redis => redis::answers(&address),
                 Server::Postgres => crate::substrate::postgres::ensure_table(&address).is_ok(),
                 Server::Etcd => etcd::answers(&address),
             };
-            if answered {
+            // Its own answer, not that of a server that took the port first.
+            if answered && self.pid().is_some_and(|pid| port::listens_on(pid.as_raw(), self.port)) {
                 return Ok(());
             }
             std::thread::sleep(Duration::from_millis(10));
         }
         Err(ServerError::NotReady { what: self.what(), port: self.port, within, log: self.log.clone() })
+    }
+
+    /// Why the server's process is gone, if it is: the port taken (it
+    /// says so in its log), or another exit, quoted from its log.
+    fn exited(&mut self) -> Option<ServerError> {
+        let status = self.child.as_mut()?.try_wait().ok()??;
+        let said = self.said_at_start();
+        if port::says_port_taken(&said) {
+            return Some(ServerError::PortTaken { what: self.what(), port: self.port, log: self.log.clone() });
+        }
+        let last = said.lines().map(str::trim).rfind(|l| !l.is_empty()).unwrap_or("(its log is empty)");
+        Some(ServerError::Setup(format!(
+            "{} exited at start-up ({status}), its log's last line: {last} (see {})",
+            self.what(),
+            self.log.display()
+        )))
+    }
+
+    /// What the server's log says since its last launch (its last 64 KiB).
+    fn said_at_start(&self) -> String {
+        use std::io::{Read, Seek, SeekFrom};
+        const TAIL: u64 = 64 * 1024;
+        let Ok(mut file) = std::fs::File::open(&self.log) else { return String::new() };
+        let len = file.metadata().map_or(0, |m| m.len());
+        let from = self.log_from.max(len.saturating_sub(TAIL));
+        let mut bytes = Vec::new();
+        if file.seek(SeekFrom::Start(from)).is_err() || file.take(TAIL).read_to_end(&mut bytes).is_err() {
+            return String::new();
+        }
+        String::from_utf8_lossy(&bytes).into_owned()
     }
 
     /// The server's processes: the one we spawned and, for PostgreSQL, the

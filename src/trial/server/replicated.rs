@@ -18,12 +18,13 @@
 //! server to each other one.
 
 use std::collections::HashMap;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use super::port::free_port;
 use super::redis::Setup;
-use super::{ManagedServer, ServerError, etcd};
+use super::{ManagedServer, STARTS, ServerError, etcd};
 use crate::model::{Experiment, Kind, MemberView, ServiceView, Target};
 use crate::proxy::{Door, Owners, Proxy, Route, Toxic};
 use std::sync::Mutex;
@@ -62,12 +63,6 @@ fn ip_of(server: usize, members: usize) -> Ipv4Addr {
     } else {
         Ipv4Addr::new(127, 0, 0, 21 + (server - members) as u8)
     }
-}
-
-/// A free port on `ip` (the small race until the server binds it is
-/// acceptable on a test machine's loopback).
-fn free_port(ip: Ipv4Addr) -> Result<SocketAddr, ServerError> {
-    TcpListener::bind((ip, 0)).and_then(|l| l.local_addr()).map_err(ServerError::Port)
 }
 
 /// The trial's network before any server runs: each server's loopback
@@ -138,11 +133,20 @@ impl ReplicatedService {
     /// Start the service for a trial of `exp` in `dir` (its logs and
     /// config files), the proxy's draws from `seed`.
     pub fn start(exp: &Experiment, dir: &Path, seed: u64) -> Result<ReplicatedService, ServerError> {
-        let service = match exp.substrate.kind {
-            Kind::Etcd => ReplicatedService::start_etcd(exp, dir, seed),
-            Kind::Redlock => ReplicatedService::start_redlock(exp, dir, seed),
-            _ => ReplicatedService::start_redis(exp, dir, seed),
-        }?;
+        // A server that finds its port taken starts the service again, on
+        // ports all new (the others know its address).
+        let mut start = 1;
+        let service = loop {
+            let started = match exp.substrate.kind {
+                Kind::Etcd => ReplicatedService::start_etcd(exp, dir, seed),
+                Kind::Redlock => ReplicatedService::start_redlock(exp, dir, seed),
+                _ => ReplicatedService::start_redis(exp, dir, seed),
+            };
+            match started {
+                Err(ServerError::PortTaken { .. }) if start < STARTS => start += 1,
+                done => break done?,
+            }
+        };
         let path = dir.join("service.json");
         std::fs::write(&path, service.describe())
             .map_err(|e| ServerError::Setup(format!("{}: {e}", path.display())))?;
@@ -341,8 +345,10 @@ impl ReplicatedService {
             }
             started.push(server);
         }
-        for server in &mut started {
-            server.wait_ready()?;
+        if let Err(e) = started.iter_mut().try_for_each(ManagedServer::wait_ready) {
+            // A member gone at start-up (its port taken) keeps the others
+            // from a quorum: its reason is the one to act on.
+            return Err(started.iter_mut().find_map(ManagedServer::exited).unwrap_or(e));
         }
         // A connection the front door could not place (its dialler not
         // yet known) is reset: the member dials again, and is placed.
