@@ -14,12 +14,7 @@ use crate::helper::{Lab, bin, repo};
 /// writes today's tables. A suite listed here that re-checks is an error
 /// too, so the list only shrinks; a change to the checker that moves a
 /// committed table reruns its script rather than adding it here.
-///
-/// blog and etcd: the stall of an operation done once in a trial (a
-/// takeover) is judged since 32ccb66, which moves their `op_stall_max_us`
-/// (no verdict); their scripts take 40 and 60 minutes of the machine alone,
-/// and rerun next, before anything else.
-const STALE: &[&str] = &["blog", "etcd"];
+const STALE: &[&str] = &[];
 
 /// Files git tracks under the repository (the committed ones), or, outside
 /// a git checkout, every file there.
