@@ -9,6 +9,7 @@ pub mod commands;
 pub mod console;
 pub mod error;
 pub mod experiment;
+pub mod files;
 pub mod proxy;
 pub mod realtime;
 pub mod report;

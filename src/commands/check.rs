@@ -6,14 +6,13 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::inputs::most_workers;
+use super::owner::{Use, hold};
 use crate::check::TrialMetrics;
 use crate::error::Error;
 use crate::experiment::{Overrides, load};
 use crate::model::Experiment;
 use crate::model::history::History;
 use crate::report::csv::{ResultsWriter, Tables, TrialData};
-use crate::report::read::{finished_trials, read_histories};
 use crate::report::summary::{per_unit, setting_label, summarize, units};
 use crate::report::terminal;
 use crate::{say, warnln};
@@ -30,24 +29,12 @@ pub enum Target<'a> {
 
 /// Recompute the derived tables of a results directory from its history.
 pub fn check(dir: &Path, target: Target<'_>) -> Result<(), Error> {
+    // A check that writes elsewhere only reads the run's directory.
+    let how = if matches!(target, Target::Out(_)) { Use::Read } else { Use::Write };
+    let _held = hold(dir, how)?;
     super::inputs::same_format(dir)?;
     let exp = load(&dir.join("experiment.yaml"), &Overrides::default()).map_err(|e| Error::Experiments(vec![e]))?;
-    // A run's trials are those in its trials.csv; a history put together by
-    // hand (no trials.csv) is checked whole.
-    let listed = if dir.join("trials.csv").exists() { Some(finished_trials(dir)?) } else { None };
-    let histories = read_histories(dir, listed.as_ref(), most_workers(&exp))?;
-    if let Some(listed) = &listed {
-        let missing: Vec<String> = listed.iter().filter(|t| !histories.contains_key(t)).map(u32::to_string).collect();
-        if !missing.is_empty() {
-            return Err(Error::Path {
-                path: dir.join("events.csv"),
-                problem: format!(
-                    "holds no events of trial(s) {} listed in trials.csv; refusing to re-check a partial history",
-                    abbreviate(&missing)
-                ),
-            });
-        }
-    }
+    let histories = super::inputs::finished_histories(dir, &exp, "check")?;
     if histories.is_empty() {
         return Err(Error::Path { path: dir.join("events.csv"), problem: "holds no trial; nothing to check".into() });
     }
@@ -57,7 +44,10 @@ pub fn check(dir: &Path, target: Target<'_>) -> Result<(), Error> {
             super::inputs::ensure_empty(out, "--out")?;
             out.to_path_buf()
         }
-        Target::InPlace => dir.join(format!(".check-{}.tmp", std::process::id())),
+        Target::InPlace => {
+            super::inputs::remove_stale(dir, ".check-", ".tmp");
+            dir.join(format!(".check-{}.tmp", std::process::id()))
+        }
     };
     let io = |p: &Path| {
         let path = p.to_path_buf();

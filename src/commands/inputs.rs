@@ -86,6 +86,38 @@ pub fn proxied(exp: &Experiment) -> bool {
     units(exp).iter().any(|(u, _)| u.proxied())
 }
 
+/// The histories of a results directory's finished trials: those its
+/// trials.csv lists (each of which must be whole, and within the
+/// experiment), or every trial of a history put together by hand (no
+/// trials.csv). `what` names the command in the errors.
+pub fn finished_histories(dir: &Path, exp: &Experiment, what: &str) -> Result<BTreeMap<u32, History>, Error> {
+    use crate::report::read::{finished_trials, read_histories};
+    let listed = if dir.join("trials.csv").exists() { Some(finished_trials(dir)?) } else { None };
+    if let Some(listed) = &listed {
+        let most = units(exp).len() as u64 * u64::from(exp.trials);
+        if let Some(beyond) = listed.iter().find(|t| u64::from(**t) > most) {
+            return Err(Error::Path {
+                path: dir.join("trials.csv"),
+                problem: format!("{what}: lists trial {beyond}, but the experiment has {most} trial(s)"),
+            });
+        }
+    }
+    let histories = read_histories(dir, listed.as_ref(), most_workers(exp))?;
+    if let Some(listed) = &listed {
+        let missing: Vec<String> = listed.iter().filter(|t| !histories.contains_key(t)).map(u32::to_string).collect();
+        if !missing.is_empty() {
+            return Err(Error::Path {
+                path: dir.join("events.csv"),
+                problem: format!(
+                    "{what}: holds no events of trial(s) {} listed in trials.csv; this is not as a run left it",
+                    super::check::abbreviate(&missing)
+                ),
+            });
+        }
+    }
+    Ok(histories)
+}
+
 /// Check every history of a results directory with the settings of its
 /// trial's sweep point: (trial, point index, metrics).
 pub fn recheck(exp: &Experiment, histories: &BTreeMap<u32, History>) -> Vec<(u32, usize, TrialMetrics)> {
@@ -121,9 +153,35 @@ pub fn verdict(exp: &Experiment, trials: &[(u32, &TrialMetrics)]) -> Result<(), 
     }
 }
 
+/// Remove what a killed command left in `dir`: every `<prefix><PID><suffix>`
+/// directory whose process is gone (a live one's is its own business).
+pub fn remove_stale(dir: &Path, prefix: &str, suffix: &str) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(pid) =
+            name.strip_prefix(prefix).and_then(|n| n.strip_suffix(suffix)).and_then(|p| p.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let gone = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None) == Err(nix::errno::Errno::ESRCH);
+        if gone && e.file_type().is_ok_and(|t| t.is_dir()) {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
+
 /// A new directory `parent/<prefix><UTC timestamp>` (`-2`, `-3`, … when
 /// the second is taken): a command's output never lands on an earlier one.
+/// `parent` is a directory inside a results directory (checks/, shrink/):
+/// a symbolic link there would take the output out of it, and is refused.
 pub fn new_dir(parent: &Path, prefix: &str) -> Result<PathBuf, Error> {
+    if parent.symlink_metadata().is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(Error::Path {
+            path: parent.to_path_buf(),
+            problem: "is a symbolic link: a command writes only inside the results directory".into(),
+        });
+    }
     std::fs::create_dir_all(parent).map_err(|source| Error::Io { path: parent.to_path_buf(), source })?;
     let stamp = crate::model::clock::utc_stamp(crate::model::clock::wall_ns() / 1_000_000_000);
     for n in 1..1000 {

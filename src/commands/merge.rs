@@ -35,6 +35,8 @@ pub fn merge(out: &Path, dirs: &[PathBuf]) -> Result<(), Error> {
     ensure_empty(out, "OUT")?;
     // Everything is read and held to everything else first.
     let shape = shape(dirs)?;
+    // The shards are read, not written: a run still writing one is refused.
+    let _held = dirs.iter().map(|d| super::owner::hold(d, super::owner::Use::Read)).collect::<Result<Vec<_>, _>>()?;
     let experiments: Vec<Shards> = match &shape {
         Shape::Experiment => vec![gather(dirs.to_vec())?],
         Shape::Suite(names) => {
@@ -227,7 +229,8 @@ fn gather(dirs: Vec<PathBuf>) -> Result<Shards, Error> {
             });
         };
         let path = dir.join("experiment.yaml");
-        let yaml = std::fs::read_to_string(&path).map_err(|source| Error::Io { path, source })?;
+        let yaml = crate::files::read_text(&path, crate::experiment::MAX_FILE_BYTES)
+            .map_err(|source| Error::Io { path, source })?;
         read.push(Read { dir, recorded, whole, shard, yaml });
     }
     let first = &read[0];
@@ -239,7 +242,7 @@ fn gather(dirs: Vec<PathBuf>) -> Result<Shards, Error> {
     for table in HISTORY_TABLES {
         let header = |dir: &Path| -> Result<String, Error> {
             let path = dir.join(table);
-            let file = std::fs::File::open(&path)
+            let file = crate::files::open_regular(&path)
                 .map_err(|e| Error::Path { path: path.clone(), problem: format!("{e}: not as a run left it") })?;
             let mut line = String::new();
             std::io::BufRead::read_line(&mut std::io::BufReader::new(file), &mut line)
@@ -434,7 +437,7 @@ fn write_suite(
     let points: Vec<Vec<_>> =
         experiments.iter().zip(merged).map(|(s, m)| per_unit(&units(&s.exp), &m.metrics)).collect();
     // The run's own title (the files it was given), from a shard's README.
-    let title = std::fs::read_to_string(dirs[0].join("README.md"))
+    let title = crate::files::read_text(&dirs[0].join("README.md"), crate::files::MAX_TEXT_BYTES)
         .ok()
         .and_then(|t| t.lines().next().map(|l| l.trim_start_matches("# ").to_string()))
         .unwrap_or_else(|| "leasequake: merged shards".into());
@@ -507,6 +510,7 @@ fn staging(out: &Path) -> Result<(PathBuf, Option<PathBuf>), Error> {
     let made = made.map(Path::to_path_buf);
     std::fs::create_dir_all(parent).map_err(io(parent))?;
     let name = out.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "merge".into());
+    super::inputs::remove_stale(parent, &format!(".{name}.merging-"), "");
     let stage = parent.join(format!(".{name}.merging-{}", std::process::id()));
     std::fs::create_dir(&stage).map_err(io(&stage))?;
     Ok((stage, made))

@@ -7,6 +7,7 @@ mod check;
 mod export;
 mod inputs;
 mod merge;
+mod owner;
 mod plan;
 mod report;
 mod run;
@@ -110,6 +111,7 @@ pub fn dispatch(cli: Cli) -> u8 {
 
 /// `leasequake plot DIR`: redraw the plots from the CSVs alone.
 fn plot(dir: &std::path::Path) -> Result<(), Error> {
+    let _held = owner::hold(dir, owner::Use::Write)?;
     inputs::same_format(dir)?;
     let title = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let drawn = crate::report::plots::draw(dir, &title)

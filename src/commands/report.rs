@@ -7,6 +7,7 @@ use std::path::Path;
 
 use crate::check::TrialMetrics;
 use crate::error::Error;
+use crate::files::MAX_TEXT_BYTES;
 use crate::model::Experiment;
 use crate::report::html::{Section, link_reports, page};
 use crate::report::summary::Measured;
@@ -18,18 +19,32 @@ const TIMELINES: usize = 12;
 /// A history larger than this is not read again for timelines.
 const MAX_EVENTS_BYTES: u64 = 64 << 20;
 
-/// Replace `path` whole: a reader never sees half of it.
+/// Replace `path` whole: a reader never sees half of it. The file gets
+/// the mode any file the run creates gets (0666 less the umask), not the
+/// temporary file's private 0600.
 pub fn write_whole(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
     let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let mut tmp = tempfile::NamedTempFile::new_in(parent)?;
     std::io::Write::write_all(&mut tmp, text.as_bytes())?;
+    tmp.as_file().set_permissions(std::fs::Permissions::from_mode(0o666 & !umask()))?;
     tmp.persist(path).map_err(|e| e.error)?;
     Ok(())
 }
 
+/// The process's umask, read without changing it (umask(2) can only set
+/// it, racing every thread that creates a file meanwhile).
+fn umask() -> u32 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("Umask:").map(|m| m.trim().to_string())))
+        .and_then(|m| u32::from_str_radix(&m, 8).ok())
+        .unwrap_or(0o022)
+}
+
 /// Who ran it, where and when, from host.json.
 fn preamble(dir: &Path) -> String {
-    let host: serde_json::Value = std::fs::read_to_string(dir.join("host.json"))
+    let host: serde_json::Value = crate::files::read_text(&dir.join("host.json"), MAX_TEXT_BYTES)
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok())
         .unwrap_or_default();
@@ -70,7 +85,7 @@ pub fn experiment(
         crate::report::suite::readme(&format!("leasequake: {}", exp.name), &(preamble(dir) + &scale), &[run], &points);
     let mut sections = Vec::new();
     for (file, heading) in [("dial.svg", "The dial"), ("histograms.svg", "Gaps per setting")] {
-        if let Ok(svg) = std::fs::read_to_string(dir.join(file)) {
+        if let Ok(svg) = crate::files::read_text(&dir.join(file), MAX_TEXT_BYTES) {
             sections.push(Section::Plot { heading: heading.into(), svg });
         }
     }
@@ -103,7 +118,7 @@ pub fn experiment(
         }
     }
     sections.push(Section::Timelines(timelines));
-    if let Ok(host) = std::fs::read_to_string(dir.join("host.json")) {
+    if let Ok(host) = crate::files::read_text(&dir.join("host.json"), MAX_TEXT_BYTES) {
         sections.push(Section::Text { heading: "Host and calibration (host.json)".into(), text: host });
     }
     write_whole(&dir.join("report.html"), &page(&exp.name, &md, &sections)).map_err(io)
@@ -112,10 +127,10 @@ pub fn experiment(
 /// Write `out/report.html` for a suite from its README.md, linking each
 /// experiment's own report.
 pub fn suite(out: &Path, names: &[String]) -> Result<(), Error> {
-    let readme = std::fs::read_to_string(out.join("README.md"))
+    let readme = crate::files::read_text(&out.join("README.md"), MAX_TEXT_BYTES)
         .map_err(|source| Error::Io { path: out.join("README.md"), source })?;
     let mut sections = Vec::new();
-    if let Ok(host) = std::fs::read_to_string(out.join("host.json")) {
+    if let Ok(host) = crate::files::read_text(&out.join("host.json"), MAX_TEXT_BYTES) {
         sections.push(Section::Text { heading: "Host and calibration (host.json)".into(), text: host });
     }
     let title = readme.lines().next().unwrap_or("leasequake").trim_start_matches("# ").to_string();
@@ -126,6 +141,7 @@ pub fn suite(out: &Path, names: &[String]) -> Result<(), Error> {
 /// `leasequake report DIR`: (re)write report.html from the files alone, for
 /// an experiment's directory or a suite's (and each of its experiments).
 pub fn report(dir: &Path) -> Result<(), Error> {
+    let _held = super::owner::hold(dir, super::owner::Use::Write)?;
     if dir.join("experiment.yaml").exists() {
         let written = one(dir)?;
         crate::sayln!("{}", written.display());
@@ -135,6 +151,7 @@ pub fn report(dir: &Path) -> Result<(), Error> {
     let entries =
         super::inputs::experiment_dirs(dir).map_err(|source| Error::Io { path: dir.to_path_buf(), source })?;
     for sub in entries {
+        let _held = super::owner::hold(&sub, super::owner::Use::Write)?;
         one(&sub)?;
         names.push(sub.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default());
     }
@@ -156,7 +173,7 @@ fn one(dir: &Path) -> Result<std::path::PathBuf, Error> {
     super::inputs::same_format(dir)?;
     let exp = crate::experiment::load(&dir.join("experiment.yaml"), &crate::experiment::Overrides::default())
         .map_err(|e| Error::Experiments(vec![e]))?;
-    let histories = crate::report::read::read_histories(dir, None, super::inputs::most_workers(&exp))?;
+    let histories = super::inputs::finished_histories(dir, &exp, "report")?;
     let metrics = super::inputs::recheck(&exp, &histories);
     let by_trial: Vec<(u32, &TrialMetrics)> = metrics.iter().map(|(t, _, m)| (*t, m)).collect();
     let failed = crate::report::summary::expectation_failures(&exp, &by_trial);

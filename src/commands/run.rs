@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
 use super::inputs::{ensure_empty, expand, load_all, most_workers, proxied};
+use super::owner::{Use, hold};
 use super::runner::{
     Ctx, Done, Outcome, flags_signalled, install_signal_flags, preflight, run_experiment, servers_ready,
 };
@@ -69,6 +70,12 @@ pub fn run(args: &RunArgs) -> Result<(), Error> {
     // Every results directory exists and takes files before the first
     // process is spawned, calibration's included.
     let mut dirs = Vec::new();
+    // Held until the run ends: no other command writes into them meanwhile.
+    let mut held = Vec::new();
+    if let (Some(out), true) = (&args.out, suite) {
+        writable(out).map_err(|e| Error::Path { path: out.clone(), problem: format!("--out: {e}") })?;
+        held.push(hold(out, Use::Write)?);
+    }
     for exp in &exps {
         let dir = match (&args.out, suite) {
             (Some(out), true) => out.join(&exp.name),
@@ -77,6 +84,7 @@ pub fn run(args: &RunArgs) -> Result<(), Error> {
         };
         let flag = if args.out.is_some() { "--out" } else { "--results-root" };
         writable(&dir).map_err(|e| Error::Path { path: dir.clone(), problem: format!("{flag}: {e}") })?;
+        held.push(hold(&dir, Use::Write)?);
         dirs.push(dir);
     }
     let (calibration, calibration_loaded) = if args.no_calibrate {
@@ -242,11 +250,20 @@ fn exported<'a>(done: &'a [(&'a Experiment, Outcome)]) -> Vec<crate::report::exp
 /// `run --resume DIR`: the experiment as it ran (DIR/experiment.yaml), the
 /// finished trials re-checked from DIR/events.csv, then the missing ones.
 fn resume(dir: &Path, args: &RunArgs) -> Result<(), Error> {
+    // Held until the run ends: a second resume (a retried task while the
+    // first still runs) is refused, naming this one.
+    let _held = hold(dir, Use::Write)?;
     super::inputs::same_format(dir)?;
+    // host.json says which shard this is and which build began it: one
+    // that cannot be read is refused, not taken for an unsharded run.
+    let recorded = match host::read(dir) {
+        Ok((recorded, _)) => Some(recorded),
+        Err(_) if dir.join("host.json").symlink_metadata().is_err() => None,
+        Err(e) => return Err(Error::Conflict(format!("--resume: {e}"))),
+    };
     // Its host.json credits every trial to the build that began the run (a
     // merge of shards holds them to it): another build may not add to them.
-    if let Ok((recorded, _)) = host::read(dir)
-        && let Some(began) = recorded.build
+    if let Some(began) = recorded.as_ref().and_then(|r| r.build.as_deref())
         && began != env!("LEASEQUAKE_GIT_COMMIT")
     {
         return Err(Error::Conflict(format!(
@@ -262,14 +279,15 @@ fn resume(dir: &Path, args: &RunArgs) -> Result<(), Error> {
     preflight(&exp)?;
     // A trial interrupted half-written has events but no trials.csv row:
     // it is run again from the start.
-    let completed = crate::report::read::finished_trials(dir)?;
-    let histories = crate::report::read::read_histories(dir, Some(&completed), most_workers(&exp))?;
-    if let Some(t) = completed.iter().find(|t| !histories.contains_key(t)) {
+    // A run writes trials.csv's header before its first trial: without it
+    // nothing says which trials finished.
+    if !dir.join("trials.csv").exists() {
         return Err(Error::Path {
-            path: dir.join("events.csv"),
-            problem: format!("--resume: trial {t} is in trials.csv but has no events; this is not as a run left it"),
+            path: dir.join("trials.csv"),
+            problem: "--resume: missing; this is not a directory a run left".into(),
         });
     }
+    let histories = super::inputs::finished_histories(dir, &exp, "--resume")?;
     let done: Done = super::inputs::recheck(&exp, &histories);
     let exe = std::env::current_exe().map_err(|source| Error::Io { path: "leasequake".into(), source })?;
     // A resumed run keeps its host.json: no new calibration.
@@ -282,7 +300,7 @@ fn resume(dir: &Path, args: &RunArgs) -> Result<(), Error> {
     let ctx = Ctx { exe, flags: install_signal_flags(), facts, quiet: args.quiet, silent: false };
     super::export::targets_ok(args)?;
     // A shard's run resumes as that shard.
-    let shard = crate::report::host::recorded_shard(dir);
+    let shard = recorded.and_then(|r| r.shard);
     let mut outcome = run_experiment(&exp, dir, false, &ctx, Some(done), shard);
     let result = std::mem::replace(&mut outcome.result, Ok(()));
     if result.as_ref().is_err_and(|e| e.exit_code() != exit::EXPECT_FAILED) {

@@ -474,7 +474,9 @@ fn prepare_dir(
     std::fs::write(dir.join("host.json"), host::to_json(&record)).map_err(io(dir))?;
     if link_latest && let (Some(parent), Some(name)) = (dir.parent(), dir.file_name()) {
         // Replace the link atomically: a new link under a temp name, renamed.
-        let tmp = parent.join(".latest.tmp");
+        // The name is this process's own: two runs at once into one root
+        // would otherwise remove or rename each other's.
+        let tmp = parent.join(format!(".latest.{}.tmp", std::process::id()));
         let _ = std::fs::remove_file(&tmp);
         std::os::unix::fs::symlink(name, &tmp).map_err(io(&tmp))?;
         std::fs::rename(&tmp, parent.join("latest")).map_err(io(parent))?;

@@ -24,6 +24,9 @@ use crate::trial::trial_faults;
 use crate::{sayln, warnln};
 
 pub fn shrink(args: &ShrinkArgs) -> Result<(), Error> {
+    // A shrink into --out only reads the run's directory.
+    let how = if args.out.is_some() { super::owner::Use::Read } else { super::owner::Use::Write };
+    let _held = super::owner::hold(&args.dir, how)?;
     let plan = prepare(&args.dir, args.trial, &args.how, args.jobs.map(|j| j as usize))?;
     if let Some(out) = &args.out {
         super::inputs::ensure_empty(out, "--out")?;

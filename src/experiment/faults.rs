@@ -388,6 +388,32 @@ impl<'de> Deserialize<'de> for RawFaults {
 }
 
 /// Check a campaign against the experiment (unscaled values).
+/// How far a worker's clock may be moved in a trial, faults and start
+/// offset together, after scaling.
+pub(super) const MAX_SKEW_REACH: Dur = Dur::from_secs(86_400);
+
+/// How far the skews can move one worker's clock in a trial `duration`
+/// long (unscaled µs): each scripted skew as often as it can fire, each
+/// campaign's as often as it can be drawn. A worker adds every jump into
+/// one counter, so what they can sum to is bounded, not only each one.
+pub(super) fn skew_reach(faults: &[Fault], random: Option<&RandomFaults>, duration: Dur) -> u128 {
+    let size = |f: &Fault| f.skew.map_or(0, |s| u128::from(s.as_us().unsigned_abs()));
+    let scripted: u128 = faults.iter().map(|f| size(f) * u128::from(f.firings(duration))).sum();
+    let drawn: u128 = random.map_or(0, |r| {
+        r.kinds
+            .iter()
+            .map(|k| {
+                let most = match k.count {
+                    RandomCount::Between(_, max) => u128::from(max),
+                    RandomCount::MeanInterval(_) => MAX_RANDOM_FAULTS as u128,
+                };
+                size(&k.fault) * most
+            })
+            .sum()
+    });
+    scripted + drawn
+}
+
 pub(super) fn validate_random(
     r: &RawRandom,
     workers: usize,

@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_saphyr::Spanned;
 
 use super::diagnostic::{Diagnostic, ExperimentError};
-use super::faults::{RawFaults, RawLen, validate_fault, validate_random};
+use super::faults::{MAX_SKEW_REACH, RawFaults, RawLen, skew_reach, validate_fault, validate_random};
 use super::yaml_error::{saphyr_message, tab_after};
 use crate::model::{
     ClockOffset, Dur, EpochJob, Expect, Experiment, InitialLock, JobStrategy, LeaseSettings, Point, Reference,
@@ -149,12 +149,7 @@ pub(super) fn fields() -> Vec<(&'static str, &'static [&'static str])> {
 /// Read and validate an experiment file.
 pub fn load(path: &Path, overrides: &Overrides) -> Result<Experiment, ExperimentError> {
     let read = |source| ExperimentError::Read { path: path.into(), source };
-    let size = std::fs::metadata(path).map_err(read)?.len();
-    if size > MAX_FILE_BYTES {
-        let msg = format!("{size} bytes; an experiment file is at most {MAX_FILE_BYTES}");
-        return Err(read(std::io::Error::new(std::io::ErrorKind::InvalidData, msg)));
-    }
-    let text = std::fs::read_to_string(path).map_err(read)?;
+    let text = crate::files::read_text(path, MAX_FILE_BYTES).map_err(read)?;
     load_str(path, &text, overrides)
 }
 
@@ -638,6 +633,22 @@ fn build(path: &Path, text: &str, raw: RawExperiment, overrides: &Overrides) -> 
             scaled_note(lease)
         );
         return Err(place(raw.lease.as_ref().map(|s| &s.referenced), msg));
+    }
+    let offset_us = offsets.iter().map(|o| u128::from(o.as_us().unsigned_abs())).max().unwrap_or(0);
+    let reach_us = (skew_reach(&faults, random.as_ref(), duration) + offset_us) as f64 * scale;
+    if reach_us > MAX_SKEW_REACH.as_us() as f64 {
+        let first_by = raw
+            .faults
+            .list
+            .iter()
+            .find_map(|f| f.by.as_ref())
+            .or_else(|| raw.faults.random.as_ref().and_then(|r| r.kinds.value.iter().find_map(|k| k.by.as_ref())));
+        let msg = format!(
+            "the skews (each as often as it can fire) and clock_offset could move a worker's clock by {}; \
+             at most {MAX_SKEW_REACH} in a trial",
+            Dur::from_us(reach_us.min(u64::MAX as f64) as u64)
+        );
+        return Err(place(first_by.map(|b| &b.referenced), msg));
     }
     if sc(duration) > MAX_DURATION {
         let msg = format!("a trial would last {}{}; at most {MAX_DURATION}", sc(duration), scaled_note(duration));

@@ -80,12 +80,10 @@ impl Table {
         Ok(Table { path, writer })
     }
 
-    /// Reopen a table for appending, keeping only the rows whose `trial`
-    /// (first column) is in `keep`, in trial order: a trial interrupted
-    /// half-written leaves no rows behind to be duplicated by its rerun.
-    fn reopen(dir: &Path, name: &str, header: &[String], keep: &BTreeSet<u32>) -> Result<Table, WriteError> {
+    /// Reopen a table for appending with the rows `kept` (a trial's rows
+    /// in the order they were written), in trial order.
+    fn reopen(dir: &Path, name: &str, header: &[String], mut kept: Rows) -> Result<Table, WriteError> {
         let path = dir.join(name);
-        let mut kept = if path.exists() { rows_of(&path, keep).map_err(io_err(&path))?.1 } else { Vec::new() };
         // Stable: a trial's own rows keep their order.
         kept.sort_by_key(|(t, _)| *t);
         let kept = kept.into_iter().map(|(_, r)| r);
@@ -115,21 +113,63 @@ impl Table {
     }
 }
 
-/// A table's header and its rows of the trials in `keep` (the trial is the
-/// first column), in file order. A torn last line (killed mid-write) is
-/// dropped like any other row of an unfinished trial.
-fn rows_of(path: &Path, keep: &BTreeSet<u32>) -> io::Result<(csv::StringRecord, Vec<(u32, csv::StringRecord)>)> {
+/// A table's rows, by trial.
+type Rows = Vec<(u32, csv::StringRecord)>;
+
+/// A table read whole: its header, its rows of the trials in `keep` and
+/// those of the others (the trial is the first column), each in file
+/// order. Every row is read the same way: one whose trial cannot be read
+/// is refused at its line, never dropped. A torn last line (killed
+/// mid-write) is no row: it belongs to no finished trial.
+fn rows_of(path: &Path, keep: &BTreeSet<u32>) -> io::Result<(csv::StringRecord, Rows, Rows)> {
     let bytes = super::read::whole_lines(path)?;
     let mut reader = csv::Reader::from_reader(bytes.as_slice());
     let header = reader.headers().map_err(io::Error::other)?.clone();
-    let mut kept = Vec::new();
-    for record in reader.records() {
-        let Ok(record) = record else { continue };
-        if let Some(t) = record.get(0).and_then(|t| t.parse::<u32>().ok()).filter(|t| keep.contains(t)) {
-            kept.push((t, record));
-        }
+    if header.get(0) != Some("trial") {
+        return Err(io::Error::other(format!(
+            "line 1: the first column is {:?}, not \"trial\"",
+            header.get(0).unwrap_or("")
+        )));
     }
-    Ok((header, kept))
+    let (mut kept, mut other) = (Vec::new(), Vec::new());
+    for record in reader.records() {
+        let record = record.map_err(io::Error::other)?;
+        let line = record.position().map_or(0, |p| p.line());
+        let field = record.get(0).unwrap_or("");
+        let t = field
+            .parse::<u32>()
+            .ok()
+            .filter(|t| *t > 0)
+            .ok_or_else(|| io::Error::other(format!("line {line}: {field:?} is not a trial number")))?;
+        if keep.contains(&t) { kept.push((t, record)) } else { other.push((t, record)) }
+    }
+    Ok((header, kept, other))
+}
+
+/// The rows of a trial that did not finish, moved into its directory
+/// (`trials/NNNN/<table>`), which its rerun sets aside whole: what the
+/// interrupted attempt wrote is kept with it, not deleted.
+fn set_aside(dir: &Path, name: &str, header: &csv::StringRecord, rows: &Rows) -> Result<(), WriteError> {
+    let mut by_trial: std::collections::BTreeMap<u32, Vec<&csv::StringRecord>> = Default::default();
+    for (t, r) in rows {
+        by_trial.entry(*t).or_default().push(r);
+    }
+    for (t, rows) in by_trial {
+        let trial_dir = dir.join("trials").join(format!("{t:04}"));
+        std::fs::create_dir_all(&trial_dir).map_err(io_err(&trial_dir))?;
+        let path = trial_dir.join(name);
+        let new = !path.exists();
+        let file = std::fs::OpenOptions::new().create(true).append(true).open(&path).map_err(io_err(&path))?;
+        let mut w = csv::WriterBuilder::new().has_headers(false).from_writer(file);
+        if new {
+            w.write_record(header).map_err(csv_err(&path))?;
+        }
+        for r in rows {
+            w.write_record(r).map_err(csv_err(&path))?;
+        }
+        w.flush().map_err(io_err(&path))?;
+    }
+    Ok(())
 }
 
 /// The tables that are the history itself, as a run wrote them: nothing
@@ -148,7 +188,7 @@ pub fn merge_history(out: &Path, sources: &[(&Path, &BTreeSet<u32>)]) -> Result<
         let mut rows = Vec::new();
         for (dir, trials) in sources {
             let from = dir.join(name);
-            let (h, mut kept) = rows_of(&from, trials).map_err(io_err(&from))?;
+            let (h, mut kept, _) = rows_of(&from, trials).map_err(io_err(&from))?;
             if header.is_empty() {
                 header = h.iter().map(str::to_string).collect();
             }
@@ -251,12 +291,41 @@ impl ResultsWriter {
     }
 
     /// Continue a run in `dir`: keep the rows of the `completed` trials,
-    /// drop everything else, append from there.
+    /// move the others' into their trials' directories, append from there.
+    /// Every table is read whole before any is rewritten: one that cannot
+    /// be read leaves them all as they were.
     pub fn resume(dir: &Path, exp: &Experiment, completed: &BTreeSet<u32>) -> Result<ResultsWriter, WriteError> {
         let layout = Layout::of(exp);
-        let mut open = std::collections::BTreeMap::new();
+        let mut read = Vec::new();
         for (name, header) in layout.tables(Tables::All) {
-            open.insert(name, Table::reopen(dir, name, &header, completed)?);
+            let path = dir.join(name);
+            let rows = if path.exists() {
+                let (found, kept, other) = rows_of(&path, completed).map_err(io_err(&path))?;
+                // Columns may have been added at the end since the run began.
+                if found.len() > header.len() || !found.iter().zip(&header).all(|(a, b)| a == b) {
+                    let problem = format!(
+                        "line 1: the header is {:?}, not the {:?} this run writes",
+                        found.iter().collect::<Vec<_>>().join(","),
+                        header.join(",")
+                    );
+                    return Err(WriteError { path, source: io::Error::other(problem) });
+                }
+                Some((found, kept, other))
+            } else {
+                None
+            };
+            read.push((name, header, rows));
+        }
+        let mut open = std::collections::BTreeMap::new();
+        for (name, header, rows) in read {
+            let kept = match rows {
+                Some((found, kept, other)) => {
+                    set_aside(dir, name, &found, &other)?;
+                    kept
+                }
+                None => Vec::new(),
+            };
+            open.insert(name, Table::reopen(dir, name, &header, kept)?);
         }
         let last = completed.iter().next_back().copied().unwrap_or(0);
         Ok(ResultsWriter::with(dir, exp, layout.features, open, last))
@@ -276,7 +345,8 @@ impl ResultsWriter {
                 .map_err(csv_err(&table.path))?;
             let header: Vec<String> = header.iter().map(str::to_string).collect();
             let all: BTreeSet<u32> = (0..=self.last).collect();
-            *table = Table::reopen(&self.dir, name, &header, &all)?;
+            let (_, kept, _) = rows_of(&table.path, &all).map_err(io_err(&table.path))?;
+            *table = Table::reopen(&self.dir, name, &header, kept)?;
         }
         self.in_order = true;
         Ok(())

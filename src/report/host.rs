@@ -66,13 +66,20 @@ pub struct ShardRecord {
 impl ShardRecord {
     /// Whether this shard runs the experiment's trial index `i` (from 0).
     pub fn owns(&self, i: u64) -> bool {
-        (self.first_unit + i) % self.count == self.index
+        // In 128 bits: a first unit near the top of u64 cannot wrap.
+        (u128::from(self.first_unit) + u128::from(i)) % u128::from(self.count.max(1)) == u128::from(self.index)
     }
-}
 
-/// The shard recorded in `dir/host.json`, if the run there was sharded.
-pub fn recorded_shard(dir: &std::path::Path) -> Option<ShardRecord> {
-    read(dir).ok()?.0.shard
+    /// Why the record cannot be one a run wrote, if it cannot.
+    pub fn problem(&self) -> Option<String> {
+        if self.count == 0 {
+            Some("shard count 0: a run is split into 1 or more shards".into())
+        } else if self.index >= self.count {
+            Some(format!("shard index {} of {}: shards are numbered from 0 below their count", self.index, self.count))
+        } else {
+            None
+        }
+    }
 }
 
 /// What a run's host.json says of the run itself: what a merge holds its
@@ -93,10 +100,14 @@ pub struct Recorded {
 /// was written (a merge keeps every shard's).
 pub fn read(dir: &std::path::Path) -> Result<(Recorded, serde_json::Value), String> {
     let path = dir.join("host.json");
-    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let text =
+        crate::files::read_text(&path, crate::files::MAX_TEXT_BYTES).map_err(|e| format!("{}: {e}", path.display()))?;
     let whole: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| format!("{}:{}:{}: {e}", path.display(), e.line(), e.column()))?;
-    let recorded = serde_json::from_value(whole.clone()).map_err(|e| format!("{}: {e}", path.display()))?;
+    let recorded: Recorded = serde_json::from_value(whole.clone()).map_err(|e| format!("{}: {e}", path.display()))?;
+    if let Some(problem) = recorded.shard.as_ref().and_then(ShardRecord::problem) {
+        return Err(format!("{}: {problem}", path.display()));
+    }
     Ok((recorded, whole))
 }
 

@@ -3,6 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
+use super::columns::header_of;
 use super::rows::EventRow;
 use crate::model::history::{Detail, Event, EventKind, History, ms_to_us};
 
@@ -24,7 +25,7 @@ pub fn results_format(dir: &Path) -> Result<u32, ReadError> {
         results_format: Option<u32>,
     }
     let path = dir.join("host.json");
-    let text = match std::fs::read_to_string(&path) {
+    let text = match crate::files::read_text(&path, crate::files::MAX_TEXT_BYTES) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(super::rows::RESULTS_FORMAT),
         Err(e) => return Err(ReadError::Row { path: path.clone(), line: 0, message: e.to_string() }),
@@ -44,7 +45,8 @@ const MAX_T_MS: f64 = 365.0 * 86_400_000.0;
 /// whole and flushed with its trial, so what follows the last newline is a
 /// row torn by a kill or a full disk, and belongs to no finished trial.
 pub fn whole_lines(path: &Path) -> std::io::Result<Vec<u8>> {
-    let mut bytes = std::fs::read(path)?;
+    // A table is as large as its run made it: regular, but not limited.
+    let mut bytes = crate::files::read_regular(path, u64::MAX)?;
     let keep = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
     bytes.truncate(keep);
     Ok(bytes)
@@ -77,10 +79,12 @@ pub fn finished_trials(dir: &Path) -> Result<BTreeSet<u32>, ReadError> {
     Ok(out)
 }
 
-/// Every trial's history in `dir/events.csv`, by trial number; with `only`,
-/// just those trials (the rows of others, such as one interrupted
-/// half-written, are not even parsed). Worker indices must be below
-/// `workers`, the most any of the experiment's trials ran.
+/// Every trial's history in `dir/events.csv`, by trial number; with `only`
+/// (the trials trials.csv lists as finished), just those trials, each of
+/// which must be whole. Every row is read the same way whatever its trial:
+/// one that cannot be read is refused at its line, never skipped. Worker
+/// indices must be below `workers`, the most any of the experiment's
+/// trials ran.
 pub fn read_histories(
     dir: &Path,
     only: Option<&BTreeSet<u32>>,
@@ -90,16 +94,12 @@ pub fn read_histories(
     let csv_err = |source| ReadError::Csv { path: path.clone(), source };
     let bytes = whole_lines(&path).map_err(|e| csv_err(e.into()))?;
     let mut reader = csv::Reader::from_reader(bytes.as_slice());
-    let mut by_trial: BTreeMap<u32, Vec<Event>> = BTreeMap::new();
+    let mut by_trial: BTreeMap<u32, Vec<(u64, Event)>> = BTreeMap::new();
     let mut record = csv::StringRecord::new();
     let headers = reader.headers().map_err(csv_err)?.clone();
+    same_header(&path, &headers, &header_of::<EventRow>())?;
     while reader.read_record(&mut record).map_err(csv_err)? {
         let line = record.position().map_or(0, |p| p.line());
-        if let Some(only) = only
-            && !record.get(0).and_then(|t| t.parse().ok()).is_some_and(|t| only.contains(&t))
-        {
-            continue;
-        }
         let row: EventRow = record.deserialize(Some(&headers)).map_err(csv_err)?;
         let bad = |message: String| ReadError::Row { path: path.clone(), line, message };
         if row.trial == 0 {
@@ -112,21 +112,87 @@ pub fn read_histories(
             return Err(bad(format!("worker {w}: the experiment has {workers} worker(s), numbered from 0")));
         }
         let kind = EventKind::from_name(&row.event).ok_or_else(|| bad(format!("unknown event {:?}", row.event)))?;
+        if only.is_some_and(|only| !only.contains(&row.trial)) {
+            continue;
+        }
         let detail = Detail::from_json(&row.detail).map_err(|e| bad(format!("bad detail: {e}")))?;
-        by_trial.entry(row.trial).or_default().push(Event {
-            t_us: ms_to_us(row.t_ms),
-            worker: row.worker,
-            pid: row.pid,
-            kind,
-            detail,
-        });
+        let event = Event { t_us: ms_to_us(row.t_ms), worker: row.worker, pid: row.pid, kind, detail };
+        by_trial.entry(row.trial).or_default().push((line, event));
     }
-    Ok(by_trial.into_iter().map(|(t, events)| (t, History::new(events))).collect())
+    let mut out = BTreeMap::new();
+    for (trial, events) in by_trial {
+        whole(trial, &events, only.is_some()).map_err(|(line, message)| ReadError::Row {
+            path: path.clone(),
+            line,
+            message,
+        })?;
+        out.insert(trial, History::new(events.into_iter().map(|(_, e)| e).collect()));
+    }
+    Ok(out)
+}
+
+/// A table's header must be the one a run writes, by name and in order: a
+/// reordered or misspelt column would be read as another.
+fn same_header(path: &Path, found: &csv::StringRecord, wanted: &[String]) -> Result<(), ReadError> {
+    if found.iter().eq(wanted.iter().map(String::as_str)) {
+        return Ok(());
+    }
+    let found: Vec<&str> = found.iter().collect();
+    Err(ReadError::Row {
+        path: path.to_path_buf(),
+        line: 1,
+        message: format!("the header is {:?}, not the {:?} a run writes", found.join(","), wanted.join(",")),
+    })
+}
+
+/// What the harness writes once in a trial (its barrier, its end) or once
+/// per worker (its spawn, its exit) is there at most once, a copied row
+/// being damage; and a `finished` trial has its end and an exit for every
+/// worker it spawned: a history cut short is refused, not re-checked as a
+/// shorter trial. The error is (line, why).
+fn whole(trial: u32, events: &[(u64, Event)], finished: bool) -> Result<(), (u64, String)> {
+    let mut first: BTreeMap<(&str, Option<usize>), u64> = BTreeMap::new();
+    for (line, e) in events {
+        let once = match e.kind {
+            EventKind::Barrier | EventKind::TrialEnd => Some((e.kind.name(), None)),
+            EventKind::Spawn | EventKind::Exit => Some((e.kind.name(), e.worker)),
+            _ => None,
+        };
+        let Some(key) = once else { continue };
+        if let Some(before) = first.insert(key, *line) {
+            let whose = e.worker.map_or(String::new(), |w| format!(" of worker {w}"));
+            return Err((
+                *line,
+                format!(
+                    "a second {}{whose} in trial {trial} (the first at line {before}): a row copied",
+                    e.kind.name()
+                ),
+            ));
+        }
+    }
+    if !finished {
+        return Ok(());
+    }
+    let last = events.last().map_or(0, |(line, _)| *line);
+    let cut = |what: String| {
+        Err((last, format!("trial {trial} is finished (trials.csv) but its history has no {what}: it was cut short")))
+    };
+    let (end, spawn, exit) = (EventKind::TrialEnd.name(), EventKind::Spawn.name(), EventKind::Exit.name());
+    if !first.contains_key(&(end, None)) {
+        return cut(end.into());
+    }
+    for (kind, worker) in first.keys() {
+        if *kind == spawn && !first.contains_key(&(exit, *worker)) {
+            return cut(format!("exit of worker {}", worker.map_or("?".into(), |w| w.to_string())));
+        }
+    }
+    Ok(())
 }
 
 /// trial → `worker_outcomes` from `dir/trials.csv` (empty if unreadable).
 pub fn worker_outcomes(dir: &Path) -> BTreeMap<u32, String> {
-    let Ok(mut reader) = csv::Reader::from_path(dir.join("trials.csv")) else { return BTreeMap::new() };
+    let Ok(bytes) = whole_lines(&dir.join("trials.csv")) else { return BTreeMap::new() };
+    let mut reader = csv::Reader::from_reader(bytes.as_slice());
     let Ok(headers) = reader.headers().cloned() else { return BTreeMap::new() };
     let (Some(t), Some(o)) =
         (headers.iter().position(|h| h == "trial"), headers.iter().position(|h| h == "worker_outcomes"))
@@ -145,12 +211,65 @@ pub fn fault_rows(dir: &Path, trial: u32) -> Result<Vec<super::rows::FaultCsvRow
     let csv_err = |source| ReadError::Csv { path: path.clone(), source };
     let bytes = whole_lines(&path).map_err(|e| csv_err(e.into()))?;
     let mut reader = csv::Reader::from_reader(bytes.as_slice());
+    let headers = reader.headers().map_err(csv_err)?.clone();
+    same_header(&path, &headers, &header_of::<super::rows::FaultCsvRow>())?;
     let mut out = Vec::new();
-    for row in reader.deserialize::<super::rows::FaultCsvRow>() {
-        let row = row.map_err(csv_err)?;
+    for record in reader.records() {
+        let record = record.map_err(csv_err)?;
+        let row: super::rows::FaultCsvRow = record.deserialize(Some(&headers)).map_err(csv_err)?;
+        let line = record.position().map_or(0, |p| p.line());
+        for (name, t) in [("scheduled_ms", row.scheduled_ms), ("actual_ms", row.actual_ms)] {
+            if !t.is_finite() || t.abs() > MAX_T_MS {
+                let message = format!("{name} {t} is not a time within a trial");
+                return Err(ReadError::Row { path: path.clone(), line, message });
+            }
+        }
         if row.trial == trial {
             out.push(row);
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(kind: EventKind, worker: Option<usize>) -> Event {
+        Event { t_us: 0, worker, pid: None, kind, detail: Detail::default() }
+    }
+
+    fn trial(kinds: &[(EventKind, Option<usize>)]) -> Vec<(u64, Event)> {
+        kinds.iter().enumerate().map(|(i, (k, w))| (i as u64 + 2, event(*k, *w))).collect()
+    }
+
+    #[test]
+    fn a_finished_trial_needs_its_end_and_an_exit_for_every_worker_it_spawned() {
+        use EventKind::*;
+        let full =
+            [(Spawn, Some(0)), (Spawn, Some(1)), (Barrier, None), (TrialEnd, None), (Exit, Some(1)), (Exit, Some(0))];
+        assert_eq!(whole(1, &trial(&full), true), Ok(()));
+        // Cut at every row: finished, each prefix is refused at its last line.
+        for n in 1..full.len() {
+            let (line, why) = whole(1, &trial(&full[..n]), true).unwrap_err();
+            assert_eq!(line, n as u64 + 1, "{why}");
+            assert!(why.contains("cut short"), "{why}");
+            // Unfinished (a trial interrupted), it is what a kill left.
+            assert_eq!(whole(1, &trial(&full[..n]), false), Ok(()));
+        }
+    }
+
+    #[test]
+    fn a_row_the_harness_writes_once_is_refused_twice() {
+        use EventKind::*;
+        for copied in [(Spawn, Some(0)), (Barrier, None), (TrialEnd, None), (Exit, Some(0))] {
+            let mut rows = vec![(Spawn, Some(0)), (Barrier, None), (TrialEnd, None), (Exit, Some(0))];
+            rows.push(copied);
+            let (line, why) = whole(3, &trial(&rows), false).unwrap_err();
+            assert_eq!(line, 6, "{why}");
+            assert!(why.contains(&format!("a second {}", copied.0.name())) && why.contains("trial 3"), "{why}");
+        }
+        // Two workers' spawns are not one copied.
+        assert_eq!(whole(3, &trial(&[(Spawn, Some(0)), (Spawn, Some(1))]), false), Ok(()));
+    }
 }

@@ -11,6 +11,7 @@
 mod blog;
 mod bounds;
 mod committed;
+mod damage;
 mod deploy;
 mod disturbance;
 mod errors;
@@ -37,3 +38,4 @@ mod signals;
 mod substrates;
 mod verdicts;
 mod worker;
+mod writers;

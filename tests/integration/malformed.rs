@@ -78,6 +78,16 @@ const CASES: &[(&str, &[&str], &str)] = &[
         &[],
         "6:13: skew needs `by`, how far the clock jumps",
     ),
+    (
+        "name: x\nworkers: 3\nduration: 1000s\nfaults:\n  - at: 1s\n    every: 1s\n    target: watcher\n    action: skew\n    by: 200s\n",
+        &[],
+        "9:9: the skews (each as often as it can fire) and clock_offset could move a worker's clock by",
+    ),
+    (
+        "name: x\nworkers: 3\nfaults:\n  random:\n    kinds:\n      - {action: skew, target: watcher, count: 500, by: 200s}\n",
+        &[],
+        "6:57: the skews (each as often as it can fire) and clock_offset could move a worker's clock by 100000s",
+    ),
     ("name: x\nworkers: 3\nworker:\n  clock_rate: 3\n", &[], "4:3: clock_rate: 3 is out of range"),
     ("name: x\nworkers: 3\nworker:\n  clock_rate: [1, 2]\n", &[], "4:3: clock_rate: a list gives one rate per worker"),
     // Out of range.
@@ -288,7 +298,7 @@ fn a_huge_or_missing_file_and_bad_paths_are_exit_2() {
     let empty_dir = lab.path().join("empty");
     std::fs::create_dir(&empty_dir).unwrap();
     let cases: Vec<(Vec<String>, &str)> = vec![
-        (vec![huge.display().to_string()], "an experiment file is at most"),
+        (vec![huge.display().to_string()], "such a file is at most 1048576 bytes"),
         (vec![lab.path().join("missing.yaml").display().to_string()], "cannot read experiment file"),
         (vec![empty_dir.display().to_string()], "directory holds no .yaml experiment"),
     ];

@@ -121,6 +121,10 @@ impl Offset {
         self.us * 1000
     }
 
+    pub fn as_us(self) -> i64 {
+        self.us
+    }
+
     /// Multiply by the time scale, rounding to the nearest µs.
     pub fn scaled(self, scale: f64) -> Offset {
         Offset { us: (self.us as f64 * scale).round() as i64 }

@@ -94,10 +94,23 @@ fn is_duration(name: &str) -> bool {
 
 fn table(path: &Path) -> Result<(Vec<String>, Vec<csv::StringRecord>), ReadError> {
     let err = |source| ReadError::Csv { path: path.to_path_buf(), source };
-    let mut r = csv::Reader::from_path(path).map_err(err)?;
+    let bytes = crate::files::read_regular(path, u64::MAX).map_err(|e| err(e.into()))?;
+    let mut r = csv::Reader::from_reader(bytes.as_slice());
     let headers = r.headers().map_err(err)?.iter().map(String::from).collect();
     let rows = r.records().collect::<Result<Vec<_>, _>>().map_err(err)?;
     Ok((headers, rows))
+}
+
+/// A cell's number, if it is one a run could have written: finite, and
+/// within a few centuries of milliseconds. `inf`, `NaN` or 1e308 would send
+/// an axis's ticks into a loop without end.
+fn number(text: &str) -> Option<f64> {
+    text.parse::<f64>().ok().filter(|v| v.is_finite() && v.abs() <= 1e13)
+}
+
+/// A cell's count (0 when it is none), no more than a run could make.
+fn count(text: &str) -> usize {
+    text.parse::<usize>().ok().filter(|n| *n <= u32::MAX as usize).unwrap_or(0)
 }
 
 fn column(headers: &[String], name: &str) -> Option<usize> {
@@ -125,7 +138,7 @@ pub fn load(dir: &Path) -> Result<Vec<PointData>, ReadError> {
     let get = |h: &[String], r: &csv::StringRecord, name: &str| {
         column(h, name).and_then(|i| r.get(i)).unwrap_or("").to_string()
     };
-    let num = |h: &[String], r: &csv::StringRecord, name: &str| get(h, r, name).parse::<f64>().ok();
+    let num = |h: &[String], r: &csv::StringRecord, name: &str| number(&get(h, r, name));
     let columns = setting_columns(&sh);
     let mut scales = Vec::new();
     let mut points: Vec<PointData> = summary
@@ -139,10 +152,10 @@ pub fn load(dir: &Path) -> Result<Vec<PointData>, ReadError> {
                 .map(|&i| {
                     let name = sh[i].strip_suffix("_ms").unwrap_or(&sh[i]).to_string();
                     let text = r.get(i).unwrap_or("");
-                    let value = match text.parse::<f64>() {
-                        Ok(v) if sh[i].ends_with("_ms") => Setting::Number(v / scale),
-                        Ok(v) => Setting::Number(v),
-                        Err(_) => Setting::Text(text.to_string()),
+                    let value = match number(text) {
+                        Some(v) if sh[i].ends_with("_ms") => Setting::Number(v / scale),
+                        Some(v) => Setting::Number(v),
+                        None => Setting::Text(text.to_string()),
                     };
                     (name, value)
                 })
@@ -152,7 +165,7 @@ pub fn load(dir: &Path) -> Result<Vec<PointData>, ReadError> {
                 _ => None,
             };
             let bound = own_s("crash_gap_bound_min_ms").zip(own_s("crash_gap_bound_max_ms")).map(|(a, b)| [a, b]);
-            let count = |name: &str| get(&sh, r, name).parse::<usize>().unwrap_or(0);
+            let count = |name: &str| self::count(&get(&sh, r, name));
             PointData {
                 label: super::suite::own_label(&get(&sh, r, "setting"), scale),
                 settings,
@@ -171,7 +184,7 @@ pub fn load(dir: &Path) -> Result<Vec<PointData>, ReadError> {
         let (eh, rows) = table(&evictions)?;
         for r in &rows {
             let Some(&i) = (if single { Some(&0) } else { index.get(&get(&eh, r, "setting")) }) else { continue };
-            let n = |name: &str| get(&eh, r, name).parse::<usize>().unwrap_or(0);
+            let n = |name: &str| count(&get(&eh, r, name));
             let p = &mut points[i];
             p.leader_pauses = n("leader_pauses");
             p.false_evictions = n("false_evictions");
@@ -189,9 +202,7 @@ pub fn load(dir: &Path) -> Result<Vec<PointData>, ReadError> {
         if get(&gh, g, "ended") != "true" || (any_kill && get(&gh, g, "cause") != "kill") {
             continue;
         }
-        if let (Some(&i), Ok(ms)) =
-            (point_of_trial.get(&get(&gh, g, "trial")), get(&gh, g, "duration_ms").parse::<f64>())
-        {
+        if let (Some(&i), Some(ms)) = (point_of_trial.get(&get(&gh, g, "trial")), number(&get(&gh, g, "duration_ms"))) {
             points[i].gaps_s.push(ms / 1000.0 / scales[i]);
         }
     }

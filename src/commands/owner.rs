@@ -1,0 +1,172 @@
+//! One writer per results directory. Every command that writes into a
+//! results directory holds an exclusive `flock(2)` on the directory itself
+//! for as long as it writes; one that only reads it (to write elsewhere)
+//! holds a shared one. A second writer is refused, naming the first.
+//!
+//! The lock is on the directory, not on a file in it: nothing is added to
+//! what the run wrote, and the kernel lets go when the holder dies, so a
+//! killed run never leaves a directory locked.
+
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+use crate::error::Error;
+
+/// How a command uses a results directory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Use {
+    /// It writes into the directory: no one else may use it meanwhile.
+    Write,
+    /// It reads the directory only: others may read it too, no one write.
+    Read,
+}
+
+/// A held directory; dropped, it is free again.
+#[derive(Debug)]
+pub struct Held {
+    _dir: File,
+}
+
+/// Hold `dir` for `how`, or say who holds it.
+pub fn hold(dir: &Path, how: Use) -> Result<Held, Error> {
+    let path_err = |problem: String| Error::Path { path: dir.to_path_buf(), problem };
+    // std opens with O_CLOEXEC: no child the command spawns inherits the lock.
+    let file = File::open(dir).map_err(|e| path_err(format!("cannot open the directory: {e}")))?;
+    let op = match how {
+        Use::Write => libc::LOCK_EX,
+        Use::Read => libc::LOCK_SH,
+    };
+    loop {
+        // SAFETY: flock on a descriptor this function owns.
+        if unsafe { libc::flock(file.as_raw_fd(), op | libc::LOCK_NB) } == 0 {
+            return Ok(Held { _dir: file });
+        }
+        let e = std::io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EINTR) => continue,
+            Some(libc::EWOULDBLOCK) => {
+                let meta = file.metadata().map_err(|e| path_err(e.to_string()))?;
+                let locks = std::fs::read_to_string("/proc/locks").unwrap_or_default();
+                let holders = holders(&locks, meta.dev(), meta.ino());
+                return Err(path_err(refusal(how, &holders, &command_line)));
+            }
+            _ => return Err(path_err(format!("cannot lock the directory: {e}"))),
+        }
+    }
+}
+
+/// The pids holding a flock on the file (device, inode), from /proc/locks,
+/// each with whether its lock is exclusive. Waiters (`->`) are not holders.
+fn holders(locks: &str, dev: u64, ino: u64) -> Vec<(u32, bool)> {
+    let (major, minor) = (libc::major(dev), libc::minor(dev));
+    let mut found = Vec::new();
+    for line in locks.lines() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        // "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF"
+        if fields.len() < 6 || fields[1] != "FLOCK" {
+            continue;
+        }
+        let Ok(pid) = fields[4].parse::<u32>() else { continue };
+        let mut id = fields[5].split(':');
+        let (Some(maj), Some(min), Some(inode)) = (id.next(), id.next(), id.next()) else { continue };
+        let same_dev = u32::from_str_radix(maj, 16).is_ok_and(|m| m == major)
+            && u32::from_str_radix(min, 16).is_ok_and(|m| m == minor);
+        // Some file systems (btrfs) show a device that differs from
+        // st_dev: the inode alone is then the best we have.
+        let same_ino = inode.parse::<u64>().is_ok_and(|i| i == ino);
+        if same_ino && (same_dev || !found_dev_matches(locks, major, minor)) {
+            found.push((pid, fields[3] == "WRITE"));
+        }
+    }
+    found.sort_unstable();
+    found.dedup();
+    found
+}
+
+/// Does any flock in /proc/locks sit on this device at all?
+fn found_dev_matches(locks: &str, major: u32, minor: u32) -> bool {
+    let dev = format!("{major:02x}:{minor:02x}:");
+    locks.lines().any(|l| l.contains(" FLOCK ") && l.contains(&dev))
+}
+
+/// A process's command line, as `ps` shows it.
+fn command_line(pid: u32) -> Option<String> {
+    let raw = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    let words: Vec<String> =
+        raw.split(|b| *b == 0).filter(|w| !w.is_empty()).map(|w| String::from_utf8_lossy(w).into_owned()).collect();
+    (!words.is_empty()).then(|| words.join(" "))
+}
+
+/// Why `how` is refused, naming who holds the directory.
+fn refusal(how: Use, holders: &[(u32, bool)], command: &dyn Fn(u32) -> Option<String>) -> String {
+    let writer = holders.iter().find(|(_, w)| *w);
+    let whom = |pid: u32| match command(pid) {
+        Some(c) => format!("process {pid} ({c})"),
+        None => format!("process {pid}"),
+    };
+    match (how, writer) {
+        (_, Some((pid, _))) => format!(
+            "{} is writing into it; one command at a time may write a results directory (wait for it, or stop it)",
+            whom(*pid)
+        ),
+        (Use::Write, None) if !holders.is_empty() => {
+            let readers: Vec<String> = holders.iter().map(|(p, _)| whom(*p)).collect();
+            let verb = if readers.len() == 1 { "is" } else { "are" };
+            format!("{} {verb} reading it; it cannot be written until they finish", readers.join(", "))
+        }
+        _ => "another process holds it (its lock is not in /proc/locks); one command at a time may write a \
+              results directory"
+            .into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_writer_excludes_everyone_and_readers_exclude_writers() {
+        let dir = tempfile::tempdir().unwrap();
+        let w = hold(dir.path(), Use::Write).unwrap();
+        let me = std::process::id();
+        for how in [Use::Write, Use::Read] {
+            let e = hold(dir.path(), how).unwrap_err().to_string();
+            assert!(e.contains(&format!("process {me} (")) && e.contains("is writing into it"), "{e}");
+        }
+        drop(w);
+        let r1 = hold(dir.path(), Use::Read).unwrap();
+        let _r2 = hold(dir.path(), Use::Read).unwrap();
+        let e = hold(dir.path(), Use::Write).unwrap_err().to_string();
+        assert!(e.contains(&format!("process {me} (")) && e.contains("reading it"), "{e}");
+        drop((r1, _r2));
+        hold(dir.path(), Use::Write).unwrap();
+    }
+
+    #[test]
+    fn holders_are_read_from_proc_locks_by_device_and_inode() {
+        let dev = libc::makedev(0x08, 0x01);
+        let locks = "1: POSIX  ADVISORY  WRITE 10 08:01:77 0 EOF\n\
+                     2: FLOCK  ADVISORY  WRITE 20 08:01:77 0 EOF\n\
+                     2: -> FLOCK  ADVISORY  WRITE 30 08:01:77 0 EOF\n\
+                     3: FLOCK  ADVISORY  READ 40 08:01:78 0 EOF\n\
+                     4: FLOCK  ADVISORY  READ 50 08:01:77 0 EOF\n";
+        assert_eq!(holders(locks, dev, 77), vec![(20, true), (50, false)]);
+        assert_eq!(holders(locks, dev, 99), vec![]);
+        // The device as st_dev gives it differs from /proc/locks' (btrfs):
+        // the inode alone names the holder.
+        assert_eq!(holders(locks, libc::makedev(0, 0x2a), 78), vec![(40, false)]);
+    }
+
+    #[test]
+    fn the_refusal_names_the_holder_and_its_command() {
+        let cmd = |pid: u32| (pid == 7).then(|| "leasequake run --resume r".to_string());
+        let e = refusal(Use::Write, &[(7, true)], &cmd);
+        assert!(e.starts_with("process 7 (leasequake run --resume r) is writing into it"), "{e}");
+        let e = refusal(Use::Write, &[(7, false), (8, false)], &cmd);
+        assert!(e.starts_with("process 7 (leasequake run --resume r), process 8 are reading it"), "{e}");
+        let e = refusal(Use::Read, &[], &cmd);
+        assert!(e.contains("another process holds it"), "{e}");
+    }
+}
