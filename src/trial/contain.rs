@@ -55,9 +55,12 @@ impl Contain {
     }
 }
 
-/// `<cgroup2 mount><our cgroup>/leasequake-<pid>`, made here; None where
-/// there is no cgroup v2 we may write to (or no `cgroup.kill`, before
-/// Linux 5.14).
+/// `<cgroup2 mount><our cgroup>/leasequake-<pid namespace>-<pid>`, made
+/// here; None where there is no cgroup v2 we may write to (or no
+/// `cgroup.kill`, before Linux 5.14). The cgroups a dead harness of this
+/// PID namespace left (its guard killed too) are removed first; a
+/// harness's in another namespace, whose pid means nothing here, is not
+/// touched.
 fn make_harness_cgroup() -> Option<PathBuf> {
     // The fallback on a machine that has a cgroup, for its tests.
     if std::env::var_os("LEASEQUAKE_NO_CGROUP").is_some() {
@@ -71,13 +74,93 @@ fn make_harness_cgroup() -> Option<PathBuf> {
     })?;
     let ours = std::fs::read_to_string("/proc/self/cgroup").ok()?;
     let rel = ours.lines().find_map(|l| l.strip_prefix("0::"))?;
-    let dir = mount.join(rel.trim_start_matches('/')).join(format!("leasequake-{}", std::process::id()));
+    let parent = mount.join(rel.trim_start_matches('/'));
+    let ns = pid_namespace();
+    remove_dead_harnesses(&parent, &ns);
+    let dir = parent.join(format!("leasequake-{ns}-{}", std::process::id()));
     std::fs::create_dir(&dir).ok()?;
     if dir.join("cgroup.kill").exists() && can_move_into(&dir) {
         Some(dir)
     } else {
         let _ = std::fs::remove_dir(&dir);
         None
+    }
+}
+
+/// This process's PID namespace, as its inode number.
+fn pid_namespace() -> String {
+    std::fs::read_link("/proc/self/ns/pid")
+        .ok()
+        .and_then(|l| {
+            let l = l.to_string_lossy().into_owned();
+            Some(l.strip_prefix("pid:[")?.strip_suffix(']')?.to_string())
+        })
+        .unwrap_or_else(|| "0".into())
+}
+
+/// The pid of a harness of namespace `ns` from its cgroup's name.
+fn harness_of(name: &str, ns: &str) -> Option<i32> {
+    name.strip_prefix("leasequake-")?.strip_prefix(ns)?.strip_prefix('-')?.parse().ok()
+}
+
+/// Remove the cgroups under `parent` of harnesses of this namespace that
+/// are dead, with whatever is left in them.
+fn remove_dead_harnesses(parent: &Path, ns: &str) {
+    let Ok(entries) = std::fs::read_dir(parent) else { return };
+    for e in entries.flatten() {
+        let Some(pid) = harness_of(&e.file_name().to_string_lossy(), ns) else { continue };
+        // SAFETY: kill(2) with signal 0 only asks whether the pid exists.
+        let gone =
+            unsafe { libc::kill(pid, 0) } != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+        if gone {
+            kill_cgroup(&e.path());
+            remove_tree(&e.path());
+        }
+    }
+}
+
+/// A server's process the harness stopped without a cgroup: the guard
+/// kills it should the harness die first (stopped, it would never notice).
+pub fn stopped(pid: i32) {
+    contain().tell(&format!("stopped {pid}"));
+}
+
+/// The process was continued (or killed): the guard forgets it.
+pub fn continued(pid: i32) {
+    contain().tell(&format!("continued {pid}"));
+}
+
+/// A temporary directory of the harness's (a server's data): removed when
+/// dropped, and by the guard should the harness die first.
+pub struct OwnedDir {
+    dir: Option<tempfile::TempDir>,
+}
+
+impl OwnedDir {
+    pub fn new(dir: tempfile::TempDir) -> OwnedDir {
+        let path = dir.path().display().to_string();
+        // One line each: a path with a newline is not told (nor ever made
+        // by tempfile's names, only by a TMPDIR that holds one).
+        if !path.contains('\n') {
+            contain().tell(&format!("remove {path}"));
+        }
+        OwnedDir { dir: Some(dir) }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.as_ref().expect("held until dropped").path()
+    }
+}
+
+impl Drop for OwnedDir {
+    fn drop(&mut self) {
+        if let Some(dir) = self.dir.take() {
+            let path = dir.path().display().to_string();
+            drop(dir);
+            if !path.contains('\n') {
+                contain().tell(&format!("removed {path}"));
+            }
+        }
     }
 }
 
@@ -256,5 +339,19 @@ pub fn finish() {
     if let Some((stdin, mut child)) = guard.take() {
         drop(stdin);
         let _ = child.wait();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_harness_cgroup_is_known_by_its_namespace_and_pid() {
+        assert_eq!(harness_of("leasequake-4026531836-812", "4026531836"), Some(812));
+        assert_eq!(harness_of("leasequake-4026531837-812", "4026531836"), None, "another namespace's");
+        assert_eq!(harness_of("leasequake-812", "4026531836"), None);
+        assert_eq!(harness_of("trial-3", "4026531836"), None);
+        assert!(pid_namespace().parse::<u64>().is_ok(), "{}", pid_namespace());
     }
 }

@@ -269,8 +269,12 @@ impl<'o> Run<'o> {
                 return Err(TrialError::Interrupted);
             }
             let now = self.os.mono_ns();
-            let fired = nemesis.fire_due(now, procs, &mut self.live);
-            self.record(fired);
+            // Never past the end: a harness held up (stopped, starved) past
+            // it fires nothing more; what was still due never happened.
+            if now < end {
+                let fired = nemesis.fire_due(now, procs, &mut self.live);
+                self.record(fired);
+            }
             let now = self.os.mono_ns();
             if now >= end || self.settled(&nemesis) {
                 break;

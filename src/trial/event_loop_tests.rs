@@ -103,6 +103,23 @@ fn a_stop_the_kernel_never_reports_is_stamped_unconfirmed_held_to_the_budget_and
 }
 
 #[test]
+fn a_fault_due_after_the_end_of_a_trial_the_harness_overslept_is_never_fired() {
+    let (os, rx) = FakeOs::new(T0, &[Behaviour::default(), Behaviour::default()]);
+    // The harness is stopped at 6 s of a 10 s trial, for 5 s.
+    os.harness_held_up(T0 + 6_000 * MS, 5_000 * MS);
+    let exp = exp(2, "  - {at: 7s, target: 0, action: kill}\n");
+    let mut run = run(&os, rx, 2);
+    faults(&mut run, &exp, None);
+    // The kill was due within the trial, but its end came first: it never
+    // happened (not at 11 s, during the clean-up).
+    assert!(os.signals(T0).is_empty(), "{:?}", os.signals(T0));
+    let rows = run.rows();
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!((rows[0].0, rows[0].2), ("kill", 7000));
+    assert!(rows[0].4.as_deref().is_some_and(|e| e.starts_with("never fired")), "{rows:?}");
+}
+
+#[test]
 fn a_kill_racing_an_exit_records_the_worker_gone_and_sends_nothing() {
     let (os, rx) = FakeOs::new(T0, &[Behaviour::default(), Behaviour::default()]);
     // Worker 1 dies just before its kill; its waiter reports that after.

@@ -68,6 +68,8 @@ pub struct FakeOs {
     script: RefCell<Vec<(i64, Msg)>>,
     /// Every signal sent: (time, worker, signal).
     pub sent: RefCell<Vec<(i64, usize, Signal)>>,
+    /// The harness held up at this time for this long (see `harness_held_up`).
+    held_up: Cell<Option<(i64, i64)>>,
 }
 
 impl FakeOs {
@@ -83,8 +85,16 @@ impl FakeOs {
             workers: RefCell::new(workers.collect()),
             script: RefCell::new(Vec::new()),
             sent: RefCell::new(Vec::new()),
+            held_up: Cell::new(None),
         };
         (os, rx)
+    }
+
+    /// The harness itself is held up (stopped, starved) at `at_ns` for
+    /// `for_ns`: the first time it reads its clock past `at_ns`, that much
+    /// more time has gone by.
+    pub fn harness_held_up(&self, at_ns: i64, for_ns: i64) {
+        self.held_up.set(Some((at_ns, for_ns)));
     }
 
     /// Worker `w` reports `kind` at `t_ns`.
@@ -167,6 +177,12 @@ fn worker_of(pid: Pid) -> usize {
 
 impl Os for FakeOs {
     fn mono_ns(&self) -> i64 {
+        if let Some((at, by)) = self.held_up.get()
+            && self.now.get() >= at
+        {
+            self.held_up.set(None);
+            self.now.set(self.now.get() + by);
+        }
         self.now.get()
     }
 

@@ -37,6 +37,14 @@ pub fn ensure(workers: usize, jobs: usize, proxied: bool) -> Result<(), LimitErr
         if soft == nix::libc::RLIM_INFINITY {
             continue;
         }
+        // The kernel does not hold root of the initial user namespace to
+        // RLIMIT_NPROC: refusing it would refuse a run that works.
+        if resource == Resource::RLIMIT_NPROC
+            && nix::unistd::getuid().is_root()
+            && std::fs::read_to_string("/proc/self/uid_map").is_ok_and(|m| initial_namespace(&m))
+        {
+            continue;
+        }
         // RLIMIT_NPROC counts every task of this user, ours and the rest.
         let in_use = if resource == Resource::RLIMIT_NPROC { tasks_of_this_user() } else { 0 };
         let total = need + in_use + if resource == Resource::RLIMIT_NOFILE { links } else { 0 };
@@ -71,6 +79,13 @@ pub fn ensure(workers: usize, jobs: usize, proxied: bool) -> Result<(), LimitErr
         )));
     }
     Ok(())
+}
+
+/// Is this the initial user namespace (its uid_map maps every id to
+/// itself), where root is root of the whole machine?
+fn initial_namespace(uid_map: &str) -> bool {
+    let fields: Vec<&str> = uid_map.split_whitespace().collect();
+    fields == ["0", "0", "4294967295"]
 }
 
 /// Tasks (processes and threads) whose real user is ours, as RLIMIT_NPROC
@@ -118,6 +133,14 @@ fn pids_cgroup() -> Option<(u64, u64, String)> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn only_the_initial_user_namespace_maps_every_id_to_itself() {
+        assert!(super::initial_namespace("         0          0 4294967295\n"));
+        assert!(!super::initial_namespace("         0       1000          1\n"));
+        assert!(!super::initial_namespace("         0     100000      65536\n"));
+        assert!(!super::initial_namespace(""));
+    }
     use super::*;
 
     #[test]

@@ -112,9 +112,23 @@ fn paused(p: &procfs::process::Process) -> bool {
     p.stat().is_ok_and(|s| s.state == 'T') || frozen().unwrap_or(false)
 }
 
-fn kill_9_of_the_harness_takes_a_paused_server_with_it(kind: &str) {
+/// The servers' data directories in the lab's TMPDIR.
+fn data_dirs(lab: &Lab) -> Vec<String> {
+    std::fs::read_dir(lab.path().join("tmp"))
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("leasequake-pg-") || n.starts_with("leasequake-etcd-"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn kill_9_of_the_harness_takes_a_paused_server_with_it(kind: &str, cgroup: bool) {
     // A managed server that a server-pause left stopped (or frozen) must
-    // die with the harness too, every process of it. etcd's TTLs are whole
+    // die with the harness too, every process of it, and its data go.
+    // Without a cgroup (not root, a container) too: a stopped PostgreSQL
+    // backend never notices its postmaster's death. etcd's TTLs are whole
     // seconds: its lease is 2 s in real time, the others' 0.9 s.
     let (lease, scale) = if kind == "etcd" { ("lease: 2s\nrenew: 500ms\nwatch: 500ms\n", 1.0) } else { ("", 0.1) };
     let at = if kind == "etcd" { "1s" } else { "5s" };
@@ -126,7 +140,11 @@ fn kill_9_of_the_harness_takes_a_paused_server_with_it(kind: &str) {
              faults:\n  - at: {at}\n    action: server-pause\n    duration: 20s\n"
         ),
     );
-    let (mut child, out) = lab.run(&file).scale(scale).trials(1).spawn();
+    let mut run = lab.run(&file).scale(scale).trials(1);
+    if !cgroup {
+        run = run.env("LEASEQUAKE_NO_CGROUP", "1");
+    }
+    let (mut child, out) = run.spawn();
     wait_for(Duration::from_secs(20), "the server paused", || {
         let servers = servers_in(lab.path());
         (!servers.is_empty() && servers.iter().all(paused)).then_some(())
@@ -137,21 +155,29 @@ fn kill_9_of_the_harness_takes_a_paused_server_with_it(kind: &str) {
     wait_for(Duration::from_secs(5), "workers and server to die with the harness", || {
         (processes_mentioning(&out).is_empty() && servers_in(lab.path()).is_empty()).then_some(())
     });
+    wait_for(Duration::from_secs(15), "the servers' data directories to go", || {
+        data_dirs(&lab).is_empty().then_some(())
+    });
 }
 
 #[test]
 fn kill_9_of_the_harness_takes_a_paused_managed_redis_with_it() {
-    kill_9_of_the_harness_takes_a_paused_server_with_it("redis");
+    kill_9_of_the_harness_takes_a_paused_server_with_it("redis", true);
 }
 
 #[test]
-fn kill_9_of_the_harness_takes_a_paused_managed_postgresql_with_it() {
-    kill_9_of_the_harness_takes_a_paused_server_with_it("postgres");
+fn kill_9_of_the_harness_takes_a_paused_managed_postgresql_and_its_data_with_it() {
+    kill_9_of_the_harness_takes_a_paused_server_with_it("postgres", true);
 }
 
 #[test]
-fn kill_9_of_the_harness_takes_a_paused_managed_etcd_with_it() {
-    kill_9_of_the_harness_takes_a_paused_server_with_it("etcd");
+fn kill_9_of_the_harness_without_a_cgroup_takes_every_stopped_postgresql_process_and_its_data_with_it() {
+    kill_9_of_the_harness_takes_a_paused_server_with_it("postgres", false);
+}
+
+#[test]
+fn kill_9_of_the_harness_takes_a_paused_managed_etcd_and_its_data_with_it() {
+    kill_9_of_the_harness_takes_a_paused_server_with_it("etcd", true);
 }
 
 /// kill -9 mid-trial, then `--resume`: the interrupted trial runs again from

@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use super::ServerError;
+use crate::trial::contain::OwnedDir;
 
 /// Is `etcd` on PATH?
 pub(super) fn installed() -> Result<(), String> {
@@ -28,7 +29,7 @@ pub(super) fn installed() -> Result<(), String> {
 /// listens, and where the others reach it: the same for a lone member, the
 /// harness's proxy in a cluster) and the cluster it starts in.
 pub(super) struct Member {
-    dir: tempfile::TempDir,
+    dir: OwnedDir,
     name: String,
     peer: SocketAddr,
     advertised: SocketAddr,
@@ -54,6 +55,7 @@ impl Member {
             .prefix("leasequake-etcd-")
             .tempdir()
             .map_err(|e| ServerError::Setup(format!("cannot make a directory for etcd: {e}")))?;
+        let dir = OwnedDir::new(dir);
         Ok(Member { dir, name: name.to_string(), peer, advertised, cluster: cluster.to_string() })
     }
 

@@ -30,7 +30,7 @@ pub use pool::Servers;
 pub use postgres::PgInstall;
 pub use replicated::ReplicatedService;
 
-use super::contain::TrialGroup;
+use super::contain::{self, TrialGroup};
 use crate::model::Server;
 
 #[derive(Debug, thiserror::Error)]
@@ -298,10 +298,14 @@ impl ManagedServer {
             });
         }
         let Some(parent) = self.pid() else { return Err("the server is not running".into()) };
+        // The guard is told of each before it is stopped: a stopped process
+        // never notices the harness's death, so the guard must kill it.
+        contain::stopped(parent.as_raw());
         kill(parent, Signal::SIGSTOP).map_err(|e| e.to_string())?;
         // Listed once the parent is stopped: it forks no new child now. A
         // child that exits meanwhile (ESRCH) needs no pause.
         for p in children_of(parent) {
+            contain::stopped(p.as_raw());
             if let Err(e) = kill(p, Signal::SIGSTOP)
                 && e != nix::errno::Errno::ESRCH
             {
@@ -325,6 +329,8 @@ impl ManagedServer {
                 && e != nix::errno::Errno::ESRCH
             {
                 result = Err(e.to_string());
+            } else {
+                contain::continued(p.as_raw());
             }
         }
         result
@@ -342,6 +348,7 @@ impl ManagedServer {
             let procs = self.processes();
             for p in &procs {
                 let _ = kill(*p, Signal::SIGKILL);
+                contain::continued(p.as_raw());
             }
             // A new postmaster refuses a data directory whose shared memory
             // an old backend still holds: wait for the children to go.

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use super::ServerError;
+use crate::trial::contain::OwnedDir;
 
 pub const PACKAGE: &str = "postgresql";
 
@@ -64,7 +65,7 @@ fn run_as() -> Result<Option<(u32, u32)>, ServerError> {
 pub struct PgInstall {
     bin: PathBuf,
     user: Option<(u32, u32)>,
-    template: tempfile::TempDir,
+    template: OwnedDir,
 }
 
 impl PgInstall {
@@ -98,7 +99,7 @@ impl PgInstall {
 
 /// One server's data directory (removed with it).
 pub(super) struct Cluster {
-    dir: tempfile::TempDir,
+    dir: OwnedDir,
     data: PathBuf,
     bin: PathBuf,
     user: Option<(u32, u32)>,
@@ -135,7 +136,7 @@ impl Cluster {
 }
 
 /// A temporary directory that `user` owns.
-fn owned_tempdir(user: Option<(u32, u32)>) -> Result<tempfile::TempDir, ServerError> {
+fn owned_tempdir(user: Option<(u32, u32)>) -> Result<OwnedDir, ServerError> {
     let dir = tempfile::Builder::new()
         .prefix("leasequake-pg-")
         .tempdir()
@@ -145,7 +146,7 @@ fn owned_tempdir(user: Option<(u32, u32)>) -> Result<tempfile::TempDir, ServerEr
             ServerError::Setup(format!("cannot give {} to the PostgreSQL user: {e}", dir.path().display()))
         })?;
     }
-    Ok(dir)
+    Ok(OwnedDir::new(dir))
 }
 
 /// Run a set-up step as `user`, its output in `log`; its failure says where
