@@ -122,8 +122,7 @@ type Rows = Vec<(u32, csv::StringRecord)>;
 /// is refused at its line, never dropped. A torn last line (killed
 /// mid-write) is no row: it belongs to no finished trial.
 fn rows_of(path: &Path, keep: &BTreeSet<u32>) -> io::Result<(csv::StringRecord, Rows, Rows)> {
-    let bytes = super::read::whole_lines(path)?;
-    let mut reader = csv::Reader::from_reader(bytes.as_slice());
+    let mut reader = csv::Reader::from_reader(super::read::whole_lines(path)?);
     let header = reader.headers().map_err(io::Error::other)?.clone();
     if header.get(0) != Some("trial") {
         return Err(io::Error::other(format!(

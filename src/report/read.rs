@@ -41,23 +41,42 @@ pub fn results_format(dir: &Path) -> Result<u32, ReadError> {
 /// No trial lasts a year: a time beyond it is not one a run wrote.
 const MAX_T_MS: f64 = 365.0 * 86_400_000.0;
 
-/// A results table up to its last complete line. Every row is written
-/// whole and flushed with its trial, so what follows the last newline is a
-/// row torn by a kill or a full disk, and belongs to no finished trial.
-pub fn whole_lines(path: &Path) -> std::io::Result<Vec<u8>> {
-    // A table is as large as its run made it: regular, but not limited.
-    let mut bytes = crate::files::read_regular(path, u64::MAX)?;
-    let keep = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-    bytes.truncate(keep);
-    Ok(bytes)
+/// A results table up to its last complete line, to be read as it is
+/// parsed (a table is as large as its run made it: never read whole into
+/// memory). Every row is written whole and flushed with its trial, so what
+/// follows the last newline is a row torn by a kill or a full disk, and
+/// belongs to no finished trial; what a live run appends meanwhile is not
+/// read either.
+pub fn whole_lines(path: &Path) -> std::io::Result<std::io::Take<std::fs::File>> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = crate::files::open_regular(path)?;
+    let len = file.metadata()?.len();
+    // The last newline, found from the end a block at a time.
+    const BLOCK: u64 = 64 << 10;
+    let mut keep = 0;
+    let mut end = len;
+    let mut block = vec![0; BLOCK as usize];
+    while end > 0 {
+        let start = end.saturating_sub(BLOCK);
+        let chunk = &mut block[..(end - start) as usize];
+        file.seek(SeekFrom::Start(start))?;
+        file.read_exact(chunk)?;
+        if let Some(i) = chunk.iter().rposition(|&b| b == b'\n') {
+            keep = start + i as u64 + 1;
+            break;
+        }
+        end = start;
+    }
+    file.seek(SeekFrom::Start(0))?;
+    Ok(file.take(keep))
 }
 
 /// The trials listed in `dir/trials.csv`, which a run writes last for each
 /// trial: a trial is finished exactly when its row is there.
 pub fn finished_trials(dir: &Path) -> Result<BTreeSet<u32>, ReadError> {
     let path = dir.join("trials.csv");
-    let bytes = whole_lines(&path).map_err(|e| ReadError::Csv { path: path.clone(), source: e.into() })?;
-    let mut reader = csv::Reader::from_reader(bytes.as_slice());
+    let lines = whole_lines(&path).map_err(|e| ReadError::Csv { path: path.clone(), source: e.into() })?;
+    let mut reader = csv::Reader::from_reader(lines);
     let mut out = BTreeSet::new();
     let mut records = reader.records().peekable();
     while let Some(record) = records.next() {
@@ -92,8 +111,8 @@ pub fn read_histories(
 ) -> Result<BTreeMap<u32, History>, ReadError> {
     let path = dir.join("events.csv");
     let csv_err = |source| ReadError::Csv { path: path.clone(), source };
-    let bytes = whole_lines(&path).map_err(|e| csv_err(e.into()))?;
-    let mut reader = csv::Reader::from_reader(bytes.as_slice());
+    let lines = whole_lines(&path).map_err(|e| csv_err(e.into()))?;
+    let mut reader = csv::Reader::from_reader(lines);
     let mut by_trial: BTreeMap<u32, Vec<(u64, Event)>> = BTreeMap::new();
     let mut record = csv::StringRecord::new();
     let headers = reader.headers().map_err(csv_err)?.clone();
@@ -191,8 +210,8 @@ fn whole(trial: u32, events: &[(u64, Event)], finished: bool) -> Result<(), (u64
 
 /// trial → `worker_outcomes` from `dir/trials.csv` (empty if unreadable).
 pub fn worker_outcomes(dir: &Path) -> BTreeMap<u32, String> {
-    let Ok(bytes) = whole_lines(&dir.join("trials.csv")) else { return BTreeMap::new() };
-    let mut reader = csv::Reader::from_reader(bytes.as_slice());
+    let Ok(lines) = whole_lines(&dir.join("trials.csv")) else { return BTreeMap::new() };
+    let mut reader = csv::Reader::from_reader(lines);
     let Ok(headers) = reader.headers().cloned() else { return BTreeMap::new() };
     let (Some(t), Some(o)) =
         (headers.iter().position(|h| h == "trial"), headers.iter().position(|h| h == "worker_outcomes"))
@@ -209,8 +228,8 @@ pub fn fault_rows(dir: &Path, trial: u32) -> Result<Vec<super::rows::FaultCsvRow
         return Ok(Vec::new());
     }
     let csv_err = |source| ReadError::Csv { path: path.clone(), source };
-    let bytes = whole_lines(&path).map_err(|e| csv_err(e.into()))?;
-    let mut reader = csv::Reader::from_reader(bytes.as_slice());
+    let lines = whole_lines(&path).map_err(|e| csv_err(e.into()))?;
+    let mut reader = csv::Reader::from_reader(lines);
     let headers = reader.headers().map_err(csv_err)?.clone();
     same_header(&path, &headers, &header_of::<super::rows::FaultCsvRow>())?;
     let mut out = Vec::new();
@@ -241,6 +260,43 @@ mod tests {
 
     fn trial(kinds: &[(EventKind, Option<usize>)]) -> Vec<(u64, Event)> {
         kinds.iter().enumerate().map(|(i, (k, w))| (i as u64 + 2, event(*k, *w))).collect()
+    }
+
+    #[test]
+    fn a_table_is_read_to_its_last_newline_however_far_back() {
+        use std::io::Read;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.csv");
+        let read = |bytes: &[u8]| {
+            std::fs::write(&path, bytes).unwrap();
+            let mut out = Vec::new();
+            whole_lines(&path).unwrap().read_to_end(&mut out).unwrap();
+            out
+        };
+        assert_eq!(read(b"a\nb\ntorn"), b"a\nb\n");
+        assert_eq!(read(b"a\nb\n"), b"a\nb\n");
+        assert_eq!(read(b"no newline"), b"");
+        assert_eq!(read(b""), b"");
+        // A torn row longer than the blocks it is searched back in.
+        let mut long = b"h\nrow\n".to_vec();
+        long.extend(std::iter::repeat_n(b'x', 200_000));
+        assert_eq!(read(&long), b"h\nrow\n");
+    }
+
+    #[test]
+    fn a_fault_time_that_is_not_a_time_is_refused_at_its_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let header = header_of::<super::super::rows::FaultCsvRow>().join(",");
+        for bad in ["NaN", "inf", "-inf", "1e300"] {
+            let rows =
+                format!("{header}\n1,0,kill,leader,0,12,1000.000,1000.100,100,\n1,1,kill,leader,0,12,{bad},1.0,0,\n");
+            std::fs::write(dir.path().join("faults.csv"), rows).unwrap();
+            let e = fault_rows(dir.path(), 1).unwrap_err().to_string();
+            assert!(
+                e.contains("faults.csv:3: scheduled_ms") && e.contains("is not a time within a trial"),
+                "{bad}: {e}"
+            );
+        }
     }
 
     #[test]

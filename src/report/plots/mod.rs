@@ -94,8 +94,8 @@ fn is_duration(name: &str) -> bool {
 
 fn table(path: &Path) -> Result<(Vec<String>, Vec<csv::StringRecord>), ReadError> {
     let err = |source| ReadError::Csv { path: path.to_path_buf(), source };
-    let bytes = crate::files::read_regular(path, u64::MAX).map_err(|e| err(e.into()))?;
-    let mut r = csv::Reader::from_reader(bytes.as_slice());
+    let file = crate::files::open_regular(path).map_err(|e| err(e.into()))?;
+    let mut r = csv::Reader::from_reader(file);
     let headers = r.headers().map_err(err)?.iter().map(String::from).collect();
     let rows = r.records().collect::<Result<Vec<_>, _>>().map_err(err)?;
     Ok((headers, rows))
