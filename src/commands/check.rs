@@ -34,8 +34,8 @@ pub fn check(dir: &Path, target: Target<'_>) -> Result<(), Error> {
     let _held = hold(dir, how)?;
     super::inputs::same_format(dir)?;
     let exp = load(&dir.join("experiment.yaml"), &Overrides::default()).map_err(|e| Error::Experiments(vec![e]))?;
-    let histories = super::inputs::finished_histories(dir, &exp, "check")?;
-    if histories.is_empty() {
+    let metrics = super::inputs::finished_metrics(dir, &exp, "check", |_, _| {})?;
+    if metrics.is_empty() {
         return Err(Error::Path { path: dir.join("events.csv"), problem: "holds no trial; nothing to check".into() });
     }
     let out = match target {
@@ -54,11 +54,10 @@ pub fn check(dir: &Path, target: Target<'_>) -> Result<(), Error> {
         move |source: std::io::Error| Error::Io { path, source }
     };
     std::fs::create_dir_all(&out).map_err(io(&out))?;
-    let metrics = super::inputs::recheck(&exp, &histories);
     // What the run saw of each worker's output is not in the history:
     // carry it over from the run's own trials.csv.
     let outcomes = crate::report::read::worker_outcomes(dir);
-    let written = write_derived(&out, &exp, &histories, &metrics, &outcomes);
+    let written = write_derived(&out, &exp, &metrics, &outcomes);
     if let Err(e) = written {
         if matches!(target, Target::InPlace) {
             // Half a re-check is no use to anyone; the run's files are intact.
@@ -93,19 +92,21 @@ pub fn check(dir: &Path, target: Target<'_>) -> Result<(), Error> {
 pub(super) fn write_derived(
     out: &Path,
     exp: &Experiment,
-    histories: &BTreeMap<u32, History>,
     metrics: &[(u32, usize, TrialMetrics)],
     outcomes: &BTreeMap<u32, String>,
 ) -> Result<(), Error> {
     let units = units(exp);
     let trials_per_unit = exp.trials.max(1);
     let mut w = ResultsWriter::create(out, exp, Tables::Derived)?;
-    for ((trial, history), (_, unit, m)) in histories.iter().zip(metrics) {
+    // The derived tables are written from the metrics alone: the history,
+    // which only the history tables take, is not kept to write them.
+    let none = History::default();
+    for (trial, unit, m) in metrics {
         let (unit_exp, label) = &units[*unit];
         let local = (trial - 1) % trials_per_unit + 1;
         let said = outcomes.get(trial).map_or("", String::as_str);
         let seed = exp.trial_seed(local);
-        let data = TrialData { trial: *trial, seed, history, faults: &[], metrics: m, outcomes: said };
+        let data = TrialData { trial: *trial, seed, history: &none, faults: &[], metrics: m, outcomes: said };
         w.append(exp, (unit_exp, &setting_label(unit_exp, label)), data)?;
     }
     w.write_summary(exp, &per_unit(&units, metrics))?;

@@ -2,7 +2,6 @@
 //! re-checking a results directory's histories, and the verdict on
 //! `expect:`.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::check::{CheckParams, TrialMetrics, check};
@@ -86,12 +85,20 @@ pub fn proxied(exp: &Experiment) -> bool {
     units(exp).iter().any(|(u, _)| u.proxied())
 }
 
-/// The histories of a results directory's finished trials: those its
-/// trials.csv lists (each of which must be whole, and within the
-/// experiment), or every trial of a history put together by hand (no
-/// trials.csv). `what` names the command in the errors.
-pub fn finished_histories(dir: &Path, exp: &Experiment, what: &str) -> Result<BTreeMap<u32, History>, Error> {
-    use crate::report::read::{finished_trials, read_histories};
+/// The metrics of a results directory's finished trials, re-checked from
+/// their histories one trial at a time (never the whole history in
+/// memory), in trial order: the trials its trials.csv lists (each of which
+/// must be whole, and within the experiment), or every trial of a history
+/// put together by hand (no trials.csv). `keep` is handed each history
+/// after its check, for what a caller keeps of them. `what` names the
+/// command in the errors.
+pub fn finished_metrics(
+    dir: &Path,
+    exp: &Experiment,
+    what: &str,
+    mut keep: impl FnMut(u32, History),
+) -> Result<Vec<(u32, usize, TrialMetrics)>, Error> {
+    use crate::report::read::{each_history, finished_trials};
     let listed = if dir.join("trials.csv").exists() { Some(finished_trials(dir)?) } else { None };
     if let Some(listed) = &listed {
         let most = units(exp).len() as u64 * u64::from(exp.trials);
@@ -102,9 +109,18 @@ pub fn finished_histories(dir: &Path, exp: &Experiment, what: &str) -> Result<BT
             });
         }
     }
-    let histories = read_histories(dir, listed.as_ref(), most_workers(exp))?;
+    let units = units(exp);
+    let mut metrics = Vec::new();
+    each_history(dir, listed.as_ref(), most_workers(exp), |t, history| {
+        let unit = unit_of(exp, units.len(), t);
+        metrics.push((t, unit, check(&history, &CheckParams::of(units[unit].0))));
+        keep(t, history);
+        Ok::<(), Error>(())
+    })?;
+    metrics.sort_by_key(|(t, _, _)| *t);
     if let Some(listed) = &listed {
-        let missing: Vec<String> = listed.iter().filter(|t| !histories.contains_key(t)).map(u32::to_string).collect();
+        let found: std::collections::BTreeSet<u32> = metrics.iter().map(|(t, _, _)| *t).collect();
+        let missing: Vec<String> = listed.difference(&found).map(u32::to_string).collect();
         if !missing.is_empty() {
             return Err(Error::Path {
                 path: dir.join("events.csv"),
@@ -115,20 +131,7 @@ pub fn finished_histories(dir: &Path, exp: &Experiment, what: &str) -> Result<BT
             });
         }
     }
-    Ok(histories)
-}
-
-/// Check every history of a results directory with the settings of its
-/// trial's sweep point: (trial, point index, metrics).
-pub fn recheck(exp: &Experiment, histories: &BTreeMap<u32, History>) -> Vec<(u32, usize, TrialMetrics)> {
-    let units = units(exp);
-    histories
-        .iter()
-        .map(|(t, h)| {
-            let unit = unit_of(exp, units.len(), *t);
-            (*t, unit, check(h, &CheckParams::of(units[unit].0)))
-        })
-        .collect()
+    Ok(metrics)
 }
 
 /// Print whether the experiment's `expect:` held over these trials.

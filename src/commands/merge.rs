@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::inputs::{ensure_empty, most_workers, recheck, same_format, verdict};
+use super::inputs::{ensure_empty, finished_metrics, same_format, verdict};
 use super::shard::{Piece, whole};
 use crate::check::TrialMetrics;
 use crate::error::{Error, exit, worse};
@@ -24,7 +24,7 @@ use crate::model::Experiment;
 use crate::model::history::History;
 use crate::report::csv::{HISTORY_TABLES, merge_history};
 use crate::report::host::{self, Merged, Recorded, ShardRecord};
-use crate::report::read::{finished_trials, read_histories, worker_outcomes};
+use crate::report::read::{finished_trials, worker_outcomes};
 use crate::report::summary::Measured;
 use crate::report::summary::{expectation_checks, per_unit, summarize, unit_of, units};
 use crate::report::{suite, terminal, timeline};
@@ -205,7 +205,10 @@ struct Shards {
     hosts: Vec<serde_json::Value>,
     trials: Vec<BTreeSet<u32>>,
     first_unit: u64,
-    histories: BTreeMap<u32, History>,
+    /// Every shard's trials re-checked, in trial order.
+    metrics: Vec<(u32, usize, TrialMetrics)>,
+    /// Trial 1's history, for the timeline the run draws of it.
+    trial_one: Option<History>,
     outcomes: BTreeMap<u32, String>,
 }
 
@@ -267,18 +270,18 @@ fn gather(dirs: Vec<PathBuf>) -> Result<Shards, Error> {
     let pieces: Vec<Piece<'_>> =
         read.iter().zip(&trials).map(|(r, trials)| Piece { dir: &r.dir, shard: r.shard, trials }).collect();
     whole(&pieces, total).map_err(|e| Error::Conflict(format!("merge: {e}")))?;
-    let (mut histories, mut outcomes) = (BTreeMap::new(), BTreeMap::new());
-    for (r, trials) in read.iter().zip(&trials) {
-        let mine = read_histories(&r.dir, Some(trials), most_workers(&exp))?;
-        if let Some(t) = trials.iter().find(|t| !mine.contains_key(t)) {
-            return Err(Error::Path {
-                path: r.dir.join("events.csv"),
-                problem: format!("holds no events of trial {t}, which its trials.csv lists: not as a run left it"),
-            });
-        }
-        histories.extend(mine);
+    let (mut metrics, mut trial_one, mut outcomes) = (Vec::new(), None, BTreeMap::new());
+    for r in &read {
+        // One trial's history in memory at a time, whatever the run's length.
+        let keep = |t: u32, h: History| {
+            if t == 1 {
+                trial_one = Some(h);
+            }
+        };
+        metrics.extend(finished_metrics(&r.dir, &exp, "merge", keep)?);
         outcomes.extend(worker_outcomes(&r.dir));
     }
+    metrics.sort_by_key(|(t, _, _)| *t);
     // From here in shard order: host.json lists the shards 0, 1, …
     let mut both: Vec<(Read, BTreeSet<u32>)> = read.into_iter().zip(trials).collect();
     both.sort_by_key(|(r, _)| r.shard.index);
@@ -292,7 +295,7 @@ fn gather(dirs: Vec<PathBuf>) -> Result<Shards, Error> {
         trials.push(t);
     }
     let first = records.swap_remove(0);
-    Ok(Shards { name, exp, dirs, first, hosts, trials, first_unit, histories, outcomes })
+    Ok(Shards { name, exp, dirs, first, hosts, trials, first_unit, metrics, trial_one, outcomes })
 }
 
 /// Two shards of one run: the same experiment file, build, seed and
@@ -370,10 +373,10 @@ fn write_experiment(to: &Path, s: &Shards, stopped: &AtomicBool) -> Result<Merge
     std::fs::write(&record, host::to_json(&Merged::new(&s.first, s.hosts.clone()))).map_err(io(&record))?;
     let sources: Vec<(&Path, &BTreeSet<u32>)> = s.dirs.iter().map(PathBuf::as_path).zip(&s.trials).collect();
     merge_history(to, &sources)?;
-    let metrics = recheck(&s.exp, &s.histories);
-    super::check::write_derived(to, &s.exp, &s.histories, &metrics, &s.outcomes)?;
+    let metrics = s.metrics.clone();
+    super::check::write_derived(to, &s.exp, &metrics, &s.outcomes)?;
     let units = units(&s.exp);
-    if let (Some(h), Some((_, unit, m))) = (s.histories.get(&1), metrics.iter().find(|(t, _, _)| *t == 1)) {
+    if let (Some(h), Some((_, unit, m))) = (&s.trial_one, metrics.iter().find(|(t, _, _)| *t == 1)) {
         timeline::trial_one(to, units[*unit].0, h, m);
     }
     debug_assert!(metrics.iter().all(|(t, u, _)| unit_of(&s.exp, units.len(), *t) == *u));

@@ -173,8 +173,7 @@ fn one(dir: &Path) -> Result<std::path::PathBuf, Error> {
     super::inputs::same_format(dir)?;
     let exp = crate::experiment::load(&dir.join("experiment.yaml"), &crate::experiment::Overrides::default())
         .map_err(|e| Error::Experiments(vec![e]))?;
-    let histories = super::inputs::finished_histories(dir, &exp, "report")?;
-    let metrics = super::inputs::recheck(&exp, &histories);
+    let metrics = super::inputs::finished_metrics(dir, &exp, "report", |_, _| {})?;
     let by_trial: Vec<(u32, &TrialMetrics)> = metrics.iter().map(|(t, _, m)| (*t, m)).collect();
     let failed = crate::report::summary::expectation_failures(&exp, &by_trial);
     experiment(dir, &exp, &metrics, &failed)?;

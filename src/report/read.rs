@@ -100,54 +100,96 @@ pub fn finished_trials(dir: &Path) -> Result<BTreeSet<u32>, ReadError> {
 
 /// Every trial's history in `dir/events.csv`, by trial number; with `only`
 /// (the trials trials.csv lists as finished), just those trials, each of
-/// which must be whole. Every row is read the same way whatever its trial:
-/// one that cannot be read is refused at its line, never skipped. Worker
-/// indices must be below `workers`, the most any of the experiment's
-/// trials ran.
+/// which must be whole. See `each_history`.
 pub fn read_histories(
     dir: &Path,
     only: Option<&BTreeSet<u32>>,
     workers: usize,
 ) -> Result<BTreeMap<u32, History>, ReadError> {
+    let mut out = BTreeMap::new();
+    each_history(dir, only, workers, |trial, history| {
+        out.insert(trial, history);
+        Ok::<(), ReadError>(())
+    })?;
+    Ok(out)
+}
+
+/// Each trial's history in `dir/events.csv` handed to `each` as soon as it
+/// is read, in file order: one trial in memory at a time, however long the
+/// run. A run writes a trial's rows together, so a trial's rows that come
+/// apart (another trial's between them) are refused. With `only` (the
+/// trials trials.csv lists as finished), just those trials, each of which
+/// must be whole. Every row is read the same way whatever its trial: one
+/// that cannot be read is refused at its line, never skipped. Worker
+/// indices must be below `workers`, the most any of the experiment's
+/// trials ran.
+pub fn each_history<E: From<ReadError>>(
+    dir: &Path,
+    only: Option<&BTreeSet<u32>>,
+    workers: usize,
+    mut each: impl FnMut(u32, History) -> Result<(), E>,
+) -> Result<(), E> {
     let path = dir.join("events.csv");
     let csv_err = |source| ReadError::Csv { path: path.clone(), source };
     let lines = whole_lines(&path).map_err(|e| csv_err(e.into()))?;
     let mut reader = csv::Reader::from_reader(lines);
-    let mut by_trial: BTreeMap<u32, Vec<(u64, Event)>> = BTreeMap::new();
     let mut record = csv::StringRecord::new();
     let headers = reader.headers().map_err(csv_err)?.clone();
     same_header(&path, &headers, &header_of::<EventRow>())?;
-    while reader.read_record(&mut record).map_err(csv_err)? {
-        let line = record.position().map_or(0, |p| p.line());
-        let row: EventRow = record.deserialize(Some(&headers)).map_err(csv_err)?;
-        let bad = |message: String| ReadError::Row { path: path.clone(), line, message };
-        if row.trial == 0 {
-            return Err(bad("trial 0: trials are numbered from 1".into()));
+    // The trial being read, its rows so far, and the trials done with.
+    let mut current: Option<(u32, Vec<(u64, Event)>)> = None;
+    let mut seen = BTreeSet::new();
+    let mut done = |trial: u32, events: Vec<(u64, Event)>| -> Result<(), E> {
+        if only.is_some_and(|only| !only.contains(&trial)) {
+            return Ok(());
         }
-        if !row.t_ms.is_finite() || row.t_ms.abs() > MAX_T_MS {
-            return Err(bad(format!("t_ms {} is not a time within a trial", row.t_ms)));
-        }
-        if let Some(w) = row.worker.filter(|&w| w >= workers) {
-            return Err(bad(format!("worker {w}: the experiment has {workers} worker(s), numbered from 0")));
-        }
-        let kind = EventKind::from_name(&row.event).ok_or_else(|| bad(format!("unknown event {:?}", row.event)))?;
-        if only.is_some_and(|only| !only.contains(&row.trial)) {
-            continue;
-        }
-        let detail = Detail::from_json(&row.detail).map_err(|e| bad(format!("bad detail: {e}")))?;
-        let event = Event { t_us: ms_to_us(row.t_ms), worker: row.worker, pid: row.pid, kind, detail };
-        by_trial.entry(row.trial).or_default().push((line, event));
-    }
-    let mut out = BTreeMap::new();
-    for (trial, events) in by_trial {
         whole(trial, &events, only.is_some()).map_err(|(line, message)| ReadError::Row {
             path: path.clone(),
             line,
             message,
         })?;
-        out.insert(trial, History::new(events.into_iter().map(|(_, e)| e).collect()));
+        each(trial, History::new(events.into_iter().map(|(_, e)| e).collect()))
+    };
+    while reader.read_record(&mut record).map_err(csv_err)? {
+        let line = record.position().map_or(0, |p| p.line());
+        let row: EventRow = record.deserialize(Some(&headers)).map_err(csv_err)?;
+        let bad = |message: String| ReadError::Row { path: path.clone(), line, message };
+        if row.trial == 0 {
+            return Err(bad("trial 0: trials are numbered from 1".into()).into());
+        }
+        if !row.t_ms.is_finite() || row.t_ms.abs() > MAX_T_MS {
+            return Err(bad(format!("t_ms {} is not a time within a trial", row.t_ms)).into());
+        }
+        if let Some(w) = row.worker.filter(|&w| w >= workers) {
+            return Err(bad(format!("worker {w}: the experiment has {workers} worker(s), numbered from 0")).into());
+        }
+        let kind = EventKind::from_name(&row.event).ok_or_else(|| bad(format!("unknown event {:?}", row.event)))?;
+        if current.as_ref().is_none_or(|(t, _)| *t != row.trial) {
+            if let Some((t, events)) = current.take() {
+                done(t, events)?;
+            }
+            if !seen.insert(row.trial) {
+                let msg = format!(
+                    "trial {} again, after other trials' rows: a run writes a trial's rows together",
+                    row.trial
+                );
+                return Err(bad(msg).into());
+            }
+            current = Some((row.trial, Vec::new()));
+        }
+        if only.is_some_and(|only| !only.contains(&row.trial)) {
+            continue;
+        }
+        let detail = Detail::from_json(&row.detail).map_err(|e| bad(format!("bad detail: {e}")))?;
+        let event = Event { t_us: ms_to_us(row.t_ms), worker: row.worker, pid: row.pid, kind, detail };
+        if let Some((_, events)) = current.as_mut() {
+            events.push((line, event));
+        }
     }
-    Ok(out)
+    if let Some((t, events)) = current.take() {
+        done(t, events)?;
+    }
+    Ok(())
 }
 
 /// A table's header must be the one a run writes, by name and in order: a
@@ -281,6 +323,33 @@ mod tests {
         let mut long = b"h\nrow\n".to_vec();
         long.extend(std::iter::repeat_n(b'x', 200_000));
         assert_eq!(read(&long), b"h\nrow\n");
+    }
+
+    #[test]
+    fn histories_come_one_trial_at_a_time_in_file_order_and_a_trial_apart_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let header = header_of::<EventRow>().join(",");
+        let write = |rows: &str| std::fs::write(dir.path().join("events.csv"), format!("{header}\n{rows}")).unwrap();
+        // Trials finish out of order with --jobs: each one's rows together.
+        write("2,0.000,0,7,spawn,\n2,1.000,,,barrier,\n1,0.000,0,8,spawn,\n3,0.000,0,9,spawn,\n");
+        let mut order = Vec::new();
+        each_history(dir.path(), None, 1, |t, h| {
+            order.push((t, h.events.len()));
+            Ok::<(), ReadError>(())
+        })
+        .unwrap();
+        assert_eq!(order, [(2, 2), (1, 1), (3, 1)]);
+        // Only the listed trials are handed on; the others are still read.
+        let mut listed = Vec::new();
+        let only = BTreeSet::from([1]);
+        let e = each_history(dir.path(), Some(&only), 1, |t, _| {
+            listed.push(t);
+            Ok::<(), ReadError>(())
+        });
+        assert!(e.unwrap_err().to_string().contains("it was cut short"), "trial 1 has no trial_end");
+        write("1,0.000,0,8,spawn,\n2,0.000,0,7,spawn,\n1,1.000,,,barrier,\n");
+        let e = read_histories(dir.path(), None, 1).unwrap_err().to_string();
+        assert!(e.contains("events.csv:4: trial 1 again, after other trials' rows"), "{e}");
     }
 
     #[test]
