@@ -111,10 +111,19 @@ fn a_programs_clock_is_moved_by_the_shim_and_a_program_that_escapes_it_is_named(
     // takes it (two leaders). The same program started by `env -u
     // LD_PRELOAD` runs without the shim: its clock stays true, one leader,
     // and its outcome says the clock was not moved.
+    //
+    // Every worker is released at once and ticks on its own interval from
+    // there: with watch equal to renew, a watcher's every tick fell within
+    // a few ms of the leader's renewal, whose read-then-replace could put
+    // the file back between the takeover's remove and create, tick after
+    // tick (seen once in 13 fresh-clone runs: six takeovers lost in a
+    // row). A watch of 2.6 s against a renewal every 3 s puts the first
+    // two watcher ticks after the skew (10.4 s, 13 s) a second or more from
+    // any renewal, in the experiment's time.
     let worker = crate::helper::repo().join("examples/python/lease_worker.py");
     let text = |name: &str, prefix: &str| {
         format!(
-            "name: {name}\nworkers: 3\nduration: 25s\nseed: 5\nprogram:\n  command: [{prefix}python3, \"{}\", --lock, \"{{lock}}\", \
+            "name: {name}\nworkers: 3\nduration: 25s\nseed: 5\nwatch: 2600ms\nprogram:\n  command: [{prefix}python3, \"{}\", --lock, \"{{lock}}\", \
              --lease-ms, \"{{lease_ms}}\", --renew-ms, \"{{renew_ms}}\", --watch-ms, \"{{watch_ms}}\"]\n  ready: true\n\
              faults:\n  - at: 8s\n    target: watcher\n    action: skew\n    by: 10s\n",
             worker.display()
