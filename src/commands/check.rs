@@ -124,13 +124,3 @@ fn replace_derived(from: &Path, dir: &Path) -> Result<(), Error> {
     }
     std::fs::remove_dir(from).map_err(|source| Error::Io { path: from.to_path_buf(), source })
 }
-
-/// `parent/<UTC timestamp>`, created here, never an existing one.
-/// "1, 2, 3, … (12 in all)".
-pub(super) fn abbreviate(items: &[String]) -> String {
-    if items.len() <= 10 {
-        items.join(", ")
-    } else {
-        format!("{}, … ({} in all)", items[..10].join(", "), items.len())
-    }
-}

@@ -126,7 +126,7 @@ pub fn finished_metrics(
                 path: dir.join("events.csv"),
                 problem: format!(
                     "{what}: holds no events of trial(s) {} listed in trials.csv; this is not as a run left it",
-                    super::check::abbreviate(&missing)
+                    abbreviate(&missing)
                 ),
             });
         }
@@ -196,4 +196,13 @@ pub fn new_dir(parent: &Path, prefix: &str) -> Result<PathBuf, Error> {
         }
     }
     Err(Error::Path { path: parent.to_path_buf(), problem: "no free directory name for this second".into() })
+}
+
+/// "1, 2, 3, … (12 in all)".
+pub fn abbreviate(items: &[String]) -> String {
+    if items.len() <= 10 {
+        items.join(", ")
+    } else {
+        format!("{}, … ({} in all)", items[..10].join(", "), items.len())
+    }
 }

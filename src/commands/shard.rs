@@ -123,7 +123,7 @@ pub fn whole(pieces: &[Piece<'_>], total: u32) -> Result<(), String> {
         if !lacks.is_empty() {
             return Err(format!(
                 "{of} lacks trial(s) {} of its {}: finish it first with `leasequake run --resume {}`",
-                super::check::abbreviate(&lacks),
+                super::inputs::abbreviate(&lacks),
                 own.len(),
                 d(p)
             ));
