@@ -314,17 +314,22 @@ mod alone {
                 let mine = events.iter().filter(|e| e.get("trial") == trial && e.get("event") == kind);
                 mine.map(|e| (e.f64("t_ms"), e.get("worker").to_string())).collect()
             };
-            let (stepped, w) = of("stepped_down").into_iter().next().expect("the paused worker steps down");
-            let found =
-                of("renew_failed").into_iter().rfind(|(t, x)| *x == w && *t <= stepped).expect("its renewal failed");
+            let story = || run.story(trial);
+            let (stepped, w) = of("stepped_down")
+                .into_iter()
+                .next()
+                .unwrap_or_else(|| panic!("the paused worker steps down\n{}", story()));
+            let found = of("renew_failed")
+                .into_iter()
+                .rfind(|(t, x)| *x == w && *t <= stepped)
+                .unwrap_or_else(|| panic!("its renewal failed\n{}", story()));
             let resumed = events
                 .iter()
                 .filter(|e| e.get("trial") == trial && e.get("event") == "fault" && e.get("worker") == w)
                 .filter(|e| e.get("detail").contains("\"cont\""))
                 .map(|e| e.f64("t_ms"))
                 .next()
-                .expect("it was resumed");
-            let story = || run.story(trial);
+                .unwrap_or_else(|| panic!("worker {w}, which stepped down first, was resumed\n{}", story()));
             assert!(
                 (stepped - found.0 - 500.0).abs() <= tol,
                 "the program's own delay: {} ms (± {tol:.1})\n{}",
