@@ -36,7 +36,7 @@ pub fn open_regular(path: &Path) -> io::Result<File> {
 }
 
 /// A regular file's bytes, refused past `limit`.
-pub fn read_regular(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
+fn read_regular(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
     let file = open_regular(path)?;
     let mut bytes = Vec::new();
     file.take(limit.saturating_add(1)).read_to_end(&mut bytes)?;

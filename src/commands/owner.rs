@@ -61,6 +61,9 @@ pub fn hold(dir: &Path, how: Use) -> Result<Held, Error> {
 /// each with whether its lock is exclusive. Waiters (`->`) are not holders.
 fn holders(locks: &str, dev: u64, ino: u64) -> Vec<(u32, bool)> {
     let (major, minor) = (libc::major(dev), libc::minor(dev));
+    // Some file systems (btrfs) show a device that differs from st_dev:
+    // where no flock is on ours, the inode alone is the best we have.
+    let dev_seen = found_dev_matches(locks, major, minor);
     let mut found = Vec::new();
     for line in locks.lines() {
         let fields: Vec<&str> = line.split_whitespace().collect();
@@ -73,10 +76,8 @@ fn holders(locks: &str, dev: u64, ino: u64) -> Vec<(u32, bool)> {
         let (Some(maj), Some(min), Some(inode)) = (id.next(), id.next(), id.next()) else { continue };
         let same_dev = u32::from_str_radix(maj, 16).is_ok_and(|m| m == major)
             && u32::from_str_radix(min, 16).is_ok_and(|m| m == minor);
-        // Some file systems (btrfs) show a device that differs from
-        // st_dev: the inode alone is then the best we have.
         let same_ino = inode.parse::<u64>().is_ok_and(|i| i == ino);
-        if same_ino && (same_dev || !found_dev_matches(locks, major, minor)) {
+        if same_ino && (same_dev || !dev_seen) {
             found.push((pid, fields[3] == "WRITE"));
         }
     }

@@ -97,15 +97,12 @@ pub fn experiment(
     let first: BTreeSet<u32> =
         metrics.iter().map(|(t, _, _)| *t).collect::<BTreeSet<u32>>().into_iter().take(take).collect();
     let workers = super::inputs::most_workers(exp);
+    // One pass over the history, one trial's history in memory at a time:
+    // each is drawn as it is read, then dropped (all of them at once was
+    // the whole run's history, for a run of a few long trials).
     let mut timelines = Vec::new();
-    for t in &first {
-        let Some((_, unit, m)) = metrics.iter().find(|(x, _, _)| x == t) else { continue };
-        // One trial's history at a time: the run held no more than that in
-        // memory, and neither does its report (all of them at once was the
-        // whole run's history, for a run of a few long trials).
-        let only = BTreeSet::from([*t]);
-        let histories = crate::report::read::read_histories(dir, Some(&only), workers).unwrap_or_default();
-        let Some(history) = histories.get(t) else { continue };
+    let drawn = crate::report::read::each_history(dir, Some(&first), workers, |t, history| {
+        let Some((_, unit, m)) = metrics.iter().find(|(x, _, _)| *x == t) else { return Ok(()) };
         let (unit_exp, label) = &units[*unit];
         let what = if label.is_empty() {
             String::new()
@@ -113,10 +110,19 @@ pub fn experiment(
             format!(", {}", crate::report::suite::own_label(label, exp.time_scale))
         };
         let title = format!("trial {t}{what}");
-        if let Ok(svg) = crate::report::timeline::svg(&title, history, m, unit_exp.workers, exp.time_scale) {
-            timelines.push((format!("{title}: {}", m.outcome()), svg));
+        if let Ok(svg) = crate::report::timeline::svg(&title, &history, m, unit_exp.workers, exp.time_scale) {
+            timelines.push((t, format!("{title}: {}", m.outcome()), svg));
         }
+        Ok::<(), crate::report::read::ReadError>(())
+    });
+    // A history that cannot be read again leaves the page without timelines
+    // (the run's own check refused it, or it was damaged since).
+    if drawn.is_err() {
+        timelines.clear();
     }
+    // In trial order, whatever order the trials finished in.
+    timelines.sort_by_key(|(t, _, _)| *t);
+    let timelines = timelines.into_iter().map(|(_, summary, svg)| (summary, svg)).collect();
     sections.push(Section::Timelines(timelines));
     if let Ok(host) = crate::files::read_text(&dir.join("host.json"), MAX_TEXT_BYTES) {
         sections.push(Section::Text { heading: "Host and calibration (host.json)".into(), text: host });

@@ -339,12 +339,9 @@ impl ResultsWriter {
         }
         for (name, table) in self.tables.iter_mut() {
             table.flush()?;
-            let header = csv::Reader::from_path(&table.path)
-                .and_then(|mut r| r.headers().cloned())
-                .map_err(csv_err(&table.path))?;
-            let header: Vec<String> = header.iter().map(str::to_string).collect();
             let all: BTreeSet<u32> = (0..=self.last).collect();
-            let (_, kept, _) = rows_of(&table.path, &all).map_err(io_err(&table.path))?;
+            let (header, kept, _) = rows_of(&table.path, &all).map_err(io_err(&table.path))?;
+            let header: Vec<String> = header.iter().map(str::to_string).collect();
             *table = Table::reopen(&self.dir, name, &header, kept)?;
         }
         self.in_order = true;

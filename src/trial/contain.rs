@@ -109,9 +109,7 @@ fn remove_dead_harnesses(parent: &Path, ns: &str) {
     let Ok(entries) = std::fs::read_dir(parent) else { return };
     for e in entries.flatten() {
         let Some(pid) = harness_of(&e.file_name().to_string_lossy(), ns) else { continue };
-        // SAFETY: kill(2) with signal 0 only asks whether the pid exists.
-        let gone =
-            unsafe { libc::kill(pid, 0) } != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+        let gone = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None) == Err(nix::errno::Errno::ESRCH);
         if gone {
             kill_cgroup(&e.path());
             remove_tree(&e.path());
