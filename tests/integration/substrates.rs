@@ -144,6 +144,24 @@ fn a_managed_server_whose_every_port_is_taken_is_an_error_naming_it() {
     assert_eq!(starts.trim(), "3", "three starts, each on its own port: {stderr}");
 }
 
+/// What the takeover that ended `gap` took by its worker's own account:
+/// how late it woke for its tick and how long its acquire ran (the
+/// `acquired` event is stamped at the acquire's end, the gap's end).
+fn takeover_cost_ms(events: &[Row], gap: &Row) -> f64 {
+    let end = gap.f64("end_ms");
+    let acquired = events
+        .iter()
+        .find(|e| {
+            e.get("event") == "acquired"
+                && e.get("worker") == gap.get("ended_by")
+                && (e.f64("t_ms") - end).abs() < 0.002
+        })
+        .unwrap_or_else(|| panic!("the acquire that ended the gap: {gap:?}"));
+    let detail: serde_json::Value = serde_json::from_str(acquired.get("detail")).expect("an event's detail is JSON");
+    let us = |key: &str| detail.get(key).and_then(serde_json::Value::as_f64).unwrap_or(0.0);
+    (us("op_us") + us("late_us")) / 1000.0
+}
+
 /// Tests that measure against a tight tolerance: each holds the machine
 /// alone (`Lab::alone`), and the test command runs them one at a time after
 /// the rest (filter `alone::`).
@@ -157,7 +175,7 @@ mod alone {
         let machine = Lab::alone();
         let Some(timing) = Timing::new(this_test!(), TOL, RESOLUTION) else { return };
         let (machine, timing) = (&machine, &timing);
-        let results: Vec<(Row, Vec<Row>)> = std::thread::scope(|s| {
+        let results: Vec<(Row, Vec<Row>, Vec<Row>)> = std::thread::scope(|s| {
             let handles: Vec<_> = KINDS
                 .iter()
                 .map(|kind| {
@@ -165,13 +183,13 @@ mod alone {
                         let lab = Lab::beside(machine);
                         let file = lab.file("core.yaml", &(term_then_kill(kind) + &timing.yaml(SCALE)));
                         let run = lab.run(file).scale(SCALE).trials(1).output().expect_code(0);
-                        (run.table("trials.csv").remove(0), run.table("gaps.csv"))
+                        (run.table("trials.csv").remove(0), run.table("gaps.csv"), run.table("events.csv"))
                     })
                 })
                 .collect();
             handles.into_iter().map(|h| h.join().expect("run thread")).collect()
         });
-        for (kind, (trial, gaps)) in KINDS.iter().zip(&results) {
+        for (kind, (trial, gaps, events)) in KINDS.iter().zip(&results) {
             if timing.part(kind).undisturbed(std::slice::from_ref(trial), 1).is_none() {
                 continue;
             }
@@ -182,21 +200,29 @@ mod alone {
             let (term, kill) = (&gaps[0], &gaps[1]);
             assert_eq!((term.get("cause"), kill.get("cause")), ("term", "kill"), "{kind}");
             assert!(gaps.iter().all(|g| g.get("ended") == "true"), "{kind}: a gap never ended: {gaps:?}");
-            // Release: the next watch tick finds the lease free.
+            // Release: the next watch tick finds the lease free, and the
+            // takeover then takes what it took (recorded by its worker): a
+            // server beside four others, all starting at once, answered a
+            // first acquire in 30 ms, which is the system's, not a stall.
             let t = term.f64("duration_ms");
-            assert!(t <= WATCH + tol, "{kind}: gap after SIGTERM {t} ms > watch {WATCH} ms (+ {tol:.1})");
+            let cost = takeover_cost_ms(events, term);
+            assert!(
+                t <= WATCH + cost + tol,
+                "{kind}: gap after SIGTERM {t} ms > watch {WATCH} ms + the takeover's {cost:.1} ms (+ {tol:.1})"
+            );
             // Crash: an expiring lease runs out (from the last renewal, at most
             // `renew` before the kill), then the next watch tick sees it; a
             // lock held by a process or a session is dropped at its death.
             let k = kill.f64("duration_ms");
+            let cost = takeover_cost_ms(events, kill);
             let (lo, hi) = match *kind {
                 "file" => (LEASE - RENEW, LEASE + WATCH + RESOLUTION),
                 "redis" | "postgres" => (LEASE - RENEW, LEASE + WATCH),
                 _ => (0.0, WATCH),
             };
             assert!(
-                k >= lo - tol && k <= hi + tol,
-                "{kind}: gap after SIGKILL {k} ms outside [{lo}, {hi}] ± {tol:.1} ms"
+                k >= lo - tol && k <= hi + cost + tol,
+                "{kind}: gap after SIGKILL {k} ms outside [{lo}, {hi} + the takeover's {cost:.1} ms] ± {tol:.1} ms"
             );
         }
     }
