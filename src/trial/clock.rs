@@ -122,6 +122,43 @@ pub fn jump_file(control: &Path, offset_ns: i64) -> io::Result<()> {
     f.write_all_at(&(seq + 2).to_ne_bytes(), SEQ)
 }
 
+/// How a worker's processes stand with the shim.
+#[derive(Debug, Clone, PartialEq)]
+pub enum GroupShim {
+    /// Every live process of the group has loaded it.
+    Loaded,
+    /// One has not: its clock is not moved.
+    Missing { pid: i32, name: String },
+    /// Not yet told: a process just exec'd (only the loader mapped), or
+    /// nobody left in the group.
+    Unknown,
+}
+
+/// The shim in each live process of process group `pgid`, which is a
+/// worker (its group id is its pid): the program and whatever it started,
+/// such as the commands of a `shell: true` script. One process without it
+/// leaves that process's clock where it was, however the others move.
+pub fn group_shim(pgid: i32) -> GroupShim {
+    let Ok(all) = procfs::process::all_processes() else { return GroupShim::Unknown };
+    let members = all
+        .filter_map(Result::ok)
+        .filter_map(|p| p.stat().ok())
+        // A zombie has no mappings to read, and no clock.
+        .filter(|s| s.pgrp == pgid && s.state != 'Z' && s.state != 'X');
+    let mut all_loaded = None;
+    for member in members {
+        match shim_loaded(member.pid) {
+            Some(true) => all_loaded = all_loaded.or(Some(true)),
+            Some(false) => return GroupShim::Missing { pid: member.pid, name: member.comm },
+            None => all_loaded = Some(false),
+        }
+    }
+    match all_loaded {
+        Some(true) => GroupShim::Loaded,
+        _ => GroupShim::Unknown,
+    }
+}
+
 /// Has process `pid` loaded the shim? None while it cannot be told yet
 /// (just after exec only the loader is mapped); Some(false) once libc is
 /// mapped without it, or for a static binary.
@@ -139,6 +176,36 @@ pub fn shim_loaded(pid: i32) -> Option<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A process group of its own: `sh` (dynamic) with a child of its own.
+    fn group(script: &str) -> std::process::Child {
+        use std::os::unix::process::CommandExt;
+        std::process::Command::new("sh").args(["-c", script]).process_group(0).spawn().unwrap()
+    }
+
+    fn settled(pgid: i32) -> GroupShim {
+        for _ in 0..500 {
+            match group_shim(pgid) {
+                GroupShim::Unknown => std::thread::sleep(std::time::Duration::from_millis(2)),
+                told => return told,
+            }
+        }
+        GroupShim::Unknown
+    }
+
+    #[test]
+    fn a_group_is_missing_the_shim_when_any_of_its_processes_is() {
+        // Neither process preloads the shim: the first one found is named,
+        // whichever of the two it is.
+        let mut child = group("sleep 30 & sleep 30; wait");
+        let pgid = child.id() as i32;
+        let told = settled(pgid);
+        assert!(matches!(&told, GroupShim::Missing { name, .. } if name == "sh" || name == "sleep"), "{told:?}");
+        nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), nix::sys::signal::Signal::SIGKILL).unwrap();
+        child.wait().unwrap();
+        // A group with nobody left in it tells nothing.
+        assert_eq!(group_shim(pgid), GroupShim::Unknown);
+    }
 
     #[test]
     fn a_jump_rewrites_the_offset_and_leaves_the_sequence_even() {

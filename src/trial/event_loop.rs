@@ -85,15 +85,36 @@ pub struct Run<'o> {
 impl<'o> Run<'o> {
     /// A program that did not load the clock shim runs on the true clock,
     /// whatever the experiment says: say so, once, and in its outcome.
-    fn check_shim(&mut self, worker: usize, pid: i32) {
+    /// Looked at in the worker's whole process group (`pid` is the
+    /// worker's, and its group's id), at its first event and until told,
+    /// and once more at the trial's end: a `shell: true` script's static
+    /// child is as unmoved as a static program.
+    pub(super) fn check_shim(&mut self, worker: usize, pid: i32) {
+        use super::clock::GroupShim;
         let Some(slot) = self.shim.as_mut().and_then(|s| s.get_mut(worker)) else { return };
-        if slot.is_none() {
-            *slot = super::clock::shim_loaded(pid);
-            if *slot == Some(false) {
+        if *slot == Some(false) {
+            return;
+        }
+        match super::clock::group_shim(pid) {
+            GroupShim::Loaded => *slot = Some(true),
+            GroupShim::Unknown => {}
+            GroupShim::Missing { pid: missing, name } => {
+                *slot = Some(false);
+                let who = if missing == pid { String::new() } else { format!(" (its process {missing}, {name})") };
                 crate::warnln!(
-                    "warning: worker {worker}'s program did not load the clock shim: its clock is not moved \
+                    "warning: worker {worker}'s program{who} did not load the clock shim: its clock is not moved \
                      (a static binary, or one that reads the clock without libc, such as Go's)"
                 );
+            }
+        }
+    }
+
+    /// The trial's end: each worker's group looked at once more, for a
+    /// process without the shim started after its first event.
+    pub(super) fn recheck_shims(&mut self, procs: &[WorkerProc]) {
+        for p in procs {
+            if !p.reaped() {
+                self.check_shim(p.index, p.pid.as_raw());
             }
         }
     }
@@ -114,7 +135,9 @@ impl<'o> Run<'o> {
                     self.settle(worker);
                 }
                 self.live.observe(worker, event.event);
-                self.check_shim(worker, pid);
+                if self.shim.as_ref().and_then(|s| s.get(worker)).is_some_and(Option::is_none) {
+                    self.check_shim(worker, pid);
+                }
                 if let Some(n) = nemesis {
                     n.on_event(worker, event.event, event.t_ns, &self.live);
                 }

@@ -150,6 +150,7 @@ pub fn run_trial(
         service: service.as_ref(),
     };
     let outcome = run.drive(exp, seed, &workers, barrier, stop, hit);
+    run.recheck_shims(&workers.procs);
     // Undo every fault still in force before the clean-up, so that the
     // workers' releases are not stuck behind the experiment's own faults:
     // the clean-up continues stopped workers first; a paused server is

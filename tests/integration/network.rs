@@ -166,6 +166,33 @@ fn a_programs_clock_is_moved_by_the_shim_and_a_program_that_escapes_it_is_named(
     assert!(runs[1].stderr().contains("did not load the clock shim"), "{}", runs[1].stderr());
 }
 
+#[test]
+fn a_static_child_of_a_shell_program_is_named_as_a_clock_not_moved() {
+    // The script's own process (a dynamic sh, then python) loads the shim;
+    // the static binary it started first cannot. The worker's clock is then
+    // not wholly moved, and the warning names the process that escaped.
+    let lab = Lab::new();
+    let source = lab.path().join("still.c");
+    std::fs::write(&source, "#include <unistd.h>\nint main(void) { for (;;) pause(); }\n").unwrap();
+    let still = lab.path().join("still");
+    let cc = std::process::Command::new("cc").arg("-static").arg("-o").arg(&still).arg(&source).output().unwrap();
+    assert!(cc.status.success(), "cc -static (the harness's build needs cc): {}", String::from_utf8_lossy(&cc.stderr));
+    let worker = crate::helper::repo().join("examples/python/lease_worker.py");
+    let text = format!(
+        "name: static-child\nworkers: 2\nduration: 3s\nseed: 5\nworker: {{clock_offset: [0s, 1s]}}\nprogram:\n  shell: true\n  \
+         command: \"'{}' & exec python3 '{}' --lock {{lock}} --lease-ms {{lease_ms}} --renew-ms {{renew_ms}} --watch-ms {{watch_ms}}\"\n",
+        still.display(),
+        worker.display()
+    );
+    let file = lab.file("static-child.yaml", &text);
+    let run = lab.run(file).scale(SCALE).trials(1).output().expect_code(0);
+    let trial = &run.table("trials.csv")[0];
+    let outcomes = trial.get("worker_outcomes");
+    assert_eq!(outcomes.matches("clock not moved").count(), 2, "each worker has its static child: {trial:?}");
+    assert!(run.stderr().contains("(its process") && run.stderr().contains("still)"), "{}", run.stderr());
+    assert!(crate::helper::processes_in(lab.path()).is_empty(), "the static children are gone with their workers");
+}
+
 /// Tests that measure against a tight tolerance: each holds the machine
 /// alone (`Lab::alone`), and the test command runs them one at a time after
 /// the rest (filter `alone::`).
