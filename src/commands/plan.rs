@@ -164,6 +164,15 @@ pub fn warnings(exp: &Experiment) -> Vec<String> {
             l.renew.as_ms_f64(),
         ));
     }
+    if exp.program.is_some() && exp.time_scale != 1.0 {
+        out.push(format!(
+            "time scale {}: a program is scaled only through what it is handed ({{lease_ms}}, {{renew_ms}}, \
+             {{watch_ms}}) and the faults' times; constants inside it or its libraries (retry delays, socket \
+             timeouts, minimum TTLs, poll intervals) keep their length (docs/worker-protocol.md, \
+             \"Time scale\")",
+            exp.time_scale
+        ));
+    }
     out.extend(network_warnings(exp));
     out
 }
@@ -175,7 +184,7 @@ fn network_warnings(exp: &Experiment) -> Vec<String> {
     let network = exp.fault_kinds().any(|f| f.action.is_network());
     if let Some(p) = &exp.program
         && network
-        && !p.command.iter().chain(p.env.values()).any(|w| w.contains("{address}"))
+        && !p.command.iter().chain(p.env.values()).any(|w| ["{address}", "{members}"].iter().any(|p| w.contains(p)))
     {
         out.push(
             "the program is not given `{address}`: it reaches its server directly, and the network faults \

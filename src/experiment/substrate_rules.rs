@@ -15,8 +15,6 @@ pub(super) struct Uses<'a> {
     pub faults: &'a [RawFault],
     /// A sweep varies the substrate (it may reach a server from a file).
     pub swept: bool,
-    /// The workers are a program under test.
-    pub program: bool,
 }
 
 /// The most servers of a replicated service: each on a loopback address
@@ -80,11 +78,6 @@ pub(super) fn check(raw: &Uses<'_>) -> Result<(), Problem> {
         Some((
             "sync_replicas",
             "sync_replicas: Redis's WAIT; an etcd cluster commits every write to a majority".to_string(),
-        ))
-    } else if s.replicated() && raw.program {
-        Some((
-            "members",
-            "members: only the built-in worker finds the primary through Sentinel so far; a program is handed one address".to_string(),
         ))
     } else if s.replicated() && w.watch_by == WatchBy::Push {
         Some((

@@ -235,12 +235,6 @@ pub struct RunFacts {
     pub calibration_loaded: Option<Loaded>,
 }
 
-/// FNV-1a, 64 bits: stable across versions and machines (std's hasher is
-/// not), and enough to tell two experiment files apart.
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3))
-}
-
 /// The host record of a run of `exp`.
 pub fn describe(exp: &Experiment, run: &RunFacts) -> Host {
     // Every field is best effort: a missing fact must not stop a run.
@@ -264,7 +258,9 @@ pub fn describe(exp: &Experiment, run: &RunFacts) -> Host {
         load_average: load,
         leasequake_version: env!("CARGO_PKG_VERSION"),
         build: env!("LEASEQUAKE_GIT_COMMIT"),
-        experiment_hash: std::fs::read(&exp.source).map(|b| format!("{:016x}", fnv1a(&b))).unwrap_or_default(),
+        experiment_hash: std::fs::read(&exp.source)
+            .map(|b| format!("{:016x}", crate::model::hash::fnv1a(&b)))
+            .unwrap_or_default(),
         results_format: super::rows::RESULTS_FORMAT,
         started_utc: utc_stamp(run.started_ns / 1_000_000_000),
         command: run.command.clone(),
@@ -282,13 +278,4 @@ pub fn describe(exp: &Experiment, run: &RunFacts) -> Host {
 
 pub fn to_json(host: &impl Serialize) -> String {
     serde_json::to_string_pretty(host).expect("host record serialises") + "\n"
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn fnv1a_is_the_published_function() {
-        assert_eq!(super::fnv1a(b""), 0xcbf2_9ce4_8422_2325);
-        assert_eq!(super::fnv1a(b"a"), 0xaf63_dc4c_8601_ec8c);
-    }
 }

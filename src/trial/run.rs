@@ -69,7 +69,7 @@ pub fn run_trial(
         // The lease's name on a shared server is derived from the lock
         // path, which a rerun of an interrupted trial shares with the
         // attempt before it: that attempt's lease must not outlive it.
-        crate::substrate::forget(exp.substrate.kind, address, &lock.display().to_string());
+        crate::substrate::forget(exp.substrate.kind, address, &crate::model::worker_config::lease_key(&lock));
     }
     let proxy = match (exp.proxied(), &address) {
         (true, Some(server)) => Some(start_proxy(server, exp.workers, seed)?),
@@ -85,7 +85,7 @@ pub fn run_trial(
         },
         services: service.as_ref().map(|s| s.views()).unwrap_or_default(),
     };
-    let values = |i: usize| placeholder_values(exp, i, dir, &lock, addresses.of(i));
+    let values = |i: usize| placeholder_values(exp, i, dir, &lock, &addresses);
     let args = if exp.program.is_none() {
         write_worker_config(exp, dir, &lock, &addresses, seed)
             .map_err(|source| TrialError::Dir { path: dir.join("worker.json"), source })?
@@ -189,7 +189,7 @@ pub fn run_trial(
     drop(server);
     if shared && let Some(address) = &address {
         // A shared server keeps the lease after the trial: remove it.
-        crate::substrate::forget(exp.substrate.kind, address, &lock.display().to_string());
+        crate::substrate::forget(exp.substrate.kind, address, &crate::model::worker_config::lease_key(&lock));
     }
     // What went wrong first is the error: a trial that failed is then
     // cleaned up, and a clean-up failure after it is the lesser news.

@@ -85,8 +85,16 @@ pub fn placeholder_values(
     i: usize,
     dir: &Path,
     lock: &Path,
-    address: Option<&str>,
+    addresses: &Addresses,
 ) -> BTreeMap<&'static str, String> {
+    let address = addresses.of(i);
+    // A replicated service, as this worker reaches it: each member through
+    // its own link, in the service's order; the Sentinels and the name
+    // they know the primary by, where Redis has them.
+    let service = addresses.services.get(i);
+    let joined = |urls: Vec<&str>| urls.join(",");
+    let members = service.map(|s| joined(s.members.iter().map(|m| m.url.as_str()).collect())).unwrap_or_default();
+    let sentinels = service.map(|s| joined(s.sentinels.iter().map(String::as_str).collect())).unwrap_or_default();
     let ms = |d: crate::model::Dur| {
         let v = d.as_ms_f64();
         if v.fract() == 0.0 { format!("{v:.0}") } else { format!("{v:.3}") }
@@ -96,7 +104,10 @@ pub fn placeholder_values(
         ("workers", exp.workers.to_string()),
         ("lock", lock.display().to_string()),
         ("address", address.unwrap_or_default().to_string()),
-        ("key", lock.display().to_string()),
+        ("members", members),
+        ("sentinels", sentinels),
+        ("service_name", service.map(|s| s.name.clone()).unwrap_or_default()),
+        ("key", crate::model::worker_config::lease_key(lock)),
         ("trial_dir", dir.display().to_string()),
         ("experiment_dir", exp.program.as_ref().map(|p| p.experiment_dir.clone()).unwrap_or_default()),
         ("events", "/dev/fd/3".to_string()),
@@ -115,6 +126,39 @@ mod tests {
     fn exp(start: &str) -> Experiment {
         let yaml = format!("name: x\nworkers: 30\n{start}");
         load_str(Path::new("x.yaml"), &yaml, &Overrides::default()).expect("a valid experiment")
+    }
+
+    #[test]
+    fn a_program_on_a_replicated_service_is_handed_each_member_through_its_own_link() {
+        use crate::model::{MemberView, ServiceView};
+        let view = |w: usize| ServiceView {
+            name: "lq".into(),
+            sentinels: vec!["redis://127.0.0.1:1".into(), "redis://127.0.0.1:2".into()],
+            members: (0..3)
+                .map(|m| MemberView {
+                    index: m,
+                    announced: format!("127.0.0.1:{m}"),
+                    url: format!("redis://w{w}-m{m}"),
+                })
+                .collect(),
+            sync_replicas: 0,
+        };
+        let addresses =
+            Addresses { server: Some("redis://s".into()), links: Vec::new(), services: vec![view(0), view(1)] };
+        let e = exp("");
+        let values = placeholder_values(&e, 1, Path::new("/t"), Path::new("/t/lock"), &addresses);
+        assert_eq!(values["members"], "redis://w1-m0,redis://w1-m1,redis://w1-m2");
+        assert_eq!(values["sentinels"], "redis://127.0.0.1:1,redis://127.0.0.1:2");
+        assert_eq!((values["service_name"].as_str(), values["address"].as_str()), ("lq", "redis://s"));
+        assert!(values["key"].starts_with("leasequake-") && values["key"].len() == 27, "{}", values["key"]);
+        // One server: nothing of a service.
+        let one = Addresses { server: Some("redis://s".into()), links: Vec::new(), services: Vec::new() };
+        let values = placeholder_values(&e, 0, Path::new("/t"), Path::new("/t/lock"), &one);
+        assert_eq!((values["members"].as_str(), values["sentinels"].as_str()), ("", ""));
+        // Every placeholder the loader accepts has a value.
+        for p in crate::model::program::PLACEHOLDERS {
+            assert!(values.contains_key(p), "{p}");
+        }
     }
 
     #[test]

@@ -131,7 +131,7 @@ pub fn run(args: WorkerArgs) -> i32 {
         resolution_ns: cfg.timing.resolution.as_ns() as i64,
         lease_ns: cfg.timing.lease.as_ns() as i64,
     };
-    let key = cfg.lease_key.clone().unwrap_or_else(|| cfg.lock.display().to_string());
+    let key = cfg.lease_key.clone().unwrap_or_else(|| crate::model::worker_config::lease_key(&cfg.lock));
     let open = substrate::Open {
         kind: cfg.substrate,
         lock: &cfg.lock,

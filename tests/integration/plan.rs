@@ -38,13 +38,18 @@ fn plan_shows_the_schedule_the_time_and_the_warnings_and_runs_nothing() {
     let slow = repo().join("experiments/network/slow-clock.yaml").display().to_string();
     let (_, slow, _) = leasequake(&lab, &["plan", &slow]);
     assert!(slow.contains("! belief: local-deadline on a clock as slow as 0.8"), "{slow}");
-    let deaf = lab.file(
+    let deaf_file = lab.file(
         "deaf.yaml",
         "name: d\nworkers: 2\nsubstrate: {kind: redis}\nprogram: {command: [sleep, \"60\"]}\n\
          faults:\n  - {at: 5s, target: 0, action: partition}\n",
     );
-    let (_, deaf, _) = leasequake(&lab, &["plan", &deaf.display().to_string()]);
+    let deaf_file = deaf_file.display().to_string();
+    let (_, deaf, _) = leasequake(&lab, &["plan", &deaf_file]);
     assert!(deaf.contains("! the program is not given `{address}`"), "{deaf}");
+    assert!(!deaf.contains("! time scale"), "a program at its own time: {deaf}");
+    // A program scaled: its own constants are not.
+    let (_, scaled, _) = leasequake(&lab, &["plan", &deaf_file, "--time-scale", "0.1"]);
+    assert!(scaled.contains("! time scale 0.1: a program is scaled only through what it is handed"), "{scaled}");
     assert!(!lab.path().join("results").exists(), "plan wrote nothing");
     // A bad file is exit 2 like everywhere.
     let bad = lab.file("bad.yaml", "name: x\nworkers: 3\nrenew: 10s\n");

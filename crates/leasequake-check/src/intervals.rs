@@ -518,6 +518,7 @@ mod tests {
         resolution_us: 1_000_000,
         epoch_us: None,
         dropped_at_death: false,
+        expires: true,
         rewritten_in_place: true,
         server_slack_us: 0,
         push: leasequake_model::settings::Push::Nothing,

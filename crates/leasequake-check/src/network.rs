@@ -38,7 +38,7 @@ pub(crate) fn network(events: &[Event], params: &CheckParams, spans: &Spans, end
     // A lock held by a session or a process has no expiry to read; a
     // replicated service's grants are not one server's (a grant does not
     // end where another worker's begins).
-    if params.dropped_at_death || params.replicated {
+    if !params.expires || params.replicated {
         return out;
     }
     let barrier_wall_us = barrier_wall_us(events);

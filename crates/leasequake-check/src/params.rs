@@ -32,6 +32,10 @@ pub struct CheckParams {
     /// The lock goes with its holder (flock, PostgreSQL advisory locks):
     /// the kernel or the server drops it when the holder dies.
     pub dropped_at_death: bool,
+    /// The lease runs out by its `lease_until` while its holder lives
+    /// (every lease but a lock held by a process or a session; a file
+    /// lease that also checks its holder's pid is both).
+    pub expires: bool,
     /// The lease is a lock file rewritten in place (truncate, then write):
     /// a death inside a renewal leaves it empty.
     pub rewritten_in_place: bool,
@@ -94,12 +98,16 @@ impl CheckParams {
         // A program's lease is judged as the experiment says it is; the
         // built-in worker's as its settings say, but a server judges expiry
         // itself, to the millisecond.
-        let (truncated, dropped_at_death) = match &exp.program {
-            Some(p) => (p.expiry == ProgramExpiry::UnixSeconds, p.expiry == ProgramExpiry::HolderDeath),
-            None => (
-                exp.worker.expiry == Expiry::UnixSeconds && exp.substrate.kind.server().is_none(),
-                matches!(exp.substrate.kind, Kind::Flock | Kind::PostgresAdvisory),
+        let (truncated, dropped_at_death, expires) = match &exp.program {
+            Some(p) => (
+                p.expiry == ProgramExpiry::UnixSeconds,
+                matches!(p.expiry, ProgramExpiry::HolderDeath | ProgramExpiry::HolderDeathOrExact),
+                p.expiry != ProgramExpiry::HolderDeath,
             ),
+            None => {
+                let session = matches!(exp.substrate.kind, Kind::Flock | Kind::PostgresAdvisory);
+                (exp.worker.expiry == Expiry::UnixSeconds && exp.substrate.kind.server().is_none(), session, !session)
+            }
         };
         let resolution_us = if truncated { exp.lease.resolution.as_us() as i64 } else { 0 };
         CheckParams {
@@ -109,6 +117,7 @@ impl CheckParams {
             resolution_us,
             epoch_us: exp.worker.epoch_job.map(|j| j.epoch.as_us() as i64),
             dropped_at_death,
+            expires,
             // Only the built-in worker's lock file is known to be rewritten
             // in place (truncated, then written).
             rewritten_in_place: exp.program.is_none() && exp.substrate.kind == Kind::File,
@@ -183,6 +192,7 @@ pub(crate) fn server_lease(lease_us: Micros, renew_us: Micros, watch_us: Micros)
         resolution_us: 0,
         epoch_us: None,
         dropped_at_death: false,
+        expires: true,
         rewritten_in_place: false,
         server_slack_us: 0,
         push: Push::Nothing,
@@ -206,6 +216,7 @@ mod tests {
             resolution_us: 1_000_000,
             epoch_us: None,
             dropped_at_death,
+            expires: !dropped_at_death,
             rewritten_in_place: !dropped_at_death,
             server_slack_us: 0,
             push: Push::Nothing,

@@ -213,7 +213,7 @@ impl<'a> Phases<'a> {
             takeover_tick_us: None,
             predicted: None,
         };
-        if self.params.dropped_at_death {
+        if !self.params.expires {
             // The paused holder is alive: its lock stays with it.
             out.predicted = Some(false);
             return out;
@@ -284,7 +284,7 @@ impl<'a> Phases<'a> {
 
         let free = if ended_with(EventKind::Released) || (self.params.dropped_at_death && ended_with(EventKind::Exit)) {
             Some(Window { released: ended_with(EventKind::Released), ..Window::from(start, 0) })
-        } else if self.params.dropped_at_death {
+        } else if !self.params.expires {
             None
         } else {
             // The lease in the lock is the last one anybody wrote (a
@@ -413,6 +413,7 @@ mod tests {
             resolution_us: s(1.0),
             epoch_us: None,
             dropped_at_death: false,
+            expires: true,
             rewritten_in_place: true,
             server_slack_us: 0,
             push: leasequake_model::settings::Push::Nothing,
@@ -648,11 +649,43 @@ mod tests {
     }
 
     #[test]
+    fn a_lease_freed_at_its_holders_death_still_runs_out_while_it_lives() {
+        // A file lease that also checks its holder's pid, as the blog's
+        // worker does not: exact expiry, and nothing to wait out at death.
+        let both = CheckParams { dropped_at_death: true, expires: true, resolution_us: 0, ..params() };
+        // Killed at 10 s: free at once, taken over at the 12.2 s tick, where
+        // a lease that must run out would have waited for 18.2 s.
+        let mut killed = trial(10.0);
+        killed.extend([fault(10.0, 0, "kill"), ev(10.001, 0, EventKind::Exit)]);
+        killed.extend([ev(12.2, 1, EventKind::ExpiredSeen), write(12.2004, 1, EventKind::Acquired)]);
+        killed.push(Event::new(s(30.0), None, EventKind::TrialEnd));
+        let m = check(&History::new(killed.clone()), &both);
+        assert_eq!((m.gaps[0].predicted_end_us, m.gaps[0].anomaly.as_deref()), (Some(s(12.2)), None));
+        assert_eq!(both.crash_bound_us(), (0, s(3.0)));
+        // A lease that must run out has no takeover due at 12.2 s.
+        let expiring = CheckParams { resolution_us: 0, ..params() };
+        let m = check(&History::new(killed), &expiring);
+        assert_ne!(m.gaps[0].predicted_end_us, Some(s(12.2)), "{:?}", m.gaps[0]);
+        // Paused at 10 s to 25 s: alive, so its lease runs out at 18.1 s and
+        // the 18.2 s tick evicts it, where a lock held by a process stays.
+        let mut paused = trial(10.0);
+        paused.extend([fault(10.0, 0, "stop"), fault(25.0, 0, "cont")]);
+        paused.extend([ev(18.2, 1, EventKind::ExpiredSeen), write(18.2004, 1, EventKind::Acquired)]);
+        paused.push(Event::new(s(30.0), None, EventKind::TrialEnd));
+        let m = check(&History::new(paused.clone()), &both);
+        assert_eq!(m.evictions.pauses[0].predicted, Some(true));
+        assert_eq!(m.gaps[0].anomaly, None, "{:?}", m.gaps[0]);
+        let flock = CheckParams { expires: false, ..both };
+        let m = check(&History::new(paused), &flock);
+        assert_eq!(m.evictions.pauses[0].predicted, Some(false));
+    }
+
+    #[test]
     fn a_lock_dropped_at_death_is_never_lost_to_a_pause() {
         let mut events = trial(10.0);
         events.extend([fault(10.0, 0, "stop"), fault(25.0, 0, "cont")]);
         events.push(Event::new(s(30.0), None, EventKind::TrialEnd));
-        let flock = CheckParams { dropped_at_death: true, rewritten_in_place: false, ..params() };
+        let flock = CheckParams { dropped_at_death: true, expires: false, rewritten_in_place: false, ..params() };
         let m = check(&History::new(events), &flock);
         assert_eq!(m.evictions.pauses[0].predicted, Some(false));
         assert_eq!(m.gaps[0].predicted_end_us, Some(s(25.0)));

@@ -8,6 +8,7 @@ pub mod duration;
 pub mod experiment;
 pub mod expiry;
 pub mod faults;
+pub mod hash;
 pub mod history;
 pub mod program;
 pub mod protocol;

@@ -12,12 +12,15 @@ use super::history::{Detail, EventKind};
 pub const MAX_LINES: u64 = 200_000;
 
 /// The placeholders a command or an environment value may use.
-pub const PLACEHOLDERS: [&str; 12] = [
+pub const PLACEHOLDERS: [&str; 15] = [
     "leasequake",
     "index",
     "workers",
     "lock",
     "address",
+    "members",
+    "sentinels",
+    "service_name",
     "key",
     "trial_dir",
     "experiment_dir",
@@ -55,6 +58,9 @@ pub enum ProgramExpiry {
     UnixSeconds,
     /// No expiry: the lock goes with its holder (flock, a session lock).
     HolderDeath,
+    /// Both: freed at once when its holder dies (a lock file naming a
+    /// pid that is gone), by `lease_until`, exactly, while it lives.
+    HolderDeathOrExact,
 }
 
 /// The detail fields a pattern may fill, from a capture group of that name

@@ -14,8 +14,8 @@ use super::settings::{Kind, LeaseSettings, WorkerSettings};
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct WorkerConfig {
-    /// The lock file (file, flock substrates), and the lease's name on a
-    /// server unless `lease_key` says otherwise.
+    /// The lock file (file, flock substrates); the lease's name on a
+    /// server is derived from it unless `lease_key` says otherwise.
     pub lock: PathBuf,
     pub timing: LeaseSettings,
     pub worker: WorkerSettings,
@@ -28,7 +28,7 @@ pub struct WorkerConfig {
     /// Per worker (by index), the replicated service it reaches instead of
     /// one server (`substrate.members` > 1).
     pub services: Vec<ServiceView>,
-    /// The lease's name on a server (default: the lock path).
+    /// The lease's name on a server (default: `lease_key(lock)`).
     pub lease_key: Option<String>,
     /// Directory of the protected resource and the epoch job's store.
     pub resource_dir: Option<PathBuf>,
@@ -192,6 +192,17 @@ fn leaves(node: &serde_json::Value, prefix: &mut Vec<String>, out: &mut Vec<Vec<
         }
         _ => out.push(prefix.clone()),
     }
+}
+
+/// The lease's name on a server for the trial whose lock path is `lock`:
+/// `leasequake-` and 16 hex digits of the path, unique to the trial (the
+/// path holds the results directory and the trial's number) and the same
+/// for a rerun of it, whose first act is to remove what the interrupted
+/// attempt left under that name. The built-in worker and a program's
+/// `{key}` use it alike.
+pub fn lease_key(lock: &std::path::Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    format!("leasequake-{:016x}", super::hash::fnv1a(lock.as_os_str().as_bytes()))
 }
 
 #[cfg(test)]
