@@ -9,7 +9,9 @@
 #   scripts/test.sh          the fast tier (the README's test command): unit
 #                            tests and tests/integration/
 #   scripts/test.sh --slow   the slow tier: tests/slow/ (real-time runs,
-#                            campaigns, races that need many trials)
+#                            campaigns, races that need many trials, each
+#                            lock library of examples/clients/, installed
+#                            first by scripts/clients-install.sh)
 #
 # Either way, the tier's `alone::` tests run last, one at a time: each
 # measures against a tight tolerance and needs the machine to itself.
@@ -55,6 +57,11 @@ if ! python3 -c 'import kubernetes_validate' 2>/dev/null; then
         echo "error: could not install kubernetes-validate with pip; the deploy tests need it" >&2
         exit 1
     }
+fi
+# The slow tier runs each lock library's adapter once (examples/clients/):
+# the libraries, pinned, in .clients/.
+if [ "$tier" = slow ]; then
+    scripts/clients-install.sh
 fi
 # A timing test that cannot judge on this machine at this moment says
 # `SKIPPED:` and why (tests/helper/machine.rs), and adds a line here.

@@ -8,6 +8,7 @@
 //! `alone` module, run one at a time after the rest.
 
 mod blog;
+mod clients;
 mod etcd;
 mod fencing;
 // Shared with the fast tier, which uses a part of it.
