@@ -56,6 +56,13 @@ def arguments(description, extra=None):
     return p.parse_args()
 
 
+def main(description, make, extra=None):
+    """An adapter's whole program: its arguments, its lock (`make(args)`),
+    the election."""
+    args = arguments(description, extra)
+    run(make(args), args.renew_ms, args.watch_ms)
+
+
 def run(lock, renew_ms, watch_ms):
     """Elect with `lock` until SIGTERM; exit 0."""
     events = Events()

@@ -27,10 +27,5 @@ class Held:
         self.lock.release()
 
 
-def main():
-    args = election.arguments(__doc__)
-    election.run(Held(args.lock), args.renew_ms, args.watch_ms)
-
-
 if __name__ == "__main__":
-    main()
+    election.main(__doc__, lambda a: Held(a.lock))

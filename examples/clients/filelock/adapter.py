@@ -65,14 +65,11 @@ class Lease(Held):
         return True
 
 
-def main():
-    args = election.arguments(__doc__, lambda p: p.add_argument("--kind", choices=["file", "soft", "lease"], default="file"))
+def make(args):
     if args.kind == "lease":
-        lock = Lease(args.lock, args.lease_ms / 1000, args.renew_ms / 1000)
-    else:
-        lock = Held((filelock.FileLock if args.kind == "file" else filelock.SoftFileLock)(args.lock))
-    election.run(lock, args.renew_ms, args.watch_ms)
+        return Lease(args.lock, args.lease_ms / 1000, args.renew_ms / 1000)
+    return Held((filelock.FileLock if args.kind == "file" else filelock.SoftFileLock)(args.lock))
 
 
 if __name__ == "__main__":
-    main()
+    election.main(__doc__, make, lambda p: p.add_argument("--kind", choices=["file", "soft", "lease"], default="file"))

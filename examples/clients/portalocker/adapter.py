@@ -38,20 +38,17 @@ class Held:
         self.lock.release()
 
 
-def main():
-    args = election.arguments(__doc__, lambda p: p.add_argument("--kind", choices=["file", "redis"], default="file"))
+def make(args):
     if args.kind == "file":
-        lock = Held(lambda: portalocker.Lock(args.lock, timeout=0, fail_when_locked=True))
-    else:
-        import redis
+        return Held(lambda: portalocker.Lock(args.lock, timeout=0, fail_when_locked=True))
+    import redis
 
-        def make():
-            connection = redis.Redis.from_url(args.address)
-            return portalocker.RedisLock(args.lock, connection=connection, timeout=0, fail_when_locked=True)
+    def redis_lock():
+        connection = redis.Redis.from_url(args.address)
+        return portalocker.RedisLock(args.lock, connection=connection, timeout=0, fail_when_locked=True)
 
-        lock = Held(make)
-    election.run(lock, args.renew_ms, args.watch_ms)
+    return Held(redis_lock)
 
 
 if __name__ == "__main__":
-    main()
+    election.main(__doc__, make, lambda p: p.add_argument("--kind", choices=["file", "redis"], default="file"))

@@ -38,11 +38,5 @@ class Lease:
         self.lock.release()
 
 
-def main():
-    args = election.arguments(__doc__)
-    addresses = [a for a in args.members.split(",") if a] or [args.address]
-    election.run(Lease(addresses, args.lock, args.lease_ms), args.renew_ms, args.watch_ms)
-
-
 if __name__ == "__main__":
-    main()
+    election.main(__doc__, lambda a: Lease([m for m in a.members.split(",") if m] or [a.address], a.lock, a.lease_ms))

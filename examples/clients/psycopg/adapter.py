@@ -61,12 +61,9 @@ class Advisory:
             self.conn.rollback()
 
 
-def main():
-    args = election.arguments(
-        __doc__, lambda p: p.add_argument("--form", choices=["session", "transaction"], default="session")
-    )
-    election.run(Advisory(args.address, args.lock, args.form, args.lease_ms), args.renew_ms, args.watch_ms)
-
-
 if __name__ == "__main__":
-    main()
+    election.main(
+        __doc__,
+        lambda a: Advisory(a.address, a.lock, a.form, a.lease_ms),
+        lambda p: p.add_argument("--form", choices=["session", "transaction"], default="session"),
+    )

@@ -42,10 +42,5 @@ class Lease:
         self.lock.release()
 
 
-def main():
-    args = election.arguments(__doc__)
-    election.run(Lease(args.address, args.lock, args.lease_ms), args.renew_ms, args.watch_ms)
-
-
 if __name__ == "__main__":
-    main()
+    election.main(__doc__, lambda a: Lease(a.address, a.lock, a.lease_ms))
