@@ -180,9 +180,23 @@ impl<'a> Phases<'a> {
             (None, Some(r)) if known - r < watch => (r + watch, 0),
             _ => return None,
         };
-        let at_or_after = |t: Micros| grid + ((t - grid).max(0) + watch - 1) / watch * watch;
-        // The observation compares somewhere inside [start, start + op].
-        let ticks = Ticks { earliest: at_or_after(free.from - op), sure: at_or_after(free.to), op };
+        let ticks = match drift(&observed, watch) {
+            // A ticker that waits an interval from each tick (Node's chained
+            // setTimeout) is later every time by its own wake-up: its ticks
+            // are one of its observed periods apart, from its last one.
+            Some(periods) => {
+                let last = observed[0].0;
+                let at_or_after = |t: Micros, p: Micros| last + ((t - last).max(0) + p - 1) / p * p;
+                let each = |t: Micros| periods.map(|p| at_or_after(t, p));
+                let (early, sure) = (each(free.from - op), each(free.to));
+                Ticks { earliest: early[0].min(early[1]), sure: sure[0].max(sure[1]), op }
+            }
+            None => {
+                let at_or_after = |t: Micros| grid + ((t - grid).max(0) + watch - 1) / watch * watch;
+                // The observation compares somewhere inside [start, start + op].
+                Ticks { earliest: at_or_after(free.from - op), sure: at_or_after(free.to), op }
+            }
+        };
         if self.dies_within(worker, at_us, ticks.sure) || self.paused_at(worker, ticks.earliest) {
             return None;
         }
@@ -357,6 +371,20 @@ impl Window {
     fn from(from: Micros, width: Micros) -> Window {
         Window { from, to: from + width, released: false }
     }
+}
+
+/// The shortest and the longest of a watcher's observed periods, if its
+/// ticks drift: every one of them (newest first, at least three) longer
+/// than `watch` by more than a five-hundredth of it. A ticker on a fixed
+/// grid comes back to it after a late wake (an interval shorter than the
+/// watch follows a long one), so some interval is never much longer.
+fn drift(observed: &[(Micros, Micros)], watch: Micros) -> Option<[Micros; 2]> {
+    if observed.len() < 3 {
+        return None;
+    }
+    let periods = observed.windows(2).map(|w| w[0].0 - w[1].0);
+    let (lo, hi) = periods.fold((Micros::MAX, 0), |(lo, hi), p| (lo.min(p), hi.max(p)));
+    (lo > watch + watch / 500).then_some([lo, hi])
 }
 
 /// Where a takeover can happen.
@@ -678,6 +706,28 @@ mod tests {
         let flock = CheckParams { expires: false, ..both };
         let m = check(&History::new(paused), &flock);
         assert_eq!(m.evictions.pauses[0].predicted, Some(false));
+    }
+
+    #[test]
+    fn a_watcher_whose_ticks_drift_is_predicted_from_its_own_periods() {
+        // Worker 1 waits 3 s from each tick and wakes 0.3 s late each time:
+        // 0.2, 3.5, 6.8, then 10.1, 13.4, 16.7, 20.0 s. Killed at 10 s, the
+        // lease is visibly expired from 19 s: its 20.0 s tick takes over,
+        // where a fixed grid through its ticks would say 21.2 s.
+        let mut events: Vec<Event> = trial(10.0).into_iter().filter(|e| e.kind != EventKind::HeldBy).collect();
+        for k in 0..3 {
+            events.push(ev(0.2 + 3.3 * f64::from(k), 1, EventKind::HeldBy));
+        }
+        events.extend([fault(10.0, 0, "kill"), ev(10.001, 0, EventKind::Exit)]);
+        for t in [10.1, 13.4, 16.7] {
+            events.push(ev(t, 1, EventKind::HeldBy));
+        }
+        events.extend([ev(20.0, 1, EventKind::ExpiredSeen), write(20.0004, 1, EventKind::Acquired)]);
+        let m = judge(events, 30.0);
+        assert_eq!((m.gaps[0].predicted_end_us, m.gaps[0].anomaly.as_deref()), (Some(s(20.0)), None));
+        // On a grid (late wakes that do not add up), the grid it is.
+        assert_eq!(super::drift(&[(s(9.25), 0), (s(6.2), 0), (s(3.21), 0)], s(3.0)), None);
+        assert_eq!(super::drift(&[(s(9.9), 0), (s(6.6), 0), (s(3.3), 0)], s(3.0)), Some([s(3.3), s(3.3)]));
     }
 
     #[test]
