@@ -134,29 +134,37 @@ pub enum GroupShim {
     Unknown,
 }
 
-/// The shim in each live process of process group `pgid`, which is a
-/// worker (its group id is its pid): the program and whatever it started,
-/// such as the commands of a `shell: true` script. One process without it
-/// leaves that process's clock where it was, however the others move.
-pub fn group_shim(pgid: i32) -> GroupShim {
-    let Ok(all) = procfs::process::all_processes() else { return GroupShim::Unknown };
+/// The shim in each live process of each process group of `pgids`, read
+/// from one pass over /proc. A group is a worker (its group id is its
+/// pid): the program and whatever it started, such as the commands of a
+/// `shell: true` script. One process without the shim leaves that
+/// process's clock where it was, however the others move.
+pub fn groups_shim(pgids: &[i32]) -> Vec<GroupShim> {
+    let mut told: Vec<Option<bool>> = vec![None; pgids.len()];
+    let mut out = vec![GroupShim::Unknown; pgids.len()];
+    let Ok(all) = procfs::process::all_processes() else { return out };
     let members = all
         .filter_map(Result::ok)
         .filter_map(|p| p.stat().ok())
         // A zombie has no mappings to read, and no clock.
-        .filter(|s| s.pgrp == pgid && s.state != 'Z' && s.state != 'X');
-    let mut all_loaded = None;
+        .filter(|s| s.state != 'Z' && s.state != 'X');
     for member in members {
+        let Some(g) = pgids.iter().position(|&p| p == member.pgrp) else { continue };
+        if matches!(out[g], GroupShim::Missing { .. }) {
+            continue;
+        }
         match shim_loaded(member.pid) {
-            Some(true) => all_loaded = all_loaded.or(Some(true)),
-            Some(false) => return GroupShim::Missing { pid: member.pid, name: member.comm },
-            None => all_loaded = Some(false),
+            Some(true) => told[g] = told[g].or(Some(true)),
+            Some(false) => out[g] = GroupShim::Missing { pid: member.pid, name: member.comm },
+            None => told[g] = Some(false),
         }
     }
-    match all_loaded {
-        Some(true) => GroupShim::Loaded,
-        _ => GroupShim::Unknown,
+    for (g, t) in told.into_iter().enumerate() {
+        if t == Some(true) && out[g] == GroupShim::Unknown {
+            out[g] = GroupShim::Loaded;
+        }
     }
+    out
 }
 
 /// Has process `pid` loaded the shim? None while it cannot be told yet
@@ -185,7 +193,7 @@ mod tests {
 
     fn settled(pgid: i32) -> GroupShim {
         for _ in 0..500 {
-            match group_shim(pgid) {
+            match groups_shim(&[pgid]).remove(0) {
                 GroupShim::Unknown => std::thread::sleep(std::time::Duration::from_millis(2)),
                 told => return told,
             }
@@ -200,11 +208,15 @@ mod tests {
         let mut child = group("sleep 30 & sleep 30; wait");
         let pgid = child.id() as i32;
         let told = settled(pgid);
+        // Several groups in one pass: each told apart (a group of nobody
+        // tells nothing).
+        let both = groups_shim(&[pgid, i32::MAX]);
+        assert!(matches!(both[0], GroupShim::Missing { .. }) && both[1] == GroupShim::Unknown, "{both:?}");
         assert!(matches!(&told, GroupShim::Missing { name, .. } if name == "sh" || name == "sleep"), "{told:?}");
         nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), nix::sys::signal::Signal::SIGKILL).unwrap();
         child.wait().unwrap();
         // A group with nobody left in it tells nothing.
-        assert_eq!(group_shim(pgid), GroupShim::Unknown);
+        assert_eq!(groups_shim(&[pgid]), vec![GroupShim::Unknown]);
     }
 
     #[test]

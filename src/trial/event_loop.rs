@@ -89,13 +89,10 @@ impl<'o> Run<'o> {
     /// worker's, and its group's id), at its first event and until told,
     /// and once more at the trial's end: a `shell: true` script's static
     /// child is as unmoved as a static program.
-    pub(super) fn check_shim(&mut self, worker: usize, pid: i32) {
+    fn note_shim(&mut self, worker: usize, pid: i32, told: super::clock::GroupShim) {
         use super::clock::GroupShim;
         let Some(slot) = self.shim.as_mut().and_then(|s| s.get_mut(worker)) else { return };
-        if *slot == Some(false) {
-            return;
-        }
-        match super::clock::group_shim(pid) {
+        match told {
             GroupShim::Loaded => *slot = Some(true),
             GroupShim::Unknown => {}
             GroupShim::Missing { pid: missing, name } => {
@@ -109,13 +106,16 @@ impl<'o> Run<'o> {
         }
     }
 
-    /// The trial's end: each worker's group looked at once more, for a
-    /// process without the shim started after its first event.
+    /// The trial's end: the groups of the workers not yet found without the
+    /// shim looked at once more, in one pass over /proc, for a process
+    /// started after a worker's first event.
     pub(super) fn recheck_shims(&mut self, procs: &[WorkerProc]) {
-        for p in procs {
-            if !p.reaped() {
-                self.check_shim(p.index, p.pid.as_raw());
-            }
+        let Some(shim) = &self.shim else { return };
+        let open: Vec<&WorkerProc> =
+            procs.iter().filter(|p| shim.get(p.index) != Some(&Some(false)) && !p.reaped()).collect();
+        let pgids: Vec<i32> = open.iter().map(|p| p.pid.as_raw()).collect();
+        for (p, told) in open.iter().zip(super::clock::groups_shim(&pgids)) {
+            self.note_shim(p.index, p.pid.as_raw(), told);
         }
     }
 
@@ -136,7 +136,8 @@ impl<'o> Run<'o> {
                 }
                 self.live.observe(worker, event.event);
                 if self.shim.as_ref().and_then(|s| s.get(worker)).is_some_and(Option::is_none) {
-                    self.check_shim(worker, pid);
+                    let told = super::clock::groups_shim(&[pid]).remove(0);
+                    self.note_shim(worker, pid, told);
                 }
                 if let Some(n) = nemesis {
                     n.on_event(worker, event.event, event.t_ns, &self.live);
