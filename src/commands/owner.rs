@@ -60,36 +60,10 @@ pub fn hold(dir: &Path, how: Use) -> Result<Held, Error> {
 /// The pids holding a flock on the file (device, inode), from /proc/locks,
 /// each with whether its lock is exclusive. Waiters (`->`) are not holders.
 fn holders(locks: &str, dev: u64, ino: u64) -> Vec<(u32, bool)> {
-    let (major, minor) = (libc::major(dev), libc::minor(dev));
-    // Some file systems (btrfs) show a device that differs from st_dev:
-    // where no flock is on ours, the inode alone is the best we have.
-    let dev_seen = found_dev_matches(locks, major, minor);
-    let mut found = Vec::new();
-    for line in locks.lines() {
-        let fields: Vec<&str> = line.split_whitespace().collect();
-        // "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF"
-        if fields.len() < 6 || fields[1] != "FLOCK" {
-            continue;
-        }
-        let Ok(pid) = fields[4].parse::<u32>() else { continue };
-        let mut id = fields[5].split(':');
-        let (Some(maj), Some(min), Some(inode)) = (id.next(), id.next(), id.next()) else { continue };
-        let same_dev = u32::from_str_radix(maj, 16).is_ok_and(|m| m == major)
-            && u32::from_str_radix(min, 16).is_ok_and(|m| m == minor);
-        let same_ino = inode.parse::<u64>().is_ok_and(|i| i == ino);
-        if same_ino && (same_dev || !dev_seen) {
-            found.push((pid, fields[3] == "WRITE"));
-        }
-    }
-    found.sort_unstable();
-    found.dedup();
-    found
-}
-
-/// Does any flock in /proc/locks sit on this device at all?
-fn found_dev_matches(locks: &str, major: u32, minor: u32) -> bool {
-    let dev = format!("{major:02x}:{minor:02x}:");
-    locks.lines().any(|l| l.contains(" FLOCK ") && l.contains(&dev))
+    crate::substrate::view::lock_holders(locks, dev, ino, &["FLOCK"])
+        .into_iter()
+        .filter_map(|l| u32::try_from(l.pid).ok().map(|pid| (pid, l.exclusive)))
+        .collect()
 }
 
 /// A process's command line, as `ps` shows it.

@@ -357,6 +357,13 @@ pub fn keys() -> Vec<Key> {
             "A replicated Redis: after each acquire or renewal, wait (`WAIT`, half the request timeout) until this many replicas have it; fewer, and the operation failed (the primary keeps the write).",
         ),
         key(
+            "substrate.observe",
+            Bool,
+            "false",
+            "true",
+            "The harness reads the lease on the service itself every 5 ms (the lock file and its kernel locks, the Redis key, the etcd keys, PostgreSQL's advisory locks) and records what it sees (`lease_held`, `lease_free`) beside what the workers say: grants as the service gave them, beliefs it did not back.",
+        ),
+        key(
             "program",
             Section,
             "",

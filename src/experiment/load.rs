@@ -305,6 +305,7 @@ fn validate_substrate(raw: &RawExperiment, text: &str) -> Result<(), (u64, u64, 
         initial_lock: raw.initial_lock,
         faults: &raw.faults.written(),
         swept: raw.substrate_swept,
+        program: raw.program.is_some(),
     };
     match super::substrate_rules::check(&uses) {
         Ok(()) => Ok(()),

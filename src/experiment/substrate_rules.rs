@@ -15,6 +15,8 @@ pub(super) struct Uses<'a> {
     pub faults: &'a [RawFault],
     /// A sweep varies the substrate (it may reach a server from a file).
     pub swept: bool,
+    /// A program runs in place of the built-in worker.
+    pub program: bool,
 }
 
 /// The most servers of a replicated service: each on a loopback address
@@ -83,6 +85,11 @@ pub(super) fn check(raw: &Uses<'_>) -> Result<(), Problem> {
         Some((
             "watch_by",
             "watch_by: push is not yet followed across a failover; a replicated service is polled".to_string(),
+        ))
+    } else if s.observe && s.kind == Kind::Postgres && !raw.program {
+        Some((
+            "observe",
+            "observe: PostgreSQL is observed through its advisory locks (pg_locks); the built-in worker's lease row is not: use kind postgres-advisory".to_string(),
         ))
     } else if s.managed && s.address.is_some() {
         Some(("address", "address: the harness chooses a managed server's address; remove it".to_string()))

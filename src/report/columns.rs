@@ -31,6 +31,8 @@ pub struct Features {
     /// Network faults hit the links to the server, or the service is
     /// replicated (its double grants).
     pub network: bool,
+    /// The harness observes the lease on the service.
+    pub service: bool,
 }
 
 impl Features {
@@ -43,6 +45,7 @@ impl Features {
             // A replicated service's double grants are there too, whatever
             // its faults.
             network: units.iter().any(|e| e.substrate.replicated() || e.fault_kinds().any(|f| f.action.is_network())),
+            service: units.iter().any(|e| e.substrate.observe),
         }
     }
 }

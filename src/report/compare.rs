@@ -454,6 +454,7 @@ mod tests {
             latency: Default::default(),
             precision: Default::default(),
             disturbance: Default::default(),
+            service: Default::default(),
         }
     }
 

@@ -11,12 +11,13 @@ use serde::Serialize;
 
 use super::columns::{Features, Swept, header_of, settings};
 use super::measures::{
-    event_row, eviction_counts, eviction_rate, job_counts, latency, network_counts, stats, summed_evictions,
-    write_counts,
+    event_row, eviction_counts, eviction_rate, job_counts, latency, network_counts, service_counts, stats,
+    summed_evictions, write_counts,
 };
 use super::rows::{
     EventRow, EvictionCounts, EvictionRate, FaultCsvRow, GapRow, JobCounts, JobTrials, LatencyRow, NetworkCounts,
-    PauseRow, SettingColumns, SummaryKey, SummaryStats, TrialKey, TrialMeasures, TrialRef, WriteCounts, ms, round_ms,
+    PauseRow, ServiceCounts, SettingColumns, SummaryKey, SummaryStats, TrialKey, TrialMeasures, TrialRef, WriteCounts,
+    ms, round_ms,
 };
 use super::summary::SummaryRow;
 use crate::check::TrialMetrics;
@@ -253,6 +254,9 @@ impl Layout {
         if self.features.network {
             out.push(("network.csv", per_trial(header_of::<NetworkCounts>())));
         }
+        if self.features.service {
+            out.push(("service.csv", per_trial(header_of::<ServiceCounts>())));
+        }
         out
     }
 }
@@ -463,6 +467,9 @@ impl ResultsWriter {
         if let Some(t) = self.table("jobs.csv") {
             t.row((key(), job_counts(&m.jobs)))?;
         }
+        if let Some(t) = self.table("service.csv") {
+            t.row((key(), service_counts(&m.service)))?;
+        }
         // trials.csv last, once every other row of the trial is on disk: a
         // trial is finished exactly when its row is there. (Its row is not
         // even buffered before then, so no later flush, not even the one
@@ -519,6 +526,11 @@ impl ResultsWriter {
             let header = [header_of::<SummaryKey>(), header_of::<WriteCounts>()].concat();
             let row = |r: &SummaryRow<'_>| (key(r), write_counts(&r.summary.writes));
             self.replace("summary-writes.csv", &header, rows.iter().map(row))?;
+        }
+        if self.features.service {
+            let header = [header_of::<SummaryKey>(), header_of::<ServiceCounts>()].concat();
+            let row = |r: &SummaryRow<'_>| (key(r), service_counts(&r.summary.service));
+            self.replace("summary-service.csv", &header, rows.iter().map(row))?;
         }
         if self.features.jobs {
             let header = [header_of::<SummaryKey>(), header_of::<JobCounts>(), header_of::<JobTrials>()].concat();

@@ -2,8 +2,8 @@
 //! to four places, per-setting sums (`csv.rs` writes them).
 
 use super::rows::{
-    EventRow, EvictionCounts, EvictionRate, JobCounts, LatencyRow, NetworkCounts, SummaryStats, WriteCounts, ms,
-    round_ms,
+    EventRow, EvictionCounts, EvictionRate, JobCounts, LatencyRow, NetworkCounts, ServiceCounts, SummaryStats,
+    WriteCounts, ms, round_ms,
 };
 use super::summary::{SummaryRow, crash_bound_ms, pct_us};
 use crate::check::stats::percentile;
@@ -158,6 +158,19 @@ pub(super) fn network_counts(n: &crate::check::Network, stale: (usize, f64, Opti
 /// An operation's µs as ms, to the µs.
 pub(super) fn us_to_ms(us: f64) -> f64 {
     round_ms(us / 1000.0)
+}
+
+pub(super) fn service_counts(v: &crate::check::ServiceView) -> ServiceCounts {
+    ServiceCounts {
+        grants: v.grants,
+        acquisitions: v.acquisitions,
+        unclaimed_grants: v.unclaimed,
+        service_gap_max_ms: ms(v.free_max_us),
+        unbacked_beliefs: v.unbacked,
+        unbacked_belief_ms: ms(v.unbacked_us),
+        unbacked_belief_max_ms: (v.unbacked > 0).then(|| ms(v.unbacked_max_us)),
+        unseen_ms: ms(v.unseen_us),
+    }
 }
 
 pub(super) fn write_counts(w: &crate::check::Writes) -> WriteCounts {

@@ -253,6 +253,26 @@ pub struct WriteCounts {
     pub stale_writes_superseded: usize,
 }
 
+/// service.csv (experiments that observe the lease), after the trial;
+/// summary-service.csv sums them per setting (the longest gap: the
+/// longest of any trial).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServiceCounts {
+    /// Grants the service gave; acquisitions the workers reported.
+    pub grants: usize,
+    pub acquisitions: usize,
+    /// Grants no worker's `acquired` claimed.
+    pub unclaimed_grants: usize,
+    /// The longest time the service held no grant after its first.
+    pub service_gap_max_ms: f64,
+    /// Beliefs the service did not back: number, total and longest time.
+    pub unbacked_beliefs: usize,
+    pub unbacked_belief_ms: f64,
+    pub unbacked_belief_max_ms: Option<f64>,
+    /// Time the service could not be read.
+    pub unseen_ms: f64,
+}
+
 /// jobs.csv (experiments with an epoch job), after the trial;
 /// summary-jobs.csv sums them per setting.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -51,6 +51,10 @@ pub struct Summary {
     pub crash_gaps_ms: Vec<f64>,
     /// Writes to the protected resource, summed over trials.
     pub writes: crate::check::Writes,
+    /// The lease as the service held it, summed (where observed).
+    pub service: crate::check::ServiceView,
+    /// Trials with a belief the service did not back.
+    pub unbacked_trials: usize,
     /// The exactly-once job, summed over trials.
     pub jobs: crate::check::Jobs,
     /// Trials with a duplicate execution, and with a missed epoch.
@@ -252,6 +256,8 @@ fn summarize_all(trials: &[&TrialMetrics]) -> Summary {
             stale_superseded: acc.stale_superseded + t.writes.stale_superseded,
         }),
         jobs: trials.iter().fold(crate::check::Jobs::default(), |acc, t| acc + t.jobs),
+        service: trials.iter().fold(crate::check::ServiceView::default(), |acc, t| acc + t.service.clone()),
+        unbacked_trials: trials.iter().filter(|t| t.service.unbacked > 0).count(),
         duplicate_trials: trials.iter().filter(|t| t.jobs.duplicates > 0).count(),
         missed_trials: trials.iter().filter(|t| t.jobs.missed > 0).count(),
         stale_believers: trials.iter().map(|t| t.evictions.stale_believers).sum(),

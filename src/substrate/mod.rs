@@ -28,6 +28,7 @@ pub mod redis;
 pub mod redlock;
 pub mod resource;
 pub mod tokens;
+pub mod view;
 
 pub use lease::{Pushed, Renewal, Seen, Substrate};
 pub use lockfile::{Lease, ReadError};

@@ -43,4 +43,6 @@ pub enum TrialError {
     Server(#[from] server::ServerError),
     #[error("network proxy: {0}")]
     Proxy(String),
+    #[error("cannot observe the lease: {0}")]
+    Observe(String),
 }

@@ -14,6 +14,7 @@ mod event_loop;
 #[cfg(test)]
 mod fake_os;
 mod guard;
+mod lease_watch;
 mod limits;
 mod machine;
 mod msg;

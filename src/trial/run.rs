@@ -110,6 +110,15 @@ pub fn run_trial(
         group,
         clocks: clocks.as_ref(),
     };
+    let view = if exp.substrate.observe {
+        let members = service.as_ref().map(|s| s.member_addresses()).unwrap_or_default();
+        let members = if members.is_empty() { address.iter().cloned().collect() } else { members };
+        let key = crate::model::worker_config::lease_key(&lock);
+        let view = crate::substrate::view::open_view(exp.substrate.kind, &lock, &key, &members);
+        Some(view.map_err(|e| TrialError::Observe(e.to_string()))?)
+    } else {
+        None
+    };
     let mut raw: Vec<RawEvent> = Vec::new();
     let (mut workers, barrier) = spawn::spawn(&spec, &tx)?;
     drop(tx);
@@ -123,6 +132,14 @@ pub fn run_trial(
         ));
     }
 
+    // Started after the spawn (it names holders by their workers' groups),
+    // before the release: the lease's first grant is seen.
+    let watch = view.and_then(|view| {
+        let groups = workers.procs.iter().map(|p| p.pid.as_raw()).collect();
+        super::lease_watch::LeaseWatch::start(view, groups)
+            .inspect_err(|e| crate::warnln!("warning: trial {trial}: the lease is not observed: {e}"))
+            .ok()
+    });
     let mut run = Run {
         os: &super::os::RealOs,
         rx,
@@ -150,6 +167,15 @@ pub fn run_trial(
         service: service.as_ref(),
     };
     let outcome = run.drive(exp, seed, &workers, barrier, stop, hit);
+    if let Some(watch) = watch {
+        let (seen, full) = watch.stop();
+        if full {
+            crate::warnln!(
+                "warning: trial {trial}: the lease changed too often to keep every change; the rest was not kept"
+            );
+        }
+        run.raw.extend(seen.into_iter().map(super::lease_watch::Sighting::into_raw));
+    }
     run.recheck_shims(&workers.procs);
     // Undo every fault still in force before the clean-up, so that the
     // workers' releases are not stuck behind the experiment's own faults:

@@ -25,6 +25,7 @@ mod jobs;
 mod limits;
 mod malformed;
 mod network;
+mod observe;
 mod outputs;
 mod plan;
 mod precision;

@@ -74,6 +74,7 @@ pub fn check(history: &History, params: &CheckParams) -> TrialMetrics {
     metrics.network.unrecovered = usize::from(metrics.network.recovery_us.is_none() && super::recovery::healed(events));
     metrics.network.storm = super::storm::storm(events, params);
     metrics.pushes = super::push::pushes(events);
+    metrics.service = super::service::service(events, &metrics.spans.tenures, params.renew_us, end_us);
     metrics.precision = super::precision::precision(events, params.fault_budget_us);
     metrics.disturbance =
         super::disturbance::disturbance(events, params, metrics.start_spread_us, &metrics.precision, end_us);
@@ -397,6 +398,7 @@ impl Sweep {
             pushes: Default::default(),
             precision: Default::default(),
             disturbance: Default::default(),
+            service: Default::default(),
             spans: self.spans,
         }
     }

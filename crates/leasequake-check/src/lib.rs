@@ -17,6 +17,7 @@ mod precision;
 mod push;
 mod recovery;
 mod requests;
+mod service;
 mod spans;
 pub mod stats;
 mod storm;
@@ -34,6 +35,7 @@ pub use metrics::{Evictions, Gap, KILL_MID_RENEWAL, Network, PauseOutcome, Trial
 pub use params::{CheckParams, DISTURBANCE_FLOOR_US, ETCD_EXPIRY_SLACK_US, disturbance_budget_us, fault_budget_us};
 pub use precision::Precision;
 pub use push::Pushes;
+pub use service::ServiceView;
 pub use spans::{Span, Spans};
 pub use storm::{Storm, WindowOps};
 pub use writes::Writes;

@@ -82,6 +82,8 @@ pub struct TrialMetrics {
     pub precision: super::precision::Precision,
     /// Whether the machine moved the trial further than its budget, and why.
     pub disturbance: super::disturbance::Disturbance,
+    /// The lease as the service held it, where the harness observed it.
+    pub service: super::service::ServiceView,
 }
 
 impl TrialMetrics {

@@ -32,6 +32,15 @@ pub enum EventKind {
     /// (its link was losing replies): the request it answered had reached
     /// the server and taken effect there, unknown to the worker.
     ReplyLost,
+    /// The harness looked at the lease on the service itself
+    /// (`substrate.observe`) and found it held by a grant (`grant`; the
+    /// worker, where the service names its process): recorded when what it
+    /// sees changes.
+    LeaseHeld,
+    /// ... and found it free.
+    LeaseFree,
+    /// ... and could not read it (a paused server, a split service).
+    LeaseUnseen,
 
     // --- reported by workers ---
     /// Worker is initialised and waiting on the barrier.
@@ -99,16 +108,22 @@ impl EventKind {
                 | EventKind::Exit
                 | EventKind::TrialEnd
                 | EventKind::ReplyLost
+                | EventKind::LeaseHeld
+                | EventKind::LeaseFree
+                | EventKind::LeaseUnseen
         )
     }
 
-    pub const ALL: [EventKind; 28] = [
+    pub const ALL: [EventKind; 31] = [
         EventKind::Spawn,
         EventKind::Barrier,
         EventKind::Fault,
         EventKind::Exit,
         EventKind::TrialEnd,
         EventKind::ReplyLost,
+        EventKind::LeaseHeld,
+        EventKind::LeaseFree,
+        EventKind::LeaseUnseen,
         EventKind::Ready,
         EventKind::Start,
         EventKind::Acquired,
@@ -142,6 +157,9 @@ impl EventKind {
             EventKind::Exit => "exit",
             EventKind::TrialEnd => "trial_end",
             EventKind::ReplyLost => "reply_lost",
+            EventKind::LeaseHeld => "lease_held",
+            EventKind::LeaseFree => "lease_free",
+            EventKind::LeaseUnseen => "lease_unseen",
             EventKind::Ready => "ready",
             EventKind::Start => "start",
             EventKind::Acquired => "acquired",
@@ -217,6 +235,14 @@ pub struct Detail {
     /// Epoch of the exactly-once job (job_* events).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub epoch: Option<u64>,
+    /// The grant the service holds the lease for, as it names it
+    /// (`lease_held`): a key and its value, a lock file and its holder.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grant: Option<String>,
+    /// `lease_*`: how long before this look the last look that saw
+    /// otherwise began, µs: the change came within that time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub since_us: Option<u64>,
     /// How leadership was obtained: start | takeover | retry.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub how: Option<String>,

@@ -323,6 +323,10 @@ pub struct SubstrateSettings {
     /// failed (though the primary keeps the write).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub sync_replicas: usize,
+    /// The harness reads the lease on the service itself, every few
+    /// milliseconds, and records what it sees beside what the workers say.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub observe: bool,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -337,6 +341,10 @@ fn is_one(n: &usize) -> bool {
     *n == 1
 }
 
+/// How often the harness looks at an observed lease (`observe`), µs: a
+/// change is seen at most this late, and one shorter than it may be missed.
+pub const OBSERVE_PERIOD_US: i64 = 5_000;
+
 impl Default for SubstrateSettings {
     fn default() -> Self {
         SubstrateSettings {
@@ -347,6 +355,7 @@ impl Default for SubstrateSettings {
             members: 1,
             failover_after: None,
             sync_replicas: 0,
+            observe: false,
         }
     }
 }

@@ -395,6 +395,11 @@ impl ReplicatedService {
         }
     }
 
+    /// Each member's own address, past the proxy.
+    pub fn member_addresses(&self) -> Vec<String> {
+        self.members.iter().map(ManagedServer::address).collect()
+    }
+
     /// Where each worker reaches the service.
     pub fn views(&self) -> Vec<ServiceView> {
         self.views.clone()
