@@ -564,7 +564,7 @@ pub fn keys() -> Vec<Key> {
             Sweep,
             "",
             "{lease: [3s, 9s], pause: [1s, 5s]}",
-            "Run the cross product of these settings (`points:` moves settings together).",
+            "Run the cross product of these settings (`points:` moves settings together; `fault: [kill, pause]` runs each action of the `faults:` list alone).",
         ),
     ]
 }

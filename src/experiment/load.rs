@@ -250,6 +250,19 @@ fn apply(
             raw.workers = Spanned::new(n, loc, loc);
         }
         "substrate" => raw.substrate.kind = serde_json::from_value(variant(key)?).map_err(|e| e.to_string())?,
+        "fault" if raw.faults.random.is_some() => {
+            return Err("sweep key `fault` picks faults of a `faults:` list; a campaign draws its own".into());
+        }
+        "fault" => {
+            let want = variant(key)?;
+            let has: Vec<&str> = raw.faults.list.iter().map(|f| f.action.value.name()).collect();
+            if !has.contains(&want.as_str().unwrap_or_default()) {
+                let mut names = has.clone();
+                names.dedup();
+                return Err(format!("sweep fault: no fault of the schedule is a {text} (it has {})", names.join(", ")));
+            }
+            raw.faults.list.retain(|f| Some(f.action.value.name()) == want.as_str());
+        }
         "pause" if raw.faults.random.is_some() => {
             return Err("sweep key `pause` sets the pauses of a `faults:` list; a campaign draws its own \
                         (sweep a copy of the file with another `duration` on its kinds)"

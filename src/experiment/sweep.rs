@@ -12,9 +12,17 @@ use crate::model::{Experiment, Offset, WorkerSettings, setting_name};
 /// Settings of the experiment itself that a sweep can vary.
 const EXPERIMENT_KEYS: [&str; 8] =
     ["substrate", "lease", "renew", "watch", "duration", "expiry_resolution", "workers", "stagger"];
-/// A fault's settings a sweep can vary (`pause` sets every pause's length).
-const FAULT_KEYS: [&str; 5] =
-    ["pause", "fault.N.at", "fault.N.duration", "fault.N.jitter (or .delay)", "fault.N.latency (or .latency_jitter)"];
+/// A fault's settings a sweep can vary (`pause` sets every pause's length;
+/// `fault` keeps only the faults of one action, so that one experiment
+/// puts its program under each fault in turn).
+const FAULT_KEYS: [&str; 6] = [
+    "fault",
+    "pause",
+    "fault.N.at",
+    "fault.N.duration",
+    "fault.N.jitter (or .delay)",
+    "fault.N.latency (or .latency_jitter)",
+];
 
 /// Every setting a sweep can vary: the experiment's, every setting of the
 /// built-in worker (by its name in `worker:`, or `worker.NAME`), the faults'.
@@ -81,6 +89,7 @@ pub fn as_run(exp: &Experiment, key: &str) -> Option<String> {
         "stagger" => exp.stagger.to_string(),
         "substrate" => setting_name(&exp.substrate.kind),
         "pause" => exp.faults.iter().find(|f| f.action.is_pause())?.duration.as_ref()?.to_yaml(),
+        "fault" => exp.faults.first()?.action.name().to_string(),
         _ => match (worker_key(key), fault_key(key)) {
             (Some(field), _) => text(serde_json::to_value(&exp.worker).ok()?.get(&field)?.clone()),
             (None, Some((i, field))) => {
@@ -179,6 +188,21 @@ mod tests {
 
     use crate::experiment::{Overrides, load_str};
     use crate::model::Dur;
+
+    #[test]
+    fn a_fault_axis_runs_each_action_of_the_schedule_alone() {
+        let text = "name: s\nworkers: 3\nfaults:\n  - {at: 5s, target: leader, action: kill}\n  - {at: 5s, target: leader, action: pause, duration: 12s}\n  - {at: 6s, target: leader, action: pause, duration: 1s}\nsweep:\n  fault: [kill, pause]\n  fault.0.at: [4s]\n";
+        let e = load_str(Path::new("s.yaml"), text, &Overrides::default()).unwrap();
+        let actions: Vec<Vec<&str>> =
+            e.points.iter().map(|p| p.exp.faults.iter().map(|f| f.action.name()).collect()).collect();
+        assert_eq!(actions, vec![vec!["kill"], vec!["pause", "pause"]]);
+        assert_eq!(e.points[1].label(), "fault=pause fault.0.at=4s");
+        // `fault.N` counts the point's own faults.
+        assert_eq!(e.points[1].exp.faults[0].at, Dur::from_secs(4));
+        let missing = text.replace("[kill, pause]", "[kill, term]");
+        let err = load_str(Path::new("s.yaml"), &missing, &Overrides::default()).unwrap_err().to_string();
+        assert!(err.contains("no fault of the schedule is a term (it has kill, pause)"), "{err}");
+    }
 
     #[test]
     fn a_cross_product_with_coupled_points() {
