@@ -8,6 +8,7 @@ pub mod csv;
 pub mod export;
 pub mod host;
 pub mod html;
+mod libraries;
 mod measures;
 pub mod plots;
 mod push;

@@ -26,6 +26,8 @@ pub(super) const BEYOND_THEORY_NOTE: &str = "how much later than the theory's mo
 /// What an experiment asks, for the table it goes in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {
+    /// A lock library's program, swept over its faults alone.
+    Library,
     /// It carries the blog's claims.
     Blog,
     /// A sweep across substrates.
@@ -47,7 +49,9 @@ fn kind(exp: &Experiment) -> Kind {
     let substrates: std::collections::BTreeSet<String> =
         exp.points.iter().map(|p| setting_name(&p.exp.substrate.kind)).collect();
     let faults: Vec<_> = exp.fault_kinds().chain(exp.points.iter().flat_map(|p| p.exp.fault_kinds())).collect();
-    if exp.reference.is_some() {
+    if super::libraries::is_library(exp) {
+        Kind::Library
+    } else if exp.reference.is_some() {
         Kind::Blog
     } else if faults.iter().any(|f| f.action.is_network()) {
         Kind::Network
@@ -98,7 +102,9 @@ pub fn readme(title: &str, preamble: &str, runs: &[Measured<'_>], points: &[Vec<
     for (m, rows) in of(Kind::Dial).chain(of(Kind::Blog).filter(|(m, _)| !m.exp.points.is_empty())) {
         out += &dial(m, rows);
     }
-    let services: Vec<&Measured<'_>> = runs.iter().filter(|m| m.exp.substrate.replicated()).collect();
+    out += &super::libraries::table(&of(Kind::Library).collect::<Vec<_>>());
+    let services: Vec<&Measured<'_>> =
+        runs.iter().filter(|m| m.exp.substrate.replicated() && kind(m.exp) != Kind::Library).collect();
     out += &super::replicated::table(&services);
     for (m, rows) in of(Kind::Network) {
         out += &network(m, rows);

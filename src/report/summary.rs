@@ -80,6 +80,8 @@ pub struct Summary {
     /// with a fault later than the budget, and the budget (µs, 0: none).
     pub fault_error_max_us: Option<i64>,
     pub over_budget_trials: usize,
+    /// Trials with a fault that could not be delivered.
+    pub fault_error_trials: usize,
     pub fault_budget_us: i64,
     /// Each disturbed trial's causes (`Disturbance::text`), in the order
     /// of the trials given; the budget they were judged by (µs, 0: none).
@@ -298,6 +300,7 @@ fn summarize_all(trials: &[&TrialMetrics]) -> Summary {
         },
         fault_error_max_us: trials.iter().filter_map(|t| t.precision.fault_error_max_us).max(),
         over_budget_trials: trials.iter().filter(|t| t.precision.faults_over_budget > 0).count(),
+        fault_error_trials: trials.iter().filter(|t| t.precision.undelivered > 0).count(),
         fault_budget_us: trials.iter().map(|t| t.precision.budget_us).max().unwrap_or(0),
         disturbed: trials.iter().filter(|t| t.disturbance.disturbed()).map(|t| t.disturbance.text()).collect(),
         disturbance_budget_us: trials.iter().map(|t| t.disturbance.budget_us).max().unwrap_or(0),

@@ -228,10 +228,16 @@ pub enum LockFault {
 pub fn inject(path: &Path, fault: LockFault, expiry: Expiry) -> io::Result<()> {
     match fault {
         LockFault::Empty => File::create(path).map(drop),
+        // A library's lock may be a directory (proper-lockfile's): gone
+        // with what it holds.
+        LockFault::Delete if path.is_dir() => fs::remove_dir_all(path),
         LockFault::Delete => match fs::remove_file(path) {
             Err(e) if e.kind() == ErrorKind::NotFound => Ok(()),
             other => other,
         },
+        _ if path.is_dir() => {
+            Err(io::Error::other("the lock is a directory (a library's marker): it has no content to replace"))
+        }
         LockFault::Corrupt => fs::write(path, b"\x00\x17{\"processId\": garbage"),
         LockFault::Stale { dead_pid, lease_until } => {
             fs::write(path, Lease { process_id: dead_pid, lease_until, token: None }.to_bytes(expiry))

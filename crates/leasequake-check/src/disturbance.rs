@@ -635,7 +635,7 @@ mod tests {
         assert_eq!(spread.text(), "workers started 45.0 ms apart (planned 0.000 ms)");
         let staggered = CheckParams { planned_start_spread_us: Some(40_000), ..p };
         assert!(!disturbance(&quiet, &staggered, Some(45_000), &Precision::default(), 30_000_000).disturbed());
-        let late = Precision { fault_error_max_us: Some(4100), faults_over_budget: 2, budget_us: 3000 };
+        let late = Precision { fault_error_max_us: Some(4100), faults_over_budget: 2, budget_us: 3000, undelivered: 0 };
         assert_eq!(
             disturbance(&quiet, &p, None, &late, 30_000_000).text(),
             "2 faults took effect more than 3.0 ms late (at most 4.1 ms)"

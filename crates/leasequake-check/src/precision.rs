@@ -16,6 +16,9 @@ pub struct Precision {
     pub faults_over_budget: usize,
     /// The budget it was judged by, µs (0: none).
     pub budget_us: Micros,
+    /// Faults that could not be delivered (their `error`: no leader at that
+    /// moment, a lock fault on a directory).
+    pub undelivered: usize,
 }
 
 pub fn precision(events: &[Event], budget_us: Micros) -> Precision {
@@ -27,6 +30,7 @@ pub fn precision(events: &[Event], budget_us: Micros) -> Precision {
         fault_error_max_us: errors.iter().copied().max(),
         faults_over_budget: if budget_us > 0 { errors.iter().filter(|e| e.abs() > budget_us).count() } else { 0 },
         budget_us,
+        undelivered: events.iter().filter(|e| e.kind == EventKind::Fault && e.detail.error.is_some()).count(),
     }
 }
 

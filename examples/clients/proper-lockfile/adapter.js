@@ -1,7 +1,8 @@
 // proper-lockfile as leader election (examples/clients/election.js).
 //
-// lock(file, {stale: lease, update: renew, retries: 0}): a directory
-// <file>.lock made with mkdir, its mtime refreshed by the library's own
+// lock(file, {lockfilePath, stale: lease, update: renew, retries: 0}): a
+// directory made with mkdir, here at the harness's lock path (where its
+// lock-file faults act), of a file beside it; its mtime refreshed by the library's own
 // timer every `update` ms; a contender takes it once the mtime is `stale`
 // ms older than its own Date.now() (the wall clock, both sides). The
 // library clamps stale to at least 2000 ms and update to [1000, stale/2]:
@@ -15,8 +16,9 @@ const lockfile = require("proper-lockfile");
 const election = require(path.join(__dirname, "..", "election.js"));
 
 const a = election.args();
-// realpath (the default) needs the file itself to exist.
-fs.closeSync(fs.openSync(a.lock, "a"));
+// The file the directory locks: realpath (the default) needs it to exist.
+const target = path.join(path.dirname(a.lock), "proper-lockfile.target");
+fs.closeSync(fs.openSync(target, "a"));
 let release = null;
 let compromised = null;
 
@@ -25,7 +27,8 @@ election.run(
     async tryAcquire() {
       compromised = null;
       try {
-        release = await lockfile.lock(a.lock, {
+        release = await lockfile.lock(target, {
+          lockfilePath: a.lock,
           stale: a.leaseMs,
           update: a.renewMs,
           retries: 0,
