@@ -115,6 +115,7 @@ mod tests {
             fault_budget_us: 0,
             disturbance_budget_us: 0,
             planned_start_spread_us: None,
+            uniform_acquisitions: true,
         };
         check(&History::new(events), &params).evictions
     }

@@ -65,6 +65,12 @@ pub struct CheckParams {
     /// releases them, the stagger times the later workers when staggered,
     /// None when each draws its own moment.
     pub planned_start_spread_us: Option<Micros>,
+    /// Every acquisition does the same work (the built-in worker's one
+    /// request or file create), so one slower than the rest is the
+    /// machine's doing. A program's library decides what an acquisition
+    /// does by what it finds (a dead holder's marker to break, a holder to
+    /// ping and wait out): its time is not judged.
+    pub uniform_acquisitions: bool,
 }
 
 impl CheckParams {
@@ -144,6 +150,7 @@ impl CheckParams {
                 // A program's start is the harness's spawn, not its own.
                 _ => None,
             },
+            uniform_acquisitions: exp.program.is_none(),
         }
     }
 }
@@ -201,6 +208,7 @@ pub(crate) fn server_lease(lease_us: Micros, renew_us: Micros, watch_us: Micros)
         fault_budget_us: 0,
         disturbance_budget_us: 0,
         planned_start_spread_us: None,
+        uniform_acquisitions: true,
     }
 }
 
@@ -225,6 +233,7 @@ mod tests {
             fault_budget_us: 0,
             disturbance_budget_us: 0,
             planned_start_spread_us: None,
+            uniform_acquisitions: true,
         }
     }
 

@@ -94,7 +94,7 @@ pub(crate) fn service(events: &[Event], tenures: &[Span], renew_us: Micros, end_
     }
     let acquired: Vec<(Micros, usize)> =
         events.iter().filter(|e| e.kind == EventKind::Acquired).filter_map(|e| e.worker.map(|w| (e.t_us, w))).collect();
-    let stretches = attribute(stretches, &acquired);
+    let stretches = attribute(stretches, &acquired, tenures);
     let mut view = ServiceView { observed: true, acquisitions: acquired.len(), ..ServiceView::default() };
     // A grant given again after a free stretch is a new grant.
     let mut last_grant: Option<&str> = None;
@@ -170,20 +170,37 @@ fn stretches(events: &[Event], end_us: Micros) -> Vec<Stretch> {
 
 /// Give each grant whose holder the service did not name the worker whose
 /// `acquired` came first within it (from the look before its sighting: a
-/// watch the machine kept waiting saw it late).
-/// A grant seen in several stretches (a look that failed between) is one
-/// grant: its first stretch decides.
-fn attribute(mut stretches: Vec<Stretch>, acquired: &[(Micros, usize)]) -> Vec<Stretch> {
+/// watch the machine kept waiting saw it late); failing that, the worker
+/// already leading when it was first seen (a library that takes its lock on
+/// a thread of its own shows it after saying it acquired). A grant seen in
+/// several stretches (a look that failed between) is one grant: its first
+/// stretch decides; given again after a free stretch, it is a new one.
+fn attribute(mut stretches: Vec<Stretch>, acquired: &[(Micros, usize)], tenures: &[Span]) -> Vec<Stretch> {
     let mut owners: Vec<(String, Option<usize>)> = Vec::new();
     for s in &mut stretches {
         let (start_us, end_us) = (s.start_us - s.since_us, s.end_us);
-        let Held::By { grant, worker } = &mut s.held else { continue };
+        let seen_us = s.start_us;
+        let grant = match &mut s.held {
+            Held::By { grant, worker } => (grant, worker),
+            Held::Free => {
+                owners.clear();
+                continue;
+            }
+            Held::Unseen => continue,
+        };
+        let (grant, worker) = grant;
         if let Some((_, known)) = owners.iter().find(|(g, _)| g == grant) {
             *worker = worker.or(*known);
             continue;
         }
         if worker.is_none() {
-            *worker = acquired.iter().find(|(t, _)| *t >= start_us && *t < end_us).map(|(_, w)| *w);
+            let leading =
+                || tenures.iter().filter(|t| t.start_us <= seen_us && seen_us < t.end_us).max_by_key(|t| t.start_us);
+            *worker = acquired
+                .iter()
+                .find(|(t, _)| *t >= start_us && *t < end_us)
+                .map(|(_, w)| *w)
+                .or_else(|| leading().map(|t| t.worker));
         }
         owners.push((grant.clone(), *worker));
     }
@@ -301,6 +318,22 @@ mod tests {
         let events = sorted(vec![held(0, "leader.lock locked by 7", Some(2)), acquired(1, 0), acquired(2, 2)]);
         let view = service(&events, &[tenure(0, 1, 200), tenure(2, 2, 200)], 30 * MS, 200 * MS);
         assert_eq!((view.grants, view.unclaimed, view.unbacked), (1, 0, 1));
+    }
+
+    #[test]
+    fn a_grant_given_again_after_a_free_stretch_belongs_to_its_new_holder() {
+        // portalocker's RedisLock: the grant is a subscription to one
+        // channel, the same name whoever holds it. Worker 0 dies at 50; worker
+        // 1 subscribes on a thread of its own, seen after its `acquired`.
+        let events = sorted(vec![
+            held(0, "subscribed to k", None),
+            acquired(1, 0),
+            free(60),
+            acquired(200, 1),
+            held(230, "subscribed to k", None),
+        ]);
+        let view = service(&events, &[tenure(0, 1, 50), tenure(1, 200, 500)], 30 * MS, 500 * MS);
+        assert_eq!((view.grants, view.unclaimed, view.unbacked), (2, 0, 0));
     }
 
     #[test]
