@@ -257,8 +257,12 @@ fn apply(
             let want = variant(key)?;
             let has: Vec<&str> = raw.faults.list.iter().map(|f| f.action.value.name()).collect();
             if !has.contains(&want.as_str().unwrap_or_default()) {
-                let mut names = has.clone();
-                names.dedup();
+                let mut names: Vec<&str> = Vec::new();
+                for n in has {
+                    if !names.contains(&n) {
+                        names.push(n);
+                    }
+                }
                 return Err(format!("sweep fault: no fault of the schedule is a {text} (it has {})", names.join(", ")));
             }
             raw.faults.list.retain(|f| Some(f.action.value.name()) == want.as_str());

@@ -98,7 +98,11 @@ impl LeaseView for FileView {
                     .flatten()
             })
             .collect();
+        if files.is_empty() {
+            return Look::Free;
+        }
         files.sort_by(|a, b| a.0.cmp(&b.0));
+        // The whole machine's locks: read only while there is a file to hold one.
         let locks = std::fs::read_to_string("/proc/locks").unwrap_or_default();
         for (name, meta) in &files {
             if let Some(l) = lock_holders(&locks, meta.dev(), meta.ino(), &["FLOCK", "POSIX", "OFDLCK"]).first() {

@@ -180,7 +180,7 @@ fn attribute(mut stretches: Vec<Stretch>, acquired: &[(Micros, usize)], tenures:
     for s in &mut stretches {
         let (start_us, end_us) = (s.start_us - s.since_us, s.end_us);
         let seen_us = s.start_us;
-        let grant = match &mut s.held {
+        let (grant, worker) = match &mut s.held {
             Held::By { grant, worker } => (grant, worker),
             Held::Free => {
                 owners.clear();
@@ -188,7 +188,6 @@ fn attribute(mut stretches: Vec<Stretch>, acquired: &[(Micros, usize)], tenures:
             }
             Held::Unseen => continue,
         };
-        let (grant, worker) = grant;
         if let Some((_, known)) = owners.iter().find(|(g, _)| g == grant) {
             *worker = worker.or(*known);
             continue;
