@@ -189,8 +189,14 @@ pub struct ShrinkArgs {
     /// A results directory (with experiment.yaml, events.csv, faults.csv).
     pub dir: PathBuf,
     /// The trial to shrink (its number in trials.csv).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
-    pub trial: u32,
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..), required_unless_present = "point")]
+    pub trial: Option<u32>,
+    /// Instead of --trial: the first trial of this sweep point (its
+    /// `setting` in trials.csv, e.g. `fault=lock-delete`) that violated
+    /// what is wanted, the first the machine left undisturbed where there
+    /// is one, as `run --shrink` picks.
+    #[arg(long, value_name = "SETTING", conflicts_with = "trial")]
+    pub point: Option<String>,
     #[command(flatten)]
     pub how: ShrinkHow,
     /// Runs at once (default: the experiment's `jobs`).

@@ -27,7 +27,12 @@ pub fn shrink(args: &ShrinkArgs) -> Result<(), Error> {
     // A shrink into --out only reads the run's directory.
     let how = if args.out.is_some() { super::owner::Use::Read } else { super::owner::Use::Write };
     let _held = super::owner::hold(&args.dir, how)?;
-    let plan = prepare(&args.dir, args.trial, &args.how, args.jobs.map(|j| j as usize))?;
+    let trial = match (&args.point, args.trial) {
+        (Some(point), _) => first_in_point(&args.dir, point, &args.how)?,
+        (None, Some(trial)) => trial,
+        (None, None) => return Err(Error::Conflict("shrink: name --trial N or --point SETTING".into())),
+    };
+    let plan = prepare(&args.dir, trial, &args.how, args.jobs.map(|j| j as usize))?;
     if let Some(out) = &args.out {
         super::inputs::ensure_empty(out, "--out")?;
     }
@@ -37,7 +42,7 @@ pub fn shrink(args: &ShrinkArgs) -> Result<(), Error> {
             std::fs::create_dir_all(out).map_err(|source| Error::Io { path: out.clone(), source })?;
             out.clone()
         }
-        None => new_dir(&args.dir.join("shrink"), &format!("trial-{}-", args.trial))?,
+        None => new_dir(&args.dir.join("shrink"), &format!("trial-{trial}-"))?,
     };
     let ctx = Ctx::silent()?;
     let done = run_shrink(&plan, &out, &ctx)?;
@@ -152,6 +157,47 @@ pub(super) fn after_run(
 /// experiment's own, else the first.
 fn first_to_shrink(violating: &[(u32, bool)]) -> Option<u32> {
     violating.iter().min_by_key(|&&(t, disturbed)| (disturbed, t)).map(|&(t, _)| t)
+}
+
+/// `shrink --point SETTING`: the trial of that sweep point to shrink,
+/// chosen as `run --shrink` chooses among a run's trials.
+fn first_in_point(dir: &Path, point: &str, how: &ShrinkHow) -> Result<u32, Error> {
+    super::inputs::same_format(dir)?;
+    let wanted = options(how)?;
+    let exp = load(&dir.join("experiment.yaml"), &Overrides::default()).map_err(|e| Error::Experiments(vec![e]))?;
+    let units = units(&exp);
+    let Some(unit) = units.iter().position(|(_, label)| label == point) else {
+        let labels: Vec<&str> = units.iter().map(|(_, l)| l.as_str()).filter(|l| !l.is_empty()).collect();
+        return Err(Error::Conflict(format!(
+            "--point {point}: {} has no such sweep point ({})",
+            dir.display(),
+            if labels.is_empty() {
+                "it has no sweep".to_string()
+            } else {
+                format!("its points: {}", labels.join(", "))
+            }
+        )));
+    };
+    let mine: std::collections::BTreeSet<u32> =
+        finished_trials(dir)?.into_iter().filter(|&t| unit_of(&exp, units.len(), t) == unit).collect();
+    let histories = read_histories(dir, Some(&mine), super::inputs::most_workers(&exp))?;
+    let base = units[unit].0;
+    let violating: Vec<(u32, bool)> = histories
+        .iter()
+        .filter_map(|(&t, history)| {
+            let m = check(history, &CheckParams::of(base));
+            let found = violations(base, &m);
+            wanted.as_ref().map_or(!found.is_empty(), |v| found.contains(v)).then(|| (t, m.disturbance.disturbed()))
+        })
+        .collect();
+    first_to_shrink(&violating).ok_or_else(|| {
+        Error::Conflict(format!(
+            "--point {point}: none of its {} finished trials in {} violated {}: there is nothing to shrink",
+            mine.len(),
+            dir.display(),
+            wanted.map_or("anything".to_string(), |v| v.name())
+        ))
+    })
 }
 
 /// Everything a shrink needs, checked before anything runs.
@@ -430,7 +476,8 @@ fn run_shrink(plan: &Plan, out: &Path, ctx: &Ctx) -> Result<Summary, Error> {
                     best.len(),
                     plan.original.len()
                 );
-                let _ = std::fs::write(out.join("shrunk.yaml"), shrunk_yaml(plan, &exp, best.len(), Confirm::Pending));
+                let _ =
+                    std::fs::write(out.join("shrunk.yaml"), shrunk_yaml(plan, &exp, out, best.len(), Confirm::Pending));
                 let _ = std::fs::write(out.join("README.md"), note);
             }
             return Err(e);
@@ -517,7 +564,7 @@ fn timeline(plan: &Plan, exp: &Experiment, dir: &Path, trial: u32, path: &Path) 
 fn write_result(plan: &Plan, out: &Path, exp: &Experiment, found: &Found) -> Result<(), Error> {
     let io = |p: PathBuf| move |source| Error::Io { path: p, source };
     let path = out.join("shrunk.yaml");
-    std::fs::write(&path, shrunk_yaml(plan, exp, found.outcome.shrunk.len(), found.confirm))
+    std::fs::write(&path, shrunk_yaml(plan, exp, out, found.outcome.shrunk.len(), found.confirm))
         .map_err(io(path.clone()))?;
     if let Err(e) = load(&path, &Overrides::default()) {
         // Not the user's input: the harness wrote what it cannot read.
@@ -527,7 +574,7 @@ fn write_result(plan: &Plan, out: &Path, exp: &Experiment, found: &Found) -> Res
     std::fs::write(out.join("README.md"), readme(plan, found)).map_err(io(out.join("README.md")))
 }
 
-fn shrunk_yaml(plan: &Plan, exp: &Experiment, left: usize, confirm: Confirm) -> String {
+fn shrunk_yaml(plan: &Plan, exp: &Experiment, out: &Path, left: usize, confirm: Confirm) -> String {
     let rate = match confirm {
         Confirm::Done(k, n, _, clean) => {
             format!("it failed the same way in {k}/{n} runs on fresh seeds{}", clean.words(n))
@@ -542,6 +589,7 @@ fn shrunk_yaml(plan: &Plan, exp: &Experiment, left: usize, confirm: Confirm) -> 
             plan.violation.name(),
             plan.original.len(),
         ),
+        program: exp.program.clone().map(|p| portable(p, out)),
         ..exp.clone()
     };
     format!(
@@ -549,6 +597,45 @@ fn shrunk_yaml(plan: &Plan, exp: &Experiment, left: usize, confirm: Confirm) -> 
          # `leasequake run shrunk.yaml`.\n{}",
         to_yaml(&described)
     )
+}
+
+/// The program with each absolute path it names that shares a directory
+/// with `out` (a file of the same checkout) rewritten relative to
+/// `{experiment_dir}`, the shrunk file's own directory: the file then runs
+/// in any clone that keeps it beside the programs, as committed results
+/// are. System paths (sharing only `/`) stay as they are.
+fn portable(mut p: crate::model::program::Program, out: &Path) -> crate::model::program::Program {
+    let Ok(here) = out.canonicalize() else { return p };
+    let rel = |s: &mut String| {
+        if !Path::new(s.as_str()).is_absolute() {
+            return;
+        }
+        let Ok(there) = Path::new(s.as_str()).canonicalize() else { return };
+        if let Some(r) = relative(&here, &there) {
+            *s = format!("{{experiment_dir}}/{}", r.display());
+        }
+    };
+    p.command.iter_mut().for_each(rel);
+    p.env.values_mut().for_each(rel);
+    if let Some(cwd) = p.cwd.as_mut() {
+        rel(cwd);
+    }
+    // The writer fills `{experiment_dir}` with this: keep the placeholder.
+    p.experiment_dir = "{experiment_dir}".to_string();
+    p
+}
+
+/// `to` relative to the directory `from` (both canonical), when they share
+/// more than the root.
+fn relative(from: &Path, to: &Path) -> Option<PathBuf> {
+    let (a, b): (Vec<_>, Vec<_>) = (from.components().collect(), to.components().collect());
+    let common = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    if common < 2 {
+        return None;
+    }
+    let mut r: PathBuf = std::iter::repeat_n("..", a.len() - common).collect();
+    r.extend(&b[common..]);
+    Some(r)
 }
 
 fn readme(plan: &Plan, found: &Found) -> String {
@@ -706,6 +793,42 @@ mod tests {
         assert_eq!(first_to_shrink(&[(2, true), (5, false), (3, false)]), Some(3));
         assert_eq!(first_to_shrink(&[(4, true), (2, true)]), Some(2));
         assert_eq!(first_to_shrink(&[]), None);
+    }
+
+    #[test]
+    fn a_program_in_the_same_tree_is_named_from_the_shrunk_file_and_a_system_one_as_it_was() {
+        assert_eq!(relative(Path::new("/a/r/x/s"), Path::new("/a/p/w.py")), Some(PathBuf::from("../../../p/w.py")));
+        assert_eq!(relative(Path::new("/a/r"), Path::new("/a/r/w.py")), Some(PathBuf::from("w.py")));
+        assert_eq!(relative(Path::new("/a/r"), Path::new("/usr/bin/sh")), None, "only the root in common");
+        let tree = tempfile::tempdir().unwrap();
+        let (out, prog) = (tree.path().join("results/x/shrink"), tree.path().join("examples/w.py"));
+        std::fs::create_dir_all(&out).unwrap();
+        std::fs::create_dir_all(prog.parent().unwrap()).unwrap();
+        std::fs::write(&prog, "").unwrap();
+        use crate::model::program::{Observe, Program, ProgramExpiry, Stamp};
+        let p = Program {
+            command: vec![
+                "/bin/sh".into(),
+                out.join("../../../examples/w.py").display().to_string(),
+                "--lock".into(),
+                "{lock}".into(),
+            ],
+            shell: false,
+            env: [("P".to_string(), prog.parent().unwrap().display().to_string())].into(),
+            observe: Observe::Protocol,
+            timestamps: Stamp::Program,
+            patterns: Vec::new(),
+            ready: true,
+            max_lines: 10,
+            expiry: ProgramExpiry::Exact,
+            cwd: Some(tree.path().join("missing").display().to_string()),
+            experiment_dir: tree.path().join("results/x").display().to_string(),
+        };
+        let p = portable(p, &out);
+        assert_eq!(p.command, ["/bin/sh", "{experiment_dir}/../../../examples/w.py", "--lock", "{lock}"]);
+        assert_eq!(p.env["P"], "{experiment_dir}/../../../examples");
+        assert!(p.cwd.unwrap().starts_with('/'), "a path that does not exist is left as it is");
+        assert_eq!(p.experiment_dir, "{experiment_dir}");
     }
 
     fn table_has_plain_rate(table: &str) -> bool {

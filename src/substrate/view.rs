@@ -76,13 +76,19 @@ pub struct FileView {
     dir: PathBuf,
     name: String,
     kernel_locked: bool,
+    /// The last file seen empty (its identity, the grant it was given): a
+    /// marker is created empty and written a moment later, and the pid it
+    /// then names keeps that grant.
+    created: Option<(String, String)>,
+    /// The grant each pid named in a file was first seen with.
+    named: Vec<(i32, String)>,
 }
 
 impl FileView {
     pub fn new(lock: &Path) -> FileView {
         let dir = lock.parent().unwrap_or(Path::new(".")).to_path_buf();
         let name = lock.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        FileView { dir, name, kernel_locked: false }
+        FileView { dir, name, kernel_locked: false, created: None, named: Vec::new() }
     }
 }
 
@@ -124,9 +130,32 @@ impl LeaseView for FileView {
             // the file (a renewal may replace it); otherwise the file and
             // what it says are the grant (a heartbeat that touches it
             // keeps it, a takeover that rewrites it makes a new one).
+            let file = format!("{name} {}", born(meta));
             let grant = match pid {
-                Some(p) => format!("{name} of {p}"),
-                None => format!("{name} {} {:016x}", born(meta), crate::model::hash::fnv1a(content.as_bytes())),
+                Some(p) => {
+                    let known = self.named.iter().position(|(q, _)| *q == p);
+                    match (self.created.take(), known) {
+                        // Made empty, now written: the grant it was seen with.
+                        (Some((f, g)), _) if f == file => {
+                            self.named.retain(|(q, _)| *q != p);
+                            self.named.push((p, g.clone()));
+                            g
+                        }
+                        (_, Some(i)) => self.named[i].1.clone(),
+                        (_, None) => {
+                            let g = format!("{name} of {p}");
+                            self.named.push((p, g.clone()));
+                            g
+                        }
+                    }
+                }
+                None => {
+                    let g = format!("{file} {:016x}", crate::model::hash::fnv1a(content.as_bytes()));
+                    if content.is_empty() {
+                        self.created = Some((file, g.clone()));
+                    }
+                    g
+                }
             };
             return Look::Held { grant, pid, ttl_ms: None };
         }
@@ -467,6 +496,39 @@ mod tests {
         std::fs::remove_dir(&marker).unwrap();
         std::fs::create_dir(&marker).unwrap();
         assert!(!view.look().same(&first));
+    }
+
+    #[test]
+    fn a_marker_seen_empty_then_naming_its_pid_is_one_grant_and_a_takeover_another() {
+        let tmp = tempfile::tempdir().unwrap();
+        let lock = tmp.path().join("leader.lock");
+        let mut view = FileView::new(&lock);
+        let grant = |l: Look| match l {
+            Look::Held { grant, pid, .. } => (grant, pid),
+            other => panic!("{other:?}"),
+        };
+        std::fs::write(&lock, "").unwrap();
+        let (created, nobody) = grant(view.look());
+        assert_eq!(nobody, None);
+        std::fs::write(&lock, "41").unwrap();
+        assert_eq!(grant(view.look()), (created.clone(), Some(41)), "written a moment after it was made");
+        // Renewed by a rename over it: the same holder, the same grant.
+        std::fs::write(tmp.path().join("x"), "41\n").unwrap();
+        std::fs::rename(tmp.path().join("x"), &lock).unwrap();
+        assert_eq!(grant(view.look()), (created.clone(), Some(41)));
+        // Broken and made again by another process: a new grant.
+        std::fs::write(&lock, "42").unwrap();
+        let (taken, holder) = grant(view.look());
+        assert_eq!(holder, Some(42));
+        assert_ne!(taken, created);
+        // The first holder's marker made again, empty then written: one
+        // new grant, not its old one back.
+        std::fs::remove_file(&lock).unwrap();
+        std::fs::write(&lock, "").unwrap();
+        let (again, _) = grant(view.look());
+        std::fs::write(&lock, "41").unwrap();
+        assert_eq!(grant(view.look()), (again.clone(), Some(41)));
+        assert_ne!(again, created);
     }
 
     #[test]

@@ -68,10 +68,12 @@ impl std::ops::Add for ServiceView {
 enum Held {
     Free,
     Unseen,
-    /// A grant, and the worker it belongs to where known.
+    /// A grant, and the worker it belongs to where known; `named`: the
+    /// service named its holder (a process), worker or not.
     By {
         grant: String,
         worker: Option<usize>,
+        named: bool,
     },
 }
 
@@ -102,7 +104,7 @@ pub(crate) fn service(events: &[Event], tenures: &[Span], renew_us: Micros, end_
     let mut free_since: Option<Micros> = None;
     for s in &stretches {
         match &s.held {
-            Held::By { grant, worker } => {
+            Held::By { grant, worker, .. } => {
                 if last_grant != Some(grant.as_str()) {
                     view.grants += 1;
                     view.unclaimed += usize::from(worker.is_none());
@@ -148,7 +150,8 @@ fn stretches(events: &[Event], end_us: Micros) -> Vec<Stretch> {
                 EventKind::LeaseFree => Held::Free,
                 EventKind::LeaseUnseen => Held::Unseen,
                 EventKind::LeaseHeld => {
-                    Held::By { grant: e.detail.grant.clone().unwrap_or_default(), worker: e.worker }
+                    let named = e.detail.holder.is_some();
+                    Held::By { grant: e.detail.grant.clone().unwrap_or_default(), worker: e.worker, named }
                 }
                 _ => return None,
             };
@@ -180,8 +183,8 @@ fn attribute(mut stretches: Vec<Stretch>, acquired: &[(Micros, usize)], tenures:
     for s in &mut stretches {
         let (start_us, end_us) = (s.start_us - s.since_us, s.end_us);
         let seen_us = s.start_us;
-        let (grant, worker) = match &mut s.held {
-            Held::By { grant, worker } => (grant, worker),
+        let (grant, worker, named) = match &mut s.held {
+            Held::By { grant, worker, named } => (grant, worker, *named),
             Held::Free => {
                 owners.clear();
                 continue;
@@ -192,7 +195,9 @@ fn attribute(mut stretches: Vec<Stretch>, acquired: &[(Micros, usize)], tenures:
             *worker = worker.or(*known);
             continue;
         }
-        if worker.is_none() {
+        // A holder the service names that is no worker (a dead process a
+        // stale marker names) is nobody's: the grant stays unclaimed.
+        if worker.is_none() && !named {
             let leading =
                 || tenures.iter().filter(|t| t.start_us <= seen_us && seen_us < t.end_us).max_by_key(|t| t.start_us);
             *worker = acquired
@@ -208,8 +213,8 @@ fn attribute(mut stretches: Vec<Stretch>, acquired: &[(Micros, usize)], tenures:
 
 /// The stretches of tenure `t` in which the service held the lease for
 /// another grant or for none (merged where they touch). A grant of unknown
-/// holder, or a look that failed, neither backs nor contradicts a belief:
-/// it ends an unbacked stretch.
+/// holder (none named), or a look that failed, neither backs nor
+/// contradicts a belief: it ends an unbacked stretch.
 fn unbacked(t: &Span, stretches: &[Stretch]) -> Vec<(Micros, Micros)> {
     let mut out: Vec<(Micros, Micros)> = Vec::new();
     for s in stretches {
@@ -220,6 +225,8 @@ fn unbacked(t: &Span, stretches: &[Stretch]) -> Vec<(Micros, Micros)> {
         let against = match &s.held {
             Held::Free => true,
             Held::By { worker: Some(w), .. } => *w != t.worker,
+            // Held for a process that is no worker: against every belief.
+            Held::By { worker: None, named, .. } => *named,
             _ => false,
         };
         if !against {
@@ -317,6 +324,18 @@ mod tests {
         let events = sorted(vec![held(0, "leader.lock locked by 7", Some(2)), acquired(1, 0), acquired(2, 2)]);
         let view = service(&events, &[tenure(0, 1, 200), tenure(2, 2, 200)], 30 * MS, 200 * MS);
         assert_eq!((view.grants, view.unclaimed, view.unbacked), (1, 0, 1));
+    }
+
+    #[test]
+    fn a_marker_naming_a_process_that_is_no_worker_is_unclaimed_and_its_leader_unbacked() {
+        // Worker 0 holds the marker; at 100 it is rewritten to name a dead
+        // process (a stale lock), which nobody claims; worker 0 believes on.
+        let mut stale = held(100, "leader.lock of 999", None);
+        stale.detail.holder = Some(999);
+        let events = sorted(vec![held(0, "leader.lock of 7", Some(0)), acquired(1, 0), stale]);
+        let view = service(&events, &[tenure(0, 1, 400)], 30 * MS, 400 * MS);
+        assert_eq!((view.grants, view.acquisitions, view.unclaimed), (2, 1, 1));
+        assert_eq!((view.unbacked, view.unbacked_max_us), (1, 300 * MS));
     }
 
     #[test]
