@@ -11,7 +11,7 @@ use serde_saphyr::Spanned;
 
 use super::diagnostic::{Diagnostic, ExperimentError};
 use super::faults::{MAX_SKEW_REACH, RawFaults, RawLen, skew_reach, validate_fault, validate_random};
-use super::yaml_error::{saphyr_message, tab_after};
+use super::yaml_error::{misindented, saphyr_message, tab_after};
 use crate::model::{
     ClockOffset, Dur, EpochJob, Expect, Experiment, InitialLock, JobStrategy, LeaseSettings, Point, Reference,
     StartMode, SubstrateSettings, WorkerSettings, setting_name,
@@ -160,13 +160,28 @@ pub fn load_str(path: &Path, text: &str, overrides: &Overrides) -> Result<Experi
     };
     let err_at = |loc: &serde_saphyr::Location, message: String| at(loc.line(), loc.column(), message);
 
+    if text.lines().all(|l| l.trim().is_empty() || l.trim_start().starts_with('#')) {
+        let msg = "the file holds no settings: an experiment is a YAML mapping of settings, `name:` at least";
+        return Err(at(1, 1, msg.to_string()));
+    }
     let mut raw: RawExperiment = serde_saphyr::from_str(text).map_err(|e| {
         let (line, column) = e.location().map(|l| (l.line(), l.column())).unwrap_or((0, 0));
-        let message = saphyr_message(&e);
+        let mut message = saphyr_message(&e);
         // The parser reports the scalar it was reading, not the tab it
         // found after it: point at the tab.
-        let (line, column) =
+        let (mut line, mut column) =
             if message.contains("found a tab") { tab_after(text, line, column) } else { (line, column) };
+        // A key indented out of its mapping leaves the mapping without it:
+        // point at the key, where the fix is.
+        let missing =
+            message.strip_prefix("missing field `").and_then(|r| r.split_once('`')).map(|(f, _)| f.to_string());
+        if let Some((l, c)) = missing.as_deref().and_then(|f| misindented(text, line, f)) {
+            message = format!(
+                "{message}: line {l} gives `{}` at another indent than the keys beside it",
+                missing.as_deref().unwrap_or_default()
+            );
+            (line, column) = (l, c);
+        }
         at(line, column, message)
     })?;
     let trials_at = raw.trials.as_ref().filter(|_| overrides.trials.is_none()).map(|t| t.referenced);
@@ -688,6 +703,15 @@ fn build(path: &Path, text: &str, raw: RawExperiment, overrides: &Overrides) -> 
             return Err(err_at(&every.referenced, msg));
         }
     }
+    if let Some(g) = raw.grace.as_ref().filter(|g| g.value < MIN_GRACE) {
+        let msg = format!(
+            "grace is {}; at least {MIN_GRACE} (the real time workers get to stop after SIGTERM, which no time scale \
+             shortens)",
+            g.value
+        );
+        return Err(err_at(&g.referenced, msg));
+    }
+    // A scaled grace keeps the floor: a worker's exit does not speed up.
     let grace = raw.grace.as_ref().map_or(Dur::from_secs(2), |g| g.value);
     let grace = sc(grace).max(MIN_GRACE);
     if grace > MAX_GRACE {

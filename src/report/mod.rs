@@ -19,3 +19,4 @@ pub mod suite;
 pub mod summary;
 pub mod terminal;
 pub mod timeline;
+pub mod two_runs;
