@@ -65,7 +65,7 @@ mod alone {
 fn compare_refuses_what_it_cannot_compare_before_reading_anything_else() {
     let lab = Lab::new();
     let quiet = lab
-        .file("quiet.yaml", "name: quiet\nworkers: 2\nduration: 2s\ntrials: 1\nseed: 1\nsweep:\n  lease: [3s, 4s]\n");
+        .file("quiet.yaml", "name: quiet\nworkers: 2\nduration: 2s\ntrials: 1\nseed: 1\nsweep:\n  lease: [9s, 12s]\n");
     let run = lab.run(&quiet).scale(0.1).output().expect_code(0);
     let dir = run.out.display().to_string();
     let cases: [(String, &str); 3] = [

@@ -16,11 +16,11 @@ const CASES: &[(&str, &[&str], &str)] = &[
     ("name: x\nworkers: 3\n\tduration: 5s\n", &[], "3:1: while scanning a plain scalar, found a tab"),
     ("", &[], "1:1: the file holds no settings"),
     ("# only a comment\n\n", &[], "1:1: the file holds no settings"),
-    ("name: x\nworkers: 3\nlease: 9s\nlease: 8s\n", &[], "`lease` is given twice; each setting may appear once"),
+    ("name: x\nworkers: 3\nlease: 9s\nlease: 8s\n", &[], "4:1: `lease` is given twice; each setting may appear once"),
     (
         "name: x\nworkers: 3\nfaults:\n  - at: 1s\n    target: leader\n  action: kill\n",
         &[],
-        "missing field `action`: line 6 gives `action` at another indent",
+        "6:3: missing field `action`: line 6 gives `action` at another indent",
     ),
     (
         "name: x\nworkers: 3\nfaults:\n  - at: 1s\n    target: leader\n    action: sigkil\n",

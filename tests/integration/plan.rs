@@ -22,7 +22,7 @@ fn plan_shows_the_schedule_the_time_and_the_warnings_and_runs_nothing() {
     assert!(out.contains("  10 trials of 30s"), "{out}");
     assert!(out.contains("2 at a time: about"), "{out}");
     // More jobs than trials: no faster than one trial; a sweep lists its points.
-    let few = lab.file("few.yaml", "name: f\nworkers: 2\nduration: 15s\ntrials: 1\nsweep:\n  lease: [3s, 4s]\n");
+    let few = lab.file("few.yaml", "name: f\nworkers: 2\nduration: 15s\ntrials: 1\nsweep:\n  lease: [9s, 12s]\n");
     let few = few.display().to_string();
     let (_, few, _) = leasequake(&lab, &["plan", &few, "--time-scale", "0.1", "--jobs", "8"]);
     assert!(
@@ -30,7 +30,7 @@ fn plan_shows_the_schedule_the_time_and_the_warnings_and_runs_nothing() {
         "{few}"
     );
     assert!(!few.contains("about 1 s"), "two 1.5 s trials side by side take 1.5 s at least: {few}");
-    assert!(few.contains("  points: lease=300ms, lease=400ms\n"), "{few}");
+    assert!(few.contains("  points: lease=900ms, lease=1200ms\n"), "{few}");
     // The protocol-relative kill is armed, not placed: in the file's own time.
     assert!(out.contains("8.500 s  kill leader: armed, fires 2.470 s after the target's next `renewed`"), "{out}");
     // A random kill: the time the run will use, drawn from trial 1's seed.
