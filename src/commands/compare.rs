@@ -20,7 +20,9 @@ struct Side {
     point: Option<String>,
     exp: Experiment,
     trials: usize,
-    /// Trials the machine disturbed, left out of the metrics.
+    /// Trials the machine disturbed, and of them those left out of the
+    /// metrics (none when every trial was).
+    disturbed: usize,
     left_out: usize,
     metrics: Vec<crate::report::two_runs::Metric>,
 }
@@ -30,6 +32,9 @@ struct SideJson<'a> {
     dir: String,
     point: Option<&'a str>,
     trials: usize,
+    /// Trials the machine disturbed; those left out of the metrics (all of
+    /// them, unless every trial was).
+    disturbed: usize,
     disturbed_left_out: usize,
     time_scale: f64,
 }
@@ -63,6 +68,7 @@ pub fn compare(args: &CompareArgs) -> Result<(), Error> {
             dir: s.dir.display().to_string(),
             point: None,
             trials: s.trials,
+            disturbed: s.disturbed,
             disturbed_left_out: s.left_out,
             time_scale: s.exp.time_scale,
         };
@@ -135,7 +141,8 @@ fn side(arg: &str, which: &str) -> Result<Side, Error> {
         let k = mine.len() - calm.len();
         m.sample = crate::report::two_runs::Sample::Trials { k, n: mine.len() };
     }
-    Ok(Side { dir, point, trials: mine.len(), left_out: mine.len() - used.len(), exp: unit_exp, metrics })
+    let disturbed = mine.len() - calm.len();
+    Ok(Side { dir, point, trials: mine.len(), disturbed, left_out: mine.len() - used.len(), exp: unit_exp, metrics })
 }
 
 /// The settings whose resolved text differs, by top-level key (a block such
@@ -180,9 +187,12 @@ fn blocks(yaml: &str) -> Vec<(String, String)> {
 
 fn describe(s: &Side) -> String {
     let point = s.point.as_ref().map_or(String::new(), |p| format!(" at {p}"));
-    let left = match s.left_out {
-        0 => String::new(),
-        n => format!(" ({n} disturbed by the machine, left out)"),
+    let left = match (s.left_out, s.disturbed) {
+        (0, 0) => String::new(),
+        (0, _) => " (⚠ every one disturbed by the machine: kept, as there is nothing else; its numbers measure the \
+                   machine as much as the system)"
+            .to_string(),
+        (n, _) => format!(" ({n} disturbed by the machine, left out)"),
     };
     format!("`{}`{point}, {} trials{left}, time scale {}", s.dir.display(), s.trials, s.exp.time_scale)
 }

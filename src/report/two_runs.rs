@@ -177,7 +177,13 @@ fn secs(s: f64) -> String {
 }
 
 fn signed_secs(s: f64) -> String {
-    if s > 0.0 { format!("+{}", secs(s)) } else { secs(s) }
+    if s.abs() < 0.0005 {
+        secs(0.0)
+    } else if s > 0.0 {
+        format!("+{}", secs(s))
+    } else {
+        secs(s)
+    }
 }
 
 fn pct(x: f64) -> String {
