@@ -9,7 +9,8 @@ use crate::error::Error;
 use crate::experiment::{Overrides, load};
 use crate::model::Experiment;
 use crate::model::history::History;
-use crate::report::summary::{expectation_failures, unit_of, units};
+use crate::report::summary::{unit_of, units};
+use crate::report::thresholds::checks as expectation_checks;
 use crate::sayln;
 
 /// How far into a directory experiment files are looked for.
@@ -223,26 +224,33 @@ pub fn finished_metrics(
     Ok(metrics)
 }
 
-/// Print whether the experiment's `expect:` held over these trials.
+/// Print each expectation of the experiment with ✓ or ✗ (as k6 prints its
+/// thresholds), a failed one's first reasons under it.
 pub fn verdict(exp: &Experiment, trials: &[(u32, &TrialMetrics)]) -> Result<(), Error> {
-    let failures = expectation_failures(exp, trials);
-    if failures.is_empty() {
-        if !exp.expect.is_empty() {
-            sayln!("  expectations:   all held");
-        }
-        Ok(())
-    } else {
-        let scaled = if exp.time_scale == 1.0 {
-            String::new()
-        } else {
-            format!(" (durations in the experiment's own time; run at time scale {})", exp.time_scale)
-        };
-        sayln!("  expectations:   {} failed{scaled}", failures.len());
-        for f in failures.iter().take(20) {
-            sayln!("    - {f}");
-        }
-        Err(Error::ExpectFailed(vec![exp.name.clone()]))
+    let checks = expectation_checks(exp, trials);
+    if checks.is_empty() {
+        return Ok(());
     }
+    let failed = checks.iter().filter(|c| !c.failures.is_empty()).count();
+    let scaled = if exp.time_scale == 1.0 {
+        String::new()
+    } else {
+        format!(" (durations in the experiment's own time; run at time scale {})", exp.time_scale)
+    };
+    match failed {
+        0 => sayln!("  expectations:   all {} held", checks.len()),
+        n => sayln!("  expectations:   {n} of {} failed{scaled}", checks.len()),
+    }
+    for c in &checks {
+        sayln!("    {} {}", if c.failures.is_empty() { "✓" } else { "✗" }, c.expect);
+        for f in c.failures.iter().take(5) {
+            sayln!("        {f}");
+        }
+        if c.failures.len() > 5 {
+            sayln!("        … {} more", c.failures.len() - 5);
+        }
+    }
+    if failed == 0 { Ok(()) } else { Err(Error::ExpectFailed(vec![exp.name.clone()])) }
 }
 
 /// Remove what a killed command left in `dir`: every `<prefix><PID><suffix>`

@@ -127,6 +127,23 @@ struct RawExpect {
     double_leader_trials: Option<usize>,
     #[serde(default)]
     disturbed: Option<usize>,
+    /// Bounds on any summarised metric, by `file.column`.
+    #[serde(default)]
+    metrics: Option<Spanned<std::collections::BTreeMap<String, RawBound>>>,
+}
+
+/// `{max: …}`, `{min: …}`, `{rate_max: 5%}`, `{rate_min: …}`: one or more.
+#[derive(Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawBound {
+    #[serde(default)]
+    max: Option<f64>,
+    #[serde(default)]
+    min: Option<f64>,
+    #[serde(default)]
+    rate_max: Option<super::expect::Fraction>,
+    #[serde(default)]
+    rate_min: Option<super::expect::Fraction>,
 }
 
 /// The keys each section of a file takes, as the loader's own types name
@@ -607,6 +624,13 @@ fn build(path: &Path, text: &str, raw: RawExperiment, overrides: &Overrides) -> 
             ));
         }
     }
+    let metrics = match raw.expect.as_ref().and_then(|e| e.metrics.as_ref()) {
+        Some(m) => {
+            let bounds = m.value.iter().map(|(k, b)| (k.as_str(), [b.max, b.min], [b.rate_max, b.rate_min]));
+            super::expect::bounds(bounds).map_err(|msg| err_at(&m.referenced, msg))?
+        }
+        None => Vec::new(),
+    };
     let expect = raw.expect.map_or_else(Expect::default, |e| Expect {
         max_leaders: e.max_leaders,
         gap_min: e.gap_min.map(sc),
@@ -614,6 +638,7 @@ fn build(path: &Path, text: &str, raw: RawExperiment, overrides: &Overrides) -> 
         wedged: e.wedged,
         double_leader_trials: e.double_leader_trials,
         disturbed: e.disturbed,
+        metrics,
     });
 
     let jobs = overrides.jobs.unwrap_or_else(|| raw.jobs.as_ref().map_or(1, |j| j.value));
