@@ -199,6 +199,13 @@ fn describe(s: &Side) -> String {
 
 fn markdown(a: &Side, b: &Side, differ: &[(String, String, String)], rows: &[Row]) -> String {
     let mut s = format!("# B against A\n\n- A: {}\n- B: {}\n", describe(a), describe(b));
+    if a.exp.time_scale != b.exp.time_scale {
+        s += &format!(
+            "- Time scales differ ({} and {}): the settings below are as run, scaled; the metrics are in each \
+             experiment's own time.\n",
+            a.exp.time_scale, b.exp.time_scale
+        );
+    }
     if differ.is_empty() {
         s += "- Settings: the same (a second run of one experiment).\n";
     } else {
@@ -214,11 +221,7 @@ fn markdown(a: &Side, b: &Side, differ: &[(String, String, String)], rows: &[Row
     );
     s += "| metric | A | B | B − A (95 % CI) | p | p (Holm) | verdict |\n|---|---|---|---|---|---|---|\n";
     for r in rows {
-        let diff = if r.a.starts_with("median") {
-            format!("{:+.3} s ({:+.3}…{:+.3})", r.estimate, r.low, r.high)
-        } else {
-            format!("{:+.0} % ({:+.0}…{:+.0} %)", r.estimate * 100.0, r.low * 100.0, r.high * 100.0)
-        };
+        let diff = crate::report::two_runs::diff_text(r);
         let verdict = if r.significant { format!("**{}**", r.verdict) } else { r.verdict.clone() };
         s += &format!("| {} | {} | {} | {diff} | {:.3} | {:.3} | {verdict} |\n", r.label, r.a, r.b, r.p, r.p_holm);
     }

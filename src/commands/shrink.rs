@@ -610,7 +610,14 @@ fn portable(mut p: crate::model::program::Program, out: &Path) -> crate::model::
         if !Path::new(s.as_str()).is_absolute() {
             return;
         }
-        let Ok(there) = Path::new(s.as_str()).canonicalize() else { return };
+        // The directory resolved, not the file: a virtualenv's python is a
+        // link to the system's, and the venv is what must be named.
+        let path = Path::new(s.as_str());
+        let (Some(dir), Some(file)) = (path.parent(), path.file_name()) else { return };
+        let Ok(there) = dir.canonicalize().map(|d| d.join(file)) else { return };
+        if !there.exists() {
+            return;
+        }
         if let Some(r) = relative(&here, &there) {
             *s = format!("{{experiment_dir}}/{}", r.display());
         }
@@ -626,11 +633,11 @@ fn portable(mut p: crate::model::program::Program, out: &Path) -> crate::model::
 }
 
 /// `to` relative to the directory `from` (both canonical), when they share
-/// more than the root.
+/// two directories below the root (a checkout, not just `/home` or `/tmp`).
 fn relative(from: &Path, to: &Path) -> Option<PathBuf> {
     let (a, b): (Vec<_>, Vec<_>) = (from.components().collect(), to.components().collect());
     let common = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
-    if common < 2 {
+    if common < 3 {
         return None;
     }
     let mut r: PathBuf = std::iter::repeat_n("..", a.len() - common).collect();
@@ -797,9 +804,11 @@ mod tests {
 
     #[test]
     fn a_program_in_the_same_tree_is_named_from_the_shrunk_file_and_a_system_one_as_it_was() {
-        assert_eq!(relative(Path::new("/a/r/x/s"), Path::new("/a/p/w.py")), Some(PathBuf::from("../../../p/w.py")));
-        assert_eq!(relative(Path::new("/a/r"), Path::new("/a/r/w.py")), Some(PathBuf::from("w.py")));
+        let up = relative(Path::new("/a/b/r/x/s"), Path::new("/a/b/p/w.py"));
+        assert_eq!(up, Some(PathBuf::from("../../../p/w.py")));
+        assert_eq!(relative(Path::new("/a/b/r"), Path::new("/a/b/r/w.py")), Some(PathBuf::from("w.py")));
         assert_eq!(relative(Path::new("/a/r"), Path::new("/usr/bin/sh")), None, "only the root in common");
+        assert_eq!(relative(Path::new("/tmp/x"), Path::new("/tmp/y/w.py")), None, "only /tmp in common");
         let tree = tempfile::tempdir().unwrap();
         let (out, prog) = (tree.path().join("results/x/shrink"), tree.path().join("examples/w.py"));
         std::fs::create_dir_all(&out).unwrap();

@@ -66,6 +66,7 @@ fn metrics_table() -> String {
             Measure::Trials => ("trials of `n`", "`max`, `min`, `rate_max`, `rate_min`"),
             Measure::Count => ("count", "`max`, `min`"),
             Measure::OwnMs => ("ms, own time", "`max`, `min`"),
+            Measure::OwnUs => ("µs, own time", "`max`, `min`"),
             Measure::Real => ("real time", "`max`, `min`"),
             Measure::Fraction => ("fraction", "`max`, `min`"),
         };

@@ -30,7 +30,14 @@ pub(super) fn misindented(text: &str, line: u64, field: &str) -> Option<(u64, u6
     let lines: Vec<&str> = text.lines().collect();
     let at = line.checked_sub(1)? as usize;
     let mapping = key_column(lines.get(at)?);
-    lines.iter().enumerate().skip(at + 1).take(50).find_map(|(i, l)| {
+    // Within the section: up to the next top-level key.
+    let section = lines
+        .iter()
+        .enumerate()
+        .skip(at + 1)
+        .take(50)
+        .take_while(|(_, l)| l.trim().is_empty() || l.starts_with(' ') || l.starts_with('-') || l.starts_with('#'));
+    section.into_iter().find_map(|(i, l)| {
         let col = key_column(l);
         let key = l[col.min(l.len())..].split_once(':')?.0.trim();
         (key == field && col != mapping).then(|| (i as u64 + 1, col as u64 + 1))
@@ -126,5 +133,7 @@ mod tests {
         assert_eq!(misindented(text, 3, "action"), Some((5, 4)), "from the item's first line too");
         let fine = "faults:\n  - at: 1s\n    target: leader\n  - at: 2s\n    action: kill\n";
         assert_eq!(misindented(fine, 2, "action"), None, "the next item's own key is not misplaced");
+        let later = "faults:\n  - at: 1s\nother:\n  action: kill\n";
+        assert_eq!(misindented(later, 2, "action"), None, "another section's key is not this mapping's");
     }
 }

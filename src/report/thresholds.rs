@@ -1,8 +1,9 @@
 //! Every expectation of an experiment judged: the `expect:` keys over the
 //! trials (summary.rs), then each bound of `expect: {metrics: …}` over each
 //! setting's summary, read from the rows its summary files are written
-//! from. A metric a setting did not measure fails its bound: a gate that
-//! passes on no data is no gate.
+//! from. A metric of a file the experiment does not write fails its bound
+//! (a gate that passes on no data is no gate); an empty cell (no stale
+//! belief, so no longest one) passes a ceiling and fails a floor.
 
 use crate::check::TrialMetrics;
 use crate::check::stats::wilson95;
@@ -56,12 +57,22 @@ fn judge(
     name: &str,
 ) -> Option<String> {
     let key = b.metric.key();
-    let Some(&Some(value)) = values.get(&key) else {
-        return Some(format!("{name}{key} was not measured (its cell is empty or its file not written)"));
+    let value = match values.get(&key) {
+        None => return Some(format!("{name}{key} was not measured: this experiment writes no such file")),
+        // An empty cell: nothing of the kind happened (no stale belief, so
+        // no longest one). Nothing exceeds a ceiling; nothing meets a floor.
+        Some(None) => {
+            return match b.bound {
+                Bound::Max(_) => None,
+                _ => Some(format!("{name}{key} is empty: nothing of the kind was measured")),
+            };
+        }
+        Some(Some(v)) => *v,
     };
     // The file's durations are in the experiment's own time.
     let (value, unit) = match b.metric.measure {
         Measure::OwnMs => (value / scale, " ms (own time)"),
+        Measure::OwnUs => (value / scale, " µs (own time)"),
         _ => (value, ""),
     };
     let shown = |v: f64| format!("{}", (v * 1000.0).round() / 1000.0);
@@ -146,8 +157,10 @@ mod tests {
                 "lease=9s: summary.double_leader_trials 0/3: its rate's 95 % interval reaches 56.1 % (expected at most 5 %)"
             )
         );
-        assert!(
-            judge(&bound("summary.gap_min_ms", Bound::Min(1.0)), &values, 1.0, "").unwrap().contains("not measured")
-        );
+        let floor = judge(&bound("summary.gap_min_ms", Bound::Min(1.0)), &values, 1.0, "").unwrap();
+        assert!(floor.contains("is empty"), "{floor}");
+        assert_eq!(judge(&bound("summary.gap_min_ms", Bound::Max(1.0)), &values, 1.0, ""), None, "no gap exceeds");
+        let other = judge(&bound("network.double_grants", Bound::Max(0.0)), &values, 1.0, "").unwrap();
+        assert!(other.contains("writes no such file"), "{other}");
     }
 }

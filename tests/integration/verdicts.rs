@@ -136,11 +136,7 @@ fn any_summarised_metric_can_be_bounded_per_setting_and_each_bound_is_a_line_and
     assert!(said.contains("    ✗ metrics.summary.gap_min_ms: max 1\n"), "{said}");
     // 0/3 is no evidence of a rate under 5 %: at each of the two points.
     assert!(said.contains("    ✗ metrics.summary.double_leader_trials: rate_max 5 %\n"), "{said}");
-    assert_eq!(
-        said.matches("summary.double_leader_trials 0/3: its rate's 95 % interval reaches 56.1 %").count(),
-        2,
-        "{said}"
-    );
+    assert_eq!(said.matches("/3: its rate's 95 % interval reaches ").count(), 2, "{said}");
     let xml = std::fs::read_to_string(&junit).unwrap();
     assert!(xml.contains("name=\"expect metrics.summary.double_leader_trials: rate_max 5 %\""), "{xml}");
     // A metric no summary file has is refused at its place, before anything runs.

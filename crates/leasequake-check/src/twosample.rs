@@ -15,9 +15,13 @@ pub struct Shift {
     /// The Hodges–Lehmann estimate of B − A: the median of every
     /// difference b − a.
     pub estimate: f64,
-    /// Its 95 % interval (from the U distribution's quantiles).
+    /// Its 95 % interval (from the U distribution's quantiles); infinite
+    /// ends where the samples are too small for one (3 against 3).
     pub low: f64,
     pub high: f64,
+    /// How often a value of B exceeds one of A (ties a half): U / (m·n),
+    /// the direction where the shift is 0 (most trials had no such time).
+    pub b_above: f64,
     /// Two-sided p of the Mann–Whitney U test that neither tends larger.
     pub p: f64,
     /// Exact (no ties, small samples) or the normal approximation.
@@ -52,7 +56,8 @@ pub fn shift(a: &[f64], b: &[f64]) -> Option<Shift> {
     let u = u_statistic(a, b);
     let ties = has_ties(a, b);
     let mn = (m * n) as f64;
-    // k: how many of the sorted differences to leave out at each end.
+    // The interval runs from the k-th smallest difference to the k-th
+    // largest: k − 1 are left out at each end.
     let (p, k, exact) = if !ties && m + n <= EXACT_MAX {
         let counts = u_counts(m, n);
         let total: f64 = counts.iter().sum();
@@ -69,14 +74,16 @@ pub fn shift(a: &[f64], b: &[f64]) -> Option<Shift> {
         let k = (mn / 2.0 - Z95 * sigma).floor().max(0.0) as usize;
         (p, k, false)
     };
-    let (low, high) = if k == 0 || k > diffs.len() / 2 {
-        // Too few values for a 95 % interval: the whole range of
-        // differences, which is wider than any interval.
-        (diffs[0], diffs[diffs.len() - 1])
+    let (low, high) = if k == 0 {
+        // Too few values for a 95 % interval: even the whole range of the
+        // differences covers less.
+        (f64::NEG_INFINITY, f64::INFINITY)
     } else {
+        // A spread so small the interval would cross itself: its middle.
+        let k = k.min(diffs.len().div_ceil(2));
         (diffs[k - 1], diffs[diffs.len() - k])
     };
-    Some(Shift { estimate, low, high, p, exact })
+    Some(Shift { estimate, low, high, b_above: u / mn, p, exact })
 }
 
 /// B's rate less A's; None when either has no trials.
@@ -243,8 +250,9 @@ mod tests {
         // (R: wilcox.test(c(1,2,3), c(4,5,6))$p.value = 0.1).
         let s = shift(&[1.0, 2.0, 3.0], &[4.0, 5.0, 6.0]).unwrap();
         assert!(close(s.p, 0.1, 1e-12), "{s:?}");
-        // Too small for a 95 % interval: the whole range of differences.
-        assert_eq!((s.low, s.high), (1.0, 5.0));
+        // Too small for a 95 % interval: its ends are unbounded.
+        assert_eq!((s.low, s.high), (f64::NEG_INFINITY, f64::INFINITY));
+        assert_eq!(s.b_above, 1.0);
         // m = 4, n = 5, U of B = 4: P(U ≤ 4) = 12/126, p = 24/126
         // (R: wilcox.test(c(4,5,8,9), c(1,2,3,6,7))$p.value = 0.1905).
         let s = shift(&[4.0, 5.0, 8.0, 9.0], &[1.0, 2.0, 3.0, 6.0, 7.0]).unwrap();

@@ -17,6 +17,8 @@ pub enum Measure {
     /// (the run's value divided by the time scale), as the file's other
     /// durations are written.
     OwnMs,
+    /// The same in microseconds (a budget made from the scaled settings).
+    OwnUs,
     /// Real time (an operation's latency, a fault's lateness), which no
     /// time scale shortens: compared as run, in the unit its name says.
     Real,
@@ -46,7 +48,7 @@ const fn m(file: &'static str, column: &'static str, measure: Measure, doc: &'st
     SummaryMetric { file, column, measure, doc }
 }
 
-use Measure::{Count, Fraction, OwnMs, Real, Trials};
+use Measure::{Count, Fraction, OwnMs, OwnUs, Real, Trials};
 
 /// Every summarised metric (the settings columns and the key aside).
 pub const SUMMARY_METRICS: &[SummaryMetric] = &[
@@ -73,10 +75,10 @@ pub const SUMMARY_METRICS: &[SummaryMetric] = &[
     m("summary", "predicted_gaps", Count, "ended gaps the theory predicted"),
     m("summary", "gap_anomalies", Count, "gaps that disagree with their prediction"),
     m("summary", "fault_error_max_us", Real, "the latest a fault took effect, µs"),
-    m("summary", "fault_budget_us", Real, "the faults' lateness budget, µs"),
+    m("summary", "fault_budget_us", OwnUs, "the faults' lateness budget, µs"),
     m("summary", "over_budget_trials", Trials, "trials with a fault later than its budget"),
     m("summary", "disturbed_trials", Trials, "trials the machine disturbed"),
-    m("summary", "disturbance_budget_us", Real, "the disturbance budget, µs"),
+    m("summary", "disturbance_budget_us", OwnUs, "the disturbance budget, µs"),
     m("summary", "undisturbed_gap_p50_ms", OwnMs, "the median gap of the undisturbed trials"),
     m("summary", "undisturbed_gap_max_ms", OwnMs, "the longest gap of the undisturbed trials"),
     m("summary", "undisturbed_double_leader_trials", Count, "undisturbed trials with two leaders"),
