@@ -6,11 +6,14 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::worker::WorkerArgs;
 
+/// The version and the commit it was built from, as host.json's `build`
+/// records it.
+const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (build ", env!("LEASEQUAKE_GIT_COMMIT"), ")");
+
 #[derive(Parser, Debug)]
 #[command(
     name = "leasequake",
-    // The commit it was built from, as host.json's `build` records it.
-    version = concat!(env!("CARGO_PKG_VERSION"), " (build ", env!("LEASEQUAKE_GIT_COMMIT"), ")"),
+    version = VERSION,
     about = "Chaos harness for lease-based leader election over real processes",
     long_about = "Chaos harness for lease-based leader election over real processes.\n\n\
         Spawns N real worker processes against a shared lease, injects SIGKILL, SIGTERM, \
@@ -21,6 +24,20 @@ use crate::worker::WorkerArgs;
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// The command as a user sees it, for completions and the manual: the
+/// hidden subcommands (the harness's own children) left out.
+pub fn public_command() -> clap::Command {
+    let full = <Cli as clap::CommandFactory>::command();
+    let mut cmd = clap::Command::new("leasequake").version(VERSION);
+    if let Some(about) = full.get_about() {
+        cmd = cmd.about(about.clone());
+    }
+    if let Some(about) = full.get_long_about() {
+        cmd = cmd.long_about(about.clone());
+    }
+    cmd.subcommands(full.get_subcommands().filter(|s| !s.is_hide_set()).cloned())
 }
 
 #[derive(Subcommand, Debug)]
@@ -38,20 +55,47 @@ pub enum Command {
     /// --repeats runs. Writes shrunk.yaml (a runnable experiment), steps.csv,
     /// README.md and every candidate's results to a new directory.
     Shrink(ShrinkArgs),
+    /// Compare two runs, or two points of one sweep, metric by metric: for
+    /// each metric both measured, B − A with its 95 % interval and whether
+    /// it is significant (gaps by the Mann–Whitney U test and the
+    /// Hodges–Lehmann shift; rates by Newcombe's interval and Fisher's
+    /// exact test; p-values Holm-corrected across the metrics), and which
+    /// settings differ. Refused (exit 2) when they share no metric.
+    Compare(CompareArgs),
     /// Check experiment files without running anything.
     Validate {
+        /// Experiment YAML files, or directories of them (their
+        /// subdirectories too).
+        #[arg(required = true, value_name = "FILE|DIR")]
+        files: Vec<PathBuf>,
+        /// Report only the experiments whose name matches GLOB (`*`, `?`;
+        /// repeatable: any of them). Every file is still checked.
+        #[arg(long, value_name = "GLOB")]
+        filter: Vec<String>,
+    },
+    /// List the experiments in files or directories (their subdirectories
+    /// too): name, file, trials × points, workers, substrate, faults, and
+    /// the first sentence of the description.
+    List {
         /// Experiment YAML files, or directories of them.
         #[arg(required = true, value_name = "FILE|DIR")]
         files: Vec<PathBuf>,
+        /// Only the experiments whose name matches GLOB (repeatable).
+        #[arg(long, value_name = "GLOB")]
+        filter: Vec<String>,
     },
     /// What a run would do, without running it: points × trials and the
     /// estimated time, trial 1's fault schedule, and warnings where a scaled
     /// interval comes near the harness's precision or the workers' own
     /// operations.
     Plan {
-        /// Experiment YAML files, or directories of them.
+        /// Experiment YAML files, or directories of them (their
+        /// subdirectories too).
         #[arg(required = true, value_name = "FILE|DIR")]
         files: Vec<PathBuf>,
+        /// Only the experiments whose name matches GLOB (repeatable).
+        #[arg(long, value_name = "GLOB")]
+        filter: Vec<String>,
         /// As for `run`.
         #[arg(long, value_parser = positive_scale)]
         time_scale: Option<f64>,
@@ -137,12 +181,18 @@ pub enum Command {
         shell: clap_complete::Shell,
     },
     /// Print the manual page (roff), e.g. `leasequake man >
-    /// ~/.local/share/man/man1/leasequake.1`.
-    Man,
+    /// ~/.local/share/man/man1/leasequake.1`; with --dir, write it and a
+    /// page per subcommand (leasequake-run.1, …, every flag) there.
+    Man {
+        /// A directory for leasequake.1 and every leasequake-SUBCOMMAND.1
+        /// (made if missing; only those files are replaced), e.g.
+        /// ~/.local/share/man/man1.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
     /// Print the experiment file reference (Markdown), or with --schema its
     /// JSON Schema: how docs/experiment-reference.md and
     /// docs/experiment.schema.json are made.
-    #[command(hide = true)]
     Reference {
         #[arg(long)]
         schema: bool,
@@ -207,6 +257,20 @@ pub struct ShrinkArgs {
     pub out: Option<PathBuf>,
 }
 
+#[derive(Args, Debug)]
+pub struct CompareArgs {
+    /// A: a results directory, or DIR@SETTING for one point of its sweep
+    /// (its `setting` in trials.csv, e.g. `results/lease/latest@lease=9s`).
+    #[arg(value_name = "A")]
+    pub a: String,
+    /// B: the same, compared against A (differences read B − A).
+    #[arg(value_name = "B")]
+    pub b: String,
+    /// Print JSON instead of Markdown.
+    #[arg(long)]
+    pub json: bool,
+}
+
 /// How a shrink searches (`shrink`, and `run --shrink`).
 #[derive(Args, Debug, Clone, Default)]
 pub struct ShrinkHow {
@@ -264,6 +328,11 @@ pub struct RunArgs {
     /// Experiment YAML files, or directories of them (run in name order).
     #[arg(required_unless_present = "resume", value_name = "FILE|DIR")]
     pub paths: Vec<PathBuf>,
+    /// Run only the experiments whose name matches GLOB (`*`, `?`;
+    /// repeatable: any of them), e.g. `--filter 'sigkill-*'`. Every file is
+    /// still checked first.
+    #[arg(long, value_name = "GLOB", conflicts_with = "resume")]
+    pub filter: Vec<String>,
     /// Continue an interrupted run in this results directory: run only the
     /// trials missing from its trials.csv, with its experiment.yaml.
     #[arg(long, value_name = "DIR", conflicts_with_all = ["out", "time_scale", "trials", "seed"])]
@@ -299,6 +368,12 @@ pub struct RunArgs {
     /// about 2 s) that is recorded in host.json before a run.
     #[arg(long)]
     pub no_calibrate: bool,
+    /// Also measure that calibration under CPU hogs of its own (a spinning
+    /// process per core for about 2 s), recorded in host.json as
+    /// `calibration_loaded`: the error bars under load. Off by default: on
+    /// a shared machine the hogs slow everyone else down.
+    #[arg(long, conflicts_with = "no_calibrate")]
+    pub calibrate_loaded: bool,
     /// Also write every experiment's measurements, bounds, expectations and
     /// verdict to FILE as JSON (durations in each experiment's own time).
     #[arg(long, value_name = "FILE")]

@@ -9,29 +9,119 @@ use crate::error::Error;
 use crate::experiment::{Overrides, load};
 use crate::model::Experiment;
 use crate::model::history::History;
-use crate::report::summary::{expectation_failures, unit_of, units};
+use crate::report::summary::{unit_of, units};
+use crate::report::thresholds::checks as expectation_checks;
 use crate::sayln;
 
+/// How far into a directory experiment files are looked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Depth {
+    /// Its own *.yaml files (`run`: a suite is one directory's files).
+    Flat,
+    /// Its subdirectories' too (`validate`, `plan`, `list`).
+    Deep,
+}
+
+/// How many directory levels `Depth::Deep` descends, at most.
+const MAX_DEPTH: usize = 8;
+
 /// Files as given; directories become their *.yaml files, sorted.
-pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Error> {
+pub fn expand(paths: &[PathBuf], depth: Depth) -> Result<Vec<PathBuf>, Error> {
     let mut files = Vec::new();
     for p in paths {
-        if p.is_dir() {
-            let entries = std::fs::read_dir(p).map_err(|e| Error::Path { path: p.clone(), problem: e.to_string() })?;
-            let mut found: Vec<PathBuf> = entries
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|f| f.extension().is_some_and(|x| x == "yaml" || x == "yml"))
-                .collect();
-            if found.is_empty() {
-                return Err(Error::Path { path: p.clone(), problem: "directory holds no .yaml experiment".into() });
-            }
-            found.sort();
-            files.extend(found);
-        } else {
+        if !p.is_dir() {
             files.push(p.clone());
+            continue;
         }
+        let levels = if depth == Depth::Deep { MAX_DEPTH } else { 0 };
+        let found = yaml_files(p, levels).map_err(|e| Error::Path { path: p.clone(), problem: e.to_string() })?;
+        if found.is_empty() {
+            let deeper = if depth == Depth::Flat { yaml_files(p, MAX_DEPTH).unwrap_or_default() } else { Vec::new() };
+            let problem = if deeper.is_empty() {
+                "directory holds no .yaml experiment".to_string()
+            } else {
+                let mut subdirs: Vec<String> = deeper
+                    .iter()
+                    .filter_map(|f| f.parent()?.strip_prefix(p).ok().map(|d| format!("{}/", d.display())))
+                    .collect();
+                subdirs.dedup();
+                let shown = subdirs.iter().take(5).cloned().collect::<Vec<_>>().join(", ");
+                let more = if subdirs.len() > 5 { ", …" } else { "" };
+                format!(
+                    "directory holds no .yaml experiment of its own; its subdirectories hold {} ({shown}{more}): \
+                     name one (`validate`, `plan` and `list` take the whole tree)",
+                    deeper.len()
+                )
+            };
+            return Err(Error::Path { path: p.clone(), problem });
+        }
+        files.extend(found);
     }
     Ok(files)
+}
+
+/// The *.yaml files in `dir`, and `levels` levels of subdirectories below
+/// it (hidden ones and symbolic links to directories left out), sorted.
+fn yaml_files(dir: &Path, levels: usize) -> std::io::Result<Vec<PathBuf>> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir)?.flatten() {
+        let path = entry.path();
+        let hidden = entry.file_name().to_string_lossy().starts_with('.');
+        match entry.file_type() {
+            Ok(t) if t.is_dir() && levels > 0 && !hidden => found.extend(yaml_files(&path, levels - 1)?),
+            _ if path.extension().is_some_and(|x| x == "yaml" || x == "yml") && path.is_file() => found.push(path),
+            _ => {}
+        }
+    }
+    found.sort();
+    Ok(found)
+}
+
+/// The experiments whose name matches one of the globs (`*` any run of
+/// characters, `?` one), in their order; no glob keeps them all. A glob
+/// that matches none is refused, naming what there is.
+pub fn filter(exps: Vec<Experiment>, globs: &[String]) -> Result<Vec<Experiment>, Error> {
+    if globs.is_empty() {
+        return Ok(exps);
+    }
+    if let Some(g) = globs.iter().find(|g| !exps.iter().any(|e| glob(g, &e.name))) {
+        let names: Vec<&str> = exps.iter().map(|e| e.name.as_str()).collect();
+        return Err(Error::Conflict(format!(
+            "--filter {g}: matches none of the {} experiments ({})",
+            names.len(),
+            names.join(", ")
+        )));
+    }
+    Ok(exps.into_iter().filter(|e| wanted(globs, &e.name)).collect())
+}
+
+/// Is an experiment of this name picked by the globs (all are, by none)?
+pub fn wanted(globs: &[String], name: &str) -> bool {
+    globs.is_empty() || globs.iter().any(|g| glob(g, name))
+}
+
+/// Does `name` match `pattern` (`*`, `?`; everything else literal)?
+fn glob(pattern: &str, name: &str) -> bool {
+    let (p, n): (Vec<char>, Vec<char>) = (pattern.chars().collect(), name.chars().collect());
+    // The classic two-pointer match with one backtrack point per `*`.
+    let (mut i, mut j, mut star, mut mark) = (0, 0, None, 0);
+    while j < n.len() {
+        if i < p.len() && (p[i] == '?' || p[i] == n[j]) {
+            i += 1;
+            j += 1;
+        } else if i < p.len() && p[i] == '*' {
+            star = Some(i);
+            mark = j;
+            i += 1;
+        } else if let Some(s) = star {
+            i = s + 1;
+            mark += 1;
+            j = mark;
+        } else {
+            return false;
+        }
+    }
+    p[i..].iter().all(|c| *c == '*')
 }
 
 /// Load every file, each error collected: all are reported together,
@@ -134,26 +224,33 @@ pub fn finished_metrics(
     Ok(metrics)
 }
 
-/// Print whether the experiment's `expect:` held over these trials.
+/// Print each expectation of the experiment with ✓ or ✗ (as k6 prints its
+/// thresholds), a failed one's first reasons under it.
 pub fn verdict(exp: &Experiment, trials: &[(u32, &TrialMetrics)]) -> Result<(), Error> {
-    let failures = expectation_failures(exp, trials);
-    if failures.is_empty() {
-        if !exp.expect.is_empty() {
-            sayln!("  expectations:   all held");
-        }
-        Ok(())
-    } else {
-        let scaled = if exp.time_scale == 1.0 {
-            String::new()
-        } else {
-            format!(" (durations in the experiment's own time; run at time scale {})", exp.time_scale)
-        };
-        sayln!("  expectations:   {} failed{scaled}", failures.len());
-        for f in failures.iter().take(20) {
-            sayln!("    - {f}");
-        }
-        Err(Error::ExpectFailed(vec![exp.name.clone()]))
+    let checks = expectation_checks(exp, trials);
+    if checks.is_empty() {
+        return Ok(());
     }
+    let failed = checks.iter().filter(|c| !c.failures.is_empty()).count();
+    let scaled = if exp.time_scale == 1.0 {
+        String::new()
+    } else {
+        format!(" (durations in the experiment's own time; run at time scale {})", exp.time_scale)
+    };
+    match failed {
+        0 => sayln!("  expectations:   all {} held", checks.len()),
+        n => sayln!("  expectations:   {n} of {} failed{scaled}", checks.len()),
+    }
+    for c in &checks {
+        sayln!("    {} {}", if c.failures.is_empty() { "✓" } else { "✗" }, c.expect);
+        for f in c.failures.iter().take(5) {
+            sayln!("        {f}");
+        }
+        if c.failures.len() > 5 {
+            sayln!("        … {} more", c.failures.len() - 5);
+        }
+    }
+    if failed == 0 { Ok(()) } else { Err(Error::ExpectFailed(vec![exp.name.clone()])) }
 }
 
 /// Remove what a killed command left in `dir`: every `<prefix><PID><suffix>`
@@ -204,5 +301,32 @@ pub fn abbreviate(items: &[String]) -> String {
         items.join(", ")
     } else {
         format!("{}, … ({} in all)", items[..10].join(", "), items.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs_match_names_whole() {
+        assert!(glob("sigkill-*", "sigkill-gap"));
+        assert!(glob("*gap", "sigkill-gap") && glob("*", "") && glob("s?g*", "sigterm"));
+        assert!(!glob("sigkill", "sigkill-gap"), "whole names, not parts");
+        assert!(!glob("*kill", "sigkill-gap"));
+        assert!(glob("*-*-*", "a-b-c") && !glob("*-*-*", "a-b"));
+    }
+
+    #[test]
+    fn a_tree_is_searched_deep_only_when_asked_and_a_flat_miss_says_where() {
+        let tmp = tempfile::tempdir().unwrap();
+        let sub = tmp.path().join("blog");
+        std::fs::create_dir_all(sub.join(".hidden")).unwrap();
+        std::fs::write(sub.join("a.yaml"), "").unwrap();
+        std::fs::write(sub.join(".hidden/b.yaml"), "").unwrap();
+        let root = [tmp.path().to_path_buf()];
+        assert_eq!(expand(&root, Depth::Deep).unwrap(), vec![sub.join("a.yaml")]);
+        let err = expand(&root, Depth::Flat).unwrap_err().to_string();
+        assert!(err.contains("its subdirectories hold 1 (blog/)"), "{err}");
     }
 }

@@ -26,7 +26,7 @@ use crate::report::csv::{HISTORY_TABLES, merge_history};
 use crate::report::host::{self, Merged, Recorded, ShardRecord};
 use crate::report::read::{finished_trials, worker_outcomes};
 use crate::report::summary::Measured;
-use crate::report::summary::{expectation_checks, per_unit, summarize, unit_of, units};
+use crate::report::summary::{per_unit, summarize, unit_of, units};
 use crate::report::{suite, terminal, timeline};
 use crate::{say, warnln};
 
@@ -390,7 +390,7 @@ fn write_experiment(to: &Path, s: &Shards, stopped: &AtomicBool) -> Result<Merge
     }
     let by_trial: Vec<(u32, &TrialMetrics)> = metrics.iter().map(|(t, _, m)| (*t, m)).collect();
     let failed: Vec<String> =
-        expectation_checks(&s.exp, &by_trial).into_iter().flat_map(|c| c.failures.into_iter()).collect();
+        crate::report::thresholds::checks(&s.exp, &by_trial).into_iter().flat_map(|c| c.failures.into_iter()).collect();
     if let Err(e) = super::report::experiment(to, &s.exp, &metrics, &failed) {
         warnln!("warning: {e}");
     }

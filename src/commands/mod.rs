@@ -4,6 +4,7 @@
 
 mod calibrate;
 mod check;
+mod compare;
 mod export;
 mod inputs;
 mod merge;
@@ -36,8 +37,10 @@ pub fn dispatch(cli: Cli) -> u8 {
     let result = match cli.command {
         Command::Run(args) | Command::Sweep(args) => run::run(&args),
         Command::Shrink(args) => shrink::shrink(&args),
-        Command::Validate { files } => validate::validate(&files),
-        Command::Plan { files, time_scale, trials, jobs, max_jobs } => {
+        Command::Compare(args) => compare::compare(&args),
+        Command::Validate { files, filter } => validate::validate(&files, &filter),
+        Command::List { files, filter } => validate::list(&files, &filter),
+        Command::Plan { files, filter, time_scale, trials, jobs, max_jobs } => {
             let overrides = crate::experiment::Overrides {
                 time_scale,
                 trials,
@@ -45,7 +48,7 @@ pub fn dispatch(cli: Cli) -> u8 {
                 max_jobs: max_jobs.map(|j| j as usize),
                 ..Default::default()
             };
-            plan::plan(&files, &overrides)
+            plan::plan(&files, &filter, &overrides)
         }
         Command::Check { dir, out, in_place } => {
             let target = match (&out, in_place) {
@@ -59,22 +62,13 @@ pub fn dispatch(cli: Cli) -> u8 {
         Command::Plot { dir } => plot(&dir),
         Command::Report { dir } => report::report(&dir),
         Command::Completions { shell } => {
-            let mut cmd = <Cli as clap::CommandFactory>::command();
+            let mut cmd = crate::cli::public_command();
             let mut out = Vec::new();
             clap_complete::generate(shell, &mut cmd, "leasequake", &mut out);
             crate::say!("{}", String::from_utf8_lossy(&out));
             Ok(())
         }
-        Command::Man => {
-            let mut out = Vec::new();
-            match clap_mangen::Man::new(<Cli as clap::CommandFactory>::command()).render(&mut out) {
-                Ok(()) => {
-                    crate::say!("{}", String::from_utf8_lossy(&out));
-                    Ok(())
-                }
-                Err(source) => Err(Error::Io { path: "stdout".into(), source }),
-            }
-        }
+        Command::Man { dir } => man(dir.as_deref()),
         Command::Reference { schema } => {
             use crate::experiment::reference;
             let text = if schema {
@@ -131,4 +125,21 @@ fn survive_file_size_limit() {
         signal_hook::consts::SIGXFSZ,
         std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
     );
+}
+
+/// `man`: the main page on stdout, or every page into DIR.
+fn man(dir: Option<&std::path::Path>) -> Result<(), Error> {
+    let cmd = crate::cli::public_command();
+    let Some(dir) = dir else {
+        let mut out = Vec::new();
+        clap_mangen::Man::new(cmd).render(&mut out).map_err(|source| Error::Io { path: "stdout".into(), source })?;
+        crate::say!("{}", String::from_utf8_lossy(&out));
+        return Ok(());
+    };
+    let io = |source| Error::Io { path: dir.to_path_buf(), source };
+    std::fs::create_dir_all(dir).map_err(io)?;
+    let pages = 1 + cmd.get_subcommands().count();
+    clap_mangen::generate_to(cmd, dir).map_err(io)?;
+    sayln!("wrote {pages} manual pages to {} (leasequake.1, leasequake-run.1, …)", dir.display());
+    Ok(())
 }

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use super::inputs::{expand, load_all};
+use super::inputs::{Depth, expand, filter, load_all};
 use crate::error::Error;
 use crate::experiment::Overrides;
 use crate::model::{Action, Dur, Experiment, Target};
@@ -34,8 +34,8 @@ const FAULT_ERROR_MS: f64 = 1.0;
 /// Trial 1's faults listed at most.
 const SHOWN: usize = 20;
 
-pub fn plan(files: &[PathBuf], overrides: &Overrides) -> Result<(), Error> {
-    let exps = load_all(&expand(files)?, overrides)?;
+pub fn plan(files: &[PathBuf], globs: &[String], overrides: &Overrides) -> Result<(), Error> {
+    let exps = filter(load_all(&expand(files, Depth::Deep)?, overrides)?, globs)?;
     let mut total_trials = 0u64;
     let mut total_s = 0.0;
     for exp in &exps {
@@ -56,27 +56,46 @@ fn estimate(exp: &Experiment) -> (u64, f64) {
     let trials = u64::from(exp.trials) * units.len() as u64;
     let serial: f64 =
         units.iter().map(|(u, _)| (u.duration.as_ms_f64() / 1000.0 + overhead_s(u)) * f64::from(exp.trials)).sum();
-    (trials, serial / exp.jobs.max(1) as f64)
+    // More jobs than trials run no faster than one trial a job.
+    (trials, serial / (exp.jobs as u64).min(trials).max(1) as f64)
 }
 
 fn one(exp: &Experiment, trials: u64, seconds: f64) -> String {
     let scale = exp.time_scale;
     let own = |d: Dur| d.scaled(1.0 / scale);
     let mut out = format!("{} ({})\n  {}\n", exp.name, exp.source.display(), describe(exp));
-    let points = if exp.points.is_empty() { String::new() } else { format!("{} points × ", exp.points.len()) };
+    let of = |n: u64| if n == 1 { "1 trial".to_string() } else { format!("{n} trials") };
+    let count = if exp.points.is_empty() {
+        of(trials)
+    } else {
+        format!("{} points × {} = {}", exp.points.len(), of(u64::from(exp.trials)), of(trials))
+    };
     let scaled = if scale == 1.0 { String::new() } else { format!(" (time scale {scale}: {} each)", exp.duration) };
     out += &format!(
-        "  {points}{} trials = {trials} trials of {}{scaled}; {} at a time: about {}\n",
-        exp.trials,
+        "  {count} of {}{scaled}; {} at a time: about {}\n",
         own(exp.duration),
-        exp.jobs,
+        (exp.jobs as u64).min(trials).max(1),
         human(seconds)
     );
+    out += &points(exp);
     out += &schedule(exp);
     for w in warnings(exp) {
         out += &format!("  ! {w}\n");
     }
     out
+}
+
+/// The sweep's points as trials.csv names them (`setting`), the first
+/// twenty of many.
+fn points(exp: &Experiment) -> String {
+    const SHOWN: usize = 20;
+    if exp.points.is_empty() {
+        return String::new();
+    }
+    let labels: Vec<String> = exp.points.iter().take(SHOWN).map(|p| p.label()).collect();
+    let more = exp.points.len().saturating_sub(SHOWN);
+    let more = if more > 0 { format!(", … {more} more") } else { String::new() };
+    format!("  points: {}{more}\n", labels.join(", "))
 }
 
 /// Trial 1's faults, drawn as a run draws them, in the experiment's own time.

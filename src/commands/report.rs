@@ -181,7 +181,7 @@ fn one(dir: &Path) -> Result<std::path::PathBuf, Error> {
         .map_err(|e| Error::Experiments(vec![e]))?;
     let metrics = super::inputs::finished_metrics(dir, &exp, "report", |_, _| {})?;
     let by_trial: Vec<(u32, &TrialMetrics)> = metrics.iter().map(|(t, _, m)| (*t, m)).collect();
-    let failed = crate::report::summary::expectation_failures(&exp, &by_trial);
+    let failed = crate::report::thresholds::failures(&exp, &by_trial);
     experiment(dir, &exp, &metrics, &failed)?;
     Ok(dir.join("report.html"))
 }

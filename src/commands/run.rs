@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
-use super::inputs::{ensure_empty, expand, load_all, most_workers, proxied};
+use super::inputs::{Depth, ensure_empty, expand, filter, load_all, most_workers, proxied};
 use super::owner::{Use, hold};
 use super::runner::{
     Ctx, Done, Outcome, flags_signalled, install_signal_flags, preflight, run_experiment, servers_ready,
@@ -45,8 +45,8 @@ pub fn run(args: &RunArgs) -> Result<(), Error> {
         return resume(dir, args);
     }
     // Every file is checked before anything is spawned or written.
-    let files = expand(&args.paths)?;
-    let exps = load_all(&files, &overrides)?;
+    let files = expand(&args.paths, Depth::Flat)?;
+    let exps = filter(load_all(&files, &overrides)?, &args.filter)?;
     let suite = files.len() > 1 || args.paths.iter().any(|p| p.is_dir());
     if suite && let Some(dup) = duplicate_name(&exps) {
         return Err(Error::Conflict(format!(
@@ -91,9 +91,9 @@ pub fn run(args: &RunArgs) -> Result<(), Error> {
         (None, None)
     } else {
         let quick = crate::calibrate::measure_quick();
-        // Shards often share a machine: one shard's CPU hogs would load the
-        // trials of the others.
-        let loaded = args.shard.is_none() && !flags.signalled.load(Ordering::SeqCst);
+        // Only when asked: the hogs load every other process of the machine
+        // (a CI runner's other jobs, the other shards of a run).
+        let loaded = args.calibrate_loaded && args.shard.is_none() && !flags.signalled.load(Ordering::SeqCst);
         (quick, if loaded { crate::calibrate::measure_quick_loaded() } else { None })
     };
     if flags.signalled.load(Ordering::SeqCst) {

@@ -360,7 +360,7 @@ pub(super) fn run_experiment(
     } else {
         super::inputs::verdict(exp, &by_trial)
     };
-    let checks = crate::report::summary::expectation_checks(exp, &by_trial);
+    let checks = crate::report::thresholds::checks(exp, &by_trial);
     let failed: Vec<String> = checks.iter().flat_map(|c| c.failures.iter().cloned()).collect();
     // Derived output: a report that cannot be written loses no result.
     if let Err(e) = super::report::experiment(dir, exp, &sink.metrics, &failed) {

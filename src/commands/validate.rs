@@ -1,20 +1,67 @@
 use std::path::PathBuf;
 
-use super::inputs::expand;
+use super::inputs::{Depth, expand, filter, wanted};
 use crate::error::Error;
 use crate::experiment::{Overrides, load};
 use crate::sayln;
 
-/// Load every file and report each; every invalid one is in the error.
-pub fn validate(files: &[PathBuf]) -> Result<(), Error> {
+/// Load every file (a directory's whole tree) and report each; every
+/// invalid one is in the error. With globs, only the experiments they name
+/// are reported (every file is still loaded: a broken one is never hidden).
+pub fn validate(files: &[PathBuf], globs: &[String]) -> Result<(), Error> {
     let mut errors = Vec::new();
-    for f in &expand(files)? {
+    let mut loaded = Vec::new();
+    for f in &expand(files, Depth::Deep)? {
         match load(f, &Overrides { seed: Some(0), ..Overrides::default() }) {
-            Ok(e) => sayln!("ok: {} ({}: {})", f.display(), e.name, size(&e)),
+            Ok(e) if wanted(globs, &e.name) => {
+                sayln!("ok: {} ({}: {})", f.display(), e.name, size(&e));
+                loaded.push(e);
+            }
+            Ok(e) => loaded.push(e),
             Err(e) => errors.push(e),
         }
     }
-    if errors.is_empty() { Ok(()) } else { Err(Error::Experiments(errors)) }
+    if !errors.is_empty() {
+        return Err(Error::Experiments(errors));
+    }
+    filter(loaded, globs).map(|_| ())
+}
+
+/// `list`: one line per experiment, for a person choosing what to run.
+pub fn list(files: &[PathBuf], globs: &[String]) -> Result<(), Error> {
+    let files = expand(files, Depth::Deep)?;
+    let exps = filter(super::inputs::load_all(&files, &Overrides { seed: Some(0), ..Overrides::default() })?, globs)?;
+    let width = exps.iter().map(|e| e.name.len()).max().unwrap_or(0);
+    for e in &exps {
+        let points = if e.points.is_empty() { String::new() } else { format!(" × {} points", e.points.len()) };
+        let faults = match &e.random {
+            Some(r) => format!("a campaign of {} kinds", r.kinds.len()),
+            None if e.faults.len() == 1 => "1 fault".to_string(),
+            None => format!("{} faults", e.faults.len()),
+        };
+        let what = e.program.as_ref().map_or("built-in worker", |_| "program");
+        sayln!(
+            "{:<width$}  {}\n{:<width$}  {} trials{points}, {} workers ({what}), {}, {faults}; {}",
+            e.name,
+            e.source.display(),
+            "",
+            e.trials,
+            e.workers,
+            crate::model::settings::setting_name(&e.substrate.kind),
+            first_sentence(&e.description),
+        );
+    }
+    sayln!("{} experiments", exps.len());
+    Ok(())
+}
+
+/// Up to the first full stop followed by a space, or the whole text.
+fn first_sentence(text: &str) -> &str {
+    let text = text.trim();
+    match text.find(". ") {
+        Some(i) => &text[..=i],
+        None => text,
+    }
 }
 
 /// How much running it is: trials (× sweep points), workers, faults, and
@@ -32,12 +79,14 @@ fn size(e: &crate::model::Experiment) -> String {
         e.duration,
         e.workers,
         match &e.random {
+            None if e.faults.len() == 1 => "1 fault".to_string(),
             None => format!("{} faults", e.faults.len()),
             Some(r) => format!("a campaign of {} kinds of fault", r.kinds.len()),
         },
         human(total_s),
-        if e.jobs > 1 {
-            format!(" ({} with --jobs {})", human(total_s / e.jobs as f64), e.jobs)
+        if e.jobs > 1 && trials > 1 {
+            let jobs = (e.jobs as u64).min(trials);
+            format!(" ({} with --jobs {jobs})", human(total_s / jobs as f64))
         } else {
             String::new()
         },

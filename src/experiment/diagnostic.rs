@@ -58,10 +58,24 @@ fn render_snippet(source: &str, line: usize, column: usize, message: &str) -> St
 }
 
 /// What the caret says: the message's first clause (the whole message is
-/// on the line above; said twice, a long one buries the place).
+/// on the line above; said twice, a long one buries the place). A clause
+/// ends at `, expected`, `; ` or `: ` outside brackets and backticks, so
+/// that "(duration: 20s)" or "`duration: 2s`" stay whole.
 fn label(message: &str) -> &str {
-    let end = [", expected", "; ", ": "].iter().filter_map(|sep| message.find(sep)).min().unwrap_or(message.len());
-    &message[..end]
+    let (mut depth, mut quoted) = (0usize, false);
+    for (i, c) in message.char_indices() {
+        match c {
+            '`' => quoted = !quoted,
+            '(' | '[' | '{' if !quoted => depth += 1,
+            ')' | ']' | '}' if !quoted => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        let rest = &message[i..];
+        if depth == 0 && !quoted && [", expected", "; ", ": "].iter().any(|sep| rest.starts_with(sep)) {
+            return &message[..i];
+        }
+    }
+    message
 }
 
 #[cfg(test)]
@@ -72,6 +86,20 @@ mod tests {
     fn points_at_the_column() {
         let d = Diagnostic::new(Path::new("x.yaml"), "a: 1\nrenew: 9s\n", 2, 8, "too long");
         assert_eq!(d.to_string(), "x.yaml:2:8: too long\n  |\n2 | renew: 9s\n  |        ^ too long");
+    }
+
+    #[test]
+    fn a_clause_is_not_cut_inside_brackets_or_code() {
+        assert_eq!(
+            label("fault at 20s is not before the trial ends (duration: 20s)"),
+            "fault at 20s is not before the trial ends (duration: 20s)"
+        );
+        assert_eq!(label("pause needs a duration, e.g. `duration: 2s`"), "pause needs a duration, e.g. `duration: 2s`");
+        assert_eq!(
+            label("trials is a whole number, or {until: 1m}: got x"),
+            "trials is a whole number, or {until: 1m}"
+        );
+        assert_eq!(label("grace is 61s; at most 60s"), "grace is 61s");
     }
 
     #[test]

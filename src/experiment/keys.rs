@@ -55,6 +55,8 @@ pub enum Ty {
     Faults,
     /// A whole number, or `[min, max]`.
     Count,
+    /// Summarised metrics (`file.column`) to their bounds.
+    Bounds,
 }
 
 /// One documented key.
@@ -537,6 +539,15 @@ pub fn keys() -> Vec<Key> {
             "0",
             "At most this many trials the machine disturbed (`disturbed` in trials.csv): 0 fails a run a busy \
              machine spoiled.",
+        ),
+        key(
+            "expect.metrics",
+            Bounds,
+            "",
+            "{summary.gap_p99_ms: {max: 10000}, summary.double_leader_trials: {rate_max: 5%}}",
+            "Bounds on any metric of the summary files, checked per setting (each sweep point): `max`, `min`, and \
+             for a count of trials `rate_max`/`rate_min` on its 95 % interval (0/3 does not pass a 5 % ceiling); \
+             durations of the experiment in its own time. The metrics: the table below.",
         ),
         key(
             "reference",

@@ -11,7 +11,7 @@ use serde_saphyr::Spanned;
 
 use super::diagnostic::{Diagnostic, ExperimentError};
 use super::faults::{MAX_SKEW_REACH, RawFaults, RawLen, skew_reach, validate_fault, validate_random};
-use super::yaml_error::{saphyr_message, tab_after};
+use super::yaml_error::{misindented, saphyr_message, tab_after};
 use crate::model::{
     ClockOffset, Dur, EpochJob, Expect, Experiment, InitialLock, JobStrategy, LeaseSettings, Point, Reference,
     StartMode, SubstrateSettings, WorkerSettings, setting_name,
@@ -127,6 +127,23 @@ struct RawExpect {
     double_leader_trials: Option<usize>,
     #[serde(default)]
     disturbed: Option<usize>,
+    /// Bounds on any summarised metric, by `file.column`.
+    #[serde(default)]
+    metrics: Option<Spanned<std::collections::BTreeMap<String, RawBound>>>,
+}
+
+/// `{max: …}`, `{min: …}`, `{rate_max: 5%}`, `{rate_min: …}`: one or more.
+#[derive(Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawBound {
+    #[serde(default)]
+    max: Option<f64>,
+    #[serde(default)]
+    min: Option<f64>,
+    #[serde(default)]
+    rate_max: Option<super::expect::Fraction>,
+    #[serde(default)]
+    rate_min: Option<super::expect::Fraction>,
 }
 
 /// The keys each section of a file takes, as the loader's own types name
@@ -160,13 +177,28 @@ pub fn load_str(path: &Path, text: &str, overrides: &Overrides) -> Result<Experi
     };
     let err_at = |loc: &serde_saphyr::Location, message: String| at(loc.line(), loc.column(), message);
 
+    if text.lines().all(|l| l.trim().is_empty() || l.trim_start().starts_with('#')) {
+        let msg = "the file holds no settings: an experiment is a YAML mapping of settings, `name:` at least";
+        return Err(at(1, 1, msg.to_string()));
+    }
     let mut raw: RawExperiment = serde_saphyr::from_str(text).map_err(|e| {
         let (line, column) = e.location().map(|l| (l.line(), l.column())).unwrap_or((0, 0));
-        let message = saphyr_message(&e);
+        let mut message = saphyr_message(&e);
         // The parser reports the scalar it was reading, not the tab it
         // found after it: point at the tab.
-        let (line, column) =
+        let (mut line, mut column) =
             if message.contains("found a tab") { tab_after(text, line, column) } else { (line, column) };
+        // A key indented out of its mapping leaves the mapping without it:
+        // point at the key, where the fix is.
+        let missing =
+            message.strip_prefix("missing field `").and_then(|r| r.split_once('`')).map(|(f, _)| f.to_string());
+        if let Some((l, c)) = missing.as_deref().and_then(|f| misindented(text, line, f)) {
+            message = format!(
+                "{message}: line {l} gives `{}` at another indent than the keys beside it",
+                missing.as_deref().unwrap_or_default()
+            );
+            (line, column) = (l, c);
+        }
         at(line, column, message)
     })?;
     let trials_at = raw.trials.as_ref().filter(|_| overrides.trials.is_none()).map(|t| t.referenced);
@@ -592,6 +624,13 @@ fn build(path: &Path, text: &str, raw: RawExperiment, overrides: &Overrides) -> 
             ));
         }
     }
+    let metrics = match raw.expect.as_ref().and_then(|e| e.metrics.as_ref()) {
+        Some(m) => {
+            let bounds = m.value.iter().map(|(k, b)| (k.as_str(), [b.max, b.min], [b.rate_max, b.rate_min]));
+            super::expect::bounds(bounds).map_err(|msg| err_at(&m.referenced, msg))?
+        }
+        None => Vec::new(),
+    };
     let expect = raw.expect.map_or_else(Expect::default, |e| Expect {
         max_leaders: e.max_leaders,
         gap_min: e.gap_min.map(sc),
@@ -599,6 +638,7 @@ fn build(path: &Path, text: &str, raw: RawExperiment, overrides: &Overrides) -> 
         wedged: e.wedged,
         double_leader_trials: e.double_leader_trials,
         disturbed: e.disturbed,
+        metrics,
     });
 
     let jobs = overrides.jobs.unwrap_or_else(|| raw.jobs.as_ref().map_or(1, |j| j.value));
@@ -688,6 +728,15 @@ fn build(path: &Path, text: &str, raw: RawExperiment, overrides: &Overrides) -> 
             return Err(err_at(&every.referenced, msg));
         }
     }
+    if let Some(g) = raw.grace.as_ref().filter(|g| g.value < MIN_GRACE) {
+        let msg = format!(
+            "grace is {}; at least {MIN_GRACE} (the real time workers get to stop after SIGTERM, which no time scale \
+             shortens)",
+            g.value
+        );
+        return Err(err_at(&g.referenced, msg));
+    }
+    // A scaled grace keeps the floor: a worker's exit does not speed up.
     let grace = raw.grace.as_ref().map_or(Dur::from_secs(2), |g| g.value);
     let grace = sc(grace).max(MIN_GRACE);
     if grace > MAX_GRACE {

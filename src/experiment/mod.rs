@@ -4,6 +4,7 @@
 //! model's (`crate::model`).
 
 mod diagnostic;
+mod expect;
 mod faults;
 mod keys;
 mod load;

@@ -49,6 +49,29 @@ pub fn markdown() -> String {
             );
         }
     }
+    out + &metrics_table()
+}
+
+/// The metrics `expect.metrics` may bound, from the model's table.
+fn metrics_table() -> String {
+    use crate::model::summary_metrics::{Measure, SUMMARY_METRICS};
+    let mut out = String::from(
+        "\n## `expect.metrics`: the metrics\n\nEach is `FILE.COLUMN` of a summary file (summary.csv, \
+         summary-FILE.csv, latency.csv; docs/results-format.md), checked for each setting. A duration of the \
+         experiment is bounded in its own time (the file's time, before any time scale); real time (an \
+         operation's latency) as run.\n\n| metric | kind | bounds | meaning |\n|---|---|---|---|\n",
+    );
+    for m in SUMMARY_METRICS {
+        let (kind, bounds) = match m.measure {
+            Measure::Trials => ("trials of `n`", "`max`, `min`, `rate_max`, `rate_min`"),
+            Measure::Count => ("count", "`max`, `min`"),
+            Measure::OwnMs => ("ms, own time", "`max`, `min`"),
+            Measure::OwnUs => ("µs, own time", "`max`, `min`"),
+            Measure::Real => ("real time", "`max`, `min`"),
+            Measure::Fraction => ("fraction", "`max`, `min`"),
+        };
+        out += &format!("| `{}` | {kind} | {bounds} | {} |\n", m.key(), m.doc);
+    }
     out
 }
 
@@ -78,6 +101,7 @@ fn type_text(ty: &Ty) -> String {
         Ty::Trials => "integer ≥ 1, or `{until: {ci_width: 10%}, max: 500, min: 10}`".into(),
         Ty::Faults => "list of mappings (keys below), or `{random: …}` (keys below)".into(),
         Ty::Count => "integer ≥ 0, or [integer ≥ 0, integer ≥ 0]".into(),
+        Ty::Bounds => "mapping of metrics to `{max, min, rate_max, rate_min}`".into(),
     }
 }
 
@@ -131,6 +155,15 @@ fn schema_of(ty: &Ty, about: &str) -> Value {
             json!({"oneOf": [n, {"type": "array", "items": n, "minItems": 2, "maxItems": 2}]})
         }
         Ty::Sweep => json!({"type": "object", "additionalProperties": {"type": "array", "minItems": 1}}),
+        Ty::Bounds => {
+            use crate::model::summary_metrics::SUMMARY_METRICS;
+            let keys: Vec<String> = SUMMARY_METRICS.iter().map(|m| m.key()).collect();
+            let rate = json!({"oneOf": [{"type": "number", "minimum": 0, "maximum": 1},
+                                        {"type": "string", "pattern": "^[0-9.]+\\s*%$"}]});
+            json!({"type": "object", "propertyNames": {"enum": keys}, "additionalProperties": {
+                "type": "object", "additionalProperties": false, "minProperties": 1, "properties": {
+                    "max": {"type": "number"}, "min": {"type": "number"}, "rate_max": rate, "rate_min": rate}}})
+        }
         Ty::Trials => json!({"oneOf": [
             {"type": "integer", "minimum": 1},
             {"type": "object", "additionalProperties": false, "required": ["until", "max"], "properties": {

@@ -197,6 +197,27 @@ pub fn to_yaml(e: &Experiment) -> String {
         if let Some(v) = x.disturbed {
             let _ = writeln!(w, "  disturbed: {v}");
         }
+        if !x.metrics.is_empty() {
+            use crate::model::summary_metrics::Bound;
+            let _ = writeln!(w, "  metrics:");
+            // One line per metric, its bounds together, as a file writes them.
+            let mut keys: Vec<String> = x.metrics.iter().map(|b| b.metric.key()).collect();
+            keys.dedup();
+            for key in keys {
+                let bounds: Vec<String> = x
+                    .metrics
+                    .iter()
+                    .filter(|b| b.metric.key() == key)
+                    .map(|b| match b.bound {
+                        Bound::Max(v) => format!("max: {v}"),
+                        Bound::Min(v) => format!("min: {v}"),
+                        Bound::RateMax(v) => format!("rate_max: {v}"),
+                        Bound::RateMin(v) => format!("rate_min: {v}"),
+                    })
+                    .collect();
+                let _ = writeln!(w, "    {key}: {{{}}}", bounds.join(", "));
+            }
+        }
     }
     y
 }

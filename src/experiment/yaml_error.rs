@@ -12,31 +12,78 @@ pub(super) fn tab_after(text: &str, line: u64, column: u64) -> (u64, u64) {
     found.unwrap_or((line, column))
 }
 
+/// A mapping that lacks `field` (the parser's "missing field" at
+/// `line`): where a nearby later line gives that key at another indent
+/// than the mapping's keys, the 1-based (line, column) of that key, the
+/// place a person must fix.
+pub(super) fn misindented(text: &str, line: u64, field: &str) -> Option<(u64, u64)> {
+    // The column a line's key starts at, a list item's dash passed over.
+    let key_column = |l: &str| {
+        let spaces = l.len() - l.trim_start().len();
+        let rest = l.trim_start();
+        if let Some(after) = rest.strip_prefix("- ") {
+            spaces + 2 + (after.len() - after.trim_start().len())
+        } else {
+            spaces
+        }
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    let at = line.checked_sub(1)? as usize;
+    let mapping = key_column(lines.get(at)?);
+    // Within the section: up to the next top-level key.
+    let section = lines
+        .iter()
+        .enumerate()
+        .skip(at + 1)
+        .take(50)
+        .take_while(|(_, l)| l.trim().is_empty() || l.starts_with(' ') || l.starts_with('-') || l.starts_with('#'));
+    section.into_iter().find_map(|(i, l)| {
+        let col = key_column(l);
+        let key = l[col.min(l.len())..].split_once(':')?.0.trim();
+        (key == field && col != mapping).then(|| (i as u64 + 1, col as u64 + 1))
+    })
+}
+
 /// serde-saphyr's message without its own location prefix and snippet (we
 /// render both ourselves, with the real file name), with the nearest known
 /// key suggested for an unknown one.
 pub(super) fn saphyr_message(e: &serde_saphyr::Error) -> String {
     let full = e.to_string();
-    let first = full.lines().next().unwrap_or_default();
+    tidy(full.lines().next().unwrap_or_default())
+}
+
+/// The parser's first line in our words: no location prefix, no advice
+/// meant for the parser's caller, the nearest known name suggested.
+fn tidy(first: &str) -> String {
     let first = first.strip_prefix("error: ").unwrap_or(first);
     // "line 3 column 1: unknown field ..." → "unknown field ..."
     let message = match first.split_once(": ") {
         Some((loc, rest)) if loc.starts_with("line ") => rest.to_string(),
         _ => first.to_string(),
     };
-    suggest_field(&message).unwrap_or(message)
+    // "duplicate mapping key: lease, set DuplicateKeyPolicy in Options if
+    // acceptable": the second half is advice to the program, not the user.
+    if let Some(rest) = message.strip_prefix("duplicate mapping key: ") {
+        let key = rest.split_once(", set ").map_or(rest, |(k, _)| k).trim();
+        return format!("`{key}` is given twice; each setting may appear once");
+    }
+    suggest("unknown field `", &message).or_else(|| suggest("unknown variant `", &message)).unwrap_or(message)
 }
 
 /// "unknown field `leese`, expected one of name, …, lease, …" →
 /// "unknown field `leese` (did you mean `lease`?), expected one of …", when
-/// one known key is within a typo or two of it.
-fn suggest_field(message: &str) -> Option<String> {
-    let rest = message.strip_prefix("unknown field `")?;
+/// one known name is within a typo or two of it (a signal's `SIG` prefix
+/// aside: `sigkil` → `kill`); the same for an unknown variant.
+fn suggest(prefix: &str, message: &str) -> Option<String> {
+    let rest = message.strip_prefix(prefix)?;
     let (field, rest) = rest.split_once('`')?;
     let list = rest.strip_prefix(", expected one of ").or_else(|| rest.strip_prefix(", expected "))?;
+    let lower = field.to_ascii_lowercase();
+    let bare = lower.strip_prefix("sig").unwrap_or(&lower);
+    let distance = |k: &str| edit_distance(&lower, k).min(edit_distance(bare, k));
     let known = list.split(", ").map(|k| k.trim_matches('`'));
-    let (best, distance) = known.map(|k| (k, edit_distance(field, k))).min_by_key(|(_, d)| *d)?;
-    (distance <= (field.len() / 3).max(1)).then(|| format!("unknown field `{field}` (did you mean `{best}`?){rest}"))
+    let (best, d) = known.map(|k| (k, distance(k))).min_by_key(|(_, d)| *d)?;
+    (d <= (bare.len() / 3).max(1)).then(|| format!("{prefix}{field}` (did you mean `{best}`?){rest}"))
 }
 
 /// Levenshtein distance, by characters.
@@ -53,4 +100,40 @@ fn edit_distance(a: &str, b: &str) -> usize {
         }
     }
     row[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_parser_s_words_are_ours() {
+        assert_eq!(
+            tidy("line 4 column 1: duplicate mapping key: lease, set DuplicateKeyPolicy in Options if acceptable"),
+            "`lease` is given twice; each setting may appear once"
+        );
+        assert_eq!(
+            tidy("unknown variant `sigkil`, expected one of `kill`, `term`, `pause`"),
+            "unknown variant `sigkil` (did you mean `kill`?), expected one of `kill`, `term`, `pause`"
+        );
+        assert_eq!(
+            tidy("unknown field `leese`, expected one of `name`, `lease`"),
+            "unknown field `leese` (did you mean `lease`?), expected one of `name`, `lease`"
+        );
+        assert_eq!(
+            tidy("unknown variant `zzz`, expected one of `kill`"),
+            "unknown variant `zzz`, expected one of `kill`"
+        );
+    }
+
+    #[test]
+    fn a_key_indented_out_of_its_mapping_is_found() {
+        let text = "name: x\nfaults:\n  - at: 1s\n    target: leader\n   action: kill\n";
+        assert_eq!(misindented(text, 4, "action"), Some((5, 4)));
+        assert_eq!(misindented(text, 3, "action"), Some((5, 4)), "from the item's first line too");
+        let fine = "faults:\n  - at: 1s\n    target: leader\n  - at: 2s\n    action: kill\n";
+        assert_eq!(misindented(fine, 2, "action"), None, "the next item's own key is not misplaced");
+        let later = "faults:\n  - at: 1s\nother:\n  action: kill\n";
+        assert_eq!(misindented(later, 2, "action"), None, "another section's key is not this mapping's");
+    }
 }

@@ -208,3 +208,48 @@ pub(super) fn latency(r: &SummaryRow<'_>) -> LatencyRow {
         observe_p99_us: pct_us(&l.observe_us, 0.99),
     }
 }
+
+/// One setting's summarised metrics by `file.column`, as its summary files
+/// carry them (None: a cell left empty), for the files this experiment
+/// writes: what `expect: {metrics: …}` bounds.
+pub fn unit_values(
+    r: &SummaryRow<'_>,
+    features: super::columns::Features,
+) -> std::collections::BTreeMap<String, Option<f64>> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut add = |file: &str, row: serde_json::Value| {
+        for (k, v) in row.as_object().into_iter().flatten() {
+            out.insert(format!("{file}.{k}"), v.as_f64());
+        }
+    };
+    fn json<T: serde::Serialize>(row: &T) -> serde_json::Value {
+        serde_json::to_value(row).expect("a summary row serialises")
+    }
+    add("summary", json(&stats(r)));
+    let s = &r.summary;
+    if features.evictions {
+        add("evictions", json(&summed_evictions(r)));
+        add("evictions", json(&eviction_rate(r)));
+    }
+    if features.network {
+        let stale = (s.stale_believers, round_ms(s.stale_belief_ms), s.stale_belief_max_ms.map(round_ms));
+        add("network", json(&network_counts(&s.network, stale)));
+    }
+    if features.writes {
+        add("writes", json(&write_counts(&s.writes)));
+    }
+    if features.service {
+        add("service", json(&service_counts(&s.service)));
+    }
+    if features.jobs {
+        add("jobs", json(&job_counts(&s.jobs)));
+        let trials =
+            super::rows::JobTrials { missed_epoch_trials: s.missed_trials, duplicate_trials: s.duplicate_trials };
+        add("jobs", json(&trials));
+    }
+    let l = &s.latency;
+    if !(l.acquire_us.is_empty() && l.renew_us.is_empty() && l.observe_us.is_empty()) {
+        add("latency", json(&latency(r)));
+    }
+    out
+}

@@ -18,4 +18,6 @@ pub mod rows;
 pub mod suite;
 pub mod summary;
 pub mod terminal;
+pub mod thresholds;
 pub mod timeline;
+pub mod two_runs;

@@ -327,12 +327,8 @@ pub struct ExpectCheck {
     pub failures: Vec<String>,
 }
 
-/// `expect:` failures, as sentences (empty: every expectation held).
-pub fn expectation_failures(exp: &Experiment, trials: &[(u32, &TrialMetrics)]) -> Vec<String> {
-    expectation_checks(exp, trials).into_iter().flat_map(|c| c.failures).collect()
-}
-
-/// Each `expect:` key of the experiment, checked over these trials.
+/// Each `expect:` key of the experiment (its metric bounds aside:
+/// thresholds.rs), checked over these trials.
 pub fn expectation_checks(exp: &Experiment, trials: &[(u32, &TrialMetrics)]) -> Vec<ExpectCheck> {
     let x = &exp.expect;
     // In the experiment's own time, as its file wrote the bounds.

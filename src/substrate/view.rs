@@ -181,16 +181,18 @@ fn read_head(path: &Path) -> String {
     String::from_utf8_lossy(&buf).into_owned()
 }
 
-/// The holder's pid a lock file names: after `pid` (the blog's
-/// `{"pid": N, …}`, a marker's `pid=N`), or a first line that is a bare
-/// number (`N\nhost`). Anything else names none.
+/// The holder's pid a lock file names: after `processId` (the blog's
+/// `{"processId": N, "leaseUntil": …}`, the built-in worker's and the
+/// `lock-stale` fault's) or `pid` (`{"pid": N}`, a marker's `pid=N`), or a
+/// first line that is a bare number (`N\nhost`). Anything else names none.
 fn named_pid(content: &str) -> Option<i32> {
     let number = |s: &str| -> Option<i32> {
         let digits: String = s.chars().take_while(char::is_ascii_digit).collect();
         digits.parse().ok().filter(|p| *p > 0)
     };
-    if let Some(at) = content.find("pid") {
-        let rest = &content[at + 3..];
+    let after = ["processId", "pid"].iter().find_map(|k| content.find(k).map(|at| at + k.len()));
+    if let Some(at) = after {
+        let rest = &content[at..];
         let skip = rest.find(|c: char| !matches!(c, '"' | '\'' | ':' | '=' | ' '))?;
         return number(&rest[skip..]);
     }
@@ -440,6 +442,7 @@ mod tests {
 
     #[test]
     fn a_pid_in_the_lock_file_is_found_in_each_format() {
+        assert_eq!(named_pid("{\"processId\":4242,\"leaseUntil\":1796553187}"), Some(4242));
         assert_eq!(named_pid("{\"pid\": 4242, \"leaseUntil\": 17.5}"), Some(4242));
         assert_eq!(named_pid("{\"pid\":4242}"), Some(4242));
         assert_eq!(named_pid("filelock-soft-v2\npid=4242\nhost=h\n"), Some(4242));

@@ -215,6 +215,20 @@ mod tests {
         assert!(matches!(&told, GroupShim::Missing { name, .. } if name == "sh" || name == "sleep"), "{told:?}");
         nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), nix::sys::signal::Signal::SIGKILL).unwrap();
         child.wait().unwrap();
+        // The background sleep, not our child, dies in its own time after
+        // the signal (and is reaped by another): wait until the group has
+        // nobody alive, as /proc says, then ask.
+        let alive = || {
+            procfs::process::all_processes()
+                .unwrap()
+                .filter_map(|p| p.ok()?.stat().ok())
+                .any(|s| s.pgrp == pgid && s.state != 'Z' && s.state != 'X')
+        };
+        let started = std::time::Instant::now();
+        while alive() {
+            assert!(started.elapsed() < std::time::Duration::from_secs(10), "SIGKILL did not empty the group");
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
         // A group with nobody left in it tells nothing.
         assert_eq!(groups_shim(&[pgid]), vec![GroupShim::Unknown]);
     }

@@ -11,6 +11,7 @@
 mod blog;
 mod bounds;
 mod committed;
+mod compare;
 mod damage;
 mod deploy;
 mod disturbance;

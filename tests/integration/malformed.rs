@@ -2,7 +2,7 @@
 //! be wrong that we know of. Each is exit 2 with a message naming
 //! file:line:column (or the flag), before anything is spawned or written.
 
-use crate::helper::{Lab, bin};
+use crate::helper::{Lab, bin, repo};
 
 /// (experiment text, extra flags, what stderr must say after `FILE:`).
 const CASES: &[(&str, &[&str], &str)] = &[
@@ -14,7 +14,19 @@ const CASES: &[(&str, &[&str], &str)] = &[
         "5:1: while scanning a plain scalar, found a tab",
     ),
     ("name: x\nworkers: 3\n\tduration: 5s\n", &[], "3:1: while scanning a plain scalar, found a tab"),
-    ("", &[], "1:1: unexpected end of input"),
+    ("", &[], "1:1: the file holds no settings"),
+    ("# only a comment\n\n", &[], "1:1: the file holds no settings"),
+    ("name: x\nworkers: 3\nlease: 9s\nlease: 8s\n", &[], "4:1: `lease` is given twice; each setting may appear once"),
+    (
+        "name: x\nworkers: 3\nfaults:\n  - at: 1s\n    target: leader\n  action: kill\n",
+        &[],
+        "6:3: missing field `action`: line 6 gives `action` at another indent",
+    ),
+    (
+        "name: x\nworkers: 3\nfaults:\n  - at: 1s\n    target: leader\n    action: sigkil\n",
+        &[],
+        "6:13: unknown variant `sigkil` (did you mean `kill`?)",
+    ),
     ("- a\n- b\n", &[], "1:1:"),
     ("name: x\nworkers: 3\nleese: 9s\n", &[], "3:1: unknown field `leese` (did you mean `lease`?)"),
     ("name: x\nworkers: 3\nworker:\n  acquir: excl\n", &[], "4:3: unknown field `acquir` (did you mean `acquire`?)"),
@@ -101,6 +113,7 @@ const CASES: &[(&str, &[&str], &str)] = &[
     ("name: x\nworkers: 3\ntime_scale: .nan\n", &[], "3:13: time_scale must be a positive number, not NaN"),
     ("name: x\nworkers: 3\njobs: 65\n", &[], "3:7: jobs must be between 1 and 64"),
     ("name: x\nworkers: 3\ngrace: 61s\n", &[], "3:8: grace is 61s; at most 60s"),
+    ("name: x\nworkers: 3\ngrace: 100ms\n", &[], "3:8: grace is 100ms; at least 500ms"),
     ("name: x\nworkers: 3\nduration: 700000s\n", &[], "3:11: a trial would last 700000s; at most 604800s"),
     (
         "name: x\nworkers: 3\nworker:\n  failpoint_workers: [5]\n",
@@ -301,6 +314,11 @@ fn a_huge_or_missing_file_and_bad_paths_are_exit_2() {
         (vec![huge.display().to_string()], "such a file is at most 1048576 bytes"),
         (vec![lab.path().join("missing.yaml").display().to_string()], "cannot read experiment file"),
         (vec![empty_dir.display().to_string()], "directory holds no .yaml experiment"),
+        (vec![repo().join("experiments").display().to_string()], "its subdirectories hold "),
+        (
+            vec![repo().join("experiments/blog").display().to_string(), "--filter".into(), "no-such-*".into()],
+            "--filter no-such-*: matches none of the ",
+        ),
     ];
     for (args, want) in cases {
         let run = std::process::Command::new(bin()).arg("run").args(&args).args(["--no-calibrate"]).output().unwrap();

@@ -19,8 +19,18 @@ fn plan_shows_the_schedule_the_time_and_the_warnings_and_runs_nothing() {
     let kill = blog.join("sigkill-gap.yaml").display().to_string();
     let (code, out, err) = leasequake(&lab, &["plan", &kill, "--time-scale", "0.1", "--jobs", "2"]);
     assert_eq!(code, Some(0), "{err}");
-    assert!(out.contains("10 trials = 10 trials of 30s"), "{out}");
+    assert!(out.contains("  10 trials of 30s"), "{out}");
     assert!(out.contains("2 at a time: about"), "{out}");
+    // More jobs than trials: no faster than one trial; a sweep lists its points.
+    let few = lab.file("few.yaml", "name: f\nworkers: 2\nduration: 15s\ntrials: 1\nsweep:\n  lease: [9s, 12s]\n");
+    let few = few.display().to_string();
+    let (_, few, _) = leasequake(&lab, &["plan", &few, "--time-scale", "0.1", "--jobs", "8"]);
+    assert!(
+        few.contains("2 points × 1 trial = 2 trials of 15s (time scale 0.1: 1500ms each); 2 at a time: about "),
+        "{few}"
+    );
+    assert!(!few.contains("about 1 s"), "two 1.5 s trials side by side take 1.5 s at least: {few}");
+    assert!(few.contains("  points: lease=900ms, lease=1200ms\n"), "{few}");
     // The protocol-relative kill is armed, not placed: in the file's own time.
     assert!(out.contains("8.500 s  kill leader: armed, fires 2.470 s after the target's next `renewed`"), "{out}");
     // A random kill: the time the run will use, drawn from trial 1's seed.
@@ -94,12 +104,46 @@ fn trials_run_until_the_interval_is_narrow_enough_or_the_cap() {
 }
 
 #[test]
+fn a_tree_of_experiments_is_validated_and_listed_whole_and_picked_by_name() {
+    let lab = Lab::new();
+    let tree = repo().join("experiments").display().to_string();
+    let (code, out, err) = leasequake(&lab, &["validate", &tree]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("experiments/blog/sigkill-gap.yaml") && out.contains("experiments/clients/"), "{out}");
+    let (code, out, err) = leasequake(&lab, &["list", &tree, "--filter", "sigkill-*", "--filter", "naive*"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.lines().next().is_some_and(|l| l.starts_with("naive")), "{out}");
+    assert!(out.contains("sigkill-gap ") && !out.contains("lease-vs-pauses"), "{out}");
+    let (code, out, _) = leasequake(&lab, &["validate", &tree, "--filter", "sigterm-*"]);
+    assert_eq!(code, Some(0));
+    assert!(out.lines().all(|l| l.contains("(sigterm-")), "{out}");
+}
+
+#[test]
 fn completions_and_the_manual_page_are_printed() {
     let lab = Lab::new();
     let (code, out, err) = leasequake(&lab, &["completions", "bash"]);
     assert_eq!(code, Some(0), "{err}");
     assert!(out.contains("_leasequake()") && out.contains("plan"), "{out}");
+    // The harness's own children are not offered.
+    for internal in ["calibrate-hog", "calibrate-emit", "guard", "exec-program", "worker"] {
+        assert!(
+            !out.contains(&format!(" {internal} ")) && !out.contains(&format!("__{internal}")),
+            "{internal}: {out}"
+        );
+    }
     let (code, out, _) = leasequake(&lab, &["man"]);
     assert_eq!(code, Some(0));
     assert!(out.contains(".TH leasequake") && out.contains("Chaos harness"), "{out}");
+    assert!(out.contains("leasequake\\-reference(1)") && !out.contains("guard"), "{out}");
+    // A page for every subcommand it names, each with its flags.
+    let pages = lab.path().join("man1");
+    let (code, _, err) = leasequake(&lab, &["man", "--dir", &pages.display().to_string()]);
+    assert_eq!(code, Some(0), "{err}");
+    let run = std::fs::read_to_string(pages.join("leasequake-run.1")).expect("leasequake-run.1");
+    assert!(run.contains("\\-\\-time\\-scale"), "{run}");
+    for page in ["leasequake.1", "leasequake-compare.1", "leasequake-shrink.1", "leasequake-reference.1"] {
+        assert!(pages.join(page).is_file(), "{page}");
+    }
+    assert!(!pages.join("leasequake-guard.1").exists());
 }

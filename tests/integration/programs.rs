@@ -16,7 +16,7 @@ fn crashing_silent_flooding_and_term_ignoring_programs_are_outcomes_not_failures
     let file = lab.file(
         "bad.yaml",
         concat!(
-            "name: misbehaving\nworkers: 4\nduration: 2s\ngrace: 300ms\n",
+            "name: misbehaving\nworkers: 4\nduration: 2s\ngrace: 500ms\n",
             "program:\n",
             "  max_lines: 2000\n",
             "  shell: true\n",

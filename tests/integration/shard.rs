@@ -280,7 +280,9 @@ fn a_suites_shards_merge_into_the_suite_with_its_readme() {
     let out = lab.path().join("merged");
     let done = merge(&out, &[&shards[0], &shards[1]]);
     assert_eq!(done.status.code(), Some(1), "{}", String::from_utf8_lossy(&done.stderr));
-    assert!(String::from_utf8_lossy(&done.stdout).contains("expectations:   3 failed"));
+    let said = String::from_utf8_lossy(&done.stdout);
+    assert!(said.contains("expectations:   1 of 1 failed") && said.contains("    ✗ wedged: true\n"), "{said}");
+    assert_eq!(said.matches("(expected wedged: true)").count(), 3, "each of the 3 trials: {said}");
     assert_eq!(held(&out, "first"), ["1", "2", "3", "4"]);
     assert_eq!(held(&out, "second"), ["1", "2", "3"]);
     let readme = std::fs::read_to_string(out.join("README.md")).unwrap();

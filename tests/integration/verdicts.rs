@@ -116,3 +116,31 @@ fn exports_for_ci_carry_every_expectation_and_verdict() {
     assert!(stderr.contains("--junit: /nonexistent-dir is not a directory"), "{stderr}");
     assert!(!out.exists(), "nothing written");
 }
+
+#[test]
+fn any_summarised_metric_can_be_bounded_per_setting_and_each_bound_is_a_line_and_a_test_case() {
+    let lab = Lab::new();
+    let exp = lab.file(
+        "m.yaml",
+        "name: m\nworkers: 2\nduration: 20s\ntrials: 3\nfaults:\n  - {at: 2s, target: leader, action: kill}\n\
+         sweep:\n  lease: [9s, 12s]\n\
+         expect:\n  metrics:\n    summary.n: {min: 3}\n    summary.gap_max_ms: {max: 30000}\n\
+         \x20   summary.gap_min_ms: {max: 1}\n    summary.double_leader_trials: {rate_max: 5%}\n",
+    );
+    let junit = lab.path().join("r.xml");
+    let run = lab.run(&exp).scale(0.05).arg("--junit").arg(junit.display().to_string()).output().expect_code(1);
+    let said = run.stdout();
+    assert!(said.contains("expectations:   2 of 4 failed"), "{said}");
+    assert!(said.contains("    ✓ metrics.summary.n: min 3\n"), "{said}");
+    assert!(said.contains("    ✓ metrics.summary.gap_max_ms: max 30000\n"), "{said}");
+    assert!(said.contains("    ✗ metrics.summary.gap_min_ms: max 1\n"), "{said}");
+    // 0/3 is no evidence of a rate under 5 %: at each of the two points.
+    assert!(said.contains("    ✗ metrics.summary.double_leader_trials: rate_max 5 %\n"), "{said}");
+    assert_eq!(said.matches("/3: its rate's 95 % interval reaches ").count(), 2, "{said}");
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(xml.contains("name=\"expect metrics.summary.double_leader_trials: rate_max 5 %\""), "{xml}");
+    // A metric no summary file has is refused at its place, before anything runs.
+    let bad = lab.file("bad.yaml", "name: b\nworkers: 2\nexpect:\n  metrics:\n    summary.gap_p999_ms: {max: 1}\n");
+    let refused = lab.run(&bad).output().expect_code(2);
+    assert!(refused.stderr().contains("did you mean `summary.gap_p99_ms`?"), "{}", refused.stderr());
+}

@@ -24,6 +24,7 @@ mod storm;
 #[cfg(test)]
 mod testkit;
 mod theory;
+pub mod twosample;
 mod writes;
 
 pub use disturbance::{Disturbance, STEAL_MIN_US, STEAL_SHARE};

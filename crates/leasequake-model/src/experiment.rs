@@ -27,6 +27,9 @@ pub struct Expect {
     pub double_leader_trials: Option<usize>,
     /// At most this many trials the machine disturbed.
     pub disturbed: Option<usize>,
+    /// Bounds on summarised metrics (`expect: {metrics: …}`), each checked
+    /// per setting.
+    pub metrics: Vec<super::summary_metrics::MetricBound>,
 }
 
 impl Expect {

@@ -14,6 +14,7 @@ pub mod program;
 pub mod protocol;
 pub mod random_faults;
 pub mod settings;
+pub mod summary_metrics;
 pub mod worker_config;
 
 pub use duration::{Dur, Offset};

@@ -1,0 +1,359 @@
+//! Two runs (or two points of one sweep) compared metric by metric, as
+//! hyperfine compares two commands: for each metric both measured, the
+//! difference B − A with its 95 % interval, a p-value corrected across
+//! every metric compared (Holm), and one sentence a person can act on.
+//! Pure over the checked trials; `commands/compare.rs` reads them.
+
+use serde::Serialize;
+
+use crate::check::TrialMetrics;
+use crate::check::stats::percentile;
+use crate::check::twosample::{holm, rate_diff, shift};
+
+/// Below this (Holm-adjusted) p, a difference is called significant.
+pub const ALPHA: f64 = 0.05;
+
+/// What one side measured of one metric.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Sample {
+    /// Durations, in seconds of the experiment's own time.
+    Seconds(Vec<f64>),
+    /// Trials with the property, of the trials.
+    Trials { k: usize, n: usize },
+}
+
+/// One metric of one side: a stable key, the words for it, its values.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Metric {
+    pub key: String,
+    pub label: String,
+    pub sample: Sample,
+}
+
+/// The metrics a side's trials give (each trial once; durations divided
+/// by the time scale). `observed`: the harness looked at the lease itself,
+/// so the service's view is a metric too.
+pub fn metrics(trials: &[&TrialMetrics], scale: f64, observed: bool) -> Vec<Metric> {
+    let own = |us: i64| us as f64 / 1e6 / scale;
+    let n = trials.len();
+    let mut out = Vec::new();
+    let mut causes: Vec<&str> = trials.iter().flat_map(|t| t.gaps.iter()).map(|g| g.cause.as_str()).collect();
+    causes.sort_unstable();
+    causes.dedup();
+    for cause in causes {
+        let gaps: Vec<f64> = trials
+            .iter()
+            .flat_map(|t| t.gaps.iter())
+            .filter(|g| g.ended && g.cause == cause)
+            .map(|g| own(g.end_us - g.start_us))
+            .collect();
+        if !gaps.is_empty() {
+            out.push(seconds(&format!("gap.{cause}"), &format!("{cause} gap"), gaps));
+        }
+    }
+    let per_trial = |f: &dyn Fn(&TrialMetrics) -> Option<i64>| -> Vec<f64> {
+        trials.iter().filter_map(|t| f(t)).map(own).collect()
+    };
+    out.push(seconds("first_leader", "time to the first leader", per_trial(&|t| t.first_leader_us)));
+    out.push(seconds("leaderless", "leaderless time a trial", per_trial(&|t| Some(t.leaderless_us))));
+    out.push(seconds("double_leader_time", "time with two leaders a trial", per_trial(&|t| Some(t.double_leader_us))));
+    let count = |key: &str, label: &str, f: &dyn Fn(&TrialMetrics) -> bool| Metric {
+        key: key.into(),
+        label: label.into(),
+        sample: Sample::Trials { k: trials.iter().filter(|t| f(t)).count(), n },
+    };
+    out.push(count("double_leader_trials", "trials with two leaders", &|t| t.max_leaders > 1));
+    out.push(count("wedged_trials", "wedged trials", &|t| t.wedged));
+    out.push(count("disturbed_trials", "trials the machine disturbed", &|t| t.disturbance.disturbed()));
+    if observed {
+        out.push(count("unbacked_trials", "trials with a belief the service did not back", &|t| {
+            t.service.unbacked > 0
+        }));
+    }
+    out.retain(|m| match &m.sample {
+        Sample::Seconds(v) => !v.is_empty(),
+        Sample::Trials { n, .. } => *n > 0,
+    });
+    out
+}
+
+fn seconds(key: &str, label: &str, values: Vec<f64>) -> Metric {
+    Metric { key: key.into(), label: label.into(), sample: Sample::Seconds(values) }
+}
+
+/// One metric compared.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Row {
+    pub key: String,
+    pub label: String,
+    /// "median 9.53 s of 10" or "3/30".
+    pub a: String,
+    pub b: String,
+    /// B − A (seconds, or a difference of rates in [−1, 1]) and its 95 %
+    /// interval (null ends in JSON: too few values for one).
+    pub estimate: f64,
+    pub low: f64,
+    pub high: f64,
+    /// Durations: how often a value of B exceeds one of A (0.5: neither
+    /// tends larger); the direction where the shift is 0.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub b_above: Option<f64>,
+    pub test: &'static str,
+    pub p: f64,
+    /// p after Holm's correction across every row.
+    pub p_holm: f64,
+    pub significant: bool,
+    pub verdict: String,
+}
+
+/// Every metric both sides have, compared; None where they share none.
+pub fn compare(a: &[Metric], b: &[Metric]) -> Vec<Row> {
+    let mut rows: Vec<Row> = a
+        .iter()
+        .filter_map(|ma| {
+            let mb = b.iter().find(|m| m.key == ma.key)?;
+            let (key, label) = (ma.key.clone(), ma.label.clone());
+            match (&ma.sample, &mb.sample) {
+                (Sample::Seconds(x), Sample::Seconds(y)) => {
+                    let s = shift(x, y)?;
+                    Some(Row {
+                        key,
+                        label,
+                        a: median_text(x),
+                        b: median_text(y),
+                        estimate: s.estimate,
+                        low: s.low,
+                        high: s.high,
+                        b_above: Some(s.b_above),
+                        test: if s.exact { "Mann–Whitney U (exact)" } else { "Mann–Whitney U (normal, ties)" },
+                        p: s.p,
+                        p_holm: s.p,
+                        significant: false,
+                        verdict: String::new(),
+                    })
+                }
+                (Sample::Trials { k: k1, n: n1 }, Sample::Trials { k: k2, n: n2 }) => {
+                    let d = rate_diff(*k1, *n1, *k2, *n2)?;
+                    Some(Row {
+                        key,
+                        label,
+                        a: format!("{k1}/{n1}"),
+                        b: format!("{k2}/{n2}"),
+                        estimate: d.estimate,
+                        low: d.low,
+                        high: d.high,
+                        b_above: None,
+                        test: "Fisher's exact",
+                        p: d.p,
+                        p_holm: d.p,
+                        significant: false,
+                        verdict: String::new(),
+                    })
+                }
+                _ => None,
+            }
+        })
+        .collect();
+    // The machine's disturbances are no metric of the system: outside the
+    // family Holm corrects, judged on their own.
+    let family: Vec<usize> = (0..rows.len()).filter(|&i| rows[i].key != MACHINE).collect();
+    let adjusted = holm(&family.iter().map(|&i| rows[i].p).collect::<Vec<_>>());
+    for (&i, p) in family.iter().zip(adjusted) {
+        rows[i].p_holm = p;
+    }
+    for row in &mut rows {
+        row.significant = row.p_holm < ALPHA;
+        row.verdict = verdict(row);
+    }
+    rows
+}
+
+/// The metric of the machine rather than the system.
+const MACHINE: &str = "disturbed_trials";
+
+fn median_text(v: &[f64]) -> String {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    format!("median {} of {}", secs(percentile(&s, 0.5).unwrap_or(0.0)), v.len())
+}
+
+/// A duration as a person reads it: 3 significant digits, at least ms.
+fn secs(s: f64) -> String {
+    let a = s.abs();
+    if a >= 10.0 {
+        format!("{s:.1} s")
+    } else if a >= 1.0 {
+        format!("{s:.2} s")
+    } else {
+        format!("{s:.3} s")
+    }
+}
+
+fn signed_secs(s: f64) -> String {
+    if s.abs() < 0.0005 {
+        secs(0.0)
+    } else if s > 0.0 {
+        format!("+{}", secs(s))
+    } else {
+        secs(s)
+    }
+}
+
+fn pct(x: f64) -> String {
+    let v = (x * 100.0).round();
+    if v > 0.0 {
+        format!("+{v:.0} %")
+    } else if v == 0.0 {
+        "0 %".to_string()
+    } else {
+        format!("{v:.0} %")
+    }
+}
+
+pub fn p_text(p: f64) -> String {
+    if p < 0.001 { "p < 0.001".to_string() } else { format!("p = {}", round2(p)) }
+}
+
+/// Two significant digits.
+fn round2(p: f64) -> String {
+    let digits = (-p.log10().floor()) as usize + 1;
+    format!("{p:.*}", digits.clamp(2, 6))
+}
+
+/// The difference as a table cell: "+2.00 s (+1.98 s…+2.03 s)", "-10 %
+/// (-26 %…+3 %)"; an unbounded end is ∞.
+pub fn diff_text(r: &Row) -> String {
+    let end = |v: f64| match (v.is_finite(), r.b_above.is_some()) {
+        (false, _) if v < 0.0 => "-∞".to_string(),
+        (false, _) => "+∞".to_string(),
+        (true, true) => signed_secs(v),
+        (true, false) => pct(v),
+    };
+    let estimate = if r.b_above.is_some() { signed_secs(r.estimate) } else { pct(r.estimate) };
+    format!("{estimate} ({}…{})", end(r.low), end(r.high))
+}
+
+/// "B's median kill gap is 2.00 s longer (1.93–2.05 s, p < 0.001)";
+/// "trials with two leaders 3/30 vs 0/30: not significant (−10 %,
+/// −24 %…+3 %, p = 0.24)".
+fn verdict(r: &Row) -> String {
+    let p = p_text(r.p_holm);
+    let seconds = r.b_above.is_some();
+    let bounded = r.low.is_finite() && r.high.is_finite();
+    match (seconds, r.significant) {
+        // Most values 0 on both sides (time with two leaders): the median
+        // shift is 0 and only the U test's direction says anything.
+        (true, true) if r.estimate == 0.0 => {
+            let word = if r.b_above.unwrap_or(0.5) > 0.5 { "longer" } else { "shorter" };
+            format!(
+                "B's {} tends to be {word} (a value of B above one of A {:.0} % of the time, {p}); the median shift is 0",
+                r.label,
+                r.b_above.unwrap_or(0.5) * 100.0
+            )
+        }
+        (true, true) => {
+            let (word, lo, hi) =
+                if r.estimate < 0.0 { ("shorter", -r.high, -r.low) } else { ("longer", r.low, r.high) };
+            format!(
+                "B's {} is {} {word} ({}–{}, {p})",
+                r.label,
+                secs(r.estimate.abs()),
+                secs(lo).trim_end_matches(" s"),
+                secs(hi),
+            )
+        }
+        (true, false) if !bounded => format!(
+            "{}: no significant difference (B − A {}; too few values for a 95 % interval, {p})",
+            r.label,
+            signed_secs(r.estimate)
+        ),
+        (true, false) => format!(
+            "{}: no significant difference (B − A {}, {}…{}, {p})",
+            r.label,
+            signed_secs(r.estimate),
+            signed_secs(r.low),
+            signed_secs(r.high)
+        ),
+        (false, sig) => format!(
+            "{} {} vs {}: {} ({}, {}…{}, {p})",
+            r.label,
+            r.a,
+            r.b,
+            match (sig, r.estimate > 0.0) {
+                (false, _) => "not significant",
+                (true, true) => "B has more",
+                (true, false) => "B has fewer",
+            },
+            pct(r.estimate),
+            pct(r.low),
+            pct(r.high)
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn secs_metric(key: &str, v: &[f64]) -> Metric {
+        Metric { key: key.into(), label: key.replace('.', " "), sample: Sample::Seconds(v.to_vec()) }
+    }
+
+    fn trials(key: &str, k: usize, n: usize) -> Metric {
+        Metric { key: key.into(), label: key.replace('_', " "), sample: Sample::Trials { k, n } }
+    }
+
+    #[test]
+    fn a_known_shift_is_significant_and_said_in_words() {
+        let a: Vec<f64> = (0..10).map(|i| 9.0 + f64::from(i) * 0.1).collect();
+        let b: Vec<f64> = a.iter().map(|x| x - 2.0).collect();
+        let rows = compare(
+            &[secs_metric("gap.kill", &a), trials("double_leader_trials", 3, 30)],
+            &[secs_metric("gap.kill", &b), trials("double_leader_trials", 0, 30), trials("wedged", 0, 30)],
+        );
+        assert_eq!(rows.len(), 2, "only what both have");
+        let kill = &rows[0];
+        assert!(kill.significant && (kill.estimate + 2.0).abs() < 1e-9, "{kill:?}");
+        assert!(kill.verdict.starts_with("B's gap kill is 2.00 s shorter ("), "{}", kill.verdict);
+        assert!(kill.verdict.ends_with("p < 0.001)"), "{}", kill.verdict);
+        let two = &rows[1];
+        assert!(!two.significant);
+        assert_eq!(two.verdict, "double leader trials 3/30 vs 0/30: not significant (-10 %, -26 %…+3 %, p = 0.24)");
+        // Holm over two: the smaller p is doubled, the larger kept.
+        assert!((kill.p_holm - 2.0 * kill.p).abs() < 1e-15 && two.p_holm == two.p);
+    }
+
+    #[test]
+    fn the_same_distribution_is_rarely_called_different() {
+        // 2000 pairs of samples of 10 from one distribution (a seeded
+        // generator): the test calls at most about ALPHA of them different.
+        let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 11) as f64 / (1u64 << 53) as f64
+        };
+        let mut called = 0;
+        let runs = 2000;
+        for _ in 0..runs {
+            let a: Vec<f64> = (0..10).map(|_| 6.0 + 3.0 * next()).collect();
+            let b: Vec<f64> = (0..10).map(|_| 6.0 + 3.0 * next()).collect();
+            let rows = compare(&[secs_metric("gap.kill", &a)], &[secs_metric("gap.kill", &b)]);
+            called += usize::from(rows[0].significant);
+        }
+        let rate = called as f64 / runs as f64;
+        assert!(rate <= ALPHA + 0.01 && rate > 0.01, "called different in {rate}");
+    }
+
+    #[test]
+    fn numbers_read_as_a_person_writes_them() {
+        assert_eq!(p_text(0.0004), "p < 0.001");
+        assert_eq!(p_text(0.2373), "p = 0.24");
+        assert_eq!(p_text(0.0123), "p = 0.012");
+        assert_eq!(secs(9.531), "9.53 s");
+        assert_eq!(secs(0.31), "0.310 s");
+        assert_eq!(signed_secs(-0.1), "-0.100 s");
+    }
+}
