@@ -78,7 +78,8 @@ fn a_stalled_operation_marks_its_trial_disturbed_everywhere() {
     }
     if trials.iter().all(|r| r.get("disturbed") == "false") {
         let calm = calm.expect_code(0);
-        assert!(!calm.stdout().contains("disturbed:"), "{}", calm.stdout());
+        let out = calm.stdout();
+        assert!(!out.contains("⚠ disturbed:") && out.contains("    ✓ disturbed: 0\n"), "{out}");
     } else {
         calm.expect_code(1);
     }

@@ -29,10 +29,10 @@ fn children_mentioning(ppid: u32, needle: &str) -> Vec<i32> {
 fn a_run_killed_in_its_loaded_calibration_leaves_no_cpu_hog() {
     let lab = Lab::new();
     let file = lab.file("x.yaml", "name: x\nworkers: 2\nduration: 1s\n");
-    // A run calibrates first: as the machine is (about 2 s), then with a
-    // CPU hog per core.
+    // A run calibrates first: as the machine is (about 2 s), then, asked
+    // to, with a CPU hog per core.
     let mut run = Command::new(bin())
-        .args(["run", "--quiet", "--time-scale", "0.05"])
+        .args(["run", "--quiet", "--calibrate-loaded", "--time-scale", "0.05"])
         .arg(&file)
         .arg("--out")
         .arg(lab.path().join("out"))
@@ -51,6 +51,21 @@ fn a_run_killed_in_its_loaded_calibration_leaves_no_cpu_hog() {
     wait_for(Duration::from_secs(5), "the hogs to die with the harness", || {
         hogs.iter().all(|h| zombie(*h)).then_some(())
     });
+    // Unasked, a run loads no CPU: its host.json has the as-found
+    // calibration alone.
+    let out = lab.path().join("plain");
+    let plain = Command::new(bin())
+        .args(["run", "--quiet", "--time-scale", "0.05"])
+        .arg(&file)
+        .arg("--out")
+        .arg(&out)
+        .stdout(Stdio::null())
+        .status();
+    assert!(plain.unwrap().success());
+    let host: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("host.json")).unwrap()).unwrap();
+    assert!(host["calibration"].is_object(), "{host}");
+    assert!(host.get("calibration_loaded").is_none_or(serde_json::Value::is_null), "{host}");
 }
 
 fn zombie(pid: i32) -> bool {
