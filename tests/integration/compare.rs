@@ -8,11 +8,14 @@ use crate::helper::Timing;
 use crate::helper::{Lab, bin};
 
 /// Lease 8.5 s or 10.5 s, renewed every 3 s from the first acquisition,
-/// watched every 1 s: the leader killed at 10.2 s (after its renewal at
-/// 9 s) leaves a lease that ends at 17.5 s or 19.5 s, half a watch from
-/// any tick, and is taken over at the 18 s or the 20 s tick. The kill gap
-/// is 2 s longer with the longer lease in every trial.
+/// watched every 1 s, `leaseUntil` kept to 10 ms (not the blog's whole
+/// seconds, whose truncation would move each trial's expiry by up to a
+/// second): the leader killed at 10.2 s (after its renewal at 9 s) leaves
+/// a lease that ends at 17.5 s or 19.5 s, half a watch from any tick, and
+/// is taken over at the 18 s or the 20 s tick. The kill gap is 2 s longer
+/// with the longer lease in every trial.
 const SWEEP: &str = "name: cmp\nworkers: 3\nduration: 25s\ntrials: 6\nseed: 7\nrenew: 3s\nwatch: 1s\n\
+                     expiry_resolution: 10ms\n\
                      faults:\n  - {at: 10.2s, target: leader, action: kill}\nsweep:\n  lease: [8.5s, 10.5s]\n";
 
 /// Measured against the watch's half interval: holds the machine alone.
@@ -22,7 +25,7 @@ mod alone {
     #[test]
     fn a_lease_two_seconds_longer_moves_the_kill_gap_by_two_seconds() {
         let lab = Lab::alone();
-        let Some(timing) = Timing::new("compare: a lease 2 s longer", 5.0, 50.0) else { return };
+        let Some(timing) = Timing::new("compare: a lease 2 s longer", 10.0, 50.0) else { return };
         let scale = 0.1;
         let exp = lab.file("cmp.yaml", &(SWEEP.to_string() + &timing.yaml(scale)));
         let run = lab.run(&exp).scale(scale).jobs(2).output().expect_code(0);
