@@ -63,8 +63,12 @@ fn every_trial_double_led(trials: &[Row]) -> &Row {
     trials.iter().find(|t| t.get("disturbed") == "false").unwrap_or(&trials[0])
 }
 
-/// A duration as the resolved file writes it (`400ms`, `1.5s`), in ms.
+/// A duration as the resolved file writes it (`447384us`, `400ms`,
+/// `1.5s`), in ms.
 fn ms_of(d: &str) -> Option<f64> {
+    if let Some(us) = d.strip_suffix("us") {
+        return us.parse::<f64>().ok().map(|us| us / 1000.0);
+    }
     match d.strip_suffix("ms") {
         Some(ms) => ms.parse().ok(),
         None => d.strip_suffix('s')?.parse::<f64>().ok().map(|s| s * 1000.0),
@@ -72,9 +76,9 @@ fn ms_of(d: &str) -> Option<f64> {
 }
 
 /// What a shrink must have done: the original reproduced, within budget,
-/// down to the one pause of the leader, longer than the lease it left the
-/// leader (a pause within that never double-leads, so no such candidate
-/// can have been kept); a rate that is what its confirmation runs show;
+/// down to the one pause of the leader, longer than the least lease it
+/// can have left the leader (a pause within that never double-leads, so
+/// no such candidate can have been kept); a rate that is what its confirmation runs show;
 /// and a file that runs on its own, as a user would run it.
 fn assert_shrunk_to_the_pause(lab: &Lab, dir: &Path, recorded: usize, runs: u32) {
     let steps = read_table(&dir.join("steps.csv"));
@@ -95,15 +99,19 @@ fn assert_shrunk_to_the_pause(lab: &Lab, dir: &Path, recorded: usize, runs: u32)
         .unwrap_or_else(|| panic!("the pause's duration:\n{yaml}"));
     // The lease left at the pause: the whole lease less the delay after a
     // renewal, where the search tied the pause to one; else at least the
-    // lease less a renew interval, as renewals come every interval.
+    // lease less a renew interval, as renewals come every interval. Either
+    // way less up to one expiry resolution: the renewal's `leaseUntil` is
+    // truncated to it (1 s, scaled), so a renewal leaves between the lease
+    // less that and the whole lease.
     let field = |key: &str| yaml.lines().find_map(|l| l.trim().strip_prefix(key).map(str::to_string));
     let after_renewal_ms = match (field("after: ").as_deref(), field("delay: ")) {
         (Some("renewed"), Some(d)) => ms_of(&d),
         _ => None,
     };
+    let resolution_ms = 1000.0 * SCALE;
     let left_ms = match after_renewal_ms {
-        Some(delay) => 9000.0 * SCALE - delay,
-        None => (9000.0 - 3000.0) * SCALE,
+        Some(delay) => 9000.0 * SCALE - delay - resolution_ms,
+        None => (9000.0 - 3000.0) * SCALE - resolution_ms,
     };
     assert!(pause_ms > left_ms, "a pause of {pause_ms} ms within the {left_ms} ms of lease it left was kept:\n{yaml}");
     let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();
