@@ -75,7 +75,7 @@ pub(super) fn bounds<'a>(
 fn unknown(key: &str) -> String {
     let nearest = SUMMARY_METRICS
         .iter()
-        .map(|m| (m.key(), distance(key, &m.key())))
+        .map(|m| (m.key(), super::yaml_error::edit_distance(key, &m.key())))
         .min_by_key(|(_, d)| *d)
         .filter(|(_, d)| *d <= (key.len() / 3).max(2))
         .map(|(k, _)| format!(" (did you mean `{k}`?)"))
@@ -90,22 +90,6 @@ fn unknown(key: &str) -> String {
          (docs/experiment-reference.md lists them)",
         files.join(", ")
     )
-}
-
-/// Levenshtein distance, by characters.
-fn distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let above = row[j + 1];
-            row[j + 1] = (above + 1).min(row[j] + 1).min(diagonal + usize::from(ca != *cb));
-            diagonal = above;
-        }
-    }
-    row[b.len()]
 }
 
 #[cfg(test)]

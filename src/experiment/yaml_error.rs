@@ -87,7 +87,7 @@ fn suggest(prefix: &str, message: &str) -> Option<String> {
 }
 
 /// Levenshtein distance, by characters.
-fn edit_distance(a: &str, b: &str) -> usize {
+pub(super) fn edit_distance(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();
     let mut row: Vec<usize> = (0..=b.len()).collect();
     for (i, ca) in a.chars().enumerate() {
