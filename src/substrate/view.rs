@@ -80,15 +80,19 @@ pub struct FileView {
     /// marker is created empty and written a moment later, and the pid it
     /// then names keeps that grant.
     created: Option<(String, String)>,
-    /// The grant each pid named in a file was first seen with.
-    named: Vec<(i32, String)>,
+    /// The holder the file names now and its grant: kept while it holds
+    /// (a renewal may rewrite the file), forgotten when another holder or
+    /// nobody is seen, so that a pid acquiring again is a new grant.
+    named: Option<(i32, String)>,
+    /// Grants named so far: a new one gets the next number.
+    grants: u32,
 }
 
 impl FileView {
     pub fn new(lock: &Path) -> FileView {
         let dir = lock.parent().unwrap_or(Path::new(".")).to_path_buf();
         let name = lock.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        FileView { dir, name, kernel_locked: false, created: None, named: Vec::new() }
+        FileView { dir, name, kernel_locked: false, created: None, named: None, grants: 0 }
     }
 }
 
@@ -105,6 +109,7 @@ impl LeaseView for FileView {
             })
             .collect();
         if files.is_empty() {
+            self.named = None;
             return Look::Free;
         }
         files.sort_by(|a, b| a.0.cmp(&b.0));
@@ -133,21 +138,17 @@ impl LeaseView for FileView {
             let file = format!("{name} {}", born(meta));
             let grant = match pid {
                 Some(p) => {
-                    let known = self.named.iter().position(|(q, _)| *q == p);
-                    match (self.created.take(), known) {
+                    let g = match (self.created.take(), self.named.take()) {
                         // Made empty, now written: the grant it was seen with.
-                        (Some((f, g)), _) if f == file => {
-                            self.named.retain(|(q, _)| *q != p);
-                            self.named.push((p, g.clone()));
-                            g
+                        (Some((f, g)), _) if f == file => g,
+                        (_, Some((q, g))) if q == p => g,
+                        _ => {
+                            self.grants += 1;
+                            format!("{name} of {p} #{}", self.grants)
                         }
-                        (_, Some(i)) => self.named[i].1.clone(),
-                        (_, None) => {
-                            let g = format!("{name} of {p}");
-                            self.named.push((p, g.clone()));
-                            g
-                        }
-                    }
+                    };
+                    self.named = Some((p, g.clone()));
+                    g
                 }
                 None => {
                     let g = format!("{file} {:016x}", crate::model::hash::fnv1a(content.as_bytes()));
@@ -159,6 +160,7 @@ impl LeaseView for FileView {
             };
             return Look::Held { grant, pid, ttl_ms: None };
         }
+        self.named = None;
         Look::Free
     }
 }
@@ -532,6 +534,14 @@ mod tests {
         std::fs::write(&lock, "41").unwrap();
         assert_eq!(grant(view.look()), (again.clone(), Some(41)));
         assert_ne!(again, created);
+        // Taken by 42, then by 41 again with no empty file seen between:
+        // each a grant of its own, 41's second not its first back.
+        std::fs::write(&lock, "42").unwrap();
+        let (second, _) = grant(view.look());
+        std::fs::write(&lock, "41").unwrap();
+        let (third, holder) = grant(view.look());
+        assert_eq!(holder, Some(41));
+        assert!(third != second && third != again && third != created, "{third}");
     }
 
     #[test]
