@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::inputs::{finished_metrics, same_format};
+use super::inputs::{same_format, unit_metrics};
 use crate::cli::CompareArgs;
 use crate::error::Error;
 use crate::experiment::{Overrides, load, to_yaml};
@@ -110,28 +110,21 @@ fn side(arg: &str, which: &str) -> Result<Side, Error> {
     same_format(&dir)?;
     let exp = load(&dir.join("experiment.yaml"), &Overrides::default()).map_err(|e| Error::Experiments(vec![e]))?;
     let all = units(&exp);
-    let labels = || all.iter().map(|(_, l)| l.as_str()).collect::<Vec<_>>().join(", ");
     let unit = match &point {
-        Some(p) => all.iter().position(|(_, l)| l == p).ok_or_else(|| {
-            Error::Conflict(format!(
-                "{which}: {arg}: {} has no sweep point {p} ({})",
-                dir.display(),
-                if all.len() > 1 { format!("its points: {}", labels()) } else { "it has no sweep".into() }
-            ))
-        })?,
+        Some(p) => super::inputs::unit_named(&exp, &dir, p, &format!("{which}: {arg}"))?,
         None if all.len() == 1 => 0,
         None => {
+            let labels: Vec<&str> = all.iter().map(|(_, l)| l.as_str()).collect();
             return Err(Error::Conflict(format!(
                 "{which}: {arg} has {} sweep points: name one as {arg}@SETTING (its points: {})",
                 all.len(),
-                labels()
+                labels.join(", ")
             )));
         }
     };
     let unit_exp = all[unit].0.clone();
-    let checked = finished_metrics(&dir, &exp, "compare", |_, _| {})?;
-    let mine: Vec<&crate::check::TrialMetrics> =
-        checked.iter().filter(|(_, u, _)| *u == unit).map(|(_, _, m)| m).collect();
+    let checked = unit_metrics(&dir, &exp, "compare", unit)?;
+    let mine: Vec<&crate::check::TrialMetrics> = checked.iter().map(|(_, m)| m).collect();
     // A trial the machine disturbed measures the machine: left out of every
     // metric but the count of such trials (unless it is all there is).
     let calm: Vec<&crate::check::TrialMetrics> = mine.iter().copied().filter(|m| !m.disturbance.disturbed()).collect();

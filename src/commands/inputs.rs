@@ -186,12 +186,29 @@ pub fn finished_metrics(
     dir: &Path,
     exp: &Experiment,
     what: &str,
+    keep: impl FnMut(u32, History),
+) -> Result<Vec<(u32, usize, TrialMetrics)>, Error> {
+    metrics_of(dir, exp, what, None, keep)
+}
+
+/// The same for one unit (sweep point) of the run: only its trials' histories
+/// are read and checked.
+pub fn unit_metrics(dir: &Path, exp: &Experiment, what: &str, unit: usize) -> Result<Vec<(u32, TrialMetrics)>, Error> {
+    Ok(metrics_of(dir, exp, what, Some(unit), |_, _| {})?.into_iter().map(|(t, _, m)| (t, m)).collect())
+}
+
+fn metrics_of(
+    dir: &Path,
+    exp: &Experiment,
+    what: &str,
+    only: Option<usize>,
     mut keep: impl FnMut(u32, History),
 ) -> Result<Vec<(u32, usize, TrialMetrics)>, Error> {
     use crate::report::read::{each_history, finished_trials};
+    let units = units(exp);
     let listed = if dir.join("trials.csv").exists() { Some(finished_trials(dir)?) } else { None };
     if let Some(listed) = &listed {
-        let most = units(exp).len() as u64 * u64::from(exp.trials);
+        let most = units.len() as u64 * u64::from(exp.trials);
         if let Some(beyond) = listed.iter().find(|t| u64::from(**t) > most) {
             return Err(Error::Path {
                 path: dir.join("trials.csv"),
@@ -199,9 +216,13 @@ pub fn finished_metrics(
             });
         }
     }
-    let units = units(exp);
+    let mine = |t: u32| only.is_none_or(|u| unit_of(exp, units.len(), t) == u);
+    let listed = listed.map(|l| l.into_iter().filter(|&t| mine(t)).collect::<std::collections::BTreeSet<u32>>());
     let mut metrics = Vec::new();
     each_history(dir, listed.as_ref(), most_workers(exp), |t, history| {
+        if !mine(t) {
+            return Ok(());
+        }
         let unit = unit_of(exp, units.len(), t);
         metrics.push((t, unit, check(&history, &CheckParams::of(units[unit].0))));
         keep(t, history);
@@ -224,10 +245,30 @@ pub fn finished_metrics(
     Ok(metrics)
 }
 
+/// The unit (sweep point) of a run named as trials.csv's `setting` names
+/// it, or an error saying which there are, led by `what` (the flag or
+/// argument that named it).
+pub fn unit_named(exp: &Experiment, dir: &Path, point: &str, what: &str) -> Result<usize, Error> {
+    let all = units(exp);
+    all.iter().position(|(_, label)| label == point).ok_or_else(|| {
+        let labels: Vec<&str> = all.iter().map(|(_, l)| l.as_str()).filter(|l| !l.is_empty()).collect();
+        let there = if labels.is_empty() {
+            "it has no sweep".to_string()
+        } else {
+            format!("its points: {}", labels.join(", "))
+        };
+        Error::Conflict(format!("{what}: {} has no sweep point {point} ({there})", dir.display()))
+    })
+}
+
 /// Print each expectation of the experiment with ✓ or ✗ (as k6 prints its
 /// thresholds), a failed one's first reasons under it.
 pub fn verdict(exp: &Experiment, trials: &[(u32, &TrialMetrics)]) -> Result<(), Error> {
-    let checks = expectation_checks(exp, trials);
+    said_verdict(exp, &expectation_checks(exp, trials))
+}
+
+/// The same, for expectations already checked.
+pub fn said_verdict(exp: &Experiment, checks: &[crate::report::summary::ExpectCheck]) -> Result<(), Error> {
     if checks.is_empty() {
         return Ok(());
     }
@@ -241,7 +282,7 @@ pub fn verdict(exp: &Experiment, trials: &[(u32, &TrialMetrics)]) -> Result<(), 
         0 => sayln!("  expectations:   all {} held", checks.len()),
         n => sayln!("  expectations:   {n} of {} failed{scaled}", checks.len()),
     }
-    for c in &checks {
+    for c in checks {
         sayln!("    {} {}", if c.failures.is_empty() { "✓" } else { "✗" }, c.expect);
         for f in c.failures.iter().take(5) {
             sayln!("        {f}");

@@ -351,6 +351,7 @@ pub(super) fn run_experiment(
         say!("  decomposition:\n{parts}");
     }
     let done = all.len();
+    let checks = crate::report::thresholds::checks(exp, &by_trial);
     let result = if let Some(e) = sink.error {
         Err(e)
     } else if flags.signalled.load(Ordering::SeqCst) {
@@ -358,9 +359,8 @@ pub(super) fn run_experiment(
     } else if ctx.silent {
         Ok(())
     } else {
-        super::inputs::verdict(exp, &by_trial)
+        super::inputs::said_verdict(exp, &checks)
     };
-    let checks = crate::report::thresholds::checks(exp, &by_trial);
     let failed: Vec<String> = checks.iter().flat_map(|c| c.failures.iter().cloned()).collect();
     // Derived output: a report that cannot be written loses no result.
     if let Err(e) = super::report::experiment(dir, exp, &sink.metrics, &failed) {

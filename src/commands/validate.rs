@@ -34,11 +34,7 @@ pub fn list(files: &[PathBuf], globs: &[String]) -> Result<(), Error> {
     let width = exps.iter().map(|e| e.name.len()).max().unwrap_or(0);
     for e in &exps {
         let points = if e.points.is_empty() { String::new() } else { format!(" × {} points", e.points.len()) };
-        let faults = match &e.random {
-            Some(r) => format!("a campaign of {} kinds", r.kinds.len()),
-            None if e.faults.len() == 1 => "1 fault".to_string(),
-            None => format!("{} faults", e.faults.len()),
-        };
+        let faults = faults_text(e);
         let what = e.program.as_ref().map_or("built-in worker", |_| "program");
         sayln!(
             "{:<width$}  {}\n{:<width$}  {} trials{points}, {} workers ({what}), {}, {faults}; {}",
@@ -78,11 +74,7 @@ fn size(e: &crate::model::Experiment) -> String {
         e.trials,
         e.duration,
         e.workers,
-        match &e.random {
-            None if e.faults.len() == 1 => "1 fault".to_string(),
-            None => format!("{} faults", e.faults.len()),
-            Some(r) => format!("a campaign of {} kinds of fault", r.kinds.len()),
-        },
+        faults_text(e),
         human(total_s),
         if e.jobs > 1 && trials > 1 {
             let jobs = (e.jobs as u64).min(trials);
@@ -101,5 +93,14 @@ fn human(s: f64) -> String {
         format!("{:.1} min", s / 60.0)
     } else {
         format!("{:.1} h", s / 3600.0)
+    }
+}
+
+/// "1 fault", "3 faults", "a campaign of 4 kinds of fault".
+fn faults_text(e: &crate::model::Experiment) -> String {
+    match &e.random {
+        None if e.faults.len() == 1 => "1 fault".to_string(),
+        None => format!("{} faults", e.faults.len()),
+        Some(r) => format!("a campaign of {} kinds of fault", r.kinds.len()),
     }
 }

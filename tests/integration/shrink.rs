@@ -16,7 +16,7 @@ fn shrink_refuses_what_it_cannot_shrink_before_running_anything() {
         (&["--trial", "1", "--violation", "wedged"], "trial 1 did not violate that"),
         (&["--trial", "1", "--repeats", "2", "--need", "3"], "--need 3 is more than --repeats 2"),
         (&["--point", "lease=2s"], "--point lease=2s: "),
-        (&["--point", "lease=2s"], "has no such sweep point (it has no sweep)"),
+        (&["--point", "lease=2s"], "has no sweep point lease=2s (it has no sweep)"),
     ];
     for (args, want) in cases {
         let out = std::process::Command::new(bin()).args(["shrink", dir]).args(args).output().unwrap();

@@ -167,35 +167,21 @@ fn first_in_point(dir: &Path, point: &str, how: &ShrinkHow) -> Result<u32, Error
     super::inputs::same_format(dir)?;
     let wanted = options(how)?;
     let exp = load(&dir.join("experiment.yaml"), &Overrides::default()).map_err(|e| Error::Experiments(vec![e]))?;
-    let units = units(&exp);
-    let Some(unit) = units.iter().position(|(_, label)| label == point) else {
-        let labels: Vec<&str> = units.iter().map(|(_, l)| l.as_str()).filter(|l| !l.is_empty()).collect();
-        return Err(Error::Conflict(format!(
-            "--point {point}: {} has no such sweep point ({})",
-            dir.display(),
-            if labels.is_empty() {
-                "it has no sweep".to_string()
-            } else {
-                format!("its points: {}", labels.join(", "))
-            }
-        )));
-    };
-    let mine: std::collections::BTreeSet<u32> =
-        finished_trials(dir)?.into_iter().filter(|&t| unit_of(&exp, units.len(), t) == unit).collect();
-    let histories = read_histories(dir, Some(&mine), super::inputs::most_workers(&exp))?;
-    let base = units[unit].0;
-    let violating: Vec<(u32, bool)> = histories
+    let unit = super::inputs::unit_named(&exp, dir, point, &format!("--point {point}"))?;
+    let base = units(&exp)[unit].0;
+    let checked = super::inputs::unit_metrics(dir, &exp, "shrink", unit)?;
+    let violating: Vec<(u32, bool)> = checked
         .iter()
-        .filter_map(|(&t, history)| {
-            let m = check(history, &CheckParams::of(base));
-            let found = violations(base, &m);
-            wanted.as_ref().map_or(!found.is_empty(), |v| found.contains(v)).then(|| (t, m.disturbance.disturbed()))
+        .filter(|(_, m)| {
+            let found = violations(base, m);
+            wanted.as_ref().map_or(!found.is_empty(), |v| found.contains(v))
         })
+        .map(|(t, m)| (*t, m.disturbance.disturbed()))
         .collect();
     first_to_shrink(&violating).ok_or_else(|| {
         Error::Conflict(format!(
             "--point {point}: none of its {} finished trials in {} violated {}: there is nothing to shrink",
-            mine.len(),
+            checked.len(),
             dir.display(),
             wanted.map_or("anything".to_string(), |v| v.name())
         ))
