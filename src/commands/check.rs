@@ -9,7 +9,7 @@ use std::path::Path;
 use super::owner::{Use, hold};
 use crate::check::TrialMetrics;
 use crate::error::Error;
-use crate::experiment::{Overrides, load};
+use crate::experiment::load_record;
 use crate::model::Experiment;
 use crate::model::history::History;
 use crate::report::csv::{ResultsWriter, Tables, TrialData};
@@ -33,7 +33,7 @@ pub fn check(dir: &Path, target: Target<'_>) -> Result<(), Error> {
     let how = if matches!(target, Target::Out(_)) { Use::Read } else { Use::Write };
     let _held = hold(dir, how)?;
     super::inputs::same_format(dir)?;
-    let exp = load(&dir.join("experiment.yaml"), &Overrides::default()).map_err(|e| Error::Experiments(vec![e]))?;
+    let exp = load_record(dir).map_err(|e| Error::Experiments(vec![e]))?;
     let metrics = super::inputs::finished_metrics(dir, &exp, "check", |_, _| {})?;
     if metrics.is_empty() {
         return Err(Error::Path { path: dir.join("events.csv"), problem: "holds no trial; nothing to check".into() });

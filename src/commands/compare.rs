@@ -9,7 +9,7 @@ use serde::Serialize;
 use super::inputs::{same_format, unit_metrics};
 use crate::cli::CompareArgs;
 use crate::error::Error;
-use crate::experiment::{Overrides, load, to_yaml};
+use crate::experiment::{load_record, to_yaml};
 use crate::model::Experiment;
 use crate::report::summary::units;
 use crate::report::two_runs::{ALPHA, Row, compare as compare_metrics, metrics};
@@ -108,7 +108,7 @@ fn side(arg: &str, which: &str) -> Result<Side, Error> {
     }
     let _held = super::owner::hold(&dir, super::owner::Use::Read)?;
     same_format(&dir)?;
-    let exp = load(&dir.join("experiment.yaml"), &Overrides::default()).map_err(|e| Error::Experiments(vec![e]))?;
+    let exp = load_record(&dir).map_err(|e| Error::Experiments(vec![e]))?;
     let all = units(&exp);
     let unit = match &point {
         Some(p) => super::inputs::unit_named(&exp, &dir, p, &format!("{which}: {arg}"))?,

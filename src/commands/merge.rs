@@ -19,7 +19,7 @@ use super::inputs::{ensure_empty, finished_metrics, same_format, verdict};
 use super::shard::{Piece, whole};
 use crate::check::TrialMetrics;
 use crate::error::{Error, exit, worse};
-use crate::experiment::{Overrides, load};
+use crate::experiment::load_record;
 use crate::model::Experiment;
 use crate::model::history::History;
 use crate::report::csv::{HISTORY_TABLES, merge_history};
@@ -263,8 +263,7 @@ fn gather(dirs: Vec<PathBuf>) -> Result<Shards, Error> {
             }
         }
     }
-    let exp =
-        load(&first.dir.join("experiment.yaml"), &Overrides::default()).map_err(|e| Error::Experiments(vec![e]))?;
+    let exp = load_record(&first.dir).map_err(|e| Error::Experiments(vec![e]))?;
     let total = units(&exp).len() as u32 * exp.trials;
     let trials: Vec<BTreeSet<u32>> = read.iter().map(|r| finished_trials(&r.dir)).collect::<Result<_, _>>()?;
     let pieces: Vec<Piece<'_>> =

@@ -177,8 +177,7 @@ pub fn report(dir: &Path) -> Result<(), Error> {
 /// One experiment's report, its history re-checked.
 fn one(dir: &Path) -> Result<std::path::PathBuf, Error> {
     super::inputs::same_format(dir)?;
-    let exp = crate::experiment::load(&dir.join("experiment.yaml"), &crate::experiment::Overrides::default())
-        .map_err(|e| Error::Experiments(vec![e]))?;
+    let exp = crate::experiment::load_record(dir).map_err(|e| Error::Experiments(vec![e]))?;
     let metrics = super::inputs::finished_metrics(dir, &exp, "report", |_, _| {})?;
     let by_trial: Vec<(u32, &TrialMetrics)> = metrics.iter().map(|(t, _, m)| (*t, m)).collect();
     let failed = crate::report::thresholds::failures(&exp, &by_trial);

@@ -31,6 +31,7 @@ pub fn run(args: &RunArgs) -> Result<(), Error> {
         seed: args.seed,
         jobs: args.jobs.map(|j| j as usize),
         max_jobs: args.max_jobs.map(|j| j as usize),
+        recorded: false,
     };
     let started_ns = wall_ns();
     if args.shrink_how.given() && !args.shrink {

@@ -44,6 +44,9 @@ pub struct Overrides {
     pub jobs: Option<usize>,
     /// A ceiling on the experiment's own `jobs:` (not a replacement).
     pub max_jobs: Option<usize>,
+    /// The file is a run's record, read and never run: the program it
+    /// names (and its directory) need not be installed on this machine.
+    pub recorded: bool,
 }
 
 #[derive(Clone, Deserialize)]
@@ -168,6 +171,12 @@ pub fn load(path: &Path, overrides: &Overrides) -> Result<Experiment, Experiment
     let read = |source| ExperimentError::Read { path: path.into(), source };
     let text = crate::files::read_text(path, MAX_FILE_BYTES).map_err(read)?;
     load_str(path, &text, overrides)
+}
+
+/// The experiment a results directory records, for the commands that read
+/// a run and never spawn it (check, report, compare, merge).
+pub fn load_record(dir: &Path) -> Result<Experiment, ExperimentError> {
+    load(&dir.join("experiment.yaml"), &Overrides { recorded: true, ..Overrides::default() })
 }
 
 /// Validate experiment text; `path` is used for messages and as `source`.
@@ -572,7 +581,9 @@ fn build(path: &Path, text: &str, raw: RawExperiment, overrides: &Overrides) -> 
         Some(p) => {
             let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
             let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
-            let program = p.validate(dir.display().to_string()).map_err(|(line, column, msg)| at(line, column, msg))?;
+            let program = p
+                .validate(dir.display().to_string(), !overrides.recorded)
+                .map_err(|(line, column, msg)| at(line, column, msg))?;
             // The clock is the machine's, not the worker's: it moves a
             // program's too (through the clock shim).
             let clockless = WorkerSettings {

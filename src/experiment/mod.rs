@@ -17,6 +17,6 @@ mod trials;
 mod yaml_error;
 
 pub use diagnostic::{Diagnostic, ExperimentError};
-pub use load::{MAX_FILE_BYTES, Overrides, load, load_str};
+pub use load::{MAX_FILE_BYTES, Overrides, load, load_record, load_str};
 pub use resolved::to_yaml;
 pub use sweep::is_duration as is_duration_setting;

@@ -53,7 +53,9 @@ pub(super) struct RawProgram {
 pub(super) type Problem = (u64, u64, String);
 
 impl RawProgram {
-    pub fn validate(&self, experiment_dir: String) -> Result<Program, Problem> {
+    /// `installed`: the program must be there to run (not so for a run's
+    /// record, which is only read).
+    pub fn validate(&self, experiment_dir: String, installed: bool) -> Result<Program, Problem> {
         let at = |s: &serde_saphyr::Location, msg: String| (s.line(), s.column(), msg);
         let (command, shell) = match (&self.command.value, self.shell) {
             (serde_json::Value::String(s), true) => (vec![s.clone()], true),
@@ -150,7 +152,7 @@ impl RawProgram {
                     return Err(at(&c.referenced, format!("cwd: unknown placeholder {{{p}}}")));
                 }
                 let dir = crate::model::program::resolve_in(&c.value, &experiment_dir);
-                if placeholders(&c.value).is_empty() && !dir.is_dir() {
+                if installed && placeholders(&c.value).is_empty() && !dir.is_dir() {
                     return Err(at(&c.referenced, format!("cwd: {} is not a directory", dir.display())));
                 }
                 Some(c.value.clone())
@@ -161,7 +163,8 @@ impl RawProgram {
             .as_deref()
             .filter(|c| placeholders(c).is_empty())
             .map(|c| crate::model::program::resolve_in(c, &experiment_dir));
-        if !shell
+        if installed
+            && !shell
             && let Err(why) = runnable(&command[0], self.env.get("PATH").map(|p| p.value.as_str()), from.as_deref())
         {
             return Err(at(&self.command.referenced, why));

@@ -274,8 +274,17 @@ impl Sweep {
                     ended_by = EndedBy::Paused;
                 }
                 Some(CONT) => state.paused = false,
-                // kill/term act through the worker's `exit`; the rest do not
-                // change what the worker believes.
+                // A SIGKILL ends its target at once: it runs none of its
+                // own code after it. Its `exit` comes later by what the
+                // machine takes to tear it down and to tell the harness,
+                // which is no part of the gap the kill opens.
+                Some(KILL) => {
+                    state.leader_since = None;
+                    state.paused = false;
+                    state.exited = true;
+                }
+                // term acts through the worker's `exit` (it may release
+                // first); the rest do not change what the worker believes.
                 _ => {}
             },
             // Any other report means the process existed.
@@ -657,7 +666,9 @@ mod tests {
         assert_eq!(
             m.gaps,
             vec![Gap {
-                start_us: s(12.0002),
+                // From the kill, not from the death the harness saw 0.2 ms
+                // later: gap = remainder + lag exactly.
+                start_us: s(12.0),
                 end_us: s(21.53),
                 ended: true,
                 cause: "kill".into(),
@@ -676,7 +687,7 @@ mod tests {
         assert_eq!(m.max_leaders, 1);
         assert_eq!(m.double_leader_us, 0);
         assert_eq!(m.double_leader_active_us, 0);
-        assert_eq!(m.leaderless_us, s(21.53) - s(12.0002));
+        assert_eq!(m.leaderless_us, s(21.53) - s(12.0));
         assert!(!m.wedged);
         assert_eq!(m.end_us, s(30.0));
         assert_eq!(m.start_spread_us, Some(200));
@@ -906,7 +917,7 @@ mod tests {
         events.retain(|e| e.kind != EventKind::TrialEnd);
         events.push(trial_end(25.0));
         let m = run(events);
-        assert_eq!(m.gaps[0].duration_us(), s(25.0) - s(12.0001));
+        assert_eq!(m.gaps[0].duration_us(), s(25.0) - s(12.0));
         assert!(!m.wedged);
     }
 
@@ -1179,8 +1190,8 @@ mod tests {
         let m = run(events);
         assert_eq!(m.gaps.len(), 1);
         assert_eq!(m.gaps[0].cause, "stop");
-        // Believed (though paused) until its death.
-        assert_eq!(m.double_leader_us, s(25.001) - s(21.5));
+        // Believed (though paused) until its kill.
+        assert_eq!(m.double_leader_us, s(25.0) - s(21.5));
         assert_eq!(m.double_leader_active_us, 0);
     }
 

@@ -296,8 +296,23 @@ impl<'a> Phases<'a> {
         let ended_with =
             |kind: EventKind| self.events.iter().any(|e| e.worker == Some(holder) && e.t_us == start && e.kind == kind);
 
-        let free = if ended_with(EventKind::Released) || (self.params.dropped_at_death && ended_with(EventKind::Exit)) {
-            Some(Window { released: ended_with(EventKind::Released), ..Window::from(start, 0) })
+        // A kill opens its gap at once; the kernel frees a lock held by the
+        // process (flock, a database session) only once it has torn the
+        // process down, at its `exit`.
+        let died_us = if ended_with(EventKind::Exit) {
+            Some(start)
+        } else if gap.cause == "kill" {
+            self.events
+                .iter()
+                .find(|e| e.worker == Some(holder) && e.t_us >= start && e.kind == EventKind::Exit)
+                .map(|e| e.t_us)
+        } else {
+            None
+        };
+        let free = if ended_with(EventKind::Released) {
+            Some(Window { released: true, ..Window::from(start, 0) })
+        } else if let (true, Some(died_us)) = (self.params.dropped_at_death, died_us) {
+            Some(Window::from(died_us, 0))
         } else if !self.params.expires {
             None
         } else {
