@@ -109,13 +109,16 @@ pub enum Command {
         #[arg(long, value_parser = clap::value_parser!(u64).range(1..=64), conflicts_with = "jobs")]
         max_jobs: Option<u64>,
     },
-    /// Recompute trials.csv, gaps.csv and summary.csv from a results
-    /// directory's events.csv (offline re-check of a past run). They go to
-    /// a new directory, DIR/checks/<UTC timestamp>/, unless --out or
-    /// --in-place says otherwise; a history missing a trial of trials.csv
-    /// is refused.
+    /// Recompute trials.csv, gaps.csv, summary.csv and the pages drawn from
+    /// them from a results directory's events.csv (offline re-check of a
+    /// past run, by this build's checker, recorded in checked.json), or
+    /// every experiment's of a suite's directory and the suite's README.md.
+    /// They go to a new directory, DIR/checks/<UTC timestamp>/, unless
+    /// --out or --in-place says otherwise; a history missing a trial of
+    /// trials.csv is refused, as is a suite run with --shrink.
     Check {
-        /// A results directory (with experiment.yaml and events.csv).
+        /// A results directory (with experiment.yaml and events.csv), or a
+        /// suite's (README.md and directories of those).
         dir: PathBuf,
         /// Write the recomputed files into this new (or empty) directory.
         #[arg(long, conflicts_with = "in_place")]

@@ -13,9 +13,10 @@ use crate::experiment::load_record;
 use crate::model::Experiment;
 use crate::model::history::History;
 use crate::report::csv::{ResultsWriter, Tables, TrialData};
-use crate::report::summary::{per_unit, setting_label, summarize, units};
-use crate::report::terminal;
-use crate::{say, warnln};
+use crate::report::host::{self, CHECKED, Checked};
+use crate::report::summary::{Measured, per_unit, setting_label, summarize, units};
+use crate::report::{suite, terminal, timeline};
+use crate::{say, sayln, warnln};
 
 /// Where the recomputed tables go.
 pub enum Target<'a> {
@@ -27,14 +28,37 @@ pub enum Target<'a> {
     InPlace,
 }
 
-/// Recompute the derived tables of a results directory from its history.
+/// Recompute what a results directory derives from its history, or each
+/// experiment's of a suite's directory and the suite's README.md.
 pub fn check(dir: &Path, target: Target<'_>) -> Result<(), Error> {
+    if dir.join("experiment.yaml").is_file() {
+        return check_experiment(dir, target).and_then(|c| c.verdict);
+    }
+    check_suite(dir, target)
+}
+
+/// One experiment re-checked: where its files now are, what the suite's
+/// README says of it, and its verdict.
+struct Rechecked {
+    name: String,
+    exp: Experiment,
+    metrics: Vec<(u32, usize, TrialMetrics)>,
+    failed: Vec<String>,
+    verdict: Result<(), Error>,
+}
+
+fn check_experiment(dir: &Path, target: Target<'_>) -> Result<Rechecked, Error> {
     // A check that writes elsewhere only reads the run's directory.
     let how = if matches!(target, Target::Out(_)) { Use::Read } else { Use::Write };
     let _held = hold(dir, how)?;
     super::inputs::same_format(dir)?;
     let exp = load_record(dir).map_err(|e| Error::Experiments(vec![e]))?;
-    let metrics = super::inputs::finished_metrics(dir, &exp, "check", |_, _| {})?;
+    let mut trial_one = None;
+    let metrics = super::inputs::finished_metrics(dir, &exp, "check", |t, h| {
+        if t == 1 {
+            trial_one = Some(h);
+        }
+    })?;
     if metrics.is_empty() {
         return Err(Error::Path { path: dir.join("events.csv"), problem: "holds no trial; nothing to check".into() });
     }
@@ -49,15 +73,14 @@ pub fn check(dir: &Path, target: Target<'_>) -> Result<(), Error> {
             dir.join(format!(".check-{}.tmp", std::process::id()))
         }
     };
-    let io = |p: &Path| {
-        let path = p.to_path_buf();
-        move |source: std::io::Error| Error::Io { path, source }
-    };
     std::fs::create_dir_all(&out).map_err(io(&out))?;
     // What the run saw of each worker's output is not in the history:
     // carry it over from the run's own trials.csv.
     let outcomes = crate::report::read::worker_outcomes(dir);
-    let written = write_derived(&out, &exp, &metrics, &outcomes);
+    let written = write_derived(&out, &exp, &metrics, &outcomes).and_then(|()| {
+        let record = out.join(CHECKED);
+        std::fs::write(&record, host::to_json(&Checked::new(dir))).map_err(io(&record))
+    });
     if let Err(e) = written {
         if matches!(target, Target::InPlace) {
             // Half a re-check is no use to anyone; the run's files are intact.
@@ -77,12 +100,126 @@ pub fn check(dir: &Path, target: Target<'_>) -> Result<(), Error> {
         }
         out
     };
+    let failed = write_pages(&shown, &exp, &metrics, trial_one.as_ref());
     let all: Vec<_> = metrics.iter().map(|(_, _, m)| m).collect();
     say!("{}", terminal::render(&exp, &summarize(&all), &shown));
     warnln!("leasequake: re-checked {} trial(s) of {} → {}", metrics.len(), dir.display(), shown.display());
     // The same verdict as the run that produced the history.
     let by_trial: Vec<_> = metrics.iter().map(|(t, _, m)| (*t, m)).collect();
-    super::inputs::verdict(&exp, &by_trial)
+    let verdict = super::inputs::verdict(&exp, &by_trial);
+    let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    Ok(Rechecked { name, exp, metrics, failed, verdict })
+}
+
+/// What a checked history draws beside its tables, as its run drew them:
+/// trial 1's timeline, a sweep's plots and the report page. Returns the
+/// expectations that failed.
+pub(super) fn write_pages(
+    dir: &Path,
+    exp: &Experiment,
+    metrics: &[(u32, usize, TrialMetrics)],
+    trial_one: Option<&History>,
+) -> Vec<String> {
+    let units = units(exp);
+    if let (Some(h), Some((_, unit, m))) = (trial_one, metrics.iter().find(|(t, _, _)| *t == 1)) {
+        timeline::trial_one(dir, units[*unit].0, h, m);
+    }
+    if !exp.points.is_empty()
+        && let Err(e) = crate::report::plots::draw(dir, &exp.name)
+    {
+        warnln!("warning: plots in {}: {e}", dir.display());
+    }
+    let by_trial: Vec<(u32, &TrialMetrics)> = metrics.iter().map(|(t, _, m)| (*t, m)).collect();
+    let failed = crate::report::thresholds::failures(exp, &by_trial);
+    if let Err(e) = super::report::experiment(dir, exp, metrics, &failed) {
+        warnln!("warning: {e}");
+    }
+    failed
+}
+
+/// A suite's directory: each experiment checked to the same target, then
+/// the suite's README.md (its verdict tables) and report page rewritten
+/// from what the checks found; its host.json, the run's record, kept.
+fn check_suite(dir: &Path, target: Target<'_>) -> Result<(), Error> {
+    let subs = super::inputs::experiment_dirs(dir).map_err(io(dir))?;
+    let readme = crate::files::read_text(&dir.join("README.md"), crate::files::MAX_TEXT_BYTES).ok();
+    let (Some(readme), false) = (readme, subs.is_empty()) else {
+        return Err(Error::Path {
+            path: dir.to_path_buf(),
+            problem: "neither a results directory (experiment.yaml) nor a suite's (README.md and experiment \
+                      directories)"
+                .into(),
+        });
+    };
+    if readme.contains(super::shrink::SHRUNK_HEADING) {
+        return Err(Error::Conflict(format!(
+            "{}: was run with --shrink, and what its shrinks found comes from runs a check cannot redo: run it again",
+            dir.display()
+        )));
+    }
+    let how = if matches!(target, Target::Out(_)) { Use::Read } else { Use::Write };
+    let _held = hold(dir, how)?;
+    let root = match target {
+        Target::New => super::inputs::new_dir(&dir.join("checks"), "")?,
+        Target::Out(out) => {
+            super::inputs::ensure_empty(out, "--out")?;
+            out.to_path_buf()
+        }
+        Target::InPlace => dir.to_path_buf(),
+    };
+    let mut done = Vec::new();
+    for sub in &subs {
+        let name = sub.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let to = root.join(&name);
+        let one = if matches!(target, Target::InPlace) { Target::InPlace } else { Target::Out(&to) };
+        done.push(check_experiment(sub, one)?);
+    }
+    if !matches!(target, Target::InPlace) {
+        let from = dir.join("host.json");
+        if from.exists() {
+            std::fs::copy(&from, root.join("host.json")).map_err(io(&root))?;
+        }
+    }
+    let record = root.join(CHECKED);
+    std::fs::write(&record, host::to_json(&Checked::new(dir))).map_err(io(&record))?;
+    let host: serde_json::Value = crate::files::read_text(&dir.join("host.json"), crate::files::MAX_TEXT_BYTES)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default();
+    let summaries: Vec<_> =
+        done.iter().map(|c| summarize(&c.metrics.iter().map(|(_, _, m)| m).collect::<Vec<_>>())).collect();
+    let runs: Vec<Measured<'_>> = done
+        .iter()
+        .zip(&summaries)
+        .map(|(c, summary)| Measured {
+            exp: &c.exp,
+            summary,
+            metrics: c.metrics.iter().map(|(_, _, m)| m).collect(),
+            link: c.name.clone(),
+            failed: &c.failed,
+        })
+        .collect();
+    let points: Vec<Vec<_>> = done.iter().map(|c| per_unit(&units(&c.exp), &c.metrics)).collect();
+    let title = readme.lines().next().unwrap_or("leasequake").trim_start_matches("# ").to_string();
+    let exps: Vec<&Experiment> = done.iter().map(|c| &c.exp).collect();
+    let preamble = format!(
+        "{}\n{}\n{}",
+        host::merged_words(&host).unwrap_or_else(|| host::run_words(&host)),
+        host::checked_words(),
+        suite::about(&exps)
+    );
+    let path = root.join("README.md");
+    super::report::write_whole(&path, &suite::readme(&title, &preamble, &runs, &points)).map_err(io(&path))?;
+    let names: Vec<String> = done.iter().map(|c| c.name.clone()).collect();
+    if let Err(e) = super::report::suite(&root, &names) {
+        warnln!("warning: {e}");
+    }
+    sayln!("{}", path.display());
+    done.into_iter().map(|c| c.verdict).fold(Ok(()), crate::error::worse)
+}
+
+fn io(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
+    move |source| Error::Io { path: path.to_path_buf(), source }
 }
 
 /// The tables derived from a history (trials.csv, gaps.csv, the summaries,

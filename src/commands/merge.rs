@@ -27,7 +27,7 @@ use crate::report::host::{self, Merged, Recorded, ShardRecord};
 use crate::report::read::{finished_trials, worker_outcomes};
 use crate::report::summary::Measured;
 use crate::report::summary::{per_unit, summarize, unit_of, units};
-use crate::report::{suite, terminal, timeline};
+use crate::report::{suite, terminal};
 use crate::{say, warnln};
 
 pub fn merge(out: &Path, dirs: &[PathBuf]) -> Result<(), Error> {
@@ -374,25 +374,11 @@ fn write_experiment(to: &Path, s: &Shards, stopped: &AtomicBool) -> Result<Merge
     merge_history(to, &sources)?;
     let metrics = s.metrics.clone();
     super::check::write_derived(to, &s.exp, &metrics, &s.outcomes)?;
-    let units = units(&s.exp);
-    if let (Some(h), Some((_, unit, m))) = (&s.trial_one, metrics.iter().find(|(t, _, _)| *t == 1)) {
-        timeline::trial_one(to, units[*unit].0, h, m);
-    }
-    debug_assert!(metrics.iter().all(|(t, u, _)| unit_of(&s.exp, units.len(), *t) == *u));
-    if !s.exp.points.is_empty()
-        && let Err(e) = crate::report::plots::draw(to, &s.exp.name)
-    {
-        warnln!("warning: plots in {}: {e}", to.display());
-    }
+    debug_assert!(metrics.iter().all(|(t, u, _)| unit_of(&s.exp, units(&s.exp).len(), *t) == *u));
     for dir in &s.dirs {
         copy_trials(&dir.join("trials"), &to.join("trials"), stopped)?;
     }
-    let by_trial: Vec<(u32, &TrialMetrics)> = metrics.iter().map(|(t, _, m)| (*t, m)).collect();
-    let failed: Vec<String> =
-        crate::report::thresholds::checks(&s.exp, &by_trial).into_iter().flat_map(|c| c.failures.into_iter()).collect();
-    if let Err(e) = super::report::experiment(to, &s.exp, &metrics, &failed) {
-        warnln!("warning: {e}");
-    }
+    let failed = super::check::write_pages(to, &s.exp, &metrics, s.trial_one.as_ref());
     Ok(Merged1 { metrics, failed })
 }
 

@@ -333,17 +333,8 @@ fn write_suite_readme(
         .collect();
     let sources: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
     let exps: Vec<&Experiment> = done.iter().map(|(e, _)| *e).collect();
-    let preamble = format!(
-        "Produced by `{}` on {} ({}, {} cores, kernel {}), started at {} UTC, leasequake {}.\n{}",
-        h.command.join(" "),
-        h.hostname,
-        h.cpu,
-        h.cores,
-        h.kernel,
-        h.started_utc,
-        h.leasequake_version,
-        crate::report::suite::about(&exps),
-    );
+    let words = host::run_words(&serde_json::to_value(&h).unwrap_or_default());
+    let preamble = format!("{words}\n{}", crate::report::suite::about(&exps));
     let title = format!("leasequake: {}", sources.join(" "));
     let points: Vec<Vec<_>> = done
         .iter()

@@ -142,6 +142,61 @@ impl Merged {
     }
 }
 
+/// The record a check leaves beside the tables it derived: they are this
+/// build's judgement of the history, whichever build ran it (host.json).
+pub const CHECKED: &str = "checked.json";
+
+#[derive(Serialize)]
+pub struct Checked {
+    pub results_format: u32,
+    pub checked_utc: String,
+    pub command: Vec<String>,
+    pub checked_by_build: &'static str,
+    /// The build that ran the trials, from host.json.
+    pub run_build: Option<String>,
+}
+
+impl Checked {
+    /// The record of a check of the run in `dir`, now.
+    pub fn new(dir: &std::path::Path) -> Checked {
+        Checked {
+            results_format: super::rows::RESULTS_FORMAT,
+            checked_utc: utc_stamp(crate::model::clock::wall_ns() / 1_000_000_000),
+            command: std::env::args().collect(),
+            checked_by_build: env!("LEASEQUAKE_GIT_COMMIT"),
+            run_build: read(dir).ok().and_then(|(r, _)| r.build),
+        }
+    }
+}
+
+/// A re-checked suite's README says so: which build judged its histories.
+pub fn checked_words() -> String {
+    let c = Checked::new(std::path::Path::new(""));
+    format!(
+        "Re-checked from its histories by `{}` at {} UTC (build {}): every table and page here is that build's \
+         judgement of the recorded trials (checked.json); the run's own record is host.json.",
+        c.command.join(" "),
+        c.checked_utc,
+        c.checked_by_build
+    )
+}
+
+/// A run's words for its suite's README, from its host.json.
+pub fn run_words(host: &serde_json::Value) -> String {
+    let text = |k: &str| host[k].as_str().unwrap_or("?").to_string();
+    let command = host["command"].as_array().map(|a| a.iter().filter_map(|v| v.as_str()).collect::<Vec<_>>().join(" "));
+    format!(
+        "Produced by `{}` on {} ({}, {} cores, kernel {}), started at {} UTC, leasequake {}.",
+        command.unwrap_or_else(|| "?".into()),
+        text("hostname"),
+        text("cpu"),
+        host["cores"].as_u64().map_or("?".into(), |c| c.to_string()),
+        text("kernel"),
+        text("started_utc"),
+        text("leasequake_version"),
+    )
+}
+
 /// How a replicated service is laid out and fails over.
 #[derive(Serialize)]
 pub struct ServiceSetup {

@@ -2,7 +2,8 @@
 //! build, each of its plots shows data with rounded ticks, and every
 //! relative link in the project's Markdown and pages resolves to a
 //! committed file. A result older than the checker (a column it now
-//! writes, a history it now judges) fails here until its script is rerun.
+//! writes, a history it now judges) fails here until its script is rerun,
+//! or, where only the judging changed, scripts/recheck.sh re-derives it.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

@@ -131,3 +131,64 @@ fn a_history_with_impossible_events_is_refused_by_check() {
         assert!(!dir.join("checks").exists(), "nothing written for {row}");
     }
 }
+
+#[test]
+fn a_suite_is_rechecked_whole_and_its_readme_says_by_which_build() {
+    let lab = Lab::new();
+    let suite = lab.path().join("suite");
+    std::fs::create_dir_all(&suite).unwrap();
+    std::fs::write(
+        suite.join("a.yaml"),
+        "name: a\nworkers: 2\nduration: 8s\nfaults:\n  - at: 3s\n    target: leader\n    action: kill\n",
+    )
+    .unwrap();
+    std::fs::write(suite.join("b.yaml"), "name: b\nworkers: 2\nduration: 6s\n").unwrap();
+    let run = lab.run(&suite).scale(0.05).trials(2).output().expect_code(0);
+    let readme = std::fs::read_to_string(run.out.join("README.md")).unwrap();
+    let tables = |dir: &std::path::Path| -> Vec<Vec<u8>> {
+        ["a", "b"].iter().map(|x| std::fs::read(dir.join(x).join("trials.csv")).unwrap()).collect()
+    };
+    let before = tables(&run.out);
+
+    // Elsewhere: the suite's layout, the same numbers, the run untouched.
+    let again = lab.path().join("again");
+    let out = std::process::Command::new(bin()).arg("check").arg(&run.out).arg("--out").arg(&again).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(tables(&again), before);
+    for file in
+        ["README.md", "report.html", "host.json", "checked.json", "a/report.html", "a/timeline.svg", "b/checked.json"]
+    {
+        assert!(again.join(file).is_file(), "{file} missing");
+    }
+    assert_eq!(std::fs::read_to_string(run.out.join("README.md")).unwrap(), readme);
+    let rewritten = std::fs::read_to_string(again.join("README.md")).unwrap();
+    // The run's words and tables, and a line saying who judged them.
+    let (old, new): (Vec<&str>, Vec<&str>) = (readme.lines().collect(), rewritten.lines().collect());
+    assert_eq!(new[..3], old[..3], "{rewritten}");
+    assert!(
+        new[3].starts_with("Re-checked from its histories by `") && new[3].contains("(checked.json)"),
+        "{rewritten}"
+    );
+    assert_eq!(new[4..], old[3..], "{rewritten}");
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(again.join("a/checked.json")).unwrap()).unwrap();
+    let host: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.out.join("a/host.json")).unwrap()).unwrap();
+    assert_eq!(record["run_build"], host["build"]);
+    assert!(record["checked_by_build"].is_string() && record["checked_utc"].is_string(), "{record}");
+
+    // In place: the same files, rewritten where they are.
+    let out = std::process::Command::new(bin()).args(["check", "--in-place"]).arg(&run.out).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(tables(&run.out), before);
+    assert!(std::fs::read_to_string(run.out.join("README.md")).unwrap().contains("Re-checked from its histories"));
+
+    // What a shrink found is not the checker's to redo: refused, untouched.
+    let shrunk = format!("{readme}\n## Shrunk\n\nrows\n");
+    std::fs::write(run.out.join("README.md"), &shrunk).unwrap();
+    let out = std::process::Command::new(bin()).args(["check", "--in-place"]).arg(&run.out).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--shrink") && stderr.contains("run it again"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(run.out.join("README.md")).unwrap(), shrunk);
+}

@@ -84,9 +84,12 @@ pub(super) struct Summary {
 
 /// A suite's table of what `run --shrink` found, one row per experiment
 /// (links relative to `base`, where the README is).
+/// The heading of a suite README's table of shrinks.
+pub(super) const SHRUNK_HEADING: &str = "## Shrunk";
+
 pub(super) fn table(rows: &[(String, Summary)], base: &Path) -> String {
-    let mut s = String::from(
-        "\n## Shrunk\n\nEach experiment's first trial that violated something (the first undisturbed one, where \
+    let mut s = format!(
+        "\n{SHRUNK_HEADING}\n\nEach experiment's first trial that violated something (the first undisturbed one, where \
          there is one), shrunk by `run --shrink` \
          (docs/shrink.md): the faults it had → the fewest that still violate it the same way, and how \
          often the shrunk schedule did so on fresh seeds.\n\n\
