@@ -6,6 +6,7 @@ mod calibrate;
 mod check;
 mod compare;
 mod export;
+mod facts;
 mod inputs;
 mod merge;
 mod owner;

@@ -103,7 +103,7 @@ pub fn run(args: &RunArgs) -> Result<(), Error> {
         }
         return Err(Error::InterruptedBeforeStart);
     }
-    let facts = RunFacts { command: std::env::args().collect(), started_ns, calibration, calibration_loaded };
+    let facts = RunFacts { started_ns, ..super::facts::run_facts(calibration, calibration_loaded) };
     let ctx = Ctx { exe, flags, facts, quiet: args.quiet, silent: false };
 
     let mut done = Vec::new();
@@ -291,12 +291,7 @@ fn resume(dir: &Path, args: &RunArgs) -> Result<(), Error> {
     let done: Done = super::inputs::finished_metrics(dir, &exp, "--resume", |_, _| {})?;
     let exe = std::env::current_exe().map_err(|source| Error::Io { path: "leasequake".into(), source })?;
     // A resumed run keeps its host.json: no new calibration.
-    let facts = RunFacts {
-        command: std::env::args().collect(),
-        started_ns: wall_ns(),
-        calibration: None,
-        calibration_loaded: None,
-    };
+    let facts = super::facts::run_facts(None, None);
     let ctx = Ctx { exe, flags: install_signal_flags(), facts, quiet: args.quiet, silent: false };
     super::export::targets_ok(args)?;
     // A shard's run resumes as that shard.
@@ -319,7 +314,7 @@ fn write_suite_readme(
     shard: Option<ShardRecord>,
 ) -> std::io::Result<()> {
     let Some((first, _)) = done.first() else { return Ok(()) };
-    let h = host::Host { shard, ..host::describe(first, &ctx.facts) };
+    let h = host::Host { shard, ..host::describe(first, super::facts::experiment_hash(first), &ctx.facts) };
     std::fs::write(out.join("host.json"), host::to_json(&h))?;
     let runs: Vec<Measured<'_>> = done
         .iter()

@@ -115,12 +115,7 @@ impl Ctx {
     /// For runs another command makes: silent, signals ours from here.
     pub(super) fn silent() -> Result<Ctx, Error> {
         let exe = std::env::current_exe().map_err(|source| Error::Io { path: "leasequake".into(), source })?;
-        let facts = RunFacts {
-            command: std::env::args().collect(),
-            started_ns: wall_ns(),
-            calibration: None,
-            calibration_loaded: None,
-        };
+        let facts = super::facts::run_facts(None, None);
         Ok(Ctx { exe, flags: install_signal_flags(), facts, quiet: true, silent: true })
     }
 
@@ -130,10 +125,10 @@ impl Ctx {
             exe: self.exe.clone(),
             flags: StopFlags { signalled: Arc::clone(&self.flags.signalled), stop: Arc::clone(&self.flags.stop) },
             facts: RunFacts {
-                command: self.facts.command.clone(),
                 started_ns: wall_ns(),
                 calibration: None,
                 calibration_loaded: None,
+                ..self.facts.clone()
             },
             quiet: true,
             silent: true,
@@ -470,7 +465,7 @@ fn prepare_dir(
     };
     std::fs::create_dir_all(dir).map_err(io(dir))?;
     std::fs::write(dir.join("experiment.yaml"), to_yaml(exp)).map_err(io(dir))?;
-    let record = host::Host { shard, ..host::describe(exp, &ctx.facts) };
+    let record = host::Host { shard, ..host::describe(exp, super::facts::experiment_hash(exp), &ctx.facts) };
     std::fs::write(dir.join("host.json"), host::to_json(&record)).map_err(io(dir))?;
     if link_latest && let (Some(parent), Some(name)) = (dir.parent(), dir.file_name()) {
         // Replace the link atomically: a new link under a temp name, renamed.

@@ -280,42 +280,48 @@ pub fn merged_words(host: &serde_json::Value) -> Option<String> {
 /// that a printed seed replays after an upgrade.
 pub const GENERATOR: &str = "ChaCha8 (rand_chacha 0.9), seeded with seed_from_u64(trial seed)";
 
+/// The machine a run is on, as commands probed it (report/ only writes
+/// what it is handed). Every field is best effort: a missing fact must not
+/// stop a run.
+#[derive(Clone, Debug, Default)]
+pub struct Machine {
+    pub hostname: String,
+    pub kernel: String,
+    pub os: String,
+    pub cpu: String,
+    pub cores: usize,
+    pub memory_bytes: u64,
+    pub load_average: [f64; 3],
+    /// How the harness's timing threads are scheduled.
+    pub realtime: String,
+}
+
 /// What a run knows of itself: its command line, when it began (wall
-/// clock, ns), and the calibration measured before it, if any.
+/// clock, ns), the machine, and the calibration measured before it, if any.
 #[derive(Clone, Debug)]
 pub struct RunFacts {
     pub command: Vec<String>,
     pub started_ns: i64,
+    pub machine: Machine,
     pub calibration: Option<Quick>,
     pub calibration_loaded: Option<Loaded>,
 }
 
-/// The host record of a run of `exp`.
-pub fn describe(exp: &Experiment, run: &RunFacts) -> Host {
-    // Every field is best effort: a missing fact must not stop a run.
-    let (cpu, cores, memory_bytes) = match sysinfo::System::new() {
-        Ok(mut sys) => {
-            sys.refresh_memory();
-            sys.refresh_cpu_list(sysinfo::CpuRefreshKind::nothing());
-            let cpu = sys.cpus().first().map(|c| c.brand().to_string()).unwrap_or_default();
-            (cpu, sys.cpus().len(), sys.total_memory())
-        }
-        Err(_) => (String::new(), 0, 0),
-    };
-    let load = sysinfo::System::load_average().map(|l| [l.one, l.five, l.fifteen]).unwrap_or_default();
+/// The host record of a run of `exp`, whose file's bytes hash to
+/// `experiment_hash`.
+pub fn describe(exp: &Experiment, experiment_hash: String, run: &RunFacts) -> Host {
+    let m = run.machine.clone();
     Host {
-        hostname: sysinfo::System::host_name().unwrap_or_default(),
-        kernel: sysinfo::System::kernel_version().unwrap_or_default(),
-        os: sysinfo::System::long_os_version().unwrap_or_default(),
-        cpu,
-        cores,
-        memory_bytes,
-        load_average: load,
+        hostname: m.hostname,
+        kernel: m.kernel,
+        os: m.os,
+        cpu: m.cpu,
+        cores: m.cores,
+        memory_bytes: m.memory_bytes,
+        load_average: m.load_average,
         leasequake_version: env!("CARGO_PKG_VERSION"),
         build: env!("LEASEQUAKE_GIT_COMMIT"),
-        experiment_hash: std::fs::read(&exp.source)
-            .map(|b| format!("{:016x}", crate::model::hash::fnv1a(&b)))
-            .unwrap_or_default(),
+        experiment_hash,
         results_format: super::rows::RESULTS_FORMAT,
         started_utc: utc_stamp(run.started_ns / 1_000_000_000),
         command: run.command.clone(),
@@ -325,7 +331,7 @@ pub fn describe(exp: &Experiment, run: &RunFacts) -> Host {
         generator: GENERATOR,
         calibration: run.calibration.clone(),
         calibration_loaded: run.calibration_loaded.clone(),
-        realtime: crate::realtime::describe(),
+        realtime: m.realtime,
         service: service_setup(exp),
         shard: None,
     }

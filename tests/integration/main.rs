@@ -23,6 +23,7 @@ mod fencing;
 #[path = "../helper/mod.rs"]
 mod helper;
 mod jobs;
+mod layers;
 mod limits;
 mod malformed;
 mod network;

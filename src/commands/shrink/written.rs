@@ -9,7 +9,6 @@ use crate::check::stats::wilson95;
 use crate::check::{CheckParams, check};
 use crate::error::Error;
 use crate::experiment::{Overrides, load, to_yaml};
-use crate::model::clock::wall_ns;
 use crate::model::{Dur, Experiment, Fault, PauseLen};
 use crate::report::read::read_histories;
 use crate::warnln;
@@ -114,13 +113,7 @@ pub(super) fn readme(plan: &Plan, found: &Found) -> String {
     let o = &found.outcome;
     let scale = plan.base.time_scale;
     let own = |d: Dur| crate::shrink::own_time(d, scale);
-    let facts = crate::report::host::RunFacts {
-        command: Vec::new(),
-        started_ns: wall_ns(),
-        calibration: None,
-        calibration_loaded: None,
-    };
-    let host = crate::report::host::describe(&plan.base, &facts);
+    let host = super::super::facts::machine();
     let mut s = format!(
         "# Shrunk: {}, trial {}\n\nFrom `{}`, trial {} (seed {}), which violated **{}**.\n\n",
         plan.base.name,
