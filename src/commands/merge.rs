@@ -12,13 +12,12 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::inputs::{ensure_empty, finished_metrics, same_format, verdict};
 use super::shard::{Piece, whole};
 use crate::check::TrialMetrics;
-use crate::error::{Error, exit, worse};
+use crate::error::{Error, worse};
 use crate::experiment::load_record;
 use crate::model::Experiment;
 use crate::model::history::History;
@@ -64,12 +63,7 @@ pub fn merge(out: &Path, dirs: &[PathBuf]) -> Result<(), Error> {
     }
     // A signal stops the merge between files, and what it began is removed;
     // a second one exits at once.
-    let stopped = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
-        let _ =
-            signal_hook::flag::register_conditional_shutdown(sig, i32::from(exit::INTERRUPTED), Arc::clone(&stopped));
-        let _ = signal_hook::flag::register(sig, Arc::clone(&stopped));
-    }
+    let stopped = super::runner::install_signal_flags().signalled;
     let (stage, made) = staging(out)?;
     let written = (|| -> Result<Vec<Merged1>, Error> {
         let mut merged = Vec::new();

@@ -238,7 +238,7 @@ fn network_warnings(exp: &Experiment) -> Vec<String> {
 /// file rewritten in place that leaves it empty.
 const OPERATION_SHARE: f64 = 0.5;
 
-/// Seconds as a person reads them.
+/// Seconds as a person reads them: 75 s, 12.5 min, 4.2 h.
 pub fn human(s: f64) -> String {
     if s < 120.0 {
         format!("{s:.0} s")

@@ -1,6 +1,7 @@
 use std::path::PathBuf;
 
 use super::inputs::{Depth, expand, filter, wanted};
+use super::plan::human;
 use crate::error::Error;
 use crate::experiment::{Overrides, load};
 use crate::sayln;
@@ -83,17 +84,6 @@ fn size(e: &crate::model::Experiment) -> String {
             String::new()
         },
     )
-}
-
-/// Seconds as a person reads them: 75 s, 12.5 min, 4.2 h.
-fn human(s: f64) -> String {
-    if s < 120.0 {
-        format!("{s:.0} s")
-    } else if s < 7200.0 {
-        format!("{:.1} min", s / 60.0)
-    } else {
-        format!("{:.1} h", s / 3600.0)
-    }
 }
 
 /// "1 fault", "3 faults", "a campaign of 4 kinds of fault".

@@ -38,7 +38,9 @@ details{margin:.3em 0}summary{cursor:pointer}\
 .plot svg,.plot img{max-width:100%;height:auto}\
 ";
 
-/// Text for HTML.
+/// Text for HTML or XML (the pages, the JUnit file): markup escaped, and
+/// control characters other than a line break or tab made spaces (XML 1.0
+/// has no place for them, and a page shows none).
 pub fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
@@ -48,6 +50,7 @@ pub fn escape(s: &str) -> String {
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&#39;"),
+            c if c.is_control() && !matches!(c, '\n' | '\t' | '\r') => out.push(' '),
             c => out.push(c),
         }
     }

@@ -52,7 +52,6 @@ pub(crate) fn evictions(phases: &Phases<'_>, spans: &Spans) -> Evictions {
 #[cfg(test)]
 mod tests {
     use super::super::intervals::check;
-    use super::super::params::CheckParams;
     use leasequake_model::history::{Detail, Event, EventKind, History};
 
     fn s(x: f64) -> i64 {
@@ -99,24 +98,7 @@ mod tests {
             events.push(ev(t, 0, EventKind::SteppedDown));
         }
         events.push(Event::new(s(30.0), None, EventKind::TrialEnd));
-        let params = CheckParams {
-            lease_us: s(9.0),
-            renew_us: s(3.0),
-            watch_us: s(3.0),
-            resolution_us: s(1.0),
-            epoch_us: None,
-            dropped_at_death: false,
-            expires: true,
-            rewritten_in_place: true,
-            server_slack_us: 0,
-            push: leasequake_model::settings::Push::Nothing,
-            push_slack_us: 0,
-            replicated: false,
-            fault_budget_us: 0,
-            disturbance_budget_us: 0,
-            planned_start_spread_us: None,
-            uniform_acquisitions: true,
-        };
+        let params = crate::testkit::BLOG;
         check(&History::new(events), &params).evictions
     }
 

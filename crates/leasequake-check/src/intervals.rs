@@ -522,24 +522,7 @@ mod tests {
     use leasequake_model::history::Detail;
 
     /// The blog's defaults, unscaled: threshold = 9 + 3 + 1 = 13 s.
-    const PARAMS: CheckParams = CheckParams {
-        lease_us: 9_000_000,
-        renew_us: 3_000_000,
-        watch_us: 3_000_000,
-        resolution_us: 1_000_000,
-        epoch_us: None,
-        dropped_at_death: false,
-        expires: true,
-        rewritten_in_place: true,
-        server_slack_us: 0,
-        push: leasequake_model::settings::Push::Nothing,
-        push_slack_us: 0,
-        replicated: false,
-        fault_budget_us: 0,
-        disturbance_budget_us: 0,
-        planned_start_spread_us: None,
-        uniform_acquisitions: true,
-    };
+    const PARAMS: CheckParams = crate::testkit::BLOG;
 
     /// Seconds (as written in the blog) to µs.
     fn s(seconds: f64) -> Micros {

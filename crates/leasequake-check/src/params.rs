@@ -218,22 +218,10 @@ mod tests {
 
     fn params(dropped_at_death: bool) -> CheckParams {
         CheckParams {
-            lease_us: 9_000_000,
-            renew_us: 3_000_000,
-            watch_us: 3_000_000,
-            resolution_us: 1_000_000,
-            epoch_us: None,
             dropped_at_death,
             expires: !dropped_at_death,
             rewritten_in_place: !dropped_at_death,
-            server_slack_us: 0,
-            push: Push::Nothing,
-            push_slack_us: 0,
-            replicated: false,
-            fault_budget_us: 0,
-            disturbance_budget_us: 0,
-            planned_start_spread_us: None,
-            uniform_acquisitions: true,
+            ..crate::testkit::BLOG
         }
     }
 

@@ -449,24 +449,7 @@ mod tests {
     }
 
     fn params() -> CheckParams {
-        CheckParams {
-            lease_us: s(9.0),
-            renew_us: s(3.0),
-            watch_us: s(3.0),
-            resolution_us: s(1.0),
-            epoch_us: None,
-            dropped_at_death: false,
-            expires: true,
-            rewritten_in_place: true,
-            server_slack_us: 0,
-            push: leasequake_model::settings::Push::Nothing,
-            push_slack_us: 0,
-            replicated: false,
-            fault_budget_us: 0,
-            disturbance_budget_us: 0,
-            planned_start_spread_us: None,
-            uniform_acquisitions: true,
-        }
+        crate::testkit::BLOG
     }
 
     /// Worker 0 leads from 0.1 s, renewing every 3 s; worker 1 watches on

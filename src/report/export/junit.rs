@@ -8,23 +8,7 @@ use super::{ExperimentResult, Exporter};
 
 pub struct JUnit;
 
-/// Text for an XML attribute or element.
-fn xml(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            // XML 1.0 has no place for other control characters.
-            c if c.is_control() && !matches!(c, '\n' | '\t' | '\r') => out.push(' '),
-            c => out.push(c),
-        }
-    }
-    out
-}
+use crate::report::html::escape as xml;
 
 impl Exporter for JUnit {
     fn serialize(&self, results: &[ExperimentResult<'_>]) -> String {
@@ -98,6 +82,6 @@ mod tests {
 
     #[test]
     fn markup_and_control_characters_are_escaped() {
-        assert_eq!(xml("a<b & \"c\" 'd'>\u{1b}"), "a&lt;b &amp; &quot;c&quot; &apos;d&apos;&gt; ");
+        assert_eq!(xml("a<b & \"c\" 'd'>\u{1b}"), "a&lt;b &amp; &quot;c&quot; &#39;d&#39;&gt; ");
     }
 }

@@ -531,9 +531,7 @@ impl<E: Env> Worker<E> {
     }
 }
 
-#[path = "job.rs"]
 mod job;
 
 #[cfg(test)]
-#[path = "machine_tests.rs"]
 mod tests;
