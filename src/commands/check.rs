@@ -14,7 +14,7 @@ use crate::model::Experiment;
 use crate::model::history::History;
 use crate::report::csv::{ResultsWriter, Tables, TrialData};
 use crate::report::host::{self, CHECKED, Checked};
-use crate::report::summary::{Measured, per_unit, setting_label, summarize, units};
+use crate::report::summary::{Measured, per_unit, summarize};
 use crate::report::{suite, terminal, timeline};
 use crate::{say, sayln, warnln};
 
@@ -120,7 +120,7 @@ pub(super) fn write_pages(
     metrics: &[(u32, usize, TrialMetrics)],
     trial_one: Option<&History>,
 ) -> Vec<String> {
-    let units = units(exp);
+    let units = exp.units();
     if let (Some(h), Some((_, unit, m))) = (trial_one, metrics.iter().find(|(t, _, _)| *t == 1)) {
         timeline::trial_one(dir, units[*unit].0, h, m);
     }
@@ -199,7 +199,7 @@ fn check_suite(dir: &Path, target: Target<'_>) -> Result<(), Error> {
             failed: &c.failed,
         })
         .collect();
-    let points: Vec<Vec<_>> = done.iter().map(|c| per_unit(&units(&c.exp), &c.metrics)).collect();
+    let points: Vec<Vec<_>> = done.iter().map(|c| per_unit(&c.exp.units(), &c.metrics)).collect();
     let title = readme.lines().next().unwrap_or("leasequake").trim_start_matches("# ").to_string();
     let exps: Vec<&Experiment> = done.iter().map(|c| &c.exp).collect();
     let preamble = format!(
@@ -232,7 +232,7 @@ pub(super) fn write_derived(
     metrics: &[(u32, usize, TrialMetrics)],
     outcomes: &BTreeMap<u32, String>,
 ) -> Result<(), Error> {
-    let units = units(exp);
+    let units = exp.units();
     let trials_per_unit = exp.trials.max(1);
     let mut w = ResultsWriter::create(out, exp, Tables::Derived)?;
     // The derived tables are written from the metrics alone: the history,
@@ -244,7 +244,7 @@ pub(super) fn write_derived(
         let said = outcomes.get(trial).map_or("", String::as_str);
         let seed = exp.trial_seed(local);
         let data = TrialData { trial: *trial, seed, history: &none, faults: &[], metrics: m, outcomes: said };
-        w.append(exp, (unit_exp, &setting_label(unit_exp, label)), data)?;
+        w.append(exp, (unit_exp, &unit_exp.setting_label(label)), data)?;
     }
     w.write_summary(exp, &per_unit(&units, metrics))?;
     Ok(w.finish()?)

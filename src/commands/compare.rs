@@ -11,7 +11,6 @@ use crate::cli::CompareArgs;
 use crate::error::Error;
 use crate::experiment::{load_record, to_yaml};
 use crate::model::Experiment;
-use crate::report::summary::units;
 use crate::report::two_runs::{ALPHA, Row, compare as compare_metrics, metrics};
 
 /// One side as read: where, which point, its settings and its metrics.
@@ -109,7 +108,7 @@ fn side(arg: &str, which: &str) -> Result<Side, Error> {
     let _held = super::owner::hold(&dir, super::owner::Use::Read)?;
     same_format(&dir)?;
     let exp = load_record(&dir).map_err(|e| Error::Experiments(vec![e]))?;
-    let all = units(&exp);
+    let all = exp.units();
     let unit = match &point {
         Some(p) => super::inputs::unit_named(&exp, &dir, p, &format!("{which}: {arg}"))?,
         None if all.len() == 1 => 0,

@@ -9,7 +9,6 @@ use crate::error::Error;
 use crate::experiment::{Overrides, load};
 use crate::model::Experiment;
 use crate::model::history::History;
-use crate::report::summary::{unit_of, units};
 use crate::report::thresholds::checks as expectation_checks;
 use crate::sayln;
 
@@ -167,12 +166,12 @@ pub fn same_format(dir: &std::path::Path) -> Result<(), Error> {
 
 /// The most workers any trial of the experiment (any sweep point) runs.
 pub fn most_workers(exp: &Experiment) -> usize {
-    units(exp).iter().map(|(u, _)| u.workers).max().unwrap_or(exp.workers)
+    exp.units().iter().map(|(u, _)| u.workers).max().unwrap_or(exp.workers)
 }
 
 /// Does any unit of the experiment put a proxy before its server?
 pub fn proxied(exp: &Experiment) -> bool {
-    units(exp).iter().any(|(u, _)| u.proxied())
+    exp.units().iter().any(|(u, _)| u.proxied())
 }
 
 /// The metrics of a results directory's finished trials, re-checked from
@@ -205,7 +204,7 @@ fn metrics_of(
     mut keep: impl FnMut(u32, History),
 ) -> Result<Vec<(u32, usize, TrialMetrics)>, Error> {
     use crate::report::read::{each_history, finished_trials};
-    let units = units(exp);
+    let units = exp.units();
     let listed = if dir.join("trials.csv").exists() { Some(finished_trials(dir)?) } else { None };
     if let Some(listed) = &listed {
         let most = units.len() as u64 * u64::from(exp.trials);
@@ -216,14 +215,14 @@ fn metrics_of(
             });
         }
     }
-    let mine = |t: u32| only.is_none_or(|u| unit_of(exp, units.len(), t) == u);
+    let mine = |t: u32| only.is_none_or(|u| exp.unit_of(units.len(), t) == u);
     let listed = listed.map(|l| l.into_iter().filter(|&t| mine(t)).collect::<std::collections::BTreeSet<u32>>());
     let mut metrics = Vec::new();
     each_history(dir, listed.as_ref(), most_workers(exp), |t, history| {
         if !mine(t) {
             return Ok(());
         }
-        let unit = unit_of(exp, units.len(), t);
+        let unit = exp.unit_of(units.len(), t);
         metrics.push((t, unit, check(&history, &CheckParams::of(units[unit].0))));
         keep(t, history);
         Ok::<(), Error>(())
@@ -249,7 +248,7 @@ fn metrics_of(
 /// it, or an error saying which there are, led by `what` (the flag or
 /// argument that named it).
 pub fn unit_named(exp: &Experiment, dir: &Path, point: &str, what: &str) -> Result<usize, Error> {
-    let all = units(exp);
+    let all = exp.units();
     all.iter().position(|(_, label)| label == point).ok_or_else(|| {
         let labels: Vec<&str> = all.iter().map(|(_, l)| l.as_str()).filter(|l| !l.is_empty()).collect();
         let there = if labels.is_empty() {

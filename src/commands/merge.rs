@@ -25,7 +25,7 @@ use crate::report::csv::{HISTORY_TABLES, merge_history};
 use crate::report::host::{self, Merged, Recorded, ShardRecord};
 use crate::report::read::{finished_trials, worker_outcomes};
 use crate::report::summary::Measured;
-use crate::report::summary::{per_unit, summarize, unit_of, units};
+use crate::report::summary::{per_unit, summarize};
 use crate::report::{suite, terminal};
 use crate::{say, warnln};
 
@@ -258,7 +258,7 @@ fn gather(dirs: Vec<PathBuf>) -> Result<Shards, Error> {
         }
     }
     let exp = load_record(&first.dir).map_err(|e| Error::Experiments(vec![e]))?;
-    let total = units(&exp).len() as u32 * exp.trials;
+    let total = exp.units().len() as u32 * exp.trials;
     let trials: Vec<BTreeSet<u32>> = read.iter().map(|r| finished_trials(&r.dir)).collect::<Result<_, _>>()?;
     let pieces: Vec<Piece<'_>> =
         read.iter().zip(&trials).map(|(r, trials)| Piece { dir: &r.dir, shard: r.shard, trials }).collect();
@@ -368,7 +368,7 @@ fn write_experiment(to: &Path, s: &Shards, stopped: &AtomicBool) -> Result<Merge
     merge_history(to, &sources)?;
     let metrics = s.metrics.clone();
     super::check::write_derived(to, &s.exp, &metrics, &s.outcomes)?;
-    debug_assert!(metrics.iter().all(|(t, u, _)| unit_of(&s.exp, units(&s.exp).len(), *t) == *u));
+    debug_assert!(metrics.iter().all(|(t, u, _)| s.exp.unit_of(s.exp.units().len(), *t) == *u));
     for dir in &s.dirs {
         copy_trials(&dir.join("trials"), &to.join("trials"), stopped)?;
     }
@@ -417,7 +417,7 @@ fn write_suite(
         })
         .collect();
     let points: Vec<Vec<_>> =
-        experiments.iter().zip(merged).map(|(s, m)| per_unit(&units(&s.exp), &m.metrics)).collect();
+        experiments.iter().zip(merged).map(|(s, m)| per_unit(&s.exp.units(), &m.metrics)).collect();
     // The run's own title (the files it was given), from a shard's README.
     let title = crate::files::read_text(&dirs[0].join("README.md"), crate::files::MAX_TEXT_BYTES)
         .ok()

@@ -14,7 +14,6 @@ use super::inputs::{Depth, expand, filter, load_all};
 use crate::error::Error;
 use crate::experiment::Overrides;
 use crate::model::{Action, Dur, Experiment, Target};
-use crate::report::summary::units;
 use crate::report::terminal::describe;
 use crate::sayln;
 use crate::trial::{Live, Schedule};
@@ -52,7 +51,7 @@ pub fn plan(files: &[PathBuf], globs: &[String], overrides: &Overrides) -> Resul
 
 /// Trials and the estimated wall time of `exp` at its own jobs.
 fn estimate(exp: &Experiment) -> (u64, f64) {
-    let units = units(exp);
+    let units = exp.units();
     let trials = u64::from(exp.trials) * units.len() as u64;
     let serial: f64 =
         units.iter().map(|(u, _)| (u.duration.as_ms_f64() / 1000.0 + overhead_s(u)) * f64::from(exp.trials)).sum();

@@ -11,7 +11,7 @@ use crate::files::MAX_TEXT_BYTES;
 use crate::model::Experiment;
 use crate::report::html::{Section, link_reports, page};
 use crate::report::summary::Measured;
-use crate::report::summary::{per_unit, summarize, units};
+use crate::report::summary::{per_unit, summarize};
 
 /// Timelines drawn into a report, at most (the first trials).
 const TIMELINES: usize = 12;
@@ -73,7 +73,7 @@ pub fn experiment(
     let io = |source| Error::Io { path: dir.join("report.html"), source };
     let all: Vec<&TrialMetrics> = metrics.iter().map(|(_, _, m)| m).collect();
     let summary = summarize(&all);
-    let units = units(exp);
+    let units = exp.units();
     let run = Measured { exp, summary: &summary, metrics: all, link: ".".into(), failed };
     let points = vec![per_unit(&units, metrics)];
     let scale = if exp.time_scale == 1.0 {

@@ -21,7 +21,7 @@ use crate::model::clock::{utc_stamp, wall_ns};
 use crate::report::host;
 use crate::report::host::{RunFacts, ShardRecord};
 use crate::report::summary::Measured;
-use crate::report::summary::{per_unit, unit_of, units};
+use crate::report::summary::per_unit;
 use crate::{sayln, warnln};
 
 pub fn run(args: &RunArgs) -> Result<(), Error> {
@@ -172,7 +172,7 @@ fn shards(args: &RunArgs, exps: &[Experiment]) -> Result<Option<Vec<ShardRecord>
             )));
         }
         out.push(ShardRecord { index: shard.index, count: shard.count, first_unit });
-        first_unit += units(exp).len() as u64 * u64::from(exp.trials);
+        first_unit += exp.units().len() as u64 * u64::from(exp.trials);
     }
     Ok(Some(out))
 }
@@ -232,9 +232,9 @@ fn default_dir(root: &Path, name: &str) -> PathBuf {
 fn exported<'a>(done: &'a [(&'a Experiment, Outcome)]) -> Vec<crate::report::export::ExperimentResult<'a>> {
     done.iter()
         .map(|(exp, o)| {
-            let units = units(exp);
+            let units = exp.units();
             let tagged: Vec<(u32, usize, TrialMetrics)> =
-                o.metrics.iter().map(|(t, m)| (*t, unit_of(exp, units.len(), *t), m.clone())).collect();
+                o.metrics.iter().map(|(t, m)| (*t, exp.unit_of(units.len(), *t), m.clone())).collect();
             crate::report::export::ExperimentResult {
                 exp,
                 dir: &o.dir,
@@ -334,9 +334,9 @@ fn write_suite_readme(
     let points: Vec<Vec<_>> = done
         .iter()
         .map(|(exp, o)| {
-            let units = units(exp);
+            let units = exp.units();
             let tagged: Vec<(u32, usize, TrialMetrics)> =
-                o.metrics.iter().map(|(t, m)| (*t, unit_of(exp, units.len(), *t), m.clone())).collect();
+                o.metrics.iter().map(|(t, m)| (*t, exp.unit_of(units.len(), *t), m.clone())).collect();
             per_unit(&units, &tagged)
         })
         .collect();

@@ -17,7 +17,7 @@ use crate::model::Experiment;
 use crate::model::clock::wall_ns;
 use crate::report::csv::{ResultsWriter, Tables, TrialData};
 use crate::report::host::RunFacts;
-use crate::report::summary::{Summary, per_unit, setting_label, summarize, units};
+use crate::report::summary::{Summary, per_unit, summarize};
 use crate::report::{host, terminal, timeline};
 use crate::trial::{TrialError, TrialRecord, run_trial_within_limit};
 use crate::{say, warnln};
@@ -27,7 +27,7 @@ use crate::{say, warnln};
 pub(super) fn servers_ready(exps: &[Experiment]) -> Result<(), Error> {
     let mut checked = std::collections::BTreeSet::new();
     for exp in exps {
-        for (unit, _) in units(exp) {
+        for (unit, _) in exp.units() {
             let s = &unit.substrate;
             if let Some(server) = s.managed_server() {
                 if checked.insert((format!("managed {server:?}"), String::new()))
@@ -189,7 +189,7 @@ pub(super) fn run_experiment(
     // A plain experiment is one unit; a sweep has one unit per point. Trial
     // numbers are unique across the run; point p's trials share seeds with
     // every other point's (common random numbers: only the settings differ).
-    let units = units(exp);
+    let units = exp.units();
     let trials_per_unit = exp.trials;
     let total = units.len() as u32 * trials_per_unit;
     // Trial indices (0-based) still to run: all, or those a resume lacks.
@@ -440,7 +440,7 @@ impl Sink {
             metrics: &metrics,
             outcomes: &r.outcomes.join("; "),
         };
-        self.writer.append(run, (exp, &setting_label(exp, label)), trial)?;
+        self.writer.append(run, (exp, &exp.setting_label(label)), trial)?;
         if r.trial == 1 {
             timeline::trial_one(&self.dir, exp, &r.history, &metrics);
         }

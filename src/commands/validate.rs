@@ -64,7 +64,7 @@ fn first_sentence(text: &str) -> &str {
 /// How much running it is: trials (× sweep points), workers, faults, and
 /// the trials' time end to end at one trial at a time.
 fn size(e: &crate::model::Experiment) -> String {
-    let units = crate::report::summary::units(e);
+    let units = e.units();
     let trials = u64::from(e.trials) * units.len() as u64;
     let total_s: f64 = units.iter().map(|(u, _)| u.duration.as_ms_f64() / 1000.0 * f64::from(e.trials)).sum();
     let points =

@@ -5,7 +5,6 @@
 use serde::Serialize;
 
 use super::rows::SettingColumns;
-use super::summary::units;
 use crate::model::{Action, Experiment, Resource, setting_name};
 
 /// The column names of a row type, as serde writes them.
@@ -37,7 +36,7 @@ pub struct Features {
 
 impl Features {
     pub fn of(exp: &Experiment) -> Features {
-        let units: Vec<&Experiment> = units(exp).into_iter().map(|(e, _)| e).collect();
+        let units: Vec<&Experiment> = exp.units().into_iter().map(|(e, _)| e).collect();
         Features {
             evictions: units.iter().any(|e| e.fault_kinds().any(|f| matches!(f.action, Action::Pause | Action::Stop))),
             writes: units.iter().any(|e| e.worker.resource != Resource::None),

@@ -145,12 +145,6 @@ pub struct Measured<'a> {
     pub failed: &'a [String],
 }
 
-/// The name of a unit in trials.csv and summary.csv: its sweep point's
-/// label, or the experiment's name.
-pub fn setting_label(exp: &Experiment, label: &str) -> String {
-    if label.is_empty() { exp.name.clone() } else { label.to_string() }
-}
-
 /// A percentile of sorted µs values, rounded to whole µs.
 pub fn pct_us(sorted: &[u64], q: f64) -> Option<u64> {
     let v: Vec<f64> = sorted.iter().map(|&x| x as f64).collect();
@@ -164,22 +158,6 @@ pub fn crash_bound_ms(exp: &Experiment) -> (f64, f64) {
     (lo as f64 / 1000.0, hi as f64 / 1000.0)
 }
 
-/// The units of a run: the experiment itself, or each point of its sweep,
-/// with the label that names it in trials.csv and summary.csv.
-pub fn units(exp: &Experiment) -> Vec<(&Experiment, String)> {
-    if exp.points.is_empty() {
-        vec![(exp, String::new())]
-    } else {
-        exp.points.iter().map(|p| (&p.exp, p.label())).collect()
-    }
-}
-
-/// The unit (sweep point) of a trial: `run` numbers point p's trials
-/// p·trials + 1 ..= (p + 1)·trials.
-pub fn unit_of(exp: &Experiment, units: usize, trial: u32) -> usize {
-    (((trial.max(1) - 1) / exp.trials.max(1)) as usize).min(units.saturating_sub(1))
-}
-
 /// One summary per unit that has finished trials; `metrics` holds
 /// (trial, unit index, metrics).
 pub fn per_unit<'a>(units: &[(&'a Experiment, String)], metrics: &[(u32, usize, TrialMetrics)]) -> Vec<SummaryRow<'a>> {
@@ -188,11 +166,7 @@ pub fn per_unit<'a>(units: &[(&'a Experiment, String)], metrics: &[(u32, usize, 
         .enumerate()
         .filter_map(|(i, (exp, label))| {
             let mine: Vec<&TrialMetrics> = metrics.iter().filter(|(_, u, _)| *u == i).map(|(_, _, m)| m).collect();
-            (!mine.is_empty()).then(|| SummaryRow {
-                setting: setting_label(exp, label),
-                exp,
-                summary: summarize(&mine),
-            })
+            (!mine.is_empty()).then(|| SummaryRow { setting: exp.setting_label(label), exp, summary: summarize(&mine) })
         })
         .collect()
 }

@@ -12,7 +12,7 @@ use crate::model::summary_metrics::{Bound, Measure, MetricBound};
 
 use super::columns::Features;
 use super::measures::unit_values;
-use super::summary::{ExpectCheck, SummaryRow, expectation_checks, setting_label, summarize, unit_of, units};
+use super::summary::{ExpectCheck, SummaryRow, expectation_checks, summarize};
 
 /// Every expectation's failures, as sentences (empty: all held).
 pub fn failures(exp: &Experiment, trials: &[(u32, &TrialMetrics)]) -> Vec<String> {
@@ -26,15 +26,15 @@ pub fn checks(exp: &Experiment, trials: &[(u32, &TrialMetrics)]) -> Vec<ExpectCh
         return checks;
     }
     let features = Features::of(exp);
-    let all = units(exp);
+    let all = exp.units();
     let settings: Vec<(String, f64, std::collections::BTreeMap<String, Option<f64>>)> = all
         .iter()
         .enumerate()
         .filter_map(|(i, (unit, label))| {
             let mine: Vec<&TrialMetrics> =
-                trials.iter().filter(|(t, _)| unit_of(exp, all.len(), *t) == i).map(|(_, m)| *m).collect();
+                trials.iter().filter(|(t, _)| exp.unit_of(all.len(), *t) == i).map(|(_, m)| *m).collect();
             (!mine.is_empty()).then(|| {
-                let row = SummaryRow { setting: setting_label(unit, label), exp: unit, summary: summarize(&mine) };
+                let row = SummaryRow { setting: unit.setting_label(label), exp: unit, summary: summarize(&mine) };
                 // A sweep's point is named; a single setting needs no name.
                 let name = if label.is_empty() { String::new() } else { format!("{label}: ") };
                 (name, unit.time_scale, unit_values(&row, features))

@@ -149,6 +149,28 @@ impl Point {
 }
 
 impl Experiment {
+    /// The units of a run: the experiment itself, or each point of its
+    /// sweep, with the label that names it in trials.csv and summary.csv.
+    pub fn units(&self) -> Vec<(&Experiment, String)> {
+        if self.points.is_empty() {
+            vec![(self, String::new())]
+        } else {
+            self.points.iter().map(|p| (&p.exp, p.label())).collect()
+        }
+    }
+
+    /// The unit (sweep point) of a trial, of `units`: a run numbers point
+    /// p's trials p·trials + 1 ..= (p + 1)·trials.
+    pub fn unit_of(&self, units: usize, trial: u32) -> usize {
+        (((trial.max(1) - 1) / self.trials.max(1)) as usize).min(units.saturating_sub(1))
+    }
+
+    /// The name of a unit in trials.csv and summary.csv: its sweep point's
+    /// `label`, or the experiment's name.
+    pub fn setting_label(&self, label: &str) -> String {
+        if label.is_empty() { self.name.clone() } else { label.to_string() }
+    }
+
     /// Seed of trial `i` (1-based): distinct, reproducible, printed in trials.csv.
     pub fn trial_seed(&self, trial: u32) -> u64 {
         self.seed.wrapping_add(u64::from(trial))

@@ -16,7 +16,6 @@ use crate::error::Error;
 use crate::experiment::{Overrides, load};
 use crate::model::{Dur, Experiment, Fault, Target};
 use crate::report::read::{fault_rows, finished_trials, read_histories};
-use crate::report::summary::{unit_of, units};
 use crate::sayln;
 use crate::shrink::recorded::{anchor, recorded};
 use crate::shrink::{Candidate, Element, Outcome, Probe, Settings, Violation, violations};
@@ -138,11 +137,11 @@ pub(super) fn after_run(
     ctx: &Ctx,
 ) -> Result<Option<Summary>, Error> {
     let wanted = options(how)?;
-    let units = units(exp);
+    let units = exp.units();
     let violating: Vec<(u32, bool)> = metrics
         .iter()
         .filter(|(t, m)| {
-            let found = violations(units[unit_of(exp, units.len(), *t)].0, m);
+            let found = violations(units[exp.unit_of(units.len(), *t)].0, m);
             wanted.as_ref().map_or(!found.is_empty(), |v| found.contains(v))
         })
         .map(|(t, m)| (*t, m.disturbance.disturbed()))
@@ -171,7 +170,7 @@ fn first_in_point(dir: &Path, point: &str, how: &ShrinkHow) -> Result<u32, Error
     let wanted = options(how)?;
     let exp = load(&dir.join("experiment.yaml"), &Overrides::default()).map_err(|e| Error::Experiments(vec![e]))?;
     let unit = super::inputs::unit_named(&exp, dir, point, &format!("--point {point}"))?;
-    let base = units(&exp)[unit].0;
+    let base = exp.units()[unit].0;
     let checked = super::inputs::unit_metrics(dir, &exp, "shrink", unit)?;
     let violating: Vec<(u32, bool)> = checked
         .iter()
@@ -239,8 +238,8 @@ fn prepare(dir: &Path, trial: u32, how: &ShrinkHow, jobs: Option<usize>) -> Resu
             problem: format!("--trial {trial}: no such finished trial (the last is {last})"),
         });
     }
-    let units = units(&exp);
-    let unit = unit_of(&exp, units.len(), trial);
+    let units = exp.units();
+    let unit = exp.unit_of(units.len(), trial);
     let mut base = units[unit].0.clone();
     base.points.clear();
     base.jobs = jobs.unwrap_or(exp.jobs);
