@@ -159,7 +159,6 @@ pub(super) fn run_experiment(
     done: Option<Done>,
     shard: Option<host::ShardRecord>,
 ) -> Outcome {
-    let (exe, flags, quiet) = (&ctx.exe, &ctx.flags, ctx.quiet);
     let began = std::time::Instant::now();
     let failed = |e: Error| Outcome {
         result: Err(e),
@@ -173,116 +172,193 @@ pub(super) fn run_experiment(
     };
     let resuming = done.is_some();
     let done = done.unwrap_or_default();
-    if !resuming && let Err(e) = prepare_dir(exp, dir, link_latest, ctx, shard) {
-        return failed(e);
-    }
-    let writer = if resuming {
-        let completed = done.iter().map(|(t, _, _)| *t).collect();
-        ResultsWriter::resume(dir, exp, &completed)
-    } else {
-        ResultsWriter::create(dir, exp, Tables::All)
-    };
-    let writer = match writer {
+    let writer = match open_writer(exp, dir, link_latest, ctx, &done, resuming, shard) {
         Ok(w) => w,
-        Err(e) => return failed(e.into()),
+        Err(e) => return failed(e),
     };
-    // A plain experiment is one unit; a sweep has one unit per point. Trial
-    // numbers are unique across the run; point p's trials share seeds with
-    // every other point's (common random numbers: only the settings differ).
-    let units = exp.units();
-    let trials_per_unit = exp.trials;
-    let total = units.len() as u32 * trials_per_unit;
-    // Trial indices (0-based) still to run: all, or those a resume lacks.
-    let finished: std::collections::HashSet<u32> = done.iter().map(|(t, _, _)| *t).collect();
-    let todo: Vec<u32> =
-        (0..total).filter(|i| !finished.contains(&(i + 1)) && shard.is_none_or(|s| s.owns(u64::from(*i)))).collect();
-    if !quiet {
-        let what = if resuming { format!("{} missing of {total}", todo.len()) } else { total.to_string() };
+    let plan = TrialPlan::new(exp, &done, shard);
+    if !ctx.quiet {
+        let what =
+            if resuming { format!("{} missing of {}", plan.todo.len(), plan.total) } else { plan.total.to_string() };
         warnln!("leasequake: {what} trials of {} → {}", exp.name, dir.display());
         for w in super::plan::warnings(exp) {
             warnln!("leasequake: {}: {w}", exp.name);
         }
     }
-    let progress = if quiet { ProgressBar::hidden() } else { ProgressBar::new(u64::from(total)) };
-    progress.set_position(u64::from(total) - todo.len() as u64);
-    progress.set_style(
-        ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} trials, {elapsed} (ETA {eta}) {msg}")
-            .expect("static template")
-            .progress_chars("=> "),
-    );
-    progress.set_prefix(exp.name.clone());
-    // indicatif draws nothing into a log: there, a line now and then.
-    let log_progress = (!quiet && !std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .then(|| LogProgress::new(&exp.name, u64::from(total), u64::from(total) - todo.len() as u64));
-
-    let stop: &Arc<AtomicBool> = &flags.stop;
+    let progress = Progress::new(exp, plan.total, plan.todo.len(), ctx.quiet);
     // The servers the harness runs live for this experiment's run.
-    let servers = match crate::trial::Servers::start(&unit_refs(&units), dir, exp.jobs) {
+    let servers = match crate::trial::Servers::start(&unit_refs(&plan.units), dir, exp.jobs) {
         Ok(s) => Arc::new(s),
         Err(e) => return failed(Error::Server { experiment: exp.source.clone(), source: e }),
     };
     let sink = Mutex::new(Sink { writer, dir: dir.to_path_buf(), metrics: done, error: None });
-    let next = AtomicU32::new(0);
-    let trials_dir = dir.join("trials");
-    // `trials: {until: …}`: a unit whose headline rate is known well enough
-    // starts no more trials (those already running finish and are kept).
-    let unit_done: Vec<AtomicBool> = (0..units.len()).map(|_| AtomicBool::new(false)).collect();
-    let check_settled = |metrics: &[(u32, usize, TrialMetrics)], unit: usize| {
-        if let Some(until) = &exp.until {
-            let mine: Vec<&TrialMetrics> = metrics.iter().filter(|(_, u, _)| *u == unit).map(|(_, _, m)| m).collect();
-            if crate::report::summary::settled(units[unit].0, until, &summarize(&mine)).1 {
-                unit_done[unit].store(true, Ordering::SeqCst);
-            }
-        }
-    };
     {
         let sink = sink.lock().unwrap_or_else(|p| p.into_inner());
-        for unit in 0..units.len() {
-            check_settled(&sink.metrics, unit);
+        for unit in 0..plan.units.len() {
+            plan.settle(exp, &sink.metrics, unit);
         }
     }
+    run_trials(exp, dir, ctx, &plan, &sink, &servers, &progress);
+    progress.finish();
+    let sink = sink.into_inner().unwrap_or_else(|p| p.into_inner());
+    conclude(exp, dir, ctx, &plan, sink, began)
+}
+
+/// The results directory made ready (or a resumed one reopened) and its
+/// writer.
+fn open_writer(
+    exp: &Experiment,
+    dir: &Path,
+    link_latest: bool,
+    ctx: &Ctx,
+    done: &Done,
+    resuming: bool,
+    shard: Option<host::ShardRecord>,
+) -> Result<ResultsWriter, Error> {
+    if resuming {
+        let completed = done.iter().map(|(t, _, _)| *t).collect();
+        return Ok(ResultsWriter::resume(dir, exp, &completed)?);
+    }
+    prepare_dir(exp, dir, link_latest, ctx, shard)?;
+    Ok(ResultsWriter::create(dir, exp, Tables::All)?)
+}
+
+/// Which trials a run of an experiment runs, in what order, and when a
+/// unit stops. A plain experiment is one unit; a sweep has one unit per
+/// point. Trial numbers are unique across the run; point p's trials share
+/// seeds with every other point's (common random numbers: only the
+/// settings differ).
+struct TrialPlan<'e> {
+    units: Vec<(&'e Experiment, String)>,
+    trials_per_unit: u32,
+    total: u32,
+    /// Trial indices (0-based) still to run, in order: all, or those a
+    /// resume lacks, of this shard's.
+    todo: Vec<u32>,
+    /// `trials: {until: …}`: a unit whose headline rate is known well
+    /// enough starts no more trials (those already running finish and are
+    /// kept).
+    unit_done: Vec<AtomicBool>,
+}
+
+impl<'e> TrialPlan<'e> {
+    fn new(exp: &'e Experiment, done: &Done, shard: Option<host::ShardRecord>) -> TrialPlan<'e> {
+        let units = exp.units();
+        let total = units.len() as u32 * exp.trials;
+        let finished: std::collections::HashSet<u32> = done.iter().map(|(t, _, _)| *t).collect();
+        let todo = (0..total)
+            .filter(|i| !finished.contains(&(i + 1)) && shard.is_none_or(|s| s.owns(u64::from(*i))))
+            .collect();
+        let unit_done = (0..units.len()).map(|_| AtomicBool::new(false)).collect();
+        TrialPlan { units, trials_per_unit: exp.trials, total, todo, unit_done }
+    }
+
+    /// Trial `index`'s (0-based) unit and its number within the unit.
+    fn place(&self, index: u32) -> (usize, u32) {
+        ((index / self.trials_per_unit) as usize, index % self.trials_per_unit + 1)
+    }
+
+    /// Mark `unit` done once its `until` is met over `metrics`.
+    fn settle(&self, exp: &Experiment, metrics: &[(u32, usize, TrialMetrics)], unit: usize) {
+        if let Some(until) = &exp.until {
+            let mine: Vec<&TrialMetrics> = metrics.iter().filter(|(_, u, _)| *u == unit).map(|(_, _, m)| m).collect();
+            if crate::report::summary::settled(self.units[unit].0, until, &summarize(&mine)).1 {
+                self.unit_done[unit].store(true, Ordering::SeqCst);
+            }
+        }
+    }
+
+    /// Points with every trial in.
+    fn points_full(&self, metrics: &[(u32, usize, TrialMetrics)]) -> usize {
+        (0..self.units.len())
+            .filter(|u| metrics.iter().filter(|(_, m, _)| m == u).count() as u32 >= self.trials_per_unit)
+            .count()
+    }
+}
+
+/// The bar on a terminal; in a log, where indicatif draws nothing, a line
+/// now and then.
+struct Progress {
+    bar: ProgressBar,
+    log: Option<LogProgress>,
+}
+
+impl Progress {
+    fn new(exp: &Experiment, total: u32, todo: usize, quiet: bool) -> Progress {
+        let already = u64::from(total) - todo as u64;
+        let bar = if quiet { ProgressBar::hidden() } else { ProgressBar::new(u64::from(total)) };
+        bar.set_position(already);
+        bar.set_style(
+            ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} trials, {elapsed} (ETA {eta}) {msg}")
+                .expect("static template")
+                .progress_chars("=> "),
+        );
+        bar.set_prefix(exp.name.clone());
+        let log = (!quiet && !std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .then(|| LogProgress::new(&exp.name, u64::from(total), already));
+        Progress { bar, log }
+    }
+
+    fn finished_one(&self, message: String) {
+        self.bar.set_message(message);
+        self.bar.inc(1);
+        if let Some(log) = &self.log {
+            log.finished_one();
+        }
+    }
+
+    fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
+}
+
+/// The plan's trials, `exp.jobs` at once, each checked and written as it
+/// finishes; the first error stops the rest.
+fn run_trials(
+    exp: &Experiment,
+    dir: &Path,
+    ctx: &Ctx,
+    plan: &TrialPlan<'_>,
+    sink: &Mutex<Sink>,
+    servers: &Arc<crate::trial::Servers>,
+    progress: &Progress,
+) {
+    let stop: &Arc<AtomicBool> = &ctx.flags.stop;
+    let next = AtomicU32::new(0);
+    let trials_dir = dir.join("trials");
     let worker_loop = || {
         loop {
             if stop.load(Ordering::SeqCst) {
                 return;
             }
-            let Some(&index) = todo.get(next.fetch_add(1, Ordering::SeqCst) as usize) else { return };
-            let (unit, local) = ((index / trials_per_unit) as usize, index % trials_per_unit + 1);
-            if unit_done[unit].load(Ordering::SeqCst) {
-                progress.inc(1);
+            let Some(&index) = plan.todo.get(next.fetch_add(1, Ordering::SeqCst) as usize) else { return };
+            let (unit, local) = plan.place(index);
+            if plan.unit_done[unit].load(Ordering::SeqCst) {
+                progress.bar.inc(1);
                 continue;
             }
             let trial = index + 1;
-            let (unit_exp, label) = &units[unit];
+            let (unit_exp, label) = &plan.units[unit];
             let trial_dir = trials_dir.join(format!("{trial:04}"));
             let result =
-                run_trial_within_limit(unit_exp, trial, exp.trial_seed(local), &trial_dir, exe, stop, &servers);
+                run_trial_within_limit(unit_exp, trial, exp.trial_seed(local), &trial_dir, &ctx.exe, stop, servers);
             let mut sink = sink.lock().unwrap_or_else(|p| p.into_inner());
             match result {
                 Ok(record) => {
                     // The trial hands back its history; judging it is ours.
                     let metrics = check(&record.history, &CheckParams::of(unit_exp));
                     let outcome = metrics.outcome();
-                    if let Err(e) = sink.record(exp, &units, unit, record, metrics) {
+                    if let Err(e) = sink.record(exp, &plan.units, unit, record, metrics) {
                         sink.error.get_or_insert(e);
                         stop.store(true, Ordering::SeqCst);
                     }
-                    check_settled(&sink.metrics, unit);
-                    if units.len() > 1 {
-                        // Points done: every trial of the point is in.
-                        let full = (0..units.len())
-                            .filter(|u| {
-                                sink.metrics.iter().filter(|(_, m, _)| m == u).count() as u32 >= trials_per_unit
-                            })
-                            .count();
-                        progress.set_message(format!("{full}/{} points; {label}: {outcome}", units.len()));
+                    plan.settle(exp, &sink.metrics, unit);
+                    let n = plan.units.len();
+                    progress.finished_one(if n > 1 {
+                        format!("{}/{n} points; {label}: {outcome}", plan.points_full(&sink.metrics))
                     } else {
-                        progress.set_message(outcome);
-                    }
-                    progress.inc(1);
-                    if let Some(log) = &log_progress {
-                        log.finished_one();
-                    }
+                        outcome.to_string()
+                    });
                 }
                 Err(TrialError::Interrupted) => return,
                 Err(source) => {
@@ -295,27 +371,36 @@ pub(super) fn run_experiment(
     };
     if exp.jobs == 1 {
         worker_loop();
-    } else {
-        // Each trial's workers die with the thread that spawned them
-        // (PR_SET_PDEATHSIG is per thread): the thread lives until reaped.
-        std::thread::scope(|s| {
-            for started in 0..exp.jobs {
-                if let Err(source) = std::thread::Builder::new().spawn_scoped(s, worker_loop) {
-                    // Those already started carry the run; with none, stop.
-                    if started == 0 {
-                        let mut sink = sink.lock().unwrap_or_else(|p| p.into_inner());
-                        sink.error.get_or_insert(Error::Thread { what: "a trial runner", source });
-                    } else {
-                        warnln!("warning: {started} of {} trials at once: {source}", exp.jobs);
-                    }
-                    break;
-                }
-            }
-        });
+        return;
     }
-    progress.finish_and_clear();
+    // Each trial's workers die with the thread that spawned them
+    // (PR_SET_PDEATHSIG is per thread): the thread lives until reaped.
+    std::thread::scope(|s| {
+        for started in 0..exp.jobs {
+            if let Err(source) = std::thread::Builder::new().spawn_scoped(s, worker_loop) {
+                // Those already started carry the run; with none, stop.
+                if started == 0 {
+                    let mut sink = sink.lock().unwrap_or_else(|p| p.into_inner());
+                    sink.error.get_or_insert(Error::Thread { what: "a trial runner", source });
+                } else {
+                    warnln!("warning: {started} of {} trials at once: {source}", exp.jobs);
+                }
+                break;
+            }
+        }
+    });
+}
 
-    let mut sink = sink.into_inner().unwrap_or_else(|p| p.into_inner());
+/// After the last trial: the tables closed, the terminal's summary, a
+/// sweep's plots, the expectations judged once, the report page.
+fn conclude(
+    exp: &Experiment,
+    dir: &Path,
+    ctx: &Ctx,
+    plan: &TrialPlan<'_>,
+    mut sink: Sink,
+    began: std::time::Instant,
+) -> Outcome {
     if let Err(e) = sink.writer.finish() {
         sink.error.get_or_insert(e.into());
     }
@@ -330,13 +415,13 @@ pub(super) fn run_experiment(
             warnln!("warning: plots in {}: {e}", dir.display());
         }
         if !ctx.silent {
-            say!("{}", terminal::points(&per_unit(&units, &sink.metrics)));
+            say!("{}", terminal::points(&per_unit(&plan.units, &sink.metrics)));
         }
     }
     if let Some(until) = &exp.until
         && !ctx.silent
     {
-        for row in per_unit(&units, &sink.metrics) {
+        for row in per_unit(&plan.units, &sink.metrics) {
             say!("{}", terminal::adaptive(&row, until, exp.trials));
         }
     }
@@ -349,8 +434,8 @@ pub(super) fn run_experiment(
     let checks = crate::report::thresholds::checks(exp, &by_trial);
     let result = if let Some(e) = sink.error {
         Err(e)
-    } else if flags.signalled.load(Ordering::SeqCst) {
-        Err(Error::Interrupted { done, total, dir: dir.to_path_buf() })
+    } else if ctx.flags.signalled.load(Ordering::SeqCst) {
+        Err(Error::Interrupted { done, total: plan.total, dir: dir.to_path_buf() })
     } else if ctx.silent {
         Ok(())
     } else {
