@@ -1,5 +1,5 @@
 //! Builds the clock shim a program under test is given when its clock is
-//! moved (src/child/clock_shim.c), with the C compiler that links Rust
+//! moved (crates/leasequake-child/src/child/clock_shim.c), with the C compiler that links Rust
 //! itself; the harness carries the shared object in its binary. Stamps the
 //! git commit the binary is built from.
 
@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 fn main() {
-    let src = "src/child/clock_shim.c";
+    let src = "crates/leasequake-child/src/child/clock_shim.c";
     println!("cargo:rerun-if-changed={src}");
     println!("cargo:rerun-if-env-changed=CC");
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("OUT_DIR")).join("libleasequake-clock.so");

@@ -3,7 +3,6 @@
 //! experiment → trial → history → check → report.
 
 pub mod calibrate;
-pub mod child;
 pub mod cli;
 pub mod commands;
 pub mod console;
@@ -11,15 +10,13 @@ pub mod error;
 pub mod experiment;
 pub mod files;
 pub mod proxy;
-pub mod realtime;
 pub mod report;
 pub mod shrink;
-pub mod substrate;
 pub mod trial;
-pub mod worker;
 
-// The model and the checker are crates of their own, so that the compiler
-// holds them to their layer: the model imports nothing of leasequake, the
-// checker only the model.
+// The model, the checker and the child side are crates of their own, so
+// that the compiler holds them to their layer: the model imports nothing of
+// leasequake, the checker and the child side only the model.
 pub use leasequake_check as check;
+pub use leasequake_child::{child, realtime, substrate, worker};
 pub use leasequake_model as model;

@@ -1,4 +1,4 @@
-//! Moving a program's clock: the clock shim (src/child/clock_shim.c, built
+//! Moving a program's clock: the clock shim (crates/leasequake-child/src/child/clock_shim.c, built
 //! into this binary) preloaded into each program whose experiment sets a
 //! clock offset, a clock rate or a `skew` fault, and one control file per
 //! worker that the shim maps and the harness rewrites at a jump. Programs

@@ -105,7 +105,7 @@ impl std::ops::Add for Storm {
 }
 
 /// What the built-in worker reports as `unreadable` when the lease is simply
-/// not there (`ReadError::Missing` in src/substrate/lockfile.rs): the read
+/// not there (`ReadError::Missing` in the child crate's substrate/lockfile.rs): the read
 /// succeeded and found the lease free.
 const NO_LEASE: &str = "no lease is held";
 
