@@ -67,7 +67,7 @@ pub struct Key {
     pub ty: Ty,
     pub required: bool,
     /// As the loader fills it in (empty: none).
-    pub default: &'static str,
+    pub default: String,
     pub unit: &'static str,
     pub example: &'static str,
     pub about: &'static str,
@@ -122,10 +122,10 @@ impl<'de> serde::Deserializer<'de> for &mut Probe {
     }
 }
 
-fn key(path: &'static str, ty: Ty, default: &'static str, example: &'static str, about: &'static str) -> Key {
+fn key(path: &'static str, ty: Ty, default: &str, example: &'static str, about: &'static str) -> Key {
     let unit =
         if matches!(ty, Ty::Duration | Ty::PauseLength | Ty::ClockOffset | Ty::Offset) { "time, scaled" } else { "" };
-    Key { path, ty, required: false, default, unit, example, about }
+    Key { path, ty, required: false, default: default.to_string(), unit, example, about }
 }
 
 fn required(mut k: Key) -> Key {
@@ -140,6 +140,8 @@ fn list(ty: Ty) -> Ty {
 /// Every key, in the order the reference lists them.
 pub fn keys() -> Vec<Key> {
     use Ty::*;
+    // The defaults the loader fills in, from the types that hold them.
+    let lease = crate::model::LeaseSettings::default();
     vec![
         required(key(
             "name",
@@ -159,13 +161,13 @@ pub fn keys() -> Vec<Key> {
         ),
         key("seed", Int(0), "random, recorded", "20261129", "Base seed: trial i uses seed + i, at every sweep point."),
         key("duration", Duration, "30s", "30s", "How long each trial runs."),
-        key("lease", Duration, "9s", "9s", "Lease length."),
-        key("renew", Duration, "3s", "3s", "The leader renews this often; shorter than the lease."),
-        key("watch", Duration, "3s", "3s", "Watchers look at the lease this often."),
+        key("lease", Duration, &lease.lease.to_string(), "9s", "Lease length."),
+        key("renew", Duration, &lease.renew.to_string(), "3s", "The leader renews this often; shorter than the lease."),
+        key("watch", Duration, &lease.watch.to_string(), "3s", "Watchers look at the lease this often."),
         key(
             "expiry_resolution",
             Duration,
-            "1s",
+            &lease.resolution.to_string(),
             "1s",
             "The unit `leaseUntil` is truncated to under `unix-seconds` expiry.",
         ),

@@ -450,10 +450,11 @@ fn build(path: &Path, text: &str, raw: RawExperiment, overrides: &Overrides) -> 
         });
     }
 
-    let lease = get(&raw.lease, Dur::from_secs(9));
-    let renew = get(&raw.renew, Dur::from_secs(3));
-    let watch = get(&raw.watch, Dur::from_secs(3));
-    let resolution = get(&raw.expiry_resolution, Dur::from_secs(1));
+    let blog = LeaseSettings::default();
+    let lease = get(&raw.lease, blog.lease);
+    let renew = get(&raw.renew, blog.renew);
+    let watch = get(&raw.watch, blog.watch);
+    let resolution = get(&raw.expiry_resolution, blog.resolution);
     let duration = get(&raw.duration, Dur::from_secs(30));
     for (name, value, span) in [
         ("lease", lease, &raw.lease),
