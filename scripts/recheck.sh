@@ -16,14 +16,9 @@ if [ $# = 0 ]; then
     echo "error: name the results to re-check: scripts/recheck.sh results/<suite>..." >&2
     exit 2
 fi
-for dir in "$@"; do
-    case "$dir" in
-        results/*..* | results/ | results) echo "error: $dir: not a directory under results/" >&2; exit 2 ;;
-        results/?*) ;;
-        *) echo "error: $dir: not a directory under results/" >&2; exit 2 ;;
-    esac
-    [ -f "$dir/host.json" ] || { echo "error: $dir: no host.json (not a run's output)" >&2; exit 2; }
-done
+# shellcheck source=scripts/lib/results-dirs.sh
+. scripts/lib/results-dirs.sh
+results_dirs "$@"
 cargo build --release --quiet
 for dir in "$@"; do
     ./target/release/leasequake check "$dir" --in-place

@@ -8,13 +8,10 @@
 #   scripts/stage-results.sh results/network [results/…]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/lib/results-dirs.sh
+. scripts/lib/results-dirs.sh
+results_dirs "$@"
 for dir in "$@"; do
-    case "$dir" in
-        results/*..* | results/ | results) echo "error: $dir: not a directory under results/" >&2; exit 2 ;;
-        results/?*) ;;
-        *) echo "error: $dir: not a directory under results/" >&2; exit 2 ;;
-    esac
-    [ -f "$dir/host.json" ] || { echo "error: $dir: no host.json (not a run's output)" >&2; exit 2; }
     # A directory being replaced loses the files the new run did not write.
     git rm -r -q -f --cached --ignore-unmatch "$dir" >/dev/null
     find "$dir" \( -type d -name trials -o -name '.*.tmp' \) -prune -o -type f -print0 | xargs -0 -r git add -f --

@@ -182,10 +182,6 @@ fn check_suite(dir: &Path, target: Target<'_>) -> Result<(), Error> {
     }
     let record = root.join(CHECKED);
     std::fs::write(&record, host::to_json(&Checked::new(dir))).map_err(io(&record))?;
-    let host: serde_json::Value = crate::files::read_text(&dir.join("host.json"), crate::files::MAX_TEXT_BYTES)
-        .ok()
-        .and_then(|t| serde_json::from_str(&t).ok())
-        .unwrap_or_default();
     let summaries: Vec<_> =
         done.iter().map(|c| summarize(&c.metrics.iter().map(|(_, _, m)| m).collect::<Vec<_>>())).collect();
     let runs: Vec<Measured<'_>> = done
@@ -202,12 +198,7 @@ fn check_suite(dir: &Path, target: Target<'_>) -> Result<(), Error> {
     let points: Vec<Vec<_>> = done.iter().map(|c| per_unit(&c.exp.units(), &c.metrics)).collect();
     let title = readme.lines().next().unwrap_or("leasequake").trim_start_matches("# ").to_string();
     let exps: Vec<&Experiment> = done.iter().map(|c| &c.exp).collect();
-    let preamble = format!(
-        "{}\n{}\n{}",
-        host::merged_words(&host).unwrap_or_else(|| host::run_words(&host)),
-        host::checked_words(),
-        suite::about(&exps)
-    );
+    let preamble = format!("{}\n{}", host::words(&root), suite::about(&exps));
     let path = root.join("README.md");
     super::report::write_whole(&path, &suite::readme(&title, &preamble, &runs, &points)).map_err(io(&path))?;
     let names: Vec<String> = done.iter().map(|c| c.name.clone()).collect();

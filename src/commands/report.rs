@@ -42,25 +42,9 @@ fn umask() -> u32 {
         .unwrap_or(0o022)
 }
 
-/// Who ran it, where and when, from host.json.
+/// Who ran it, where and when, and who re-checked it.
 fn preamble(dir: &Path) -> String {
-    let host: serde_json::Value = crate::files::read_text(&dir.join("host.json"), MAX_TEXT_BYTES)
-        .ok()
-        .and_then(|t| serde_json::from_str(&t).ok())
-        .unwrap_or_default();
-    if let Some(words) = crate::report::host::merged_words(&host) {
-        return words;
-    }
-    let text = |k: &str| host[k].as_str().unwrap_or("?").to_string();
-    let command = host["command"].as_array().map(|a| a.iter().filter_map(|v| v.as_str()).collect::<Vec<_>>().join(" "));
-    format!(
-        "Produced by `{}` on {} ({}, kernel {}), started at {} UTC. The host and its calibration are at the end.",
-        command.unwrap_or_else(|| "?".into()),
-        text("hostname"),
-        text("cpu"),
-        text("kernel"),
-        text("started_utc")
-    )
+    crate::report::host::words(dir) + " The host and its calibration are at the end."
 }
 
 /// Write `dir/report.html` for one experiment from its trials' metrics.

@@ -9,13 +9,9 @@ use crate::model::clock::utc_stamp;
 
 #[derive(Serialize)]
 pub struct Host {
-    pub hostname: String,
-    pub kernel: String,
-    pub os: String,
-    pub cpu: String,
-    pub cores: usize,
-    pub memory_bytes: u64,
-    pub load_average: [f64; 3],
+    /// The machine (its keys at the top level of host.json).
+    #[serde(flatten)]
+    pub machine: Machine,
     pub leasequake_version: &'static str,
     /// The git commit the binary was built from (`-dirty` over uncommitted
     /// changes, `unknown` outside a checkout).
@@ -41,9 +37,6 @@ pub struct Host {
     /// `--no-calibrate`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub calibration_loaded: Option<Loaded>,
-    /// How the harness's timing threads were scheduled: real-time where
-    /// permitted (docs/architecture.md, "Precision under load").
-    pub realtime: String,
     /// A replicated lease service's setup (docs/replicated.md): each
     /// trial's own addresses and ports are in its `service.json`.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -169,19 +162,36 @@ impl Checked {
     }
 }
 
-/// A re-checked suite's README says so: which build judged its histories.
-pub fn checked_words() -> String {
-    let c = Checked::new(std::path::Path::new(""));
-    format!(
-        "Re-checked from its histories by `{}` at {} UTC (build {}): every table and page here is that build's \
-         judgement of the recorded trials (checked.json); the run's own record is host.json.",
-        c.command.join(" "),
-        c.checked_utc,
-        c.checked_by_build
-    )
+/// Who ran the results in `dir`, where and when (host.json), and, where a
+/// check re-derived its tables, which build judged them (checked.json).
+pub fn words(dir: &std::path::Path) -> String {
+    let json = |name: &str| -> serde_json::Value {
+        crate::files::read_text(&dir.join(name), crate::files::MAX_TEXT_BYTES)
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or_default()
+    };
+    let host = json("host.json");
+    let ran = merged_words(&host).unwrap_or_else(|| run_words(&host));
+    match checked_words(&json(CHECKED)) {
+        Some(checked) => format!("{ran}\n{checked}"),
+        None => ran,
+    }
 }
 
-/// A run's words for its suite's README, from its host.json.
+/// A check's record in words (none without one).
+fn checked_words(record: &serde_json::Value) -> Option<String> {
+    let build = record["checked_by_build"].as_str()?;
+    let command = record["command"].as_array().map(|a| a.iter().filter_map(|v| v.as_str()).collect::<Vec<_>>());
+    Some(format!(
+        "Re-checked from its histories by `{}` at {} UTC (build {build}): every table and page here is that \
+         build's judgement of the recorded trials (checked.json); the run's own record is host.json.",
+        command.unwrap_or_default().join(" "),
+        record["checked_utc"].as_str().unwrap_or("?"),
+    ))
+}
+
+/// A run's words for its README, from its host.json.
 pub fn run_words(host: &serde_json::Value) -> String {
     let text = |k: &str| host[k].as_str().unwrap_or("?").to_string();
     let command = host["command"].as_array().map(|a| a.iter().filter_map(|v| v.as_str()).collect::<Vec<_>>().join(" "));
@@ -283,7 +293,7 @@ pub const GENERATOR: &str = "ChaCha8 (rand_chacha 0.9), seeded with seed_from_u6
 /// The machine a run is on, as commands probed it (report/ only writes
 /// what it is handed). Every field is best effort: a missing fact must not
 /// stop a run.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct Machine {
     pub hostname: String,
     pub kernel: String,
@@ -292,7 +302,8 @@ pub struct Machine {
     pub cores: usize,
     pub memory_bytes: u64,
     pub load_average: [f64; 3],
-    /// How the harness's timing threads are scheduled.
+    /// How the harness's timing threads were scheduled: real-time where
+    /// permitted (docs/architecture.md, "Precision under load").
     pub realtime: String,
 }
 
@@ -310,15 +321,8 @@ pub struct RunFacts {
 /// The host record of a run of `exp`, whose file's bytes hash to
 /// `experiment_hash`.
 pub fn describe(exp: &Experiment, experiment_hash: String, run: &RunFacts) -> Host {
-    let m = run.machine.clone();
     Host {
-        hostname: m.hostname,
-        kernel: m.kernel,
-        os: m.os,
-        cpu: m.cpu,
-        cores: m.cores,
-        memory_bytes: m.memory_bytes,
-        load_average: m.load_average,
+        machine: run.machine.clone(),
         leasequake_version: env!("CARGO_PKG_VERSION"),
         build: env!("LEASEQUAKE_GIT_COMMIT"),
         experiment_hash,
@@ -331,7 +335,6 @@ pub fn describe(exp: &Experiment, experiment_hash: String, run: &RunFacts) -> Ho
         generator: GENERATOR,
         calibration: run.calibration.clone(),
         calibration_loaded: run.calibration_loaded.clone(),
-        realtime: m.realtime,
         service: service_setup(exp),
         shard: None,
     }

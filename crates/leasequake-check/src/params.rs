@@ -192,25 +192,31 @@ pub fn disturbance_budget_us(exp: &Experiment) -> Micros {
 /// file rewritten in place), in µs.
 #[cfg(test)]
 pub(crate) fn server_lease(lease_us: Micros, renew_us: Micros, watch_us: Micros) -> CheckParams {
-    CheckParams {
-        lease_us,
-        renew_us,
-        watch_us,
-        resolution_us: 0,
-        epoch_us: None,
-        dropped_at_death: false,
-        expires: true,
-        rewritten_in_place: false,
-        server_slack_us: 0,
-        push: Push::Nothing,
-        push_slack_us: 0,
-        replicated: false,
-        fault_budget_us: 0,
-        disturbance_budget_us: 0,
-        planned_start_spread_us: None,
-        uniform_acquisitions: true,
-    }
+    CheckParams { lease_us, renew_us, watch_us, resolution_us: 0, rewritten_in_place: false, ..BLOG }
 }
+
+/// The blog's lock file, unscaled: a 9 s lease renewed and watched every
+/// 3 s, rewritten in place, read to the whole second (threshold 9 + 3 + 1
+/// = 13 s), nothing judged of the machine. For the checker's tests.
+#[cfg(test)]
+pub(crate) const BLOG: CheckParams = CheckParams {
+    lease_us: 9_000_000,
+    renew_us: 3_000_000,
+    watch_us: 3_000_000,
+    resolution_us: 1_000_000,
+    epoch_us: None,
+    dropped_at_death: false,
+    expires: true,
+    rewritten_in_place: true,
+    server_slack_us: 0,
+    push: Push::Nothing,
+    push_slack_us: 0,
+    replicated: false,
+    fault_budget_us: 0,
+    disturbance_budget_us: 0,
+    planned_start_spread_us: None,
+    uniform_acquisitions: true,
+};
 
 #[cfg(test)]
 mod tests {
