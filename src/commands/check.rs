@@ -13,7 +13,7 @@ use crate::experiment::load_record;
 use crate::model::Experiment;
 use crate::model::history::History;
 use crate::report::csv::{ResultsWriter, Tables, TrialData};
-use crate::report::host::{self, CHECKED, Checked};
+use crate::report::host::{self, CHECKED};
 use crate::report::summary::{Measured, per_unit, summarize};
 use crate::report::{suite, terminal, timeline};
 use crate::{say, sayln, warnln};
@@ -47,10 +47,24 @@ struct Rechecked {
     verdict: Result<(), Error>,
 }
 
+/// A run's history read and judged, its directory held meanwhile; nothing
+/// written yet.
+struct Judged {
+    dir: std::path::PathBuf,
+    exp: Experiment,
+    metrics: Vec<(u32, usize, TrialMetrics)>,
+    trial_one: Option<History>,
+    _held: super::owner::Held,
+}
+
 fn check_experiment(dir: &Path, target: Target<'_>) -> Result<Rechecked, Error> {
+    write(judge(dir, &target)?, target)
+}
+
+fn judge(dir: &Path, target: &Target<'_>) -> Result<Judged, Error> {
     // A check that writes elsewhere only reads the run's directory.
     let how = if matches!(target, Target::Out(_)) { Use::Read } else { Use::Write };
-    let _held = hold(dir, how)?;
+    let held = hold(dir, how)?;
     super::inputs::same_format(dir)?;
     let exp = load_record(dir).map_err(|e| Error::Experiments(vec![e]))?;
     let mut trial_one = None;
@@ -62,6 +76,12 @@ fn check_experiment(dir: &Path, target: Target<'_>) -> Result<Rechecked, Error> 
     if metrics.is_empty() {
         return Err(Error::Path { path: dir.join("events.csv"), problem: "holds no trial; nothing to check".into() });
     }
+    Ok(Judged { dir: dir.to_path_buf(), exp, metrics, trial_one, _held: held })
+}
+
+fn write(judged: Judged, target: Target<'_>) -> Result<Rechecked, Error> {
+    let Judged { dir, exp, metrics, trial_one, _held } = judged;
+    let dir = dir.as_path();
     let out = match target {
         Target::New => super::inputs::new_dir(&dir.join("checks"), "")?,
         Target::Out(out) => {
@@ -79,7 +99,7 @@ fn check_experiment(dir: &Path, target: Target<'_>) -> Result<Rechecked, Error> 
     let outcomes = crate::report::read::worker_outcomes(dir);
     let written = write_derived(&out, &exp, &metrics, &outcomes).and_then(|()| {
         let record = out.join(CHECKED);
-        std::fs::write(&record, host::to_json(&Checked::new(dir))).map_err(io(&record))
+        std::fs::write(&record, host::to_json(&super::facts::checked(dir))).map_err(io(&record))
     });
     if let Err(e) = written {
         if matches!(target, Target::InPlace) {
@@ -141,8 +161,15 @@ pub(super) fn write_pages(
 /// the suite's README.md (its verdict tables) and report page rewritten
 /// from what the checks found; its host.json, the run's record, kept.
 fn check_suite(dir: &Path, target: Target<'_>) -> Result<(), Error> {
-    let subs = super::inputs::experiment_dirs(dir).map_err(io(dir))?;
+    let mut subs = super::inputs::experiment_dirs(dir).map_err(io(dir))?;
     let readme = crate::files::read_text(&dir.join("README.md"), crate::files::MAX_TEXT_BYTES).ok();
+    // In the order the run's README links them (the order it ran them in).
+    if let Some(text) = &readme {
+        subs.sort_by_key(|d| {
+            let name = d.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            text.find(&format!("]({name})")).unwrap_or(usize::MAX)
+        });
+    }
     let (Some(readme), false) = (readme, subs.is_empty()) else {
         return Err(Error::Path {
             path: dir.to_path_buf(),
@@ -167,12 +194,16 @@ fn check_suite(dir: &Path, target: Target<'_>) -> Result<(), Error> {
         }
         Target::InPlace => dir.to_path_buf(),
     };
+    // Every history read and judged before anything is written: a suite
+    // refused (an experiment without trials, of another format) is left
+    // as it was, not half rewritten.
+    let judged = subs.iter().map(|sub| judge(sub, &target)).collect::<Result<Vec<_>, _>>()?;
     let mut done = Vec::new();
-    for sub in &subs {
-        let name = sub.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    for j in judged {
+        let name = j.dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let to = root.join(&name);
         let one = if matches!(target, Target::InPlace) { Target::InPlace } else { Target::Out(&to) };
-        done.push(check_experiment(sub, one)?);
+        done.push(write(j, one)?);
     }
     if !matches!(target, Target::InPlace) {
         let from = dir.join("host.json");
@@ -181,7 +212,7 @@ fn check_suite(dir: &Path, target: Target<'_>) -> Result<(), Error> {
         }
     }
     let record = root.join(CHECKED);
-    std::fs::write(&record, host::to_json(&Checked::new(dir))).map_err(io(&record))?;
+    std::fs::write(&record, host::to_json(&super::facts::checked(dir))).map_err(io(&record))?;
     let summaries: Vec<_> =
         done.iter().map(|c| summarize(&c.metrics.iter().map(|(_, _, m)| m).collect::<Vec<_>>())).collect();
     let runs: Vec<Measured<'_>> = done

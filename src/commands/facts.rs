@@ -4,19 +4,13 @@
 use crate::model::Experiment;
 use crate::model::calibration::{Loaded, Quick};
 use crate::model::clock::wall_ns;
-use crate::report::host::{Machine, RunFacts};
+use crate::report::host::{Checked, Machine, RunFacts};
 
-/// This run's facts, now: its command line, the machine, and the
+/// This run's facts, now: its command line and the
 /// calibration measured before it (none for a resumed run, which keeps
 /// its host.json, nor for the runs another command makes).
 pub fn run_facts(calibration: Option<Quick>, calibration_loaded: Option<Loaded>) -> RunFacts {
-    RunFacts {
-        command: std::env::args().collect(),
-        started_ns: wall_ns(),
-        machine: machine(),
-        calibration,
-        calibration_loaded,
-    }
+    RunFacts { command: std::env::args().collect(), started_ns: wall_ns(), calibration, calibration_loaded }
 }
 
 /// The machine, best effort: a fact that cannot be read is left empty.
@@ -46,4 +40,16 @@ pub fn machine() -> Machine {
 /// (empty if it cannot be read): the shards of one run hold the same.
 pub fn experiment_hash(exp: &Experiment) -> String {
     std::fs::read(&exp.source).map(|b| format!("{:016x}", crate::model::hash::fnv1a(&b))).unwrap_or_default()
+}
+
+/// The record of a check of the run in `dir`, now: which build judged it,
+/// and which ran it (its host.json).
+pub fn checked(dir: &std::path::Path) -> Checked {
+    Checked {
+        results_format: crate::report::rows::RESULTS_FORMAT,
+        checked_utc: crate::model::clock::utc_stamp(wall_ns() / 1_000_000_000),
+        command: std::env::args().collect(),
+        checked_by_build: env!("LEASEQUAKE_GIT_COMMIT"),
+        run_build: crate::report::host::read(dir).ok().and_then(|(r, _)| r.build),
+    }
 }

@@ -314,7 +314,10 @@ fn write_suite_readme(
     shard: Option<ShardRecord>,
 ) -> std::io::Result<()> {
     let Some((first, _)) = done.first() else { return Ok(()) };
-    let h = host::Host { shard, ..host::describe(first, super::facts::experiment_hash(first), &ctx.facts) };
+    let h = host::Host {
+        shard,
+        ..host::describe(first, super::facts::experiment_hash(first), super::facts::machine(), &ctx.facts)
+    };
     std::fs::write(out.join("host.json"), host::to_json(&h))?;
     let runs: Vec<Measured<'_>> = done
         .iter()

@@ -550,7 +550,10 @@ fn prepare_dir(
     };
     std::fs::create_dir_all(dir).map_err(io(dir))?;
     std::fs::write(dir.join("experiment.yaml"), to_yaml(exp)).map_err(io(dir))?;
-    let record = host::Host { shard, ..host::describe(exp, super::facts::experiment_hash(exp), &ctx.facts) };
+    let record = host::Host {
+        shard,
+        ..host::describe(exp, super::facts::experiment_hash(exp), super::facts::machine(), &ctx.facts)
+    };
     std::fs::write(dir.join("host.json"), host::to_json(&record)).map_err(io(dir))?;
     if link_latest && let (Some(parent), Some(name)) = (dir.parent(), dir.file_name()) {
         // Replace the link atomically: a new link under a temp name, renamed.

@@ -149,19 +149,6 @@ pub struct Checked {
     pub run_build: Option<String>,
 }
 
-impl Checked {
-    /// The record of a check of the run in `dir`, now.
-    pub fn new(dir: &std::path::Path) -> Checked {
-        Checked {
-            results_format: super::rows::RESULTS_FORMAT,
-            checked_utc: utc_stamp(crate::model::clock::wall_ns() / 1_000_000_000),
-            command: std::env::args().collect(),
-            checked_by_build: env!("LEASEQUAKE_GIT_COMMIT"),
-            run_build: read(dir).ok().and_then(|(r, _)| r.build),
-        }
-    }
-}
-
 /// Who ran the results in `dir`, where and when (host.json), and, where a
 /// check re-derived its tables, which build judged them (checked.json).
 pub fn words(dir: &std::path::Path) -> String {
@@ -308,21 +295,20 @@ pub struct Machine {
 }
 
 /// What a run knows of itself: its command line, when it began (wall
-/// clock, ns), the machine, and the calibration measured before it, if any.
+/// clock, ns), and the calibration measured before it, if any.
 #[derive(Clone, Debug)]
 pub struct RunFacts {
     pub command: Vec<String>,
     pub started_ns: i64,
-    pub machine: Machine,
     pub calibration: Option<Quick>,
     pub calibration_loaded: Option<Loaded>,
 }
 
-/// The host record of a run of `exp`, whose file's bytes hash to
-/// `experiment_hash`.
-pub fn describe(exp: &Experiment, experiment_hash: String, run: &RunFacts) -> Host {
+/// The host record of a run of `exp` on `machine` (as it is when the
+/// experiment starts), whose file's bytes hash to `experiment_hash`.
+pub fn describe(exp: &Experiment, experiment_hash: String, machine: Machine, run: &RunFacts) -> Host {
     Host {
-        machine: run.machine.clone(),
+        machine,
         leasequake_version: env!("CARGO_PKG_VERSION"),
         build: env!("LEASEQUAKE_GIT_COMMIT"),
         experiment_hash,

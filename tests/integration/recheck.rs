@@ -183,6 +183,16 @@ fn a_suite_is_rechecked_whole_and_its_readme_says_by_which_build() {
     assert_eq!(tables(&run.out), before);
     assert!(std::fs::read_to_string(run.out.join("README.md")).unwrap().contains("Re-checked from its histories"));
 
+    // A suite one of whose histories cannot be judged is refused whole,
+    // before anything is written: the other experiment keeps its files.
+    let events = std::fs::read_to_string(run.out.join("b/events.csv")).unwrap();
+    std::fs::write(run.out.join("b/events.csv"), format!("{}\n", events.lines().next().unwrap())).unwrap();
+    let a = snapshot(&run.out.join("a"));
+    let out = std::process::Command::new(bin()).args(["check", "--in-place"]).arg(&run.out).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(snapshot(&run.out.join("a")), a, "a refused suite check wrote nothing");
+    std::fs::write(run.out.join("b/events.csv"), events).unwrap();
+
     // What a shrink found is not the checker's to redo: refused, untouched.
     let shrunk = format!("{readme}\n## Shrunk\n\nrows\n");
     std::fs::write(run.out.join("README.md"), &shrunk).unwrap();

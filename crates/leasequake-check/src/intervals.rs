@@ -118,7 +118,8 @@ struct WorkerState {
     paused_since: Micros,
     /// Spawned, or heard from.
     seen: bool,
-    /// The harness observed its death (and no respawn followed).
+    /// Killed (a delivered SIGKILL) or seen dead by the harness, and no
+    /// respawn followed.
     exited: bool,
 }
 
@@ -247,6 +248,10 @@ impl Sweep {
         let mut ended_by = EndedBy::Event(event.kind);
 
         match event.kind {
+            // A dead worker's report, however late it arrives (a line read
+            // after its kill, stamped on receipt), leads nothing: only a
+            // new process brings the worker back.
+            EventKind::Acquired if state.exited => {}
             // A second `acquired` while believing is the same interval.
             EventKind::Acquired => {
                 state.leader_since.get_or_insert(event.t_us);
@@ -1162,6 +1167,18 @@ mod tests {
         assert_eq!(paused.spans.pauses, vec![Span { worker: 2, start_us: s(5.0), end_us: s(6.0) }]);
         paused.spans.pauses.clear();
         assert_eq!(paused, run(blog_kill()));
+    }
+
+    #[test]
+    fn a_report_read_after_the_kill_revives_nobody() {
+        // A program observed through its output: its `acquired` line,
+        // written before the kill, is read (and stamped) after it.
+        let mut events = blog_kill();
+        events.push(acquired(12.0001, 0, "takeover"));
+        events.sort_by_key(|e| e.t_us);
+        let (late, plain) = (run(events), run(blog_kill()));
+        assert_eq!((late.gaps, late.spans), (plain.gaps, plain.spans));
+        assert_eq!((late.max_leaders, late.double_leader_us, late.leaderless_us), (1, 0, plain.leaderless_us));
     }
 
     #[test]
