@@ -31,7 +31,9 @@ pub enum Target<'a> {
 /// Recompute what a results directory derives from its history, or each
 /// experiment's of a suite's directory and the suite's README.md.
 pub fn check(dir: &Path, target: Target<'_>) -> Result<(), Error> {
-    if dir.join("experiment.yaml").is_file() {
+    // Whatever stands at experiment.yaml (a FIFO too) makes DIR a run's,
+    // to be refused as such, not taken for a suite.
+    if dir.join("experiment.yaml").symlink_metadata().is_ok() {
         return check_experiment(dir, target).and_then(|c| c.verdict);
     }
     check_suite(dir, target)
