@@ -81,6 +81,11 @@ fn join(errors: &[ExperimentError]) -> String {
 }
 
 impl Error {
+    /// What `map_err` turns an I/O failure on `path` into.
+    pub fn io(path: &std::path::Path) -> impl Fn(std::io::Error) -> Error + '_ {
+        move |source| Error::Io { path: path.to_path_buf(), source }
+    }
+
     pub fn exit_code(&self) -> u8 {
         match self {
             Error::Experiments(_)

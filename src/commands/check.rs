@@ -95,13 +95,13 @@ fn write(judged: Judged, target: Target<'_>) -> Result<Rechecked, Error> {
             dir.join(format!(".check-{}.tmp", std::process::id()))
         }
     };
-    std::fs::create_dir_all(&out).map_err(io(&out))?;
+    std::fs::create_dir_all(&out).map_err(Error::io(&out))?;
     // What the run saw of each worker's output is not in the history:
     // carry it over from the run's own trials.csv.
     let outcomes = crate::report::read::worker_outcomes(dir);
     let written = write_derived(&out, &exp, &metrics, &outcomes).and_then(|()| {
         let record = out.join(CHECKED);
-        std::fs::write(&record, host::to_json(&super::facts::checked(dir))).map_err(io(&record))
+        std::fs::write(&record, host::to_json(&super::facts::checked(dir))).map_err(Error::io(&record))
     });
     if let Err(e) = written {
         if matches!(target, Target::InPlace) {
@@ -117,7 +117,7 @@ fn write(judged: Judged, target: Target<'_>) -> Result<Rechecked, Error> {
         // The new directory is a results directory of its own (for `plot`).
         for name in ["experiment.yaml", "host.json"] {
             if dir.join(name).exists() {
-                std::fs::copy(dir.join(name), out.join(name)).map_err(io(&out))?;
+                std::fs::copy(dir.join(name), out.join(name)).map_err(Error::io(&out))?;
             }
         }
         out
@@ -163,7 +163,7 @@ pub(super) fn write_pages(
 /// the suite's README.md (its verdict tables) and report page rewritten
 /// from what the checks found; its host.json, the run's record, kept.
 fn check_suite(dir: &Path, target: Target<'_>) -> Result<(), Error> {
-    let mut subs = super::inputs::experiment_dirs(dir).map_err(io(dir))?;
+    let mut subs = super::inputs::experiment_dirs(dir).map_err(Error::io(dir))?;
     let readme = crate::files::read_text(&dir.join("README.md"), crate::files::MAX_TEXT_BYTES).ok();
     // In the order the run's README links them (the order it ran them in).
     if let Some(text) = &readme {
@@ -210,40 +210,59 @@ fn check_suite(dir: &Path, target: Target<'_>) -> Result<(), Error> {
     if !matches!(target, Target::InPlace) {
         let from = dir.join("host.json");
         if from.exists() {
-            std::fs::copy(&from, root.join("host.json")).map_err(io(&root))?;
+            std::fs::copy(&from, root.join("host.json")).map_err(Error::io(&root))?;
         }
     }
     let record = root.join(CHECKED);
-    std::fs::write(&record, host::to_json(&super::facts::checked(dir))).map_err(io(&record))?;
-    let summaries: Vec<_> =
-        done.iter().map(|c| summarize(&c.metrics.iter().map(|(_, _, m)| m).collect::<Vec<_>>())).collect();
-    let runs: Vec<Measured<'_>> = done
-        .iter()
-        .zip(&summaries)
-        .map(|(c, summary)| Measured {
-            exp: &c.exp,
-            summary,
-            metrics: c.metrics.iter().map(|(_, _, m)| m).collect(),
-            link: c.name.clone(),
-            failed: &c.failed,
-        })
-        .collect();
-    let points: Vec<Vec<_>> = done.iter().map(|c| per_unit(&c.exp.units(), &c.metrics)).collect();
+    std::fs::write(&record, host::to_json(&super::facts::checked(dir))).map_err(Error::io(&record))?;
     let title = readme.lines().next().unwrap_or("leasequake").trim_start_matches("# ").to_string();
-    let exps: Vec<&Experiment> = done.iter().map(|c| &c.exp).collect();
-    let preamble = format!("{}\n{}", host::words(&root), suite::about(&exps));
-    let path = root.join("README.md");
-    super::report::write_whole(&path, &suite::readme(&title, &preamble, &runs, &points)).map_err(io(&path))?;
-    let names: Vec<String> = done.iter().map(|c| c.name.clone()).collect();
-    if let Err(e) = super::report::suite(&root, &names) {
-        warnln!("warning: {e}");
-    }
+    let parts: Vec<SuitePart<'_>> =
+        done.iter().map(|c| SuitePart { name: &c.name, exp: &c.exp, metrics: &c.metrics, failed: &c.failed }).collect();
+    let path = suite_pages(&root, &title, &host::words(&root), &parts)?;
     sayln!("{}", path.display());
     done.into_iter().map(|c| c.verdict).fold(Ok(()), crate::error::worse)
 }
 
-fn io(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
-    move |source| Error::Io { path: path.to_path_buf(), source }
+/// One experiment of a suite, as its README shows it.
+pub(super) struct SuitePart<'a> {
+    pub name: &'a str,
+    pub exp: &'a Experiment,
+    pub metrics: &'a [(u32, usize, TrialMetrics)],
+    pub failed: &'a [String],
+}
+
+/// A suite's README.md (`words` of who ran it, then its tables) and its
+/// report page, in `root`, from its experiments' metrics. Returns the
+/// README's path.
+pub(super) fn suite_pages(
+    root: &Path,
+    title: &str,
+    words: &str,
+    parts: &[SuitePart<'_>],
+) -> Result<std::path::PathBuf, Error> {
+    let summaries: Vec<_> =
+        parts.iter().map(|p| summarize(&p.metrics.iter().map(|(_, _, m)| m).collect::<Vec<_>>())).collect();
+    let runs: Vec<Measured<'_>> = parts
+        .iter()
+        .zip(&summaries)
+        .map(|(p, summary)| Measured {
+            exp: p.exp,
+            summary,
+            metrics: p.metrics.iter().map(|(_, _, m)| m).collect(),
+            link: p.name.to_string(),
+            failed: p.failed,
+        })
+        .collect();
+    let points: Vec<Vec<_>> = parts.iter().map(|p| per_unit(&p.exp.units(), p.metrics)).collect();
+    let exps: Vec<&Experiment> = parts.iter().map(|p| p.exp).collect();
+    let preamble = format!("{words}\n{}", suite::about(&exps));
+    let path = root.join("README.md");
+    super::report::write_whole(&path, &suite::readme(title, &preamble, &runs, &points)).map_err(Error::io(&path))?;
+    let names: Vec<String> = parts.iter().map(|p| p.name.to_string()).collect();
+    if let Err(e) = super::report::suite(root, &names) {
+        warnln!("warning: {e}");
+    }
+    Ok(path)
 }
 
 /// The tables derived from a history (trials.csv, gaps.csv, the summaries,

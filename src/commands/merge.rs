@@ -24,9 +24,8 @@ use crate::model::history::History;
 use crate::report::csv::{HISTORY_TABLES, merge_history};
 use crate::report::host::{self, Merged, Recorded, ShardRecord};
 use crate::report::read::{finished_trials, worker_outcomes};
-use crate::report::summary::Measured;
-use crate::report::summary::{per_unit, summarize};
-use crate::report::{suite, terminal};
+use crate::report::summary::summarize;
+use crate::report::terminal;
 use crate::{say, warnln};
 
 pub fn merge(out: &Path, dirs: &[PathBuf]) -> Result<(), Error> {
@@ -352,18 +351,14 @@ struct Merged1 {
     failed: Vec<String>,
 }
 
-fn io(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
-    move |source| Error::Io { path: path.to_path_buf(), source }
-}
-
 /// One experiment's merged directory `to`, as the unsharded run writes it.
 fn write_experiment(to: &Path, s: &Shards, stopped: &AtomicBool) -> Result<Merged1, Error> {
     halt_if(stopped)?;
-    std::fs::create_dir_all(to).map_err(io(to))?;
+    std::fs::create_dir_all(to).map_err(Error::io(to))?;
     let yaml = to.join("experiment.yaml");
-    std::fs::copy(s.dirs[0].join("experiment.yaml"), &yaml).map_err(io(&yaml))?;
+    std::fs::copy(s.dirs[0].join("experiment.yaml"), &yaml).map_err(Error::io(&yaml))?;
     let record = to.join("host.json");
-    std::fs::write(&record, host::to_json(&Merged::new(&s.first, s.hosts.clone()))).map_err(io(&record))?;
+    std::fs::write(&record, host::to_json(&Merged::new(&s.first, s.hosts.clone()))).map_err(Error::io(&record))?;
     let sources: Vec<(&Path, &BTreeSet<u32>)> = s.dirs.iter().map(PathBuf::as_path).zip(&s.trials).collect();
     merge_history(to, &sources)?;
     let metrics = s.metrics.clone();
@@ -401,37 +396,19 @@ fn write_suite(
     merged: &[Merged1],
 ) -> Result<(), Error> {
     let path = stage.join("host.json");
-    std::fs::write(&path, record).map_err(io(&path))?;
-    let summaries: Vec<_> =
-        merged.iter().map(|m| summarize(&m.metrics.iter().map(|(_, _, m)| m).collect::<Vec<_>>())).collect();
-    let runs: Vec<Measured<'_>> = experiments
-        .iter()
-        .zip(merged)
-        .zip(&summaries)
-        .map(|((s, m), summary)| Measured {
-            exp: &s.exp,
-            summary,
-            metrics: m.metrics.iter().map(|(_, _, m)| m).collect(),
-            link: s.name.clone(),
-            failed: &m.failed,
-        })
-        .collect();
-    let points: Vec<Vec<_>> =
-        experiments.iter().zip(merged).map(|(s, m)| per_unit(&s.exp.units(), &m.metrics)).collect();
+    std::fs::write(&path, record).map_err(Error::io(&path))?;
     // The run's own title (the files it was given), from a shard's README.
     let title = crate::files::read_text(&dirs[0].join("README.md"), crate::files::MAX_TEXT_BYTES)
         .ok()
         .and_then(|t| t.lines().next().map(|l| l.trim_start_matches("# ").to_string()))
         .unwrap_or_else(|| "leasequake: merged shards".into());
     let json: serde_json::Value = serde_json::from_str(record).expect("just serialised");
-    let exps: Vec<&Experiment> = experiments.iter().map(|s| &s.exp).collect();
-    let preamble = format!("{}\n{}", host::merged_words(&json).unwrap_or_default(), suite::about(&exps));
-    let readme = stage.join("README.md");
-    std::fs::write(&readme, suite::readme(&title, &preamble, &runs, &points)).map_err(io(&readme))?;
-    let names: Vec<String> = experiments.iter().map(|s| s.name.clone()).collect();
-    if let Err(e) = super::report::suite(stage, &names) {
-        warnln!("warning: {e}");
-    }
+    let parts: Vec<super::check::SuitePart<'_>> = experiments
+        .iter()
+        .zip(merged)
+        .map(|(s, m)| super::check::SuitePart { name: &s.name, exp: &s.exp, metrics: &m.metrics, failed: &m.failed })
+        .collect();
+    super::check::suite_pages(stage, &title, &host::merged_words(&json).unwrap_or_default(), &parts)?;
     Ok(())
 }
 
@@ -439,10 +416,10 @@ fn write_suite(
 /// `NNNN.interrupted-K/`), copied: the shard keeps its own.
 fn copy_trials(from: &Path, to: &Path, stopped: &AtomicBool) -> Result<(), Error> {
     let Ok(entries) = std::fs::read_dir(from) else { return Ok(()) };
-    std::fs::create_dir_all(to).map_err(io(to))?;
+    std::fs::create_dir_all(to).map_err(Error::io(to))?;
     for entry in entries {
         halt_if(stopped)?;
-        let entry = entry.map_err(io(from))?;
+        let entry = entry.map_err(Error::io(from))?;
         let dest = to.join(entry.file_name());
         if dest.exists() {
             return Err(Error::Conflict(format!(
@@ -466,19 +443,19 @@ fn halt_if(stopped: &AtomicBool) -> Result<(), Error> {
 /// A file, a symbolic link (as a link) or a directory and all it holds;
 /// sockets and pipes a server left behind are not content, and are skipped.
 fn copy_tree(from: &Path, to: &Path) -> Result<(), Error> {
-    let kind = std::fs::symlink_metadata(from).map_err(io(from))?.file_type();
+    let kind = std::fs::symlink_metadata(from).map_err(Error::io(from))?.file_type();
     if kind.is_symlink() {
-        let target = std::fs::read_link(from).map_err(io(from))?;
-        std::os::unix::fs::symlink(target, to).map_err(io(to))
+        let target = std::fs::read_link(from).map_err(Error::io(from))?;
+        std::os::unix::fs::symlink(target, to).map_err(Error::io(to))
     } else if kind.is_dir() {
-        std::fs::create_dir(to).map_err(io(to))?;
-        for entry in std::fs::read_dir(from).map_err(io(from))? {
-            let entry = entry.map_err(io(from))?;
+        std::fs::create_dir(to).map_err(Error::io(to))?;
+        for entry in std::fs::read_dir(from).map_err(Error::io(from))? {
+            let entry = entry.map_err(Error::io(from))?;
             copy_tree(&entry.path(), &to.join(entry.file_name()))?;
         }
         Ok(())
     } else if kind.is_file() {
-        std::fs::copy(from, to).map(drop).map_err(io(to))
+        std::fs::copy(from, to).map(drop).map_err(Error::io(to))
     } else {
         Ok(())
     }
@@ -490,11 +467,11 @@ fn staging(out: &Path) -> Result<(PathBuf, Option<PathBuf>), Error> {
     let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let made = parent.ancestors().take_while(|a| !a.as_os_str().is_empty() && !a.exists()).last();
     let made = made.map(Path::to_path_buf);
-    std::fs::create_dir_all(parent).map_err(io(parent))?;
+    std::fs::create_dir_all(parent).map_err(Error::io(parent))?;
     let name = out.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "merge".into());
     super::inputs::remove_stale(parent, &format!(".{name}.merging-"), "");
     let stage = parent.join(format!(".{name}.merging-{}", std::process::id()));
-    std::fs::create_dir(&stage).map_err(io(&stage))?;
+    std::fs::create_dir(&stage).map_err(Error::io(&stage))?;
     Ok((stage, made))
 }
 
@@ -502,7 +479,7 @@ fn staging(out: &Path) -> Result<(PathBuf, Option<PathBuf>), Error> {
 /// replaced): OUT appears whole or not at all.
 fn place(stage: &Path, out: &Path) -> Result<(), Error> {
     if out.is_dir() {
-        std::fs::remove_dir(out).map_err(io(out))?;
+        std::fs::remove_dir(out).map_err(Error::io(out))?;
     }
-    std::fs::rename(stage, out).map_err(io(out))
+    std::fs::rename(stage, out).map_err(Error::io(out))
 }

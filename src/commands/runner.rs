@@ -544,10 +544,7 @@ fn prepare_dir(
     ctx: &Ctx,
     shard: Option<host::ShardRecord>,
 ) -> Result<(), Error> {
-    let io = |p: &Path| {
-        let path = p.to_path_buf();
-        move |source: std::io::Error| Error::Io { path, source }
-    };
+    let io = Error::io;
     std::fs::create_dir_all(dir).map_err(io(dir))?;
     std::fs::write(dir.join("experiment.yaml"), to_yaml(exp)).map_err(io(dir))?;
     let record = host::Host {

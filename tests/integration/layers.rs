@@ -76,7 +76,7 @@ fn against(src: &Path, layers: &[(&str, &[&str])], wiring: &[&str]) -> Vec<Strin
         .collect();
     assert!(!macros.is_empty(), "console.rs exports no macro");
     let mut wrong = Vec::new();
-    for (file, path) in &files {
+    for (file, path, text) in &files {
         let top = path.first().map_or("lib", String::as_str);
         if wiring.contains(&top) {
             continue;
@@ -88,8 +88,7 @@ fn against(src: &Path, layers: &[(&str, &[&str])], wiring: &[&str]) -> Vec<Strin
             ));
             continue;
         };
-        let text = std::fs::read_to_string(file).unwrap();
-        for used in uses(&code_of(&text), path, &macros) {
+        for used in uses(&code_of(text), path, &macros) {
             if used != top && !may.contains(used.as_str()) {
                 wrong.push(format!("{rel} uses {used}, which {top} may not (it may use: {})", list(may)));
             }
@@ -146,10 +145,13 @@ fn list<'a>(names: impl IntoIterator<Item = &'a &'a str>) -> String {
 }
 
 /// Every non-test source file under `src` with its module path (`["trial",
-/// "server", "etcd"]`), `#[path]` modules under the module declaring them.
-fn modules(src: &Path) -> Vec<(PathBuf, Vec<String>)> {
+/// "server", "etcd"]`, `#[path]` modules under the module declaring them)
+/// and its text, read once.
+fn modules(src: &Path) -> Vec<(PathBuf, Vec<String>, String)> {
     let mut files = Vec::new();
     walk(src, &mut files);
+    let texts: BTreeMap<PathBuf, String> =
+        files.iter().map(|f| (f.clone(), std::fs::read_to_string(f).unwrap())).collect();
     let mut out: BTreeMap<PathBuf, Vec<String>> = BTreeMap::new();
     for f in &files {
         let rel = f.strip_prefix(src).unwrap();
@@ -164,9 +166,8 @@ fn modules(src: &Path) -> Vec<(PathBuf, Vec<String>)> {
         .iter()
         .flat_map(|f| {
             // The raw text: the attribute's path is a string literal.
-            let text = std::fs::read_to_string(f).unwrap();
             let mut found = Vec::new();
-            let mut rest = text.as_str();
+            let mut rest = texts[f].as_str();
             while let Some(i) = rest.find("#[path = \"") {
                 rest = &rest[i + 10..];
                 let Some(end) = rest.find('"') else { break };
@@ -184,7 +185,7 @@ fn modules(src: &Path) -> Vec<(PathBuf, Vec<String>)> {
     for (target, path) in declared {
         out.insert(target, path);
     }
-    out.into_iter().filter(|(f, _)| !is_test_file(f)).collect()
+    out.into_iter().filter(|(f, _)| !is_test_file(f)).map(|(f, path)| (f.clone(), path, texts[&f].clone())).collect()
 }
 
 fn is_test_file(f: &Path) -> bool {

@@ -26,7 +26,7 @@ use leasequake_model::history::{Event, EventKind, ms_to_us};
 use leasequake_model::history::{History, Micros};
 
 /// Fault actions that open a pause and close it.
-const KILL: &str = "kill";
+pub(crate) const KILL: &str = "kill";
 const STOP: &str = "stop";
 const CONT: &str = "cont";
 /// Fault actions aimed at the lock itself (worker = None) start with this.

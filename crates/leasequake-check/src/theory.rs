@@ -301,7 +301,7 @@ impl<'a> Phases<'a> {
         // process down, at its `exit`.
         let died_us = if ended_with(EventKind::Exit) {
             Some(start)
-        } else if gap.cause == "kill" {
+        } else if gap.cause == super::intervals::KILL {
             self.events
                 .iter()
                 .find(|e| e.worker == Some(holder) && e.t_us >= start && e.kind == EventKind::Exit)
