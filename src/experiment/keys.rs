@@ -191,7 +191,7 @@ pub fn keys() -> Vec<Key> {
             Duration,
             "0s",
             "1ms",
-            "With `start: staggered`, worker i starts i × stagger after the barrier; with `start: random`, the window each worker's start is drawn from.",
+            "With `start: staggered`, worker i starts i × stagger after the barrier; with `start: random`, the window each worker's start is drawn from. A program starts when its stdin closes, at that moment.",
         ),
         key(
             "align",

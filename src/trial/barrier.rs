@@ -2,8 +2,10 @@
 
 use std::time::Duration;
 
-use crate::model::Experiment;
+use std::os::fd::OwnedFd;
+
 use crate::model::clock::{mono_ns, wall_ns};
+use crate::model::{Dur, Experiment};
 
 /// Before a fault is due, poll for this long instead of sleeping. A timed
 /// wait can oversleep by most of a millisecond on a VM, even at real-time
@@ -42,29 +44,50 @@ pub fn sleep_until(deadline: i64) {
     }
 }
 
-/// Release the barrier; returns t = 0 (monotonic ns).
+/// A program's release still to come: its stdin's write end, closed at
+/// `at_ns` (monotonic), when it starts.
+pub struct LateStart {
+    pub at_ns: i64,
+    pub worker: usize,
+    pub release: OwnedFd,
+}
+
+/// Release the barrier; returns t = 0 (monotonic ns), and the programs
+/// whose start comes later (`start: staggered` or `random`), soonest first.
 ///
-/// A program only sees EOF on stdin, so it starts when the pipe closes. The
+/// A program only sees EOF on stdin, so it starts when its pipe closes. The
 /// built-in workers are instead handed the release time itself, 8 bytes
 /// each, a little ahead: each sleeps on an absolute CLOCK_MONOTONIC timer
 /// until then. The timers expire together, so the start spread no longer
 /// includes the pipe waking 30 readers one after another, only the
-/// scheduler running them.
-pub fn release(exp: &Experiment, barrier: std::os::fd::OwnedFd) -> i64 {
+/// scheduler running them. (They keep their own start delays, from their
+/// config.)
+pub fn release(exp: &Experiment, barrier: Vec<OwnedFd>, offsets: &[Dur]) -> (i64, Vec<LateStart>) {
     let lead = if exp.program.is_none() { release_lead_ns(exp.workers) } else { 0 };
     let t0 = match exp.align {
         Some(offset) => next_wall_phase(exp.lease.resolution.as_ns() as i64, offset.as_ns() as i64, lead + 1_000_000),
         None => mono_ns() + lead,
     };
     sleep_until(t0 - lead);
-    let mut pipe = std::fs::File::from(barrier);
+    let mut late = Vec::new();
     if exp.program.is_none() {
-        // One blocking write: chunks never straddle a pipe page (8 divides
-        // 4096), so every 8-byte read gets one whole copy. A worker that
-        // died meanwhile is reported by its exit; nothing to do here.
-        let _ = std::io::Write::write_all(&mut pipe, &t0.to_le_bytes().repeat(exp.workers));
+        for write in barrier {
+            let mut pipe = std::fs::File::from(write);
+            // One blocking write: chunks never straddle a pipe page (8
+            // divides 4096), so every 8-byte read gets one whole copy. A
+            // worker that died meanwhile is reported by its exit; nothing
+            // to do here. Closing the only write end: EOF for anyone left.
+            let _ = std::io::Write::write_all(&mut pipe, &t0.to_le_bytes().repeat(exp.workers));
+        }
+    } else {
+        for (worker, release) in barrier.into_iter().enumerate() {
+            match offsets.get(worker) {
+                Some(&d) if d > Dur::ZERO => late.push(LateStart { at_ns: t0 + d.as_ns() as i64, worker, release }),
+                // Closed here: EOF, the program starts.
+                _ => drop(release),
+            }
+        }
+        late.sort_by_key(|l| l.at_ns);
     }
-    // Closing the only write end: EOF for programs (and for anyone left).
-    drop(pipe);
-    t0
+    (t0, late)
 }

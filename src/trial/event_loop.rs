@@ -80,6 +80,8 @@ pub struct Run<'o> {
     /// Where programs' clocks are moved: whether each program loaded the
     /// clock shim (None until that can be told, at its first event).
     pub(super) shim: Option<Vec<Option<bool>>>,
+    /// Programs released after the barrier, soonest first.
+    pub(super) late_starts: Vec<super::barrier::LateStart>,
 }
 
 impl<'o> Run<'o> {
@@ -197,7 +199,7 @@ impl<'o> Run<'o> {
         exp: &Experiment,
         seed: u64,
         workers: &Workers,
-        barrier: std::os::fd::OwnedFd,
+        barrier: Vec<std::os::fd::OwnedFd>,
         stop: &AtomicBool,
         hit: Hit<'h>,
     ) -> Result<i64, TrialError>
@@ -205,13 +207,15 @@ impl<'o> Run<'o> {
         'o: 'h,
     {
         self.await_ready(exp, &workers.procs, stop)?;
+        let offsets = super::setup::start_offsets(exp, seed);
         // From the release to the trial's end this thread runs at real-time
         // priority, so that no load makes a moment late: the release, each
         // fault, each stop observed. (Lowering it between faults, to leave
         // a woken target this core, made a loaded machine's SIGTERM late
         // again.) The clean-up is ordinary work.
         let mut timing = crate::realtime::Raised::this_thread();
-        let t0 = super::barrier::release(exp, barrier);
+        let (t0, late) = super::barrier::release(exp, barrier, &offsets);
+        self.late_starts = late;
         self.released(exp, t0, &workers.procs);
         let outcome = self.faults_until_end(exp, (t0, seed), &workers.procs, stop, hit);
         timing.lower();
@@ -260,8 +264,10 @@ impl<'o> Run<'o> {
         let at = Detail { mono_ns: Some(t0), wall_ns: Some(wall_at_t0), ..super::machine::counters() };
         self.raw.push(RawEvent::harness(t0, None, None, EventKind::Barrier, at));
         if exp.program.is_some() {
-            // Programs start when spawned; the harness's clock starts here.
-            for p in procs {
+            // A program starts at its stdin's EOF: here, or when its late
+            // start comes.
+            let late: Vec<usize> = self.late_starts.iter().map(|l| l.worker).collect();
+            for p in procs.iter().filter(|p| !late.contains(&p.index)) {
                 self.raw.push(RawEvent::harness(
                     t0,
                     Some(p.index),
@@ -270,6 +276,17 @@ impl<'o> Run<'o> {
                     Detail::default(),
                 ));
             }
+        }
+    }
+
+    /// Start the programs whose moment has come: close their stdin.
+    fn start_due(&mut self, now: i64, procs: &[WorkerProc]) {
+        while self.late_starts.first().is_some_and(|l| l.at_ns <= now) {
+            let late = self.late_starts.remove(0);
+            drop(late.release);
+            let at = self.os.mono_ns();
+            let pid = procs.get(late.worker).map(|p| p.pid.as_raw());
+            self.raw.push(RawEvent::harness(at, Some(late.worker), pid, EventKind::Start, Detail::default()));
         }
     }
 
@@ -296,6 +313,7 @@ impl<'o> Run<'o> {
             // Never past the end: a harness held up (stopped, starved) past
             // it fires nothing more; what was still due never happened.
             if now < end {
+                self.start_due(now, procs);
                 let fired = nemesis.fire_due(now, procs, &mut self.live);
                 self.record(fired);
             }
@@ -305,7 +323,8 @@ impl<'o> Run<'o> {
             }
             // Wake for the next fault, the end, or at least every 50 ms to
             // notice Ctrl-C.
-            let due = nemesis.next_due().unwrap_or(end).min(end);
+            let start = self.late_starts.first().map_or(end, |l| l.at_ns);
+            let due = nemesis.next_due().unwrap_or(end).min(start).min(end);
             if due - now < SPIN_NS {
                 // A timed wait can oversleep, more so on a VM; for the
                 // last stretch before a fault, poll instead.

@@ -37,6 +37,7 @@ fn run<'o>(os: &'o FakeOs, rx: Receiver<Msg>, workers: usize) -> Run<'o> {
         end_ns: i64::MAX,
         unsettled: None,
         shim: None,
+        late_starts: Vec::new(),
     }
 }
 
@@ -281,4 +282,28 @@ fn a_server_pause_that_fails_schedules_no_resume() {
     faults(&mut run, &exp, Some(&mut server));
     assert_eq!(run.rows(), [("server-stop", None, 1000, 1000, Some("the server is not running".into()))]);
     assert_eq!(*server.calls.borrow(), ["pause"]);
+}
+
+#[test]
+fn a_staggered_program_sees_its_stdin_close_at_its_own_start_and_its_start_is_recorded_then() {
+    use std::io::Read;
+    let (os, rx) = FakeOs::new(T0, &[Behaviour::default(), Behaviour::default(), Behaviour::default()]);
+    let exp = exp(3, "  - {at: 5s, target: 0, action: kill}\n");
+    let mut run = run(&os, rx, 3);
+    let mut reads = Vec::new();
+    for (worker, at_ms) in [(2, 2000), (1, 1000)] {
+        let (read, release) = nix::unistd::pipe().expect("a pipe");
+        nix::fcntl::fcntl(&read, nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK)).expect("nonblocking");
+        reads.push(std::fs::File::from(read));
+        run.late_starts.push(super::super::barrier::LateStart { at_ns: T0 + at_ms * MS, worker, release });
+    }
+    run.late_starts.sort_by_key(|l| l.at_ns);
+    faults(&mut run, &exp, None);
+    // Each program's stdin reached EOF (a read of 0), not just "nothing yet".
+    for mut r in reads {
+        assert_eq!(r.read(&mut [0u8; 1]).expect("EOF, not EAGAIN"), 0);
+    }
+    let starts: Vec<_> = run.events().into_iter().filter(|e| e.2 == EventKind::Start).collect();
+    assert_eq!(starts, [(1000, Some(1), EventKind::Start), (2000, Some(2), EventKind::Start)]);
+    assert!(run.late_starts.is_empty());
 }

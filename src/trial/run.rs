@@ -153,6 +153,7 @@ pub fn run_trial(
         unsettled: (exp.program.is_none() && exp.worker.mode == crate::model::Mode::OneShot)
             .then(|| vec![true; exp.workers]),
         shim: clocks.as_ref().map(|_| vec![None; exp.workers]),
+        late_starts: Vec::new(),
     };
     if exp.program.as_ref().is_some_and(|p| !p.ready) {
         // Without `ready: true` a program knows no barrier handshake: it is

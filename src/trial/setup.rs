@@ -27,6 +27,21 @@ impl Addresses {
     }
 }
 
+/// Each worker's start after the barrier: i × stagger under `start:
+/// staggered`, its draw under `start: random`, else at once. The built-in
+/// worker is handed these in its config; the harness releases each program
+/// at its own.
+pub fn start_offsets(exp: &Experiment, seed: u64) -> Vec<Dur> {
+    let random = start_delays(exp, seed);
+    (0..exp.workers)
+        .map(|i| match exp.start {
+            StartMode::Barrier => Dur::ZERO,
+            StartMode::Staggered => exp.stagger.scaled(i as f64),
+            StartMode::Random => random.get(i).copied().unwrap_or(Dur::ZERO),
+        })
+        .collect()
+}
+
 /// Under `start: random`, each worker's start delay in `[0, stagger)`,
 /// from the trial's seed (a stream of its own: the fault schedule's draws
 /// stay those of the seed).
@@ -173,5 +188,16 @@ mod tests {
         assert!(delays.iter().any(|d| *d < Dur::from_secs(1)) && delays.iter().any(|d| *d >= Dur::from_secs(2)));
         assert!(start_delays(&exp("start: staggered\nstagger: 1s\n"), 7).is_empty());
         assert!(start_delays(&exp(""), 7).is_empty());
+    }
+
+    #[test]
+    fn a_programs_start_offsets_are_the_built_in_workers_start_delays() {
+        for (yaml, seed) in [("start: staggered\nstagger: 1s\n", 7), ("start: random\nstagger: 3s\n", 7), ("", 7)] {
+            let e = exp(yaml);
+            let config = worker_config(&e, Path::new("/t/lock"), &Addresses::default(), seed);
+            let built_in: Vec<Dur> = (0..e.workers).map(|i| config.start_delay(i)).collect();
+            assert_eq!(start_offsets(&e, seed), built_in, "{yaml}");
+        }
+        assert_eq!(start_offsets(&exp("start: staggered\nstagger: 1s\n"), 7)[2], Dur::from_secs(2));
     }
 }

@@ -187,9 +187,13 @@ fn contain(cmd: &mut Command, group: &super::contain::TrialGroup) {
 pub static SPAWN_LOCK: Mutex<()> = Mutex::new(());
 
 /// Spawn `count` workers blocked on a fresh barrier. Returns them with the
-/// barrier's write end: dropping it releases every worker at once.
-pub fn spawn(spec: &SpawnSpec<'_>, tx: &SyncSender<Msg>) -> Result<(Workers, OwnedFd), SpawnError> {
-    let (barrier_read, barrier_write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(SpawnError::Pipe)?;
+/// barrier's write ends: the built-in workers share one, which releases
+/// them all at once; each program has its own, closed at its own start
+/// (its stdin's EOF), so that programs too can start staggered.
+pub fn spawn(spec: &SpawnSpec<'_>, tx: &SyncSender<Msg>) -> Result<(Workers, Vec<OwnedFd>), SpawnError> {
+    let pipe = || nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(SpawnError::Pipe);
+    let shared = if spec.program.is_none() { Some(pipe()?) } else { None };
+    let mut releases = Vec::new();
     let mut workers = Workers { procs: Vec::with_capacity(spec.count), threads: Vec::new() };
     for index in 0..spec.count {
         let log = spec.dir.join(format!("worker-{index:02}.log"));
@@ -198,8 +202,16 @@ pub fn spawn(spec: &SpawnSpec<'_>, tx: &SyncSender<Msg>) -> Result<(Workers, Own
             .append(true)
             .open(&log)
             .map_err(|source| SpawnError::Log { path: log.clone(), source })?;
-        let stdin =
-            barrier_read.try_clone().map_err(|source| SpawnError::Spawn { index, exe: spec.exe.into(), source })?;
+        let stdin = match &shared {
+            Some((read, _)) => {
+                read.try_clone().map_err(|source| SpawnError::Spawn { index, exe: spec.exe.into(), source })?
+            }
+            None => {
+                let (read, write) = pipe()?;
+                releases.push(write);
+                read
+            }
+        };
         let budget = spec.program.map_or(crate::model::program::MAX_LINES, |(p, _)| p.max_lines);
         let counts = Arc::new(super::program::Counts::new(budget));
         let spawn_err = |source| SpawnError::Spawn { index, exe: spec.exe.into(), source };
@@ -304,7 +316,8 @@ pub fn spawn(spec: &SpawnSpec<'_>, tx: &SyncSender<Msg>) -> Result<(Workers, Own
         }
         workers.threads.push(spawn_waiter(index, pid, state, tx.clone()).map_err(thread_err)?);
     }
-    Ok((workers, barrier_write))
+    releases.extend(shared.map(|(_, write)| write));
+    Ok((workers, releases))
 }
 
 fn spawn_reader(
