@@ -10,12 +10,9 @@ use serde::Deserialize;
 use serde_saphyr::Spanned;
 
 use super::diagnostic::{Diagnostic, ExperimentError};
-use super::faults::{MAX_SKEW_REACH, RawFaults, RawLen, skew_reach, validate_fault, validate_random};
+use super::faults::{RawFaults, RawLen};
 use super::yaml_error::{misindented, saphyr_message, tab_after};
-use crate::model::{
-    ClockOffset, Dur, EpochJob, Expect, Experiment, InitialLock, JobStrategy, LeaseSettings, Point, Reference,
-    StartMode, SubstrateSettings, WorkerSettings, setting_name,
-};
+use crate::model::{Dur, Experiment, InitialLock, Point, Reference, StartMode, SubstrateSettings, WorkerSettings};
 
 /// The shortest lease, renew, watch or repeat interval a run may have, after
 /// scaling: below it the harness's own timing is the experiment.
@@ -29,7 +26,7 @@ pub const MAX_DELIVERIES: u64 = 100_000;
 pub const MIN_GRACE: Dur = Dur::from_ms(500);
 pub const MAX_GRACE: Dur = Dur::from_secs(60);
 /// A name is a directory name.
-const MAX_NAME_BYTES: usize = 200;
+pub(super) const MAX_NAME_BYTES: usize = 200;
 /// The most trials one run may have (trials × sweep points).
 pub const MAX_TRIALS: u64 = 1_000_000;
 /// An experiment file larger than this is not one.
@@ -51,102 +48,102 @@ pub struct Overrides {
 
 #[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawExperiment {
-    name: Spanned<String>,
+pub(super) struct RawExperiment {
+    pub(super) name: Spanned<String>,
     #[serde(default)]
-    description: String,
+    pub(super) description: String,
     /// A count, or `{until: {ci_width}, max, min}` (read by `trials_of`).
     #[serde(default)]
-    trials: Option<Spanned<serde_json::Value>>,
+    pub(super) trials: Option<Spanned<serde_json::Value>>,
     #[serde(default)]
-    seed: Option<u64>,
+    pub(super) seed: Option<u64>,
     #[serde(default)]
-    duration: Option<Spanned<Dur>>,
-    workers: Spanned<i64>,
+    pub(super) duration: Option<Spanned<Dur>>,
+    pub(super) workers: Spanned<i64>,
     #[serde(default)]
-    lease: Option<Spanned<Dur>>,
+    pub(super) lease: Option<Spanned<Dur>>,
     #[serde(default)]
-    renew: Option<Spanned<Dur>>,
+    pub(super) renew: Option<Spanned<Dur>>,
     #[serde(default)]
-    watch: Option<Spanned<Dur>>,
+    pub(super) watch: Option<Spanned<Dur>>,
     #[serde(default)]
-    expiry_resolution: Option<Spanned<Dur>>,
+    pub(super) expiry_resolution: Option<Spanned<Dur>>,
     #[serde(default)]
-    time_scale: Option<Spanned<f64>>,
+    pub(super) time_scale: Option<Spanned<f64>>,
     /// The durations of this file are already multiplied by this time
     /// scale (a resolved experiment.yaml says so): they are not scaled
     /// again, but the experiment keeps its scale.
     #[serde(default)]
-    scaled_by: Option<Spanned<f64>>,
+    pub(super) scaled_by: Option<Spanned<f64>>,
     #[serde(default)]
-    worker: WorkerSettings,
+    pub(super) worker: WorkerSettings,
     #[serde(default)]
-    start: Option<StartMode>,
+    pub(super) start: Option<StartMode>,
     #[serde(default)]
-    stagger: Option<Spanned<Dur>>,
+    pub(super) stagger: Option<Spanned<Dur>>,
     #[serde(default)]
-    align: Option<Spanned<Dur>>,
+    pub(super) align: Option<Spanned<Dur>>,
     #[serde(default)]
-    initial_lock: Option<InitialLock>,
+    pub(super) initial_lock: Option<InitialLock>,
     /// A list, or `{random: …}`.
     #[serde(default)]
-    faults: RawFaults,
+    pub(super) faults: RawFaults,
     #[serde(default)]
-    expect: Option<RawExpect>,
+    pub(super) expect: Option<RawExpect>,
     #[serde(default)]
-    grace: Option<Spanned<Dur>>,
+    pub(super) grace: Option<Spanned<Dur>>,
     #[serde(default)]
-    fault_budget: Option<Spanned<Dur>>,
+    pub(super) fault_budget: Option<Spanned<Dur>>,
     #[serde(default)]
-    disturbance_budget: Option<Spanned<Dur>>,
+    pub(super) disturbance_budget: Option<Spanned<Dur>>,
     #[serde(default)]
-    jobs: Option<Spanned<usize>>,
+    pub(super) jobs: Option<Spanned<usize>>,
     #[serde(default)]
-    reference: Option<Reference>,
+    pub(super) reference: Option<Reference>,
     #[serde(default)]
-    substrate: SubstrateSettings,
+    pub(super) substrate: SubstrateSettings,
     #[serde(default)]
-    program: Option<super::program::RawProgram>,
+    pub(super) program: Option<super::program::RawProgram>,
     /// setting → values (cross product), or `points:` → list of mappings.
     #[serde(default)]
-    sweep: Option<std::collections::BTreeMap<String, Spanned<Vec<serde_json::Value>>>>,
+    pub(super) sweep: Option<std::collections::BTreeMap<String, Spanned<Vec<serde_json::Value>>>>,
     /// The sweep varies the substrate (set when the sweep is taken apart).
     #[serde(skip)]
-    substrate_swept: bool,
+    pub(super) substrate_swept: bool,
 }
 
 #[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawExpect {
+pub(super) struct RawExpect {
     #[serde(default)]
-    max_leaders: Option<usize>,
+    pub(super) max_leaders: Option<usize>,
     #[serde(default)]
-    gap_min: Option<Dur>,
+    pub(super) gap_min: Option<Dur>,
     #[serde(default)]
-    gap_max: Option<Dur>,
+    pub(super) gap_max: Option<Dur>,
     #[serde(default)]
-    wedged: Option<bool>,
+    pub(super) wedged: Option<bool>,
     #[serde(default)]
-    double_leader_trials: Option<usize>,
+    pub(super) double_leader_trials: Option<usize>,
     #[serde(default)]
-    disturbed: Option<usize>,
+    pub(super) disturbed: Option<usize>,
     /// Bounds on any summarised metric, by `file.column`.
     #[serde(default)]
-    metrics: Option<Spanned<std::collections::BTreeMap<String, RawBound>>>,
+    pub(super) metrics: Option<Spanned<std::collections::BTreeMap<String, RawBound>>>,
 }
 
 /// `{max: …}`, `{min: …}`, `{rate_max: 5%}`, `{rate_min: …}`: one or more.
 #[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawBound {
+pub(super) struct RawBound {
     #[serde(default)]
-    max: Option<f64>,
+    pub(super) max: Option<f64>,
     #[serde(default)]
-    min: Option<f64>,
+    pub(super) min: Option<f64>,
     #[serde(default)]
-    rate_max: Option<super::expect::Fraction>,
+    pub(super) rate_max: Option<super::expect::Fraction>,
     #[serde(default)]
-    rate_min: Option<super::expect::Fraction>,
+    pub(super) rate_min: Option<super::expect::Fraction>,
 }
 
 /// The keys each section of a file takes, as the loader's own types name
@@ -227,7 +224,7 @@ pub fn load_str(path: &Path, text: &str, overrides: &Overrides) -> Result<Experi
         })
     };
     let Some(sweep) = raw.sweep.take() else {
-        let exp = build(path, text, raw, overrides)?;
+        let exp = super::build::build(path, text, raw, overrides)?;
         too_many(&exp)?;
         return Ok(exp);
     };
@@ -238,7 +235,7 @@ pub fn load_str(path: &Path, text: &str, overrides: &Overrides) -> Result<Experi
     // A sweep: the base must be valid on its own, then every point is the
     // base with some settings replaced, validated the same way (errors point
     // at the sweep's values).
-    let mut base = build(path, text, raw.clone(), overrides)?;
+    let mut base = super::build::build(path, text, raw.clone(), overrides)?;
     // One seed for the run, drawn once: every point runs the same seeds.
     let overrides = &Overrides { seed: Some(base.seed), ..overrides.clone() };
     for settings in super::sweep::points(&sweep).map_err(|(loc, msg)| err_at(&loc, msg))? {
@@ -248,7 +245,7 @@ pub fn load_str(path: &Path, text: &str, overrides: &Overrides) -> Result<Experi
             let text_value = apply(&mut point_raw, key, value, *loc).map_err(|msg| err_at(loc, msg))?;
             shown.push((key.clone(), text_value));
         }
-        let exp = build(path, text, point_raw, overrides)?;
+        let exp = super::build::build(path, text, point_raw, overrides)?;
         // As they run (durations scaled), so the resolved file reloads as is.
         let settings = shown
             .into_iter()
@@ -356,7 +353,7 @@ fn apply(
 }
 
 /// What a substrate cannot do (`substrate_rules.rs`), placed in the file.
-fn validate_substrate(raw: &RawExperiment, text: &str) -> Result<(), (u64, u64, String)> {
+pub(super) fn validate_substrate(raw: &RawExperiment, text: &str) -> Result<(), (u64, u64, String)> {
     let uses = super::substrate_rules::Uses {
         substrate: &raw.substrate,
         worker: &raw.worker,
@@ -368,436 +365,11 @@ fn validate_substrate(raw: &RawExperiment, text: &str) -> Result<(), (u64, u64, 
     match super::substrate_rules::check(&uses) {
         Ok(()) => Ok(()),
         Err(super::substrate_rules::Problem::Key(key, msg)) => {
-            let (line, column) = locate(text, key);
+            let (line, column) = super::build::locate(text, key);
             Err((line, column, msg))
         }
         Err(super::substrate_rules::Problem::At(line, column, msg)) => Err((line, column, msg)),
     }
-}
-
-/// Everything after parsing: defaults, scaling, validation.
-fn build(path: &Path, text: &str, raw: RawExperiment, overrides: &Overrides) -> Result<Experiment, ExperimentError> {
-    let at = |line: u64, column: u64, message: String| {
-        ExperimentError::Invalid(Box::new(Diagnostic::new(path, text, line as usize, column as usize, message)))
-    };
-    let err_at = |loc: &serde_saphyr::Location, message: String| at(loc.line(), loc.column(), message);
-
-    let scale = match (overrides.time_scale, &raw.time_scale) {
-        (Some(_), Some(s)) => {
-            return Err(err_at(
-                &s.referenced,
-                "time_scale is set here and by --time-scale: one of them must go (they would not multiply)".into(),
-            ));
-        }
-        (Some(s), None) => s,
-        (None, Some(s)) => {
-            if !(s.value > 0.0 && s.value.is_finite()) {
-                return Err(err_at(&s.referenced, format!("time_scale must be a positive number, not {}", s.value)));
-            }
-            s.value
-        }
-        (None, None) => 1.0,
-    };
-    let applied = match &raw.scaled_by {
-        Some(s) if !(s.value > 0.0 && s.value.is_finite()) => {
-            return Err(err_at(&s.referenced, format!("scaled_by must be a positive number, not {}", s.value)));
-        }
-        Some(s) => s.value,
-        None => 1.0,
-    };
-    let sc = |d: Dur| d.scaled(scale);
-    let get = |v: &Option<Spanned<Dur>>, default: Dur| v.as_ref().map_or(default, |s| s.value);
-
-    let name = &raw.name.value;
-    if name.trim().is_empty()
-        || name.contains(['/', '\\', '\0'])
-        || name.chars().any(char::is_control)
-        || name.starts_with('.')
-        || name.len() > MAX_NAME_BYTES
-    {
-        return Err(err_at(
-            &raw.name.referenced,
-            format!(
-                "name {name:?} must be usable as a directory name: non-empty, at most {MAX_NAME_BYTES} bytes, \
-                 no '/', no control characters, no leading '.'"
-            ),
-        ));
-    }
-
-    if raw.workers.value < 1 {
-        return Err(err_at(&raw.workers.referenced, format!("workers must be at least 1, not {}", raw.workers.value)));
-    }
-    if raw.workers.value > 1000 {
-        return Err(err_at(
-            &raw.workers.referenced,
-            format!("workers must be at most 1000, not {}", raw.workers.value),
-        ));
-    }
-    let workers = raw.workers.value as usize;
-
-    // --trials fixes the count, adaptive or not.
-    let (file_trials, until) = match &raw.trials {
-        None => (1, None),
-        Some(t) => super::trials::trials_of(&t.value).map_err(|m| err_at(&t.referenced, m))?,
-    };
-    let until = until.filter(|_| overrides.trials.is_none());
-    let trials = overrides.trials.unwrap_or(file_trials);
-    if trials == 0 {
-        let msg = "trials must be at least 1".to_string();
-        return Err(match &raw.trials {
-            Some(t) if overrides.trials.is_none() => err_at(&t.referenced, msg),
-            _ => at(0, 0, format!("--trials: {msg}")),
-        });
-    }
-
-    let blog = LeaseSettings::default();
-    let lease = get(&raw.lease, blog.lease);
-    let renew = get(&raw.renew, blog.renew);
-    let watch = get(&raw.watch, blog.watch);
-    let resolution = get(&raw.expiry_resolution, blog.resolution);
-    let duration = get(&raw.duration, Dur::from_secs(30));
-    for (name, value, span) in [
-        ("lease", lease, &raw.lease),
-        ("renew", renew, &raw.renew),
-        ("watch", watch, &raw.watch),
-        ("expiry_resolution", resolution, &raw.expiry_resolution),
-        ("duration", duration, &raw.duration),
-    ] {
-        if value == Dur::ZERO {
-            let loc = span.as_ref().map(|s| s.referenced);
-            let msg = format!("{name} must be longer than zero");
-            return Err(loc.map_or_else(|| at(0, 0, msg.clone()), |l| err_at(&l, msg.clone())));
-        }
-    }
-    if renew >= lease {
-        // Point at renew if it was written, else at lease.
-        let loc = raw.renew.as_ref().or(raw.lease.as_ref()).map(|s| s.referenced);
-        let msg = format!("renew ({renew}) must be shorter than lease ({lease}): a leader could never renew in time");
-        return Err(loc.map_or_else(|| at(0, 0, msg.clone()), |l| err_at(&l, msg.clone())));
-    }
-
-    let start = raw.start.unwrap_or(StartMode::Barrier);
-    let stagger = get(&raw.stagger, Dur::ZERO);
-    if let (StartMode::Barrier, Some(s)) = (start, &raw.stagger)
-        && s.value != Dur::ZERO
-    {
-        return Err(err_at(&s.referenced, "stagger needs `start: staggered` or `start: random`".into()));
-    }
-    if start == StartMode::Random && stagger == Dur::ZERO {
-        let msg = "start: random needs a stagger: the window each worker's start is drawn from".to_string();
-        let (line, column) = locate(text, "start");
-        return Err(at(line, column, msg));
-    }
-
-    if let Some(a) = &raw.align
-        && a.value >= resolution
-    {
-        return Err(err_at(
-            &a.referenced,
-            format!("align ({}) must be shorter than the expiry resolution ({resolution})", a.value),
-        ));
-    }
-    if let Some(bad) = raw.worker.failpoint_workers.iter().flatten().find(|&&w| w >= workers) {
-        // WorkerSettings carries no spans: find the key in the text.
-        let (line, column) = locate(text, "failpoint_workers");
-        return Err(at(
-            line,
-            column,
-            format!("failpoint_workers: worker {bad} is out of range (this experiment has workers 0..{})", workers - 1),
-        ));
-    }
-    let offsets = raw.worker.clock_offset.all();
-    let offset_problem = match &raw.worker.clock_offset {
-        ClockOffset::PerWorker(v) if v.len() != workers => {
-            Some(format!("a list gives one offset per worker: {} for {workers} workers", v.len()))
-        }
-        _ => offsets
-            .iter()
-            .find(|o| o.as_ns().unsigned_abs() > 86_400_000_000_000)
-            .map(|o| format!("{o} is more than a day off; at most 1440m either way")),
-    };
-    if let Some(p) = offset_problem {
-        let (line, column) = locate(text, "clock_offset");
-        return Err(at(line, column, format!("clock_offset: {p}")));
-    }
-    let rates = raw.worker.clock_rate.all();
-    let rate_problem = match &raw.worker.clock_rate {
-        crate::model::ClockRate::PerWorker(v) if v.len() != workers => {
-            Some(format!("a list gives one rate per worker: {} for {workers} workers", v.len()))
-        }
-        _ => rates
-            .iter()
-            .find(|r| !(0.5..=2.0).contains(*r))
-            .map(|r| format!("{r} is out of range: a clock runs at a rate between 0.5 and 2")),
-    };
-    if let Some(p) = rate_problem {
-        let (line, column) = locate(text, "clock_rate");
-        return Err(at(line, column, format!("clock_rate: {p}")));
-    }
-    if raw.worker.request_timeout == Some(Dur::ZERO) {
-        let (line, column) = locate(text, "request_timeout");
-        return Err(at(line, column, "request_timeout must be longer than zero".into()));
-    }
-    if raw.worker.belief_margin >= lease {
-        let (line, column) = locate(text, "belief_margin");
-        return Err(at(
-            line,
-            column,
-            format!("belief_margin ({}) must be shorter than the lease ({lease})", raw.worker.belief_margin),
-        ));
-    }
-    if raw.worker.resource != crate::model::Resource::None && !raw.worker.fencing_tokens {
-        let (line, column) = locate(text, "resource");
-        return Err(at(
-            line,
-            column,
-            "resource: the leader's writes carry fencing tokens: set fencing_tokens: true".into(),
-        ));
-    }
-    if let Some(job) = &raw.worker.epoch_job {
-        let (line, column) = locate(text, "epoch_job");
-        let problem = if job.epoch == Dur::ZERO || job.duration == Dur::ZERO {
-            Some("epoch and duration must be longer than zero".to_string())
-        } else if job.duration >= job.epoch {
-            Some(format!("the job ({}) must be shorter than its epoch ({})", job.duration, job.epoch))
-        } else if Dur::from_us(renew.as_us() + job.duration.as_us()) >= lease {
-            // One thread does the job and the renewals: a job this long would
-            // cost its own leader the lease, with no fault at all.
-            Some(format!(
-                "renew ({renew}) + job duration ({}) must be shorter than lease ({lease}): the leader renews only between jobs",
-                job.duration
-            ))
-        } else if job.strategy == JobStrategy::Fencing && !raw.worker.fencing_tokens {
-            Some("strategy fencing needs fencing_tokens: true".to_string())
-        } else {
-            None
-        };
-        if let Some(p) = problem {
-            return Err(at(line, column, format!("epoch_job: {p}")));
-        }
-    }
-    validate_substrate(&raw, text).map_err(|(line, column, msg)| at(line, column, msg))?;
-    let program = match &raw.program {
-        None => None,
-        Some(p) => {
-            let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-            let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
-            let program = p
-                .validate(dir.display().to_string(), !overrides.recorded)
-                .map_err(|(line, column, msg)| at(line, column, msg))?;
-            // The clock is the machine's, not the worker's: it moves a
-            // program's too (through the clock shim).
-            let clockless = WorkerSettings {
-                clock_offset: WorkerSettings::default().clock_offset,
-                clock_rate: WorkerSettings::default().clock_rate,
-                ..raw.worker.clone()
-            };
-            if clockless != WorkerSettings::default() {
-                let (line, column) = locate(text, "worker");
-                return Err(at(
-                    line,
-                    column,
-                    "worker: settings belong to the built-in worker, not to a program \
-                     (but clock_offset and clock_rate move a program's clock too)"
-                        .into(),
-                ));
-            }
-            Some(program)
-        }
-    };
-    let mut faults = Vec::with_capacity(raw.faults.list.len());
-    for f in &raw.faults.list {
-        faults.push(validate_fault(f, workers, duration, &err_at)?);
-    }
-    let random = raw.faults.random.as_ref().map(|r| validate_random(r, workers, duration, &err_at)).transpose()?;
-
-    if let Some(e) = &raw.expect
-        && let (Some(min), Some(max)) = (e.gap_min, e.gap_max)
-        && min > max
-    {
-        let (line, column) = locate(text, "gap_min");
-        return Err(at(
-            line,
-            column,
-            format!("expect: gap_min ({min}) is more than gap_max ({max}); no gap could pass"),
-        ));
-    }
-    if let Some(s) = &raw.stagger {
-        // Random starts fall inside one stagger; staggered ones one per worker.
-        let later = if start == StartMode::Random { 1 } else { workers as u64 - 1 };
-        let last = s.value.as_us().checked_mul(later).map(Dur::from_us);
-        if last.is_none_or(|last| last >= duration) {
-            return Err(err_at(
-                &s.referenced,
-                format!(
-                    "stagger {} × {} later workers does not start them all before the trial ends (duration: {duration})",
-                    s.value, later
-                ),
-            ));
-        }
-    }
-    let metrics = match raw.expect.as_ref().and_then(|e| e.metrics.as_ref()) {
-        Some(m) => {
-            let bounds = m.value.iter().map(|(k, b)| (k.as_str(), [b.max, b.min], [b.rate_max, b.rate_min]));
-            super::expect::bounds(bounds).map_err(|msg| err_at(&m.referenced, msg))?
-        }
-        None => Vec::new(),
-    };
-    let expect = raw.expect.map_or_else(Expect::default, |e| Expect {
-        max_leaders: e.max_leaders,
-        gap_min: e.gap_min.map(sc),
-        gap_max: e.gap_max.map(sc),
-        wedged: e.wedged,
-        double_leader_trials: e.double_leader_trials,
-        disturbed: e.disturbed,
-        metrics,
-    });
-
-    let jobs = overrides.jobs.unwrap_or_else(|| raw.jobs.as_ref().map_or(1, |j| j.value));
-    if jobs == 0 || jobs > 64 {
-        let msg = format!("jobs must be between 1 and 64, not {jobs}");
-        return Err(match &raw.jobs {
-            Some(j) if overrides.jobs.is_none() => err_at(&j.referenced, msg),
-            _ => at(0, 0, format!("--jobs: {msg}")),
-        });
-    }
-    let jobs = overrides.max_jobs.map_or(jobs, |most| jobs.min(most));
-
-    let seed_drawn = overrides.seed.or(raw.seed).is_none();
-    let seed = overrides.seed.or(raw.seed).unwrap_or_else(rand::random);
-
-    // The checks above are on the written values. These bound what the run
-    // will do, after scaling: fixed floors and ceilings, so that accepted
-    // input cannot make the harness spin, flood the disk or never end.
-    let flag = if overrides.time_scale.is_some() { "--time-scale" } else { "time_scale" };
-    let scaled_note = |d: Dur| if scale == 1.0 { String::new() } else { format!(" ({d} × {flag} {scale})") };
-    let place = |span: Option<&serde_saphyr::Location>, msg: String| match (span, &raw.time_scale) {
-        (Some(l), _) => err_at(l, msg),
-        (None, Some(s)) if overrides.time_scale.is_none() => err_at(&s.referenced, msg),
-        (None, _) => at(0, 0, msg),
-    };
-    for (name, value, span) in
-        [("lease", lease, &raw.lease), ("renew", renew, &raw.renew), ("watch", watch, &raw.watch)]
-    {
-        if sc(value) < MIN_INTERVAL {
-            let msg = format!("{name} is {}{}; at least {MIN_INTERVAL}", sc(value), scaled_note(value));
-            return Err(place(span.as_ref().map(|s| &s.referenced), msg));
-        }
-    }
-    let job = raw.worker.epoch_job.map_or([Dur::from_secs(1); 2], |j| [j.epoch, j.duration]);
-    if [resolution, duration].iter().chain(&job).any(|d| sc(*d) == Dur::ZERO) {
-        return Err(place(None, format!("{flag} {scale} makes a duration round to zero")));
-    }
-    if sc(renew) >= sc(lease) {
-        return Err(place(None, format!("{flag} {scale} makes renew no longer shorter than lease")));
-    }
-    if let Some(unit) = raw.substrate.kind.ttl_unit()
-        && (sc(lease) < unit || sc(lease).as_ns() % unit.as_ns() != 0)
-    {
-        let msg = format!(
-            "the {} substrate's lease TTLs are whole multiples of {unit}; lease is {}{}: \
-             choose a lease (or a time scale) that makes it one",
-            setting_name(&raw.substrate.kind),
-            sc(lease),
-            scaled_note(lease)
-        );
-        return Err(place(raw.lease.as_ref().map(|s| &s.referenced), msg));
-    }
-    let offset_us = offsets.iter().map(|o| u128::from(o.as_us().unsigned_abs())).max().unwrap_or(0);
-    let reach_us = (skew_reach(&faults, random.as_ref(), duration) + offset_us) as f64 * scale;
-    if reach_us > MAX_SKEW_REACH.as_us() as f64 {
-        let first_by = raw
-            .faults
-            .list
-            .iter()
-            .find_map(|f| f.by.as_ref())
-            .or_else(|| raw.faults.random.as_ref().and_then(|r| r.kinds.value.iter().find_map(|k| k.by.as_ref())));
-        let msg = format!(
-            "the skews (each as often as it can fire) and clock_offset could move a worker's clock by {}; \
-             at most {MAX_SKEW_REACH} in a trial",
-            Dur::from_us(reach_us.min(u64::MAX as f64) as u64)
-        );
-        return Err(place(first_by.map(|b| &b.referenced), msg));
-    }
-    if sc(duration) > MAX_DURATION {
-        let msg = format!("a trial would last {}{}; at most {MAX_DURATION}", sc(duration), scaled_note(duration));
-        return Err(place(raw.duration.as_ref().map(|s| &s.referenced), msg));
-    }
-    let mut deliveries: u64 = 0;
-    for (f, fault) in raw.faults.list.iter().zip(&faults) {
-        deliveries += fault.firings(duration);
-        let Some(every) = &f.every else { continue };
-        if sc(every.value) < MIN_INTERVAL {
-            let msg = format!(
-                "every is {}{}; a fault repeats at most once a {MIN_INTERVAL}",
-                sc(every.value),
-                scaled_note(every.value)
-            );
-            return Err(err_at(&every.referenced, msg));
-        }
-        if deliveries > MAX_DELIVERIES {
-            let msg = format!("the faults would fire more than {MAX_DELIVERIES} times in a {duration} trial");
-            return Err(err_at(&every.referenced, msg));
-        }
-    }
-    if let Some(g) = raw.grace.as_ref().filter(|g| g.value < MIN_GRACE) {
-        let msg = format!(
-            "grace is {}; at least {MIN_GRACE} (the real time workers get to stop after SIGTERM, which no time scale \
-             shortens)",
-            g.value
-        );
-        return Err(err_at(&g.referenced, msg));
-    }
-    // A scaled grace keeps the floor: a worker's exit does not speed up.
-    let grace = raw.grace.as_ref().map_or(Dur::from_secs(2), |g| g.value);
-    let grace = sc(grace).max(MIN_GRACE);
-    if grace > MAX_GRACE {
-        let msg = format!("grace is {grace}; at most {MAX_GRACE} (workers still running then are killed)");
-        return Err(place(raw.grace.as_ref().map(|g| &g.referenced), msg));
-    }
-
-    Ok(Experiment {
-        name: raw.name.value,
-        description: raw.description.trim().to_string(),
-        source: path.to_path_buf(),
-        trials,
-        until,
-        seed,
-        seed_drawn,
-        duration: sc(duration),
-        workers,
-        lease: LeaseSettings { lease: sc(lease), renew: sc(renew), watch: sc(watch), resolution: sc(resolution) },
-        worker: WorkerSettings {
-            failpoint_delay: sc(raw.worker.failpoint_delay),
-            clock_offset: raw.worker.clock_offset.scaled(scale),
-            request_timeout: raw.worker.request_timeout.map(sc),
-            belief_margin: sc(raw.worker.belief_margin),
-            epoch_job: raw.worker.epoch_job.map(|j| EpochJob { epoch: sc(j.epoch), duration: sc(j.duration), ..j }),
-            ..raw.worker.clone()
-        },
-        start,
-        stagger: sc(stagger),
-        align: raw.align.map(|a| sc(a.value)),
-        initial_lock: raw.initial_lock.unwrap_or(InitialLock::None),
-        faults: faults.iter().map(|f| f.scaled(scale)).collect(),
-        random: random.map(|r| r.scaled(scale)),
-        expect,
-        time_scale: scale * applied,
-        grace,
-        jobs,
-        fault_budget: raw.fault_budget.as_ref().map(|b| sc(b.value)),
-        disturbance_budget: raw.disturbance_budget.as_ref().map(|b| sc(b.value)),
-        substrate: SubstrateSettings { failover_after: raw.substrate.failover_after.map(sc), ..raw.substrate.clone() },
-        program,
-        reference: raw.reference,
-        points: Vec::new(),
-    })
-}
-
-/// 1-based line and column of the first occurrence of `key:` (0, 0 if absent).
-fn locate(text: &str, key: &str) -> (u64, u64) {
-    let needle = format!("{key}:");
-    text.lines().enumerate().find_map(|(i, l)| l.find(&needle).map(|c| (i as u64 + 1, c as u64 + 1))).unwrap_or((0, 0))
 }
 
 #[cfg(test)]

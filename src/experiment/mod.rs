@@ -3,6 +3,7 @@
 //! (`to_yaml`, written next to the results). The types they produce are the
 //! model's (`crate::model`).
 
+mod build;
 mod diagnostic;
 mod expect;
 mod faults;

@@ -1,0 +1,587 @@
+//! Everything after parsing: defaults, validation and scaling, one section
+//! of the file at a time. `build` calls the sections in the order a reader
+//! meets them; each returns the section's values or the error that names
+//! the file, line and column to fix.
+
+use std::path::Path;
+
+use serde_saphyr::{Location, Spanned};
+
+use super::diagnostic::{Diagnostic, ExperimentError};
+use super::faults::{MAX_SKEW_REACH, skew_reach, validate_fault, validate_random};
+use super::load::{
+    MAX_DELIVERIES, MAX_DURATION, MAX_GRACE, MAX_NAME_BYTES, MIN_GRACE, MIN_INTERVAL, Overrides, RawExperiment,
+};
+use crate::model::program::Program;
+use crate::model::{
+    ClockOffset, ClockRate, Dur, EpochJob, Expect, Experiment, Fault, InitialLock, JobStrategy, LeaseSettings,
+    RandomFaults, Resource, StartMode, SubstrateSettings, Until, WorkerSettings, setting_name,
+};
+
+/// One file's text, to point into.
+struct Place<'a> {
+    path: &'a Path,
+    text: &'a str,
+}
+
+impl Place<'_> {
+    fn at(&self, line: u64, column: u64, message: String) -> ExperimentError {
+        ExperimentError::Invalid(Box::new(Diagnostic::new(
+            self.path,
+            self.text,
+            line as usize,
+            column as usize,
+            message,
+        )))
+    }
+
+    fn span(&self, loc: &Location, message: String) -> ExperimentError {
+        self.at(loc.line(), loc.column(), message)
+    }
+
+    /// At a key the raw struct keeps no span for: its first `key:`.
+    fn key(&self, key: &str, message: String) -> ExperimentError {
+        let (line, column) = locate(self.text, key);
+        self.at(line, column, message)
+    }
+
+    /// At the value if it was written, else at the top of the file.
+    fn written<T>(&self, value: Option<&Spanned<T>>, message: String) -> ExperimentError {
+        match value {
+            Some(v) => self.span(&v.referenced, message),
+            None => self.at(0, 0, message),
+        }
+    }
+}
+
+/// 1-based line and column of the first occurrence of `key:` (0, 0 if absent).
+pub(super) fn locate(text: &str, key: &str) -> (u64, u64) {
+    let needle = format!("{key}:");
+    text.lines().enumerate().find_map(|(i, l)| l.find(&needle).map(|c| (i as u64 + 1, c as u64 + 1))).unwrap_or((0, 0))
+}
+
+/// The lease's timing and the trial's length, as written (unscaled).
+struct Timing {
+    lease: LeaseSettings,
+    duration: Dur,
+}
+
+pub(super) fn build(
+    path: &Path,
+    text: &str,
+    raw: RawExperiment,
+    overrides: &Overrides,
+) -> Result<Experiment, ExperimentError> {
+    let place = &Place { path, text };
+    let (scale, applied) = time_scale(place, &raw, overrides)?;
+    let sc = |d: Dur| d.scaled(scale);
+    check_name(place, &raw)?;
+    let workers = workers(place, &raw)?;
+    let (trials, until) = trials(place, &raw, overrides)?;
+    let Timing { lease, duration } = timing(place, &raw)?;
+    let (start, stagger) = start(place, &raw, lease.resolution)?;
+    check_worker(place, &raw, workers, &lease)?;
+    super::load::validate_substrate(&raw, text).map_err(|(line, column, msg)| place.at(line, column, msg))?;
+    let program = program(place, &raw, overrides)?;
+    let (faults, random) = faults(place, &raw, workers, duration)?;
+    check_gap_bounds(place, &raw)?;
+    check_stagger_fits(place, &raw, start, workers, duration)?;
+    let expect = expect(place, &raw, scale)?;
+    let jobs = jobs(place, &raw, overrides)?;
+    let seed_drawn = overrides.seed.or(raw.seed).is_none();
+    let seed = overrides.seed.or(raw.seed).unwrap_or_else(rand::random);
+    let scaled = Scaled { place, raw: &raw, overrides, scale };
+    scaled.check(&lease, duration, &faults, random.as_ref())?;
+    let grace = scaled.grace()?;
+
+    Ok(Experiment {
+        name: raw.name.value,
+        description: raw.description.trim().to_string(),
+        source: path.to_path_buf(),
+        trials,
+        until,
+        seed,
+        seed_drawn,
+        duration: sc(duration),
+        workers,
+        lease: LeaseSettings {
+            lease: sc(lease.lease),
+            renew: sc(lease.renew),
+            watch: sc(lease.watch),
+            resolution: sc(lease.resolution),
+        },
+        worker: WorkerSettings {
+            failpoint_delay: sc(raw.worker.failpoint_delay),
+            clock_offset: raw.worker.clock_offset.scaled(scale),
+            request_timeout: raw.worker.request_timeout.map(sc),
+            belief_margin: sc(raw.worker.belief_margin),
+            epoch_job: raw.worker.epoch_job.map(|j| EpochJob { epoch: sc(j.epoch), duration: sc(j.duration), ..j }),
+            ..raw.worker.clone()
+        },
+        start,
+        stagger: sc(stagger),
+        align: raw.align.map(|a| sc(a.value)),
+        initial_lock: raw.initial_lock.unwrap_or(InitialLock::None),
+        faults: faults.iter().map(|f| f.scaled(scale)).collect(),
+        random: random.map(|r| r.scaled(scale)),
+        expect,
+        time_scale: scale * applied,
+        grace,
+        jobs,
+        fault_budget: raw.fault_budget.as_ref().map(|b| sc(b.value)),
+        disturbance_budget: raw.disturbance_budget.as_ref().map(|b| sc(b.value)),
+        substrate: SubstrateSettings { failover_after: raw.substrate.failover_after.map(sc), ..raw.substrate.clone() },
+        program,
+        reference: raw.reference,
+        points: Vec::new(),
+    })
+}
+
+/// The time scale to apply (from the file or `--time-scale`, not both), and
+/// the one a resolved file's durations already carry (`scaled_by`).
+fn time_scale(place: &Place, raw: &RawExperiment, overrides: &Overrides) -> Result<(f64, f64), ExperimentError> {
+    let scale = match (overrides.time_scale, &raw.time_scale) {
+        (Some(_), Some(s)) => {
+            return Err(place.span(
+                &s.referenced,
+                "time_scale is set here and by --time-scale: one of them must go (they would not multiply)".into(),
+            ));
+        }
+        (Some(s), None) => s,
+        (None, Some(s)) => {
+            if !(s.value > 0.0 && s.value.is_finite()) {
+                return Err(place.span(&s.referenced, format!("time_scale must be a positive number, not {}", s.value)));
+            }
+            s.value
+        }
+        (None, None) => 1.0,
+    };
+    let applied = match &raw.scaled_by {
+        Some(s) if !(s.value > 0.0 && s.value.is_finite()) => {
+            return Err(place.span(&s.referenced, format!("scaled_by must be a positive number, not {}", s.value)));
+        }
+        Some(s) => s.value,
+        None => 1.0,
+    };
+    Ok((scale, applied))
+}
+
+/// A name is a directory name.
+fn check_name(place: &Place, raw: &RawExperiment) -> Result<(), ExperimentError> {
+    let name = &raw.name.value;
+    if name.trim().is_empty()
+        || name.contains(['/', '\\', '\0'])
+        || name.chars().any(char::is_control)
+        || name.starts_with('.')
+        || name.len() > MAX_NAME_BYTES
+    {
+        return Err(place.span(
+            &raw.name.referenced,
+            format!(
+                "name {name:?} must be usable as a directory name: non-empty, at most {MAX_NAME_BYTES} bytes, \
+                 no '/', no control characters, no leading '.'"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn workers(place: &Place, raw: &RawExperiment) -> Result<usize, ExperimentError> {
+    let n = raw.workers.value;
+    if n < 1 {
+        return Err(place.span(&raw.workers.referenced, format!("workers must be at least 1, not {n}")));
+    }
+    if n > 1000 {
+        return Err(place.span(&raw.workers.referenced, format!("workers must be at most 1000, not {n}")));
+    }
+    Ok(n as usize)
+}
+
+/// The trial count and, unless `--trials` fixes the count, the adaptive rule.
+fn trials(place: &Place, raw: &RawExperiment, overrides: &Overrides) -> Result<(u32, Option<Until>), ExperimentError> {
+    let (file_trials, until) = match &raw.trials {
+        None => (1, None),
+        Some(t) => super::trials::trials_of(&t.value).map_err(|m| place.span(&t.referenced, m))?,
+    };
+    let until = until.filter(|_| overrides.trials.is_none());
+    let trials = overrides.trials.unwrap_or(file_trials);
+    if trials == 0 {
+        let msg = "trials must be at least 1".to_string();
+        return Err(match &raw.trials {
+            Some(t) if overrides.trials.is_none() => place.span(&t.referenced, msg),
+            _ => place.at(0, 0, format!("--trials: {msg}")),
+        });
+    }
+    Ok((trials, until))
+}
+
+/// Lease, renew, watch, expiry resolution and duration: defaults (the
+/// blog's), none zero, and a renewal inside the lease.
+fn timing(place: &Place, raw: &RawExperiment) -> Result<Timing, ExperimentError> {
+    let get = |v: &Option<Spanned<Dur>>, default: Dur| v.as_ref().map_or(default, |s| s.value);
+    let blog = LeaseSettings::default();
+    let lease = LeaseSettings {
+        lease: get(&raw.lease, blog.lease),
+        renew: get(&raw.renew, blog.renew),
+        watch: get(&raw.watch, blog.watch),
+        resolution: get(&raw.expiry_resolution, blog.resolution),
+    };
+    let duration = get(&raw.duration, Dur::from_secs(30));
+    for (name, value, span) in [
+        ("lease", lease.lease, &raw.lease),
+        ("renew", lease.renew, &raw.renew),
+        ("watch", lease.watch, &raw.watch),
+        ("expiry_resolution", lease.resolution, &raw.expiry_resolution),
+        ("duration", duration, &raw.duration),
+    ] {
+        if value == Dur::ZERO {
+            return Err(place.written(span.as_ref(), format!("{name} must be longer than zero")));
+        }
+    }
+    let (renew, lease_len) = (lease.renew, lease.lease);
+    if renew >= lease_len {
+        // Point at renew if it was written, else at lease.
+        let msg =
+            format!("renew ({renew}) must be shorter than lease ({lease_len}): a leader could never renew in time");
+        return Err(place.written(raw.renew.as_ref().or(raw.lease.as_ref()), msg));
+    }
+    Ok(Timing { lease, duration })
+}
+
+/// How the workers start, and the barrier's alignment on the wall clock.
+fn start(place: &Place, raw: &RawExperiment, resolution: Dur) -> Result<(StartMode, Dur), ExperimentError> {
+    let start = raw.start.unwrap_or(StartMode::Barrier);
+    let stagger = raw.stagger.as_ref().map_or(Dur::ZERO, |s| s.value);
+    if let (StartMode::Barrier, Some(s)) = (start, &raw.stagger)
+        && s.value != Dur::ZERO
+    {
+        return Err(place.span(&s.referenced, "stagger needs `start: staggered` or `start: random`".into()));
+    }
+    if start == StartMode::Random && stagger == Dur::ZERO {
+        let msg = "start: random needs a stagger: the window each worker's start is drawn from".to_string();
+        return Err(place.key("start", msg));
+    }
+    if let Some(a) = &raw.align
+        && a.value >= resolution
+    {
+        return Err(place.span(
+            &a.referenced,
+            format!("align ({}) must be shorter than the expiry resolution ({resolution})", a.value),
+        ));
+    }
+    Ok((start, stagger))
+}
+
+/// Every worker starts before the trial ends.
+fn check_stagger_fits(
+    place: &Place,
+    raw: &RawExperiment,
+    start: StartMode,
+    workers: usize,
+    duration: Dur,
+) -> Result<(), ExperimentError> {
+    let Some(s) = &raw.stagger else { return Ok(()) };
+    // Random starts fall inside one stagger; staggered ones one per worker.
+    let later = if start == StartMode::Random { 1 } else { workers as u64 - 1 };
+    let last = s.value.as_us().checked_mul(later).map(Dur::from_us);
+    if last.is_none_or(|last| last >= duration) {
+        return Err(place.span(
+            &s.referenced,
+            format!(
+                "stagger {} × {} later workers does not start them all before the trial ends (duration: {duration})",
+                s.value, later
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The built-in worker's settings (`worker:`), against the worker count
+/// and the lease.
+fn check_worker(
+    place: &Place,
+    raw: &RawExperiment,
+    workers: usize,
+    timing: &LeaseSettings,
+) -> Result<(), ExperimentError> {
+    let w = &raw.worker;
+    let (lease, renew) = (timing.lease, timing.renew);
+    if let Some(bad) = w.failpoint_workers.iter().flatten().find(|&&i| i >= workers) {
+        // WorkerSettings carries no spans: find the key in the text.
+        return Err(place.key(
+            "failpoint_workers",
+            format!("failpoint_workers: worker {bad} is out of range (this experiment has workers 0..{})", workers - 1),
+        ));
+    }
+    let offset_problem = match &w.clock_offset {
+        ClockOffset::PerWorker(v) if v.len() != workers => {
+            Some(format!("a list gives one offset per worker: {} for {workers} workers", v.len()))
+        }
+        _ => w
+            .clock_offset
+            .all()
+            .iter()
+            .find(|o| o.as_ns().unsigned_abs() > 86_400_000_000_000)
+            .map(|o| format!("{o} is more than a day off; at most 1440m either way")),
+    };
+    if let Some(p) = offset_problem {
+        return Err(place.key("clock_offset", format!("clock_offset: {p}")));
+    }
+    let rate_problem = match &w.clock_rate {
+        ClockRate::PerWorker(v) if v.len() != workers => {
+            Some(format!("a list gives one rate per worker: {} for {workers} workers", v.len()))
+        }
+        _ => w
+            .clock_rate
+            .all()
+            .iter()
+            .find(|r| !(0.5..=2.0).contains(*r))
+            .map(|r| format!("{r} is out of range: a clock runs at a rate between 0.5 and 2")),
+    };
+    if let Some(p) = rate_problem {
+        return Err(place.key("clock_rate", format!("clock_rate: {p}")));
+    }
+    if w.request_timeout == Some(Dur::ZERO) {
+        return Err(place.key("request_timeout", "request_timeout must be longer than zero".into()));
+    }
+    if w.belief_margin >= lease {
+        let msg = format!("belief_margin ({}) must be shorter than the lease ({lease})", w.belief_margin);
+        return Err(place.key("belief_margin", msg));
+    }
+    if w.resource != Resource::None && !w.fencing_tokens {
+        let msg = "resource: the leader's writes carry fencing tokens: set fencing_tokens: true";
+        return Err(place.key("resource", msg.into()));
+    }
+    if let Some(job) = &w.epoch_job {
+        let problem = if job.epoch == Dur::ZERO || job.duration == Dur::ZERO {
+            Some("epoch and duration must be longer than zero".to_string())
+        } else if job.duration >= job.epoch {
+            Some(format!("the job ({}) must be shorter than its epoch ({})", job.duration, job.epoch))
+        } else if Dur::from_us(renew.as_us() + job.duration.as_us()) >= lease {
+            // One thread does the job and the renewals: a job this long would
+            // cost its own leader the lease, with no fault at all.
+            Some(format!(
+                "renew ({renew}) + job duration ({}) must be shorter than lease ({lease}): the leader renews only between jobs",
+                job.duration
+            ))
+        } else if job.strategy == JobStrategy::Fencing && !w.fencing_tokens {
+            Some("strategy fencing needs fencing_tokens: true".to_string())
+        } else {
+            None
+        };
+        if let Some(p) = problem {
+            return Err(place.key("epoch_job", format!("epoch_job: {p}")));
+        }
+    }
+    Ok(())
+}
+
+/// The program under test, if any; `worker:` then may only move its clock.
+fn program(place: &Place, raw: &RawExperiment, overrides: &Overrides) -> Result<Option<Program>, ExperimentError> {
+    let Some(p) = &raw.program else { return Ok(None) };
+    let dir = place.path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    let program = p
+        .validate(dir.display().to_string(), !overrides.recorded)
+        .map_err(|(line, column, msg)| place.at(line, column, msg))?;
+    // The clock is the machine's, not the worker's: it moves a program's
+    // too (through the clock shim).
+    let clockless = WorkerSettings {
+        clock_offset: WorkerSettings::default().clock_offset,
+        clock_rate: WorkerSettings::default().clock_rate,
+        ..raw.worker.clone()
+    };
+    if clockless != WorkerSettings::default() {
+        let msg = "worker: settings belong to the built-in worker, not to a program \
+                   (but clock_offset and clock_rate move a program's clock too)";
+        return Err(place.key("worker", msg.into()));
+    }
+    Ok(Some(program))
+}
+
+/// The fault schedule, or the campaign that draws one.
+fn faults(
+    place: &Place,
+    raw: &RawExperiment,
+    workers: usize,
+    duration: Dur,
+) -> Result<(Vec<Fault>, Option<RandomFaults>), ExperimentError> {
+    let span = |loc: &Location, message: String| place.span(loc, message);
+    let list = raw.faults.list.iter().map(|f| validate_fault(f, workers, duration, &span)).collect::<Result<_, _>>()?;
+    let random = raw.faults.random.as_ref().map(|r| validate_random(r, workers, duration, &span)).transpose()?;
+    Ok((list, random))
+}
+
+fn check_gap_bounds(place: &Place, raw: &RawExperiment) -> Result<(), ExperimentError> {
+    if let Some(e) = &raw.expect
+        && let (Some(min), Some(max)) = (e.gap_min, e.gap_max)
+        && min > max
+    {
+        let msg = format!("expect: gap_min ({min}) is more than gap_max ({max}); no gap could pass");
+        return Err(place.key("gap_min", msg));
+    }
+    Ok(())
+}
+
+/// What a run must show to pass (`expect:`), its gaps scaled.
+fn expect(place: &Place, raw: &RawExperiment, scale: f64) -> Result<Expect, ExperimentError> {
+    let Some(e) = &raw.expect else { return Ok(Expect::default()) };
+    let metrics = match &e.metrics {
+        Some(m) => {
+            let bounds = m.value.iter().map(|(k, b)| (k.as_str(), [b.max, b.min], [b.rate_max, b.rate_min]));
+            super::expect::bounds(bounds).map_err(|msg| place.span(&m.referenced, msg))?
+        }
+        None => Vec::new(),
+    };
+    Ok(Expect {
+        max_leaders: e.max_leaders,
+        gap_min: e.gap_min.map(|d| d.scaled(scale)),
+        gap_max: e.gap_max.map(|d| d.scaled(scale)),
+        wedged: e.wedged,
+        double_leader_trials: e.double_leader_trials,
+        disturbed: e.disturbed,
+        metrics,
+    })
+}
+
+/// Trials at once: the file's or `--jobs`, under `--max-jobs`.
+fn jobs(place: &Place, raw: &RawExperiment, overrides: &Overrides) -> Result<usize, ExperimentError> {
+    let jobs = overrides.jobs.unwrap_or_else(|| raw.jobs.as_ref().map_or(1, |j| j.value));
+    if jobs == 0 || jobs > 64 {
+        let msg = format!("jobs must be between 1 and 64, not {jobs}");
+        return Err(match &raw.jobs {
+            Some(j) if overrides.jobs.is_none() => place.span(&j.referenced, msg),
+            _ => place.at(0, 0, format!("--jobs: {msg}")),
+        });
+    }
+    Ok(overrides.max_jobs.map_or(jobs, |most| jobs.min(most)))
+}
+
+/// The checks above are on the written values. These bound what the run
+/// will do, after scaling: fixed floors and ceilings, so that accepted input
+/// cannot make the harness spin, flood the disk or never end.
+struct Scaled<'a> {
+    place: &'a Place<'a>,
+    raw: &'a RawExperiment,
+    overrides: &'a Overrides,
+    scale: f64,
+}
+
+impl Scaled<'_> {
+    fn sc(&self, d: Dur) -> Dur {
+        d.scaled(self.scale)
+    }
+
+    fn flag(&self) -> &'static str {
+        if self.overrides.time_scale.is_some() { "--time-scale" } else { "time_scale" }
+    }
+
+    /// `(written × time_scale scale)`, when there is a scale.
+    fn note(&self, d: Dur) -> String {
+        if self.scale == 1.0 { String::new() } else { format!(" ({d} × {} {})", self.flag(), self.scale) }
+    }
+
+    /// At the value if written, else at the time scale that made it so.
+    fn at(&self, span: Option<&Location>, msg: String) -> ExperimentError {
+        match (span, &self.raw.time_scale) {
+            (Some(l), _) => self.place.span(l, msg),
+            (None, Some(s)) if self.overrides.time_scale.is_none() => self.place.span(&s.referenced, msg),
+            (None, _) => self.place.at(0, 0, msg),
+        }
+    }
+
+    fn check(
+        &self,
+        timing: &LeaseSettings,
+        duration: Dur,
+        faults: &[Fault],
+        random: Option<&RandomFaults>,
+    ) -> Result<(), ExperimentError> {
+        let (raw, scale, flag) = (self.raw, self.scale, self.flag());
+        let (lease, renew) = (timing.lease, timing.renew);
+        for (name, value, span) in
+            [("lease", lease, &raw.lease), ("renew", renew, &raw.renew), ("watch", timing.watch, &raw.watch)]
+        {
+            if self.sc(value) < MIN_INTERVAL {
+                let msg = format!("{name} is {}{}; at least {MIN_INTERVAL}", self.sc(value), self.note(value));
+                return Err(self.at(span.as_ref().map(|s| &s.referenced), msg));
+            }
+        }
+        let job = raw.worker.epoch_job.map_or([Dur::from_secs(1); 2], |j| [j.epoch, j.duration]);
+        if [timing.resolution, duration].iter().chain(&job).any(|d| self.sc(*d) == Dur::ZERO) {
+            return Err(self.at(None, format!("{flag} {scale} makes a duration round to zero")));
+        }
+        if self.sc(renew) >= self.sc(lease) {
+            return Err(self.at(None, format!("{flag} {scale} makes renew no longer shorter than lease")));
+        }
+        if let Some(unit) = raw.substrate.kind.ttl_unit()
+            && (self.sc(lease) < unit || !self.sc(lease).as_ns().is_multiple_of(unit.as_ns()))
+        {
+            let msg = format!(
+                "the {} substrate's lease TTLs are whole multiples of {unit}; lease is {}{}: \
+                 choose a lease (or a time scale) that makes it one",
+                setting_name(&raw.substrate.kind),
+                self.sc(lease),
+                self.note(lease)
+            );
+            return Err(self.at(raw.lease.as_ref().map(|s| &s.referenced), msg));
+        }
+        let offset_us = raw.worker.clock_offset.all().iter().map(|o| u128::from(o.as_us().unsigned_abs())).max();
+        let reach_us = (skew_reach(faults, random, duration) + offset_us.unwrap_or(0)) as f64 * scale;
+        if reach_us > MAX_SKEW_REACH.as_us() as f64 {
+            let first_by =
+                raw.faults.list.iter().find_map(|f| f.by.as_ref()).or_else(|| {
+                    raw.faults.random.as_ref().and_then(|r| r.kinds.value.iter().find_map(|k| k.by.as_ref()))
+                });
+            let msg = format!(
+                "the skews (each as often as it can fire) and clock_offset could move a worker's clock by {}; \
+                 at most {MAX_SKEW_REACH} in a trial",
+                Dur::from_us(reach_us.min(u64::MAX as f64) as u64)
+            );
+            return Err(self.at(first_by.map(|b| &b.referenced), msg));
+        }
+        if self.sc(duration) > MAX_DURATION {
+            let msg =
+                format!("a trial would last {}{}; at most {MAX_DURATION}", self.sc(duration), self.note(duration));
+            return Err(self.at(raw.duration.as_ref().map(|s| &s.referenced), msg));
+        }
+        let mut deliveries: u64 = 0;
+        for (f, fault) in raw.faults.list.iter().zip(faults) {
+            deliveries += fault.firings(duration);
+            let Some(every) = &f.every else { continue };
+            if self.sc(every.value) < MIN_INTERVAL {
+                let msg = format!(
+                    "every is {}{}; a fault repeats at most once a {MIN_INTERVAL}",
+                    self.sc(every.value),
+                    self.note(every.value)
+                );
+                return Err(self.place.span(&every.referenced, msg));
+            }
+            if deliveries > MAX_DELIVERIES {
+                let msg = format!("the faults would fire more than {MAX_DELIVERIES} times in a {duration} trial");
+                return Err(self.place.span(&every.referenced, msg));
+            }
+        }
+        Ok(())
+    }
+
+    /// The real time workers get to stop after SIGTERM: scaled, but kept
+    /// between a floor (a worker's exit does not speed up) and a ceiling.
+    fn grace(&self) -> Result<Dur, ExperimentError> {
+        let raw = self.raw;
+        if let Some(g) = raw.grace.as_ref().filter(|g| g.value < MIN_GRACE) {
+            let msg = format!(
+                "grace is {}; at least {MIN_GRACE} (the real time workers get to stop after SIGTERM, which no time \
+                 scale shortens)",
+                g.value
+            );
+            return Err(self.place.span(&g.referenced, msg));
+        }
+        let grace = self.sc(raw.grace.as_ref().map_or(Dur::from_secs(2), |g| g.value)).max(MIN_GRACE);
+        if grace > MAX_GRACE {
+            let msg = format!("grace is {grace}; at most {MAX_GRACE} (workers still running then are killed)");
+            return Err(self.at(raw.grace.as_ref().map(|g| &g.referenced), msg));
+        }
+        Ok(grace)
+    }
+}
