@@ -6,7 +6,6 @@ pub mod calibrate;
 pub mod cli;
 pub mod commands;
 pub mod error;
-pub mod experiment;
 pub mod proxy;
 pub mod report;
 pub mod shrink;
@@ -18,5 +17,6 @@ pub mod trial;
 // checker and the child side only the model.
 pub use leasequake_check as check;
 pub use leasequake_child::{child, realtime, substrate, worker};
+pub use leasequake_experiment as experiment;
 pub use leasequake_io::{console, files, say, sayln, warnln};
 pub use leasequake_model as model;

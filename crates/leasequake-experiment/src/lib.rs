@@ -1,7 +1,9 @@
 //! Experiment files: YAML in (`load`, every error naming file:line:column
 //! before any process is spawned), and the resolved experiment out
-//! (`to_yaml`, written next to the results). The types they produce are the
-//! model's (`crate::model`).
+//! (`to_yaml`, written next to the results), and the reference page and
+//! JSON Schema of every key. The types they produce are the model's. A
+//! crate of its own, so that the compiler holds it to its layer: it imports
+//! the model and the edge to the user's files, nothing else of leasequake.
 
 mod build;
 mod diagnostic;
@@ -16,6 +18,9 @@ mod substrate_rules;
 mod sweep;
 mod trials;
 mod yaml_error;
+
+use leasequake_io::files;
+use leasequake_model as model;
 
 pub use diagnostic::{Diagnostic, ExperimentError};
 pub use load::{MAX_FILE_BYTES, Overrides, load, load_record, load_str};

@@ -274,7 +274,7 @@ mod tests {
 
     #[test]
     fn the_committed_reference_and_schema_are_the_generated_ones() {
-        let docs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs");
+        let docs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs");
         let page = std::fs::read_to_string(docs.join("experiment-reference.md")).unwrap_or_default();
         assert!(
             page == markdown(),

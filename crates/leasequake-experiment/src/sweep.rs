@@ -186,8 +186,8 @@ pub fn points(sweep: &BTreeMap<String, Spanned<Vec<Value>>>) -> Result<Vec<Setti
 mod tests {
     use std::path::Path;
 
-    use crate::experiment::{Overrides, load_str};
     use crate::model::Dur;
+    use crate::{Overrides, load_str};
 
     #[test]
     fn a_fault_axis_runs_each_action_of_the_schedule_alone() {
