@@ -18,7 +18,7 @@
 //! process's own order), so "acquired then exit at the same µs" still opens
 //! and closes an interval, and "the last one processed" is well defined.
 
-use super::metrics::{Gap, KILL_MID_RENEWAL, TrialMetrics};
+use super::metrics::{Gap, KILL, KILL_MID_RENEWAL, TrialMetrics};
 use super::params::CheckParams;
 use super::spans::{Span, Spans};
 use super::theory::Phases;
@@ -26,7 +26,6 @@ use leasequake_model::history::{Event, EventKind, ms_to_us};
 use leasequake_model::history::{History, Micros};
 
 /// Fault actions that open a pause and close it.
-pub(crate) const KILL: &str = "kill";
 const STOP: &str = "stop";
 const CONT: &str = "cont";
 /// Fault actions aimed at the lock itself (worker = None) start with this.

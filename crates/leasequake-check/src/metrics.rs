@@ -101,6 +101,9 @@ impl TrialMetrics {
     }
 }
 
+/// The cause of a gap opened by a kill (the kill fault's action).
+pub const KILL: &str = "kill";
+
 /// The cause of a gap opened by a kill that landed inside the holder's
 /// renewal (after its `renewing`, before the outcome): with a lock file, an
 /// empty file that no watcher may take over.

@@ -14,7 +14,7 @@
 //! harness or the system under test did something the protocol does not
 //! explain: an anomaly worth a look.
 
-use super::metrics::{Gap, PauseOutcome};
+use super::metrics::{Gap, KILL, PauseOutcome};
 use super::params::CheckParams;
 use super::spans::{Span, Spans};
 use leasequake_model::history::{Event, EventKind, Micros, ms_to_us};
@@ -301,7 +301,7 @@ impl<'a> Phases<'a> {
         // process down, at its `exit`.
         let died_us = if ended_with(EventKind::Exit) {
             Some(start)
-        } else if gap.cause == super::intervals::KILL {
+        } else if gap.cause == KILL {
             self.events
                 .iter()
                 .find(|e| e.worker == Some(holder) && e.t_us >= start && e.kind == EventKind::Exit)

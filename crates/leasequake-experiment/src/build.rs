@@ -9,15 +9,26 @@ use serde_saphyr::{Location, Spanned};
 
 use super::diagnostic::{Diagnostic, ExperimentError};
 use super::faults::{MAX_SKEW_REACH, skew_reach, validate_fault, validate_random};
-use super::load::{
-    MAX_DELIVERIES, MAX_DURATION, MAX_GRACE, MAX_NAME_BYTES, MIN_GRACE, MIN_INTERVAL, Overrides, RawExperiment,
-};
+use super::raw::{Overrides, RawExperiment};
 use crate::model::program::Program;
 use crate::model::{
     ClockOffset, ClockRate, Dur, EpochJob, Expect, Experiment, Fault, InitialLock, JobStrategy, LeaseSettings,
     RandomFaults, Resource, StartMode, SubstrateSettings, Until, WorkerSettings, setting_name,
 };
 
+/// The shortest lease, renew, watch or repeat interval a run may have, after
+/// scaling: below it the harness's own timing is the experiment.
+pub const MIN_INTERVAL: Dur = Dur::from_ms(1);
+/// The longest trial, after scaling.
+pub const MAX_DURATION: Dur = Dur::from_secs(7 * 86_400);
+/// The most fault deliveries one trial may schedule (each is a faults.csv row).
+pub const MAX_DELIVERIES: u64 = 100_000;
+/// How long workers have to stop at the end of a trial, after scaling: at
+/// least this much real time whatever the scale, at most the ceiling.
+pub const MIN_GRACE: Dur = Dur::from_ms(500);
+pub const MAX_GRACE: Dur = Dur::from_secs(60);
+/// A name is a directory name.
+const MAX_NAME_BYTES: usize = 200;
 /// One file's text, to point into.
 struct Place<'a> {
     path: &'a Path,
@@ -60,6 +71,26 @@ pub(super) fn locate(text: &str, key: &str) -> (u64, u64) {
     text.lines().enumerate().find_map(|(i, l)| l.find(&needle).map(|c| (i as u64 + 1, c as u64 + 1))).unwrap_or((0, 0))
 }
 
+/// What a substrate cannot do (`substrate_rules.rs`), placed in the file.
+pub(super) fn validate_substrate(raw: &RawExperiment, text: &str) -> Result<(), (u64, u64, String)> {
+    let uses = super::substrate_rules::Uses {
+        substrate: &raw.substrate,
+        worker: &raw.worker,
+        initial_lock: raw.initial_lock,
+        faults: &raw.faults.written(),
+        swept: raw.substrate_swept,
+        program: raw.program.is_some(),
+    };
+    match super::substrate_rules::check(&uses) {
+        Ok(()) => Ok(()),
+        Err(super::substrate_rules::Problem::Key(key, msg)) => {
+            let (line, column) = locate(text, key);
+            Err((line, column, msg))
+        }
+        Err(super::substrate_rules::Problem::At(line, column, msg)) => Err((line, column, msg)),
+    }
+}
+
 /// The lease's timing and the trial's length, as written (unscaled).
 struct Timing {
     lease: LeaseSettings,
@@ -81,7 +112,7 @@ pub(super) fn build(
     let Timing { lease, duration } = timing(place, &raw)?;
     let (start, stagger) = start(place, &raw, lease.resolution)?;
     check_worker(place, &raw, workers, &lease)?;
-    super::load::validate_substrate(&raw, text).map_err(|(line, column, msg)| place.at(line, column, msg))?;
+    validate_substrate(&raw, text).map_err(|(line, column, msg)| place.at(line, column, msg))?;
     let program = program(place, &raw, overrides)?;
     let (faults, random) = faults(place, &raw, workers, duration)?;
     check_gap_bounds(place, &raw)?;

@@ -12,6 +12,7 @@ mod faults;
 mod keys;
 mod load;
 mod program;
+mod raw;
 pub mod reference;
 mod resolved;
 mod substrate_rules;
@@ -23,6 +24,7 @@ use leasequake_io::files;
 use leasequake_model as model;
 
 pub use diagnostic::{Diagnostic, ExperimentError};
-pub use load::{MAX_FILE_BYTES, Overrides, load, load_record, load_str};
+pub use load::{MAX_FILE_BYTES, load, load_record, load_str};
+pub use raw::Overrides;
 pub use resolved::to_yaml;
 pub use sweep::is_duration as is_duration_setting;

@@ -1,167 +1,21 @@
-//! YAML → validated `Experiment`.
-//!
-//! The raw structs mirror the file and keep each value's location
-//! (`Spanned`), so that a semantic error such as `renew >= lease` can point
-//! at the exact line and column, just as a syntax error does.
+//! YAML → validated `Experiment`: the file parsed into its raw structs
+//! (`raw.rs`), a sweep taken apart into points, each built (`build.rs`).
 
 use std::path::Path;
 
-use serde::Deserialize;
 use serde_saphyr::Spanned;
 
+use super::build::build;
 use super::diagnostic::{Diagnostic, ExperimentError};
-use super::faults::{RawFaults, RawLen};
+use super::faults::RawLen;
+use super::raw::{Overrides, RawExperiment};
 use super::yaml_error::{misindented, saphyr_message, tab_after};
-use crate::model::{Dur, Experiment, InitialLock, Point, Reference, StartMode, SubstrateSettings, WorkerSettings};
+use crate::model::{Dur, Experiment, Point};
 
-/// The shortest lease, renew, watch or repeat interval a run may have, after
-/// scaling: below it the harness's own timing is the experiment.
-pub const MIN_INTERVAL: Dur = Dur::from_ms(1);
-/// The longest trial, after scaling.
-pub const MAX_DURATION: Dur = Dur::from_secs(7 * 86_400);
-/// The most fault deliveries one trial may schedule (each is a faults.csv row).
-pub const MAX_DELIVERIES: u64 = 100_000;
-/// How long workers have to stop at the end of a trial, after scaling: at
-/// least this much real time whatever the scale, at most the ceiling.
-pub const MIN_GRACE: Dur = Dur::from_ms(500);
-pub const MAX_GRACE: Dur = Dur::from_secs(60);
-/// A name is a directory name.
-pub(super) const MAX_NAME_BYTES: usize = 200;
 /// The most trials one run may have (trials × sweep points).
 pub const MAX_TRIALS: u64 = 1_000_000;
 /// An experiment file larger than this is not one.
 pub const MAX_FILE_BYTES: u64 = 1 << 20;
-
-/// Command-line settings that take precedence over the file.
-#[derive(Clone, Debug, Default)]
-pub struct Overrides {
-    pub time_scale: Option<f64>,
-    pub trials: Option<u32>,
-    pub seed: Option<u64>,
-    pub jobs: Option<usize>,
-    /// A ceiling on the experiment's own `jobs:` (not a replacement).
-    pub max_jobs: Option<usize>,
-    /// The file is a run's record, read and never run: the program it
-    /// names (and its directory) need not be installed on this machine.
-    pub recorded: bool,
-}
-
-#[derive(Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawExperiment {
-    pub(super) name: Spanned<String>,
-    #[serde(default)]
-    pub(super) description: String,
-    /// A count, or `{until: {ci_width}, max, min}` (read by `trials_of`).
-    #[serde(default)]
-    pub(super) trials: Option<Spanned<serde_json::Value>>,
-    #[serde(default)]
-    pub(super) seed: Option<u64>,
-    #[serde(default)]
-    pub(super) duration: Option<Spanned<Dur>>,
-    pub(super) workers: Spanned<i64>,
-    #[serde(default)]
-    pub(super) lease: Option<Spanned<Dur>>,
-    #[serde(default)]
-    pub(super) renew: Option<Spanned<Dur>>,
-    #[serde(default)]
-    pub(super) watch: Option<Spanned<Dur>>,
-    #[serde(default)]
-    pub(super) expiry_resolution: Option<Spanned<Dur>>,
-    #[serde(default)]
-    pub(super) time_scale: Option<Spanned<f64>>,
-    /// The durations of this file are already multiplied by this time
-    /// scale (a resolved experiment.yaml says so): they are not scaled
-    /// again, but the experiment keeps its scale.
-    #[serde(default)]
-    pub(super) scaled_by: Option<Spanned<f64>>,
-    #[serde(default)]
-    pub(super) worker: WorkerSettings,
-    #[serde(default)]
-    pub(super) start: Option<StartMode>,
-    #[serde(default)]
-    pub(super) stagger: Option<Spanned<Dur>>,
-    #[serde(default)]
-    pub(super) align: Option<Spanned<Dur>>,
-    #[serde(default)]
-    pub(super) initial_lock: Option<InitialLock>,
-    /// A list, or `{random: …}`.
-    #[serde(default)]
-    pub(super) faults: RawFaults,
-    #[serde(default)]
-    pub(super) expect: Option<RawExpect>,
-    #[serde(default)]
-    pub(super) grace: Option<Spanned<Dur>>,
-    #[serde(default)]
-    pub(super) fault_budget: Option<Spanned<Dur>>,
-    #[serde(default)]
-    pub(super) disturbance_budget: Option<Spanned<Dur>>,
-    #[serde(default)]
-    pub(super) jobs: Option<Spanned<usize>>,
-    #[serde(default)]
-    pub(super) reference: Option<Reference>,
-    #[serde(default)]
-    pub(super) substrate: SubstrateSettings,
-    #[serde(default)]
-    pub(super) program: Option<super::program::RawProgram>,
-    /// setting → values (cross product), or `points:` → list of mappings.
-    #[serde(default)]
-    pub(super) sweep: Option<std::collections::BTreeMap<String, Spanned<Vec<serde_json::Value>>>>,
-    /// The sweep varies the substrate (set when the sweep is taken apart).
-    #[serde(skip)]
-    pub(super) substrate_swept: bool,
-}
-
-#[derive(Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawExpect {
-    #[serde(default)]
-    pub(super) max_leaders: Option<usize>,
-    #[serde(default)]
-    pub(super) gap_min: Option<Dur>,
-    #[serde(default)]
-    pub(super) gap_max: Option<Dur>,
-    #[serde(default)]
-    pub(super) wedged: Option<bool>,
-    #[serde(default)]
-    pub(super) double_leader_trials: Option<usize>,
-    #[serde(default)]
-    pub(super) disturbed: Option<usize>,
-    /// Bounds on any summarised metric, by `file.column`.
-    #[serde(default)]
-    pub(super) metrics: Option<Spanned<std::collections::BTreeMap<String, RawBound>>>,
-}
-
-/// `{max: …}`, `{min: …}`, `{rate_max: 5%}`, `{rate_min: …}`: one or more.
-#[derive(Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawBound {
-    #[serde(default)]
-    pub(super) max: Option<f64>,
-    #[serde(default)]
-    pub(super) min: Option<f64>,
-    #[serde(default)]
-    pub(super) rate_max: Option<super::expect::Fraction>,
-    #[serde(default)]
-    pub(super) rate_min: Option<super::expect::Fraction>,
-}
-
-/// The keys each section of a file takes, as the loader's own types name
-/// them (the reference is tested against these).
-#[cfg(test)]
-pub(super) fn fields() -> Vec<(&'static str, &'static [&'static str])> {
-    use super::keys::names_of;
-    vec![
-        ("", names_of::<RawExperiment>()),
-        ("expect", names_of::<RawExpect>()),
-        ("faults[]", names_of::<super::faults::RawFault>()),
-        ("faults", names_of::<super::faults::RawCampaign>()),
-        ("faults.random", names_of::<super::faults::RawRandom>()),
-        ("faults.random.kinds[]", names_of::<super::faults::RawRandomKind>()),
-        ("program", names_of::<super::program::RawProgram>()),
-        ("program.patterns[]", names_of::<super::program::RawPattern>()),
-    ]
-}
 
 /// Read and validate an experiment file.
 pub fn load(path: &Path, overrides: &Overrides) -> Result<Experiment, ExperimentError> {
@@ -224,7 +78,7 @@ pub fn load_str(path: &Path, text: &str, overrides: &Overrides) -> Result<Experi
         })
     };
     let Some(sweep) = raw.sweep.take() else {
-        let exp = super::build::build(path, text, raw, overrides)?;
+        let exp = build(path, text, raw, overrides)?;
         too_many(&exp)?;
         return Ok(exp);
     };
@@ -235,7 +89,7 @@ pub fn load_str(path: &Path, text: &str, overrides: &Overrides) -> Result<Experi
     // A sweep: the base must be valid on its own, then every point is the
     // base with some settings replaced, validated the same way (errors point
     // at the sweep's values).
-    let mut base = super::build::build(path, text, raw.clone(), overrides)?;
+    let mut base = build(path, text, raw.clone(), overrides)?;
     // One seed for the run, drawn once: every point runs the same seeds.
     let overrides = &Overrides { seed: Some(base.seed), ..overrides.clone() };
     for settings in super::sweep::points(&sweep).map_err(|(loc, msg)| err_at(&loc, msg))? {
@@ -245,7 +99,7 @@ pub fn load_str(path: &Path, text: &str, overrides: &Overrides) -> Result<Experi
             let text_value = apply(&mut point_raw, key, value, *loc).map_err(|msg| err_at(loc, msg))?;
             shown.push((key.clone(), text_value));
         }
-        let exp = super::build::build(path, text, point_raw, overrides)?;
+        let exp = build(path, text, point_raw, overrides)?;
         // As they run (durations scaled), so the resolved file reloads as is.
         let settings = shown
             .into_iter()
@@ -350,26 +204,6 @@ fn apply(
         }
     }
     Ok(text)
-}
-
-/// What a substrate cannot do (`substrate_rules.rs`), placed in the file.
-pub(super) fn validate_substrate(raw: &RawExperiment, text: &str) -> Result<(), (u64, u64, String)> {
-    let uses = super::substrate_rules::Uses {
-        substrate: &raw.substrate,
-        worker: &raw.worker,
-        initial_lock: raw.initial_lock,
-        faults: &raw.faults.written(),
-        swept: raw.substrate_swept,
-        program: raw.program.is_some(),
-    };
-    match super::substrate_rules::check(&uses) {
-        Ok(()) => Ok(()),
-        Err(super::substrate_rules::Problem::Key(key, msg)) => {
-            let (line, column) = super::build::locate(text, key);
-            Err((line, column, msg))
-        }
-        Err(super::substrate_rules::Problem::At(line, column, msg)) => Err((line, column, msg)),
-    }
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! file:line:column.
 
 use super::*;
-use crate::model::{PauseLen, Target};
+use crate::model::{PauseLen, Target, WorkerSettings};
 
 fn load_text(text: &str) -> Result<Experiment, String> {
     load_str(Path::new("t.yaml"), text, &Overrides::default()).map_err(|e| e.to_string())

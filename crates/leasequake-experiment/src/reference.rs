@@ -252,7 +252,7 @@ mod tests {
 
     #[test]
     fn every_key_the_loader_takes_is_documented_and_nothing_else() {
-        let mut sections = super::super::load::fields();
+        let mut sections = super::super::raw::fields();
         sections.push(("worker", names_of::<crate::model::WorkerSettings>()));
         sections.push(("worker.epoch_job", names_of::<crate::model::EpochJob>()));
         sections.push(("substrate", names_of::<crate::model::SubstrateSettings>()));
