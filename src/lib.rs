@@ -7,7 +7,6 @@ pub mod cli;
 pub mod commands;
 pub mod error;
 pub mod proxy;
-pub mod report;
 pub mod shrink;
 pub mod trial;
 
@@ -20,3 +19,4 @@ pub use leasequake_child::{child, realtime, substrate, worker};
 pub use leasequake_experiment as experiment;
 pub use leasequake_io::{console, files, say, sayln, warnln};
 pub use leasequake_model as model;
+pub use leasequake_report as report;

@@ -40,7 +40,8 @@ pub fn file_target_ok(flag: &str, path: &Path) -> Result<(), Error> {
 
 /// Write the exports the command line asked for, from what finished.
 pub fn export(args: &RunArgs, results: &[ExperimentResult<'_>]) -> Result<(), Error> {
-    let targets: [(&Option<PathBuf>, &dyn Exporter); 2] = [(&args.export_json, &Json), (&args.junit, &JUnit)];
+    let targets: [(&Option<PathBuf>, &dyn Exporter); 2] =
+        [(&args.export_json, &Json { version: super::facts::BUILD.version }), (&args.junit, &JUnit)];
     for (path, exporter) in targets {
         let Some(path) = path else { continue };
         super::report::write_whole(path, &exporter.serialize(results))

@@ -4,13 +4,22 @@
 use crate::model::Experiment;
 use crate::model::calibration::{Loaded, Quick};
 use crate::model::clock::wall_ns;
-use crate::report::host::{Checked, Machine, RunFacts};
+use crate::report::host::{Build, Checked, Machine, RunFacts};
+
+/// This binary: what every record it writes says made it.
+pub const BUILD: Build = Build { version: env!("CARGO_PKG_VERSION"), commit: env!("LEASEQUAKE_GIT_COMMIT") };
 
 /// This run's facts, now: its command line and the
 /// calibration measured before it (none for a resumed run, which keeps
 /// its host.json, nor for the runs another command makes).
 pub fn run_facts(calibration: Option<Quick>, calibration_loaded: Option<Loaded>) -> RunFacts {
-    RunFacts { command: std::env::args().collect(), started_ns: wall_ns(), calibration, calibration_loaded }
+    RunFacts {
+        build: BUILD,
+        command: std::env::args().collect(),
+        started_ns: wall_ns(),
+        calibration,
+        calibration_loaded,
+    }
 }
 
 /// The machine, best effort: a fact that cannot be read is left empty.
@@ -49,7 +58,7 @@ pub fn checked(dir: &std::path::Path) -> Checked {
         results_format: crate::report::rows::RESULTS_FORMAT,
         checked_utc: crate::model::clock::utc_stamp(wall_ns() / 1_000_000_000),
         command: std::env::args().collect(),
-        checked_by_build: env!("LEASEQUAKE_GIT_COMMIT"),
+        checked_by_build: BUILD.commit,
         run_build: crate::report::host::read(dir).ok().and_then(|(r, _)| r.build),
     }
 }

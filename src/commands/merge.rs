@@ -358,7 +358,11 @@ fn write_experiment(to: &Path, s: &Shards, stopped: &AtomicBool) -> Result<Merge
     let yaml = to.join("experiment.yaml");
     std::fs::copy(s.dirs[0].join("experiment.yaml"), &yaml).map_err(Error::io(&yaml))?;
     let record = to.join("host.json");
-    std::fs::write(&record, host::to_json(&Merged::new(&s.first, s.hosts.clone()))).map_err(Error::io(&record))?;
+    std::fs::write(
+        &record,
+        host::to_json(&Merged::new(&s.first, s.hosts.clone(), std::env::args().collect(), super::facts::BUILD)),
+    )
+    .map_err(Error::io(&record))?;
     let sources: Vec<(&Path, &BTreeSet<u32>)> = s.dirs.iter().map(PathBuf::as_path).zip(&s.trials).collect();
     merge_history(to, &sources)?;
     let metrics = s.metrics.clone();
@@ -384,7 +388,12 @@ fn suite_record(dirs: &[PathBuf], first: &str) -> Result<String, Error> {
     }
     records.sort_by_key(|(k, _, _)| *k);
     let first = &records[0].1;
-    Ok(host::to_json(&Merged::new(first, records.iter().map(|(_, _, w)| w.clone()).collect())))
+    Ok(host::to_json(&Merged::new(
+        first,
+        records.iter().map(|(_, _, w)| w.clone()).collect(),
+        std::env::args().collect(),
+        super::facts::BUILD,
+    )))
 }
 
 /// A suite's README.md, host.json and report.html, as its run writes them.

@@ -265,13 +265,13 @@ fn resume(dir: &Path, args: &RunArgs) -> Result<(), Error> {
     // Its host.json credits every trial to the build that began the run (a
     // merge of shards holds them to it): another build may not add to them.
     if let Some(began) = recorded.as_ref().and_then(|r| r.build.as_deref())
-        && began != env!("LEASEQUAKE_GIT_COMMIT")
+        && began != super::facts::BUILD.commit
     {
         return Err(Error::Conflict(format!(
             "--resume: {} was begun by build {began} of leasequake and this is {}: finish it with the build \
              that began it, so that its trials come from one",
             dir.display(),
-            env!("LEASEQUAKE_GIT_COMMIT")
+            super::facts::BUILD.commit
         )));
     }
     let overrides = Overrides { jobs: args.jobs.map(|j| j as usize), ..Overrides::default() };

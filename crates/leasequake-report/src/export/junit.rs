@@ -8,7 +8,7 @@ use super::{ExperimentResult, Exporter};
 
 pub struct JUnit;
 
-use crate::report::html::escape as xml;
+use crate::html::escape as xml;
 
 impl Exporter for JUnit {
     fn serialize(&self, results: &[ExperimentResult<'_>]) -> String {

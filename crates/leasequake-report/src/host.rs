@@ -121,15 +121,17 @@ pub struct Merged {
 }
 
 impl Merged {
-    pub fn new(first: &Recorded, shards: Vec<serde_json::Value>) -> Merged {
+    /// The merge of `shards` (the first one's record `first`) by `command`
+    /// of `by`, now.
+    pub fn new(first: &Recorded, shards: Vec<serde_json::Value>, command: Vec<String>, by: Build) -> Merged {
         Merged {
             results_format: super::rows::RESULTS_FORMAT,
             build: first.build.clone().unwrap_or_default(),
             experiment_hash: first.experiment_hash.clone(),
             seed: first.seed,
             merged_utc: utc_stamp(crate::model::clock::wall_ns() / 1_000_000_000),
-            command: std::env::args().collect(),
-            merged_by_build: env!("LEASEQUAKE_GIT_COMMIT"),
+            command,
+            merged_by_build: by.commit,
             shards,
         }
     }
@@ -294,10 +296,20 @@ pub struct Machine {
     pub realtime: String,
 }
 
+/// Which leasequake wrote a record: its version and the commit it was
+/// built from. Handed in by the binary, which alone knows them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Build {
+    pub version: &'static str,
+    pub commit: &'static str,
+}
+
 /// What a run knows of itself: its command line, when it began (wall
-/// clock, ns), and the calibration measured before it, if any.
+/// clock, ns), the calibration measured before it, if any, and the build
+/// running it.
 #[derive(Clone, Debug)]
 pub struct RunFacts {
+    pub build: Build,
     pub command: Vec<String>,
     pub started_ns: i64,
     pub calibration: Option<Quick>,
@@ -309,8 +321,8 @@ pub struct RunFacts {
 pub fn describe(exp: &Experiment, experiment_hash: String, machine: Machine, run: &RunFacts) -> Host {
     Host {
         machine,
-        leasequake_version: env!("CARGO_PKG_VERSION"),
-        build: env!("LEASEQUAKE_GIT_COMMIT"),
+        leasequake_version: run.build.version,
+        build: run.build.commit,
         experiment_hash,
         results_format: super::rows::RESULTS_FORMAT,
         started_utc: utc_stamp(run.started_ns / 1_000_000_000),

@@ -4,10 +4,13 @@
 use serde::Serialize;
 
 use super::{ExperimentResult, Exporter};
-use crate::report::rows::RESULTS_FORMAT;
-use crate::report::summary::{Summary, crash_bound_ms};
+use crate::rows::RESULTS_FORMAT;
+use crate::summary::{Summary, crash_bound_ms};
 
-pub struct Json;
+pub struct Json {
+    /// The version of leasequake that ran the experiments.
+    pub version: &'static str,
+}
 
 #[derive(Serialize)]
 struct Document<'a> {
@@ -213,14 +216,14 @@ impl Exporter for Json {
                     r.points
                         .iter()
                         .map(|p| PointJson {
-                            setting: crate::report::suite::own_label(&p.setting, r.exp.time_scale),
+                            setting: crate::suite::own_label(&p.setting, r.exp.time_scale),
                             measures: measures(&p.summary, p.exp),
                         })
                         .collect()
                 },
             })
             .collect();
-        let doc = Document { leasequake: env!("CARGO_PKG_VERSION"), results_format: RESULTS_FORMAT, experiments };
+        let doc = Document { leasequake: self.version, results_format: RESULTS_FORMAT, experiments };
         serde_json::to_string_pretty(&doc).expect("results serialise") + "\n"
     }
 }

@@ -416,7 +416,7 @@ mod tests {
     use super::*;
     use crate::check::{Gap, Spans};
     use crate::experiment::{Overrides, load_str};
-    use crate::report::summary::summarize;
+    use crate::summary::summarize;
 
     fn trial(gap_ms: Option<i64>, max_leaders: usize) -> TrialMetrics {
         TrialMetrics {

@@ -128,7 +128,7 @@ mod tests {
 
     #[test]
     fn a_cell_says_what_went_wrong_beside_the_gap() {
-        let mut s = crate::report::summary::summarize(&[]);
+        let mut s = crate::summary::summarize(&[]);
         (s.n, s.gap_p50_ms, s.gap_max_ms) = (5, Some(30.0), Some(90.0));
         (s.double_leader_trials, s.unbacked_trials, s.fault_error_trials) = (2, 1, 5);
         assert_eq!(cell(&s, 0.1), "gap 0.30 s (max 0.90) · two leaders 2/5 · unbacked 1/5 · fault not delivered 5/5");
