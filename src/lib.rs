@@ -6,9 +6,7 @@ pub mod calibrate;
 pub mod cli;
 pub mod commands;
 pub mod error;
-pub mod proxy;
 pub mod shrink;
-pub mod trial;
 
 // The model, the checker, the child side and the edge to the user's files
 // and terminal are crates of their own, so that the compiler holds them to
@@ -17,6 +15,7 @@ pub mod trial;
 pub use leasequake_check as check;
 pub use leasequake_child::{child, realtime, substrate, worker};
 pub use leasequake_experiment as experiment;
+pub use leasequake_harness::{proxy, trial};
 pub use leasequake_io::{console, files, say, sayln, warnln};
 pub use leasequake_model as model;
 pub use leasequake_report as report;

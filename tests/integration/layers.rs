@@ -2,7 +2,7 @@
 //! top-level module may use which, checked against every `crate::`,
 //! `super::` and `leasequake_*::` path of every file outside the tests, in
 //! src/ and in the child crate. The crates below the main one (model, io,
-//! check, child, experiment, report) are held to each other by their Cargo.toml, which this
+//! check, child, experiment, report, harness) are held to each other by their Cargo.toml, which this
 //! checks too. A module reaching up a layer fails here, not in a reader's
 //! head months later; the doc lists the same tables, and this test holds
 //! the doc to them.
@@ -17,8 +17,6 @@ use crate::helper::repo;
 /// together and may use anything.
 const LAYERS: &[(&str, &[&str])] = &[
     ("cli", &["worker"]),
-    ("proxy", &["model"]),
-    ("trial", &["model", "substrate", "proxy", "realtime", "console"]),
     ("shrink", &["model", "check", "report", "trial"]),
     ("error", &["experiment", "report", "trial", "console"]),
     ("calibrate", &["model", "check", "experiment", "child", "proxy", "trial", "realtime", "error", "console"]),
@@ -33,6 +31,10 @@ const CHILD_LAYERS: &[(&str, &[&str])] = &[
     ("worker", &["model", "child", "substrate", "realtime"]),
 ];
 
+/// The harness crate's modules (crates/leasequake-harness/src/).
+const HARNESS_LAYERS: &[(&str, &[&str])] =
+    &[("proxy", &["model"]), ("trial", &["model", "substrate", "proxy", "realtime", "console"])];
+
 /// The crates below the main one, and the leasequake crates each may
 /// depend on (its Cargo.toml): the compiler holds each to them. The main
 /// crate re-exports `leasequake-child`'s modules (child, realtime,
@@ -44,17 +46,26 @@ const CRATES: &[(&str, &[&str])] = &[
     ("leasequake-io", &[]),
     ("leasequake-experiment", &["leasequake-io", "leasequake-model"]),
     ("leasequake-report", &["leasequake-check", "leasequake-experiment", "leasequake-io", "leasequake-model"]),
+    ("leasequake-harness", &["leasequake-child", "leasequake-io", "leasequake-model"]),
 ];
+
+/// What a crate's own tests may use besides (its `[dev-dependencies]`):
+/// the harness's write their experiments as YAML.
+const TEST_ONLY: &[(&str, &[&str])] = &[("leasequake-harness", &["leasequake-experiment"])];
 
 /// Where everything is wired: may use any module.
 const WIRING: &[&str] = &["lib", "main", "commands"];
 
 #[test]
 fn every_module_uses_only_the_layers_below_it() {
-    let wrong = [("src", LAYERS, WIRING), ("crates/leasequake-child/src", CHILD_LAYERS, &["lib"][..])]
-        .into_iter()
-        .flat_map(|(tree, layers, wiring)| against(&repo().join(tree), layers, wiring))
-        .collect::<Vec<_>>();
+    let wrong = [
+        ("src", LAYERS, WIRING),
+        ("crates/leasequake-child/src", CHILD_LAYERS, &["lib"][..]),
+        ("crates/leasequake-harness/src", HARNESS_LAYERS, &["lib"][..]),
+    ]
+    .into_iter()
+    .flat_map(|(tree, layers, wiring)| against(&repo().join(tree), layers, wiring))
+    .collect::<Vec<_>>();
     assert!(wrong.is_empty(), "imports against the layers:\n{}", wrong.join("\n"));
 }
 
@@ -108,13 +119,12 @@ fn each_crate_depends_only_on_the_crates_below_it() {
         let Some((_, may)) = CRATES.iter().find(|(c, _)| *c == name) else {
             panic!("crates/{name} is in no layer: give it a line of CRATES here and of docs/architecture.md");
         };
-        let ours: BTreeSet<&str> = manifest
-            .lines()
-            .filter_map(|l| l.split_once('=').map(|(k, _)| k.trim()))
-            .filter(|k| k.starts_with("leasequake-"))
-            .collect();
-        let extra: Vec<&&str> = ours.iter().filter(|d| !may.contains(d)).collect();
-        assert!(extra.is_empty(), "crates/{name} depends on {extra:?}; it may depend on {may:?}");
+        let tests = TEST_ONLY.iter().find(|(c, _)| *c == name).map_or(&[][..], |(_, t)| *t);
+        for (section, may) in [("[dependencies]", may.to_vec()), ("[dev-dependencies]", [*may, tests].concat())] {
+            let ours = leasequake_deps(&manifest, section);
+            let extra: Vec<&&str> = ours.iter().filter(|d| !may.contains(d)).collect();
+            assert!(extra.is_empty(), "crates/{name}'s {section} names {extra:?}; it may name {may:?}");
+        }
         found.insert(name);
     }
     assert_eq!(found.len(), CRATES.len(), "crates found: {found:?}");
@@ -124,7 +134,7 @@ fn each_crate_depends_only_on_the_crates_below_it() {
 fn the_architecture_doc_lists_the_layers_the_test_holds() {
     let doc = std::fs::read_to_string(repo().join("docs/architecture.md")).unwrap();
     let mut missing = Vec::new();
-    for (module, uses) in LAYERS.iter().chain(CHILD_LAYERS) {
+    for (module, uses) in LAYERS.iter().chain(CHILD_LAYERS).chain(HARNESS_LAYERS) {
         let line = format!("| `{module}` | {} |", if uses.is_empty() { "—".to_string() } else { list(*uses) });
         if !doc.lines().any(|l| l.trim() == line) {
             missing.push(line);
@@ -137,6 +147,23 @@ fn the_architecture_doc_lists_the_layers_the_test_holds() {
         }
     }
     assert!(missing.is_empty(), "docs/architecture.md lacks these rows of its layer table:\n{}", missing.join("\n"));
+}
+
+/// The leasequake crates one section of a Cargo.toml names.
+fn leasequake_deps<'a>(manifest: &'a str, section: &str) -> BTreeSet<&'a str> {
+    let mut inside = false;
+    let mut ours = BTreeSet::new();
+    for line in manifest.lines().map(str::trim) {
+        if line.starts_with('[') {
+            inside = line == section;
+        } else if inside
+            && let Some((key, _)) = line.split_once('=')
+            && key.trim().starts_with("leasequake-")
+        {
+            ours.insert(key.trim());
+        }
+    }
+    ours
 }
 
 fn list<'a>(names: impl IntoIterator<Item = &'a &'a str>) -> String {
@@ -351,6 +378,7 @@ fn uses(code: &str, path: &[String], macros: &BTreeSet<String>) -> BTreeSet<Stri
     for (krate, alias) in [
         ("leasequake_child::", None),
         ("leasequake_io::", None),
+        ("leasequake_harness::", None),
         ("leasequake_check", Some("check")),
         ("leasequake_experiment", Some("experiment")),
         ("leasequake_model", Some("model")),
