@@ -180,7 +180,7 @@ fn check_suite(dir: &Path, target: Target<'_>) -> Result<(), Error> {
                 .into(),
         });
     };
-    if readme.contains(super::shrink::SHRUNK_HEADING) {
+    if readme.contains(crate::report::shrunk::SHRUNK_HEADING) {
         return Err(Error::Conflict(format!(
             "{}: was run with --shrink, and what its shrinks found comes from runs a check cannot redo: run it again",
             dir.display()

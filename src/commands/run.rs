@@ -309,7 +309,7 @@ fn write_suite_readme(
     out: &Path,
     paths: &[PathBuf],
     done: &[(&Experiment, Outcome)],
-    shrinks: &[(String, super::shrink::Summary)],
+    shrinks: &[(String, crate::report::shrunk::Shrunk)],
     ctx: &Ctx,
     shard: Option<ShardRecord>,
 ) -> std::io::Result<()> {
@@ -345,7 +345,7 @@ fn write_suite_readme(
         .collect();
     let mut text = crate::report::suite::readme(&title, &preamble, &runs, &points);
     if !shrinks.is_empty() {
-        text += &super::shrink::table(shrinks, out);
+        text += &crate::report::shrunk::table(shrinks, out);
     }
     std::fs::write(out.join("README.md"), text)?;
     let names: Vec<String> = runs.iter().map(|m| m.link.clone()).collect();

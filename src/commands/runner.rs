@@ -3,6 +3,7 @@
 //! Each trial is checked as it finishes and written (with a fresh summary)
 //! before the next starts; signals stop the trials after their clean-up.
 
+use crate::check::adaptive::{self, Headline};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -33,7 +34,7 @@ pub(super) fn servers_ready(exps: &[Experiment]) -> Result<(), Error> {
                 if checked.insert((format!("managed {server:?}"), String::new()))
                     && let Err(problem) = crate::trial::server_installed(server)
                 {
-                    return Err(Error::Missing { experiment: exp.source.clone(), problem });
+                    return Err(Error::Missing { experiment: exp.source.clone(), problem: problem.to_string() });
                 }
             } else if let Some(address) = s.address()
                 && checked.insert((
@@ -262,7 +263,9 @@ impl<'e> TrialPlan<'e> {
     fn settle(&self, exp: &Experiment, metrics: &[(u32, usize, TrialMetrics)], unit: usize) {
         if let Some(until) = &exp.until {
             let mine: Vec<&TrialMetrics> = metrics.iter().filter(|(_, u, _)| *u == unit).map(|(_, _, m)| m).collect();
-            if crate::report::summary::settled(self.units[unit].0, until, &summarize(&mine)).1 {
+            let counts = summarize(&mine).counts();
+            let headline = Headline::of(self.units[unit].0, &counts);
+            if adaptive::settled(until, counts.trials, &headline).1 {
                 self.unit_done[unit].store(true, Ordering::SeqCst);
             }
         }

@@ -8,6 +8,7 @@
 
 use crate::model::history::EventKind;
 use crate::model::{After, Dur, Fault, PauseLen};
+use crate::report::shrunk::{Step, own_time};
 
 pub struct Settings {
     /// Runs of each candidate, and how many must reproduce.
@@ -49,18 +50,6 @@ pub trait Probe {
     /// Run the candidate's schedule `repeats` times; how many runs
     /// reproduced the violation.
     fn run(&mut self, c: &Candidate<'_>) -> Result<u32, Self::Error>;
-}
-
-/// One candidate tried.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Step {
-    pub step: usize,
-    pub phase: &'static str,
-    pub change: String,
-    pub faults: usize,
-    pub hits: u32,
-    pub runs: u32,
-    pub kept: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -170,8 +159,7 @@ impl<P: Probe> Search<'_, P> {
                 let delay = Dur::from_us(f.at.as_us().saturating_sub(t.as_us()));
                 let arm = arm_time(t, self.s.arm_before, &self.s.grids);
                 let g = Fault { at: arm, after: Some(After { event, delay }), ..f.clone() };
-                let what =
-                    format!("{name}: {} after the target's `{}`", super::own_time(delay, self.s.scale), event.name());
+                let what = format!("{name}: {} after the target's `{}`", own_time(delay, self.s.scale), event.name());
                 match keep(self, &mut cur, g, what)? {
                     None => return Ok(cur),
                     Some(kept) => anchored = kept,
@@ -186,7 +174,7 @@ impl<P: Probe> Search<'_, P> {
                         if d == a.delay {
                             break;
                         }
-                        let what = format!("{name}: delay {}", super::own_time(d, self.s.scale));
+                        let what = format!("{name}: delay {}", own_time(d, self.s.scale));
                         (Fault { after: Some(After { delay: d, ..a }), ..f.clone() }, what)
                     }
                     _ => {
@@ -194,7 +182,7 @@ impl<P: Probe> Search<'_, P> {
                         if at == f.at {
                             break;
                         }
-                        (Fault { at, ..f.clone() }, format!("{name}: at {}", super::own_time(at, self.s.scale)))
+                        (Fault { at, ..f.clone() }, format!("{name}: at {}", own_time(at, self.s.scale)))
                     }
                 };
                 match keep(self, &mut cur, g, what)? {
@@ -219,7 +207,7 @@ impl<P: Probe> Search<'_, P> {
                     break;
                 }
                 let g = Fault { duration: Some(PauseLen::Fixed(half)), ..cur[i].fault.clone() };
-                match keep(self, &mut cur, g, format!("{name}: lasting {}", super::own_time(half, self.s.scale)))? {
+                match keep(self, &mut cur, g, format!("{name}: lasting {}", own_time(half, self.s.scale)))? {
                     None => return Ok(cur),
                     Some(true) => {}
                     Some(false) => {
@@ -236,7 +224,7 @@ impl<P: Probe> Search<'_, P> {
                     }
                     let mid = Dur::from_us((lo.as_us() + hi.as_us()) / 2);
                     let g = Fault { duration: Some(PauseLen::Fixed(mid)), ..cur[i].fault.clone() };
-                    match keep(self, &mut cur, g, format!("{name}: lasting {}", super::own_time(mid, self.s.scale)))? {
+                    match keep(self, &mut cur, g, format!("{name}: lasting {}", own_time(mid, self.s.scale)))? {
                         None => return Ok(cur),
                         Some(true) => {}
                         Some(false) => lo = mid,
@@ -252,7 +240,7 @@ impl<P: Probe> Search<'_, P> {
                     break;
                 }
                 let g = Fault { duration: Some(PauseLen::Fixed(r)), ..cur[i].fault.clone() };
-                match keep(self, &mut cur, g, format!("{name}: lasting {}", super::own_time(r, self.s.scale)))? {
+                match keep(self, &mut cur, g, format!("{name}: lasting {}", own_time(r, self.s.scale)))? {
                     None => return Ok(cur),
                     Some(true) => break,
                     Some(false) => {}

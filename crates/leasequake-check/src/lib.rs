@@ -4,6 +4,7 @@
 //! history and from `CheckParams` (the scaled lease settings, needed only for
 //! the wedge threshold). docs/metrics.md defines every metric.
 
+pub mod adaptive;
 mod disturbance;
 mod evictions;
 mod grants;

@@ -21,6 +21,7 @@ mod push;
 pub mod read;
 mod replicated;
 pub mod rows;
+pub mod shrunk;
 pub mod suite;
 pub mod summary;
 pub mod terminal;

@@ -97,32 +97,21 @@ impl Summary {
         percentile(&self.crash_gaps_ms, q)
     }
 
+    /// What an adaptive run's stopping rule counts (`check::adaptive`).
+    pub fn counts(&self) -> crate::check::adaptive::Counts {
+        crate::check::adaptive::Counts {
+            trials: self.n,
+            double_leader_trials: self.double_leader_trials,
+            false_evictions: self.false_evictions,
+            leader_pauses: self.leader_pauses,
+        }
+    }
+
     /// The false evictions the theory predicts: unknown when no leader
     /// pause could be predicted.
     pub fn predicted_evictions(&self) -> Option<usize> {
         (self.leader_pauses == 0 || self.unpredicted_pauses < self.leader_pauses).then_some(self.predicted_evictions)
     }
-}
-
-/// The rate an adaptive run watches: false evictions per leader pause where
-/// the experiment pauses leaders, else trials with two leaders. (What, k, n.)
-pub fn headline(exp: &Experiment, s: &Summary) -> (&'static str, usize, usize) {
-    let pauses =
-        exp.fault_kinds().any(|f| matches!(f.action, crate::model::Action::Pause | crate::model::Action::Stop));
-    if pauses {
-        ("false evictions per leader pause", s.false_evictions, s.leader_pauses)
-    } else {
-        ("trials with two leaders", s.double_leader_trials, s.n)
-    }
-}
-
-/// How wide the headline rate's 95 % interval is now, and whether that is
-/// enough for `until` (after its fewest trials).
-pub fn settled(exp: &Experiment, until: &crate::model::Until, s: &Summary) -> (f64, bool) {
-    let (_, k, n) = headline(exp, s);
-    let (lo, hi) = wilson95(k, n);
-    let width = if n == 0 { 1.0 } else { hi - lo };
-    (width, s.n >= until.min as usize && width <= until.ci_width)
 }
 
 /// One summary.csv row: a setting (the experiment, or a sweep point).

@@ -1,5 +1,6 @@
 //! The short summary printed at the end of a run (and by `check`).
 
+use crate::check::adaptive::{self, Headline};
 use std::path::Path;
 
 use crate::check::{Gap, TrialMetrics};
@@ -229,8 +230,9 @@ pub fn points(rows: &[SummaryRow<'_>]) -> String {
 
 /// Why an adaptive run stopped where it did, for one unit.
 pub fn adaptive(row: &SummaryRow<'_>, until: &crate::model::Until, max: u32) -> String {
-    let (what, k, n) = super::summary::headline(row.exp, &row.summary);
-    let (width, settled) = super::summary::settled(row.exp, until, &row.summary);
+    let counts = row.summary.counts();
+    let Headline { what, k, n } = Headline::of(row.exp, &counts);
+    let (width, settled) = adaptive::settled(until, counts.trials, &Headline { what, k, n });
     let why = if settled {
         format!("its 95 % interval is {:.1} points wide, at most {:.1} asked", width * 100.0, until.ci_width * 100.0)
     } else {

@@ -16,6 +16,7 @@ use crate::error::Error;
 use crate::experiment::{Overrides, load};
 use crate::model::{Dur, Experiment, Fault, Target};
 use crate::report::read::{fault_rows, finished_trials, read_histories};
+use crate::report::shrunk::{Confirm, Shrunk, Undisturbed};
 use crate::sayln;
 use crate::shrink::recorded::{anchor, recorded};
 use crate::shrink::{Candidate, Element, Outcome, Probe, Settings, Violation, violations};
@@ -63,68 +64,6 @@ pub fn shrink(args: &ShrinkArgs) -> Result<(), Error> {
     }
 }
 
-/// One shrink, as a run's README and roll-up report it.
-pub(super) struct Summary {
-    pub dir: PathBuf,
-    pub trial: u32,
-    pub violation: String,
-    pub recorded: usize,
-    pub left: usize,
-    /// Reproduced in k of n confirmation runs (none: the recorded schedule
-    /// did not reproduce).
-    pub confirmed: Option<(u32, u32)>,
-    /// The same over the confirmation runs the machine did not disturb.
-    pub undisturbed: Option<(u32, u32)>,
-    pub spent: u32,
-    pub candidates: usize,
-    pub seconds: f64,
-    pub out_of_budget: bool,
-}
-
-/// A suite's table of what `run --shrink` found, one row per experiment
-/// (links relative to `base`, where the README is).
-/// The heading of a suite README's table of shrinks.
-pub(super) const SHRUNK_HEADING: &str = "## Shrunk";
-
-pub(super) fn table(rows: &[(String, Summary)], base: &Path) -> String {
-    let mut s = format!(
-        "\n{SHRUNK_HEADING}\n\nEach experiment's first trial that violated something (the first undisturbed one, where \
-         there is one), shrunk by `run --shrink` \
-         (docs/shrink.md): the faults it had → the fewest that still violate it the same way, and how \
-         often the shrunk schedule did so on fresh seeds.\n\n\
-         | experiment | trial | violation | faults | reproduced | 95 % CI | trials (search + confirmation) | candidates | wall time |\n\
-         |---|---|---|---|---|---|---|---|---|\n",
-    );
-    for (name, x) in rows {
-        let link = x.dir.strip_prefix(base).unwrap_or(&x.dir).join("README.md");
-        let (rate, ci) = match x.confirmed {
-            Some((k, n)) => {
-                let (lo, hi) = wilson95(k as usize, n as usize);
-                let mut rate = format!("{k}/{n}");
-                if let Some((k, m)) = x.undisturbed.filter(|(_, m)| *m < n) {
-                    rate += &format!(" (⚠ {} disturbed; {k}/{m} without them)", n - m);
-                }
-                (rate, format!("{:.0}–{:.0} %", lo * 100.0, hi * 100.0))
-            }
-            None => ("did not reproduce".to_string(), String::new()),
-        };
-        s += &format!(
-            "| [{name}]({}) | {} | {} | {} → {} | {rate} | {ci} | {} + {}{} | {} | {:.0} s |\n",
-            link.display(),
-            x.trial,
-            x.violation,
-            x.recorded,
-            x.left,
-            x.spent,
-            x.confirmed.map_or(0, |(_, n)| n),
-            if x.out_of_budget { " (budget spent)" } else { "" },
-            x.candidates,
-            x.seconds
-        );
-    }
-    s
-}
-
 /// `run --shrink`: the first trial of a finished run that violated
 /// something (the first the machine did not disturb, where there is one),
 /// shrunk into DIR/shrink/, found among the metrics the run already
@@ -135,7 +74,7 @@ pub(super) fn after_run(
     metrics: &[(u32, crate::check::TrialMetrics)],
     how: &ShrinkHow,
     ctx: &Ctx,
-) -> Result<Option<Summary>, Error> {
+) -> Result<Option<Shrunk>, Error> {
     let wanted = options(how)?;
     let units = exp.units();
     let violating: Vec<(u32, bool)> = metrics
@@ -385,52 +324,14 @@ struct Found {
     seconds: f64,
 }
 
-/// The shrunk schedule's confirmation on fresh seeds.
-#[derive(Clone, Copy)]
-enum Confirm {
-    /// The recorded schedule did not reproduce: nothing to confirm.
-    Nothing,
-    /// Not run (yet, or cut short).
-    Pending,
-    /// Reproduced in k of n runs; a run that did.
-    Done(u32, u32, Option<u32>, Undisturbed),
+/// Of the confirmation runs `metrics`, those the machine did not disturb,
+/// and how many of them reproduced `v`.
+fn undisturbed(exp: &Experiment, metrics: &[(u32, crate::check::TrialMetrics)], v: &Violation) -> Undisturbed {
+    let clean: Vec<_> = metrics.iter().filter(|(_, m)| !m.disturbance.disturbed()).cloned().collect();
+    Undisturbed { hits: reproduced(exp, &clean, v), runs: clean.len() as u32 }
 }
 
-/// Of the confirmation runs, those the machine did not disturb (the
-/// checker's judgement, as in their trials.csv), and how many of them
-/// reproduced: a rate published with disturbed runs in it says so.
-#[derive(Clone, Copy, Debug, PartialEq)]
-struct Undisturbed {
-    hits: u32,
-    runs: u32,
-}
-
-impl Undisturbed {
-    fn of(exp: &Experiment, metrics: &[(u32, crate::check::TrialMetrics)], v: &Violation) -> Undisturbed {
-        let clean: Vec<_> = metrics.iter().filter(|(_, m)| !m.disturbance.disturbed()).cloned().collect();
-        Undisturbed { hits: reproduced(exp, &clean, v), runs: clean.len() as u32 }
-    }
-
-    /// "; ⚠ 2 of them disturbed by the machine …: 18/18 without them (…)",
-    /// or nothing when none was.
-    fn words(&self, runs: u32) -> String {
-        if self.runs >= runs {
-            return String::new();
-        }
-        let (lo, hi) = wilson95(self.hits as usize, self.runs as usize);
-        format!(
-            "; ⚠ {} of them disturbed by the machine (named in `confirm/trials.csv`): {}/{} without them \
-             (95 % CI {:.1}–{:.1} %)",
-            runs - self.runs,
-            self.hits,
-            self.runs,
-            lo * 100.0,
-            hi * 100.0
-        )
-    }
-}
-
-fn run_shrink(plan: &Plan, out: &Path, ctx: &Ctx) -> Result<Summary, Error> {
+fn run_shrink(plan: &Plan, out: &Path, ctx: &Ctx) -> Result<Shrunk, Error> {
     let began = Instant::now();
     let io = |p: PathBuf| move |source| Error::Io { path: p, source };
     sayln!(
@@ -488,7 +389,7 @@ fn run_shrink(plan: &Plan, out: &Path, ctx: &Ctx) -> Result<Summary, Error> {
         let metrics = run_silently(&exp, &out.join("confirm"), ctx)?;
         let hits = reproduced(&exp, &metrics, &plan.violation);
         let example = metrics.iter().find(|(_, m)| violations(&exp, m).contains(&plan.violation)).map(|(t, _)| *t);
-        let clean = Undisturbed::of(&exp, &metrics, &plan.violation);
+        let clean = undisturbed(&exp, &metrics, &plan.violation);
         found.confirm = Confirm::Done(hits, plan.confirm, example, clean);
         found.seconds = began.elapsed().as_secs_f64();
         write_result(plan, out, &exp, &found)?;
@@ -518,7 +419,7 @@ fn run_shrink(plan: &Plan, out: &Path, ctx: &Ctx) -> Result<Summary, Error> {
         }
         _ => sayln!("shrink: the recorded schedule did not reproduce; nothing was shrunk"),
     }
-    Ok(Summary {
+    Ok(Shrunk {
         dir: out.to_path_buf(),
         trial: plan.trial,
         violation: plan.violation.name(),
@@ -543,46 +444,10 @@ fn run_shrink(plan: &Plan, out: &Path, ctx: &Ctx) -> Result<Summary, Error> {
 mod tests {
     use super::*;
 
-    fn summary(confirmed: (u32, u32), undisturbed: (u32, u32)) -> Summary {
-        Summary {
-            dir: PathBuf::from("results/x/shrink/trial-2"),
-            trial: 2,
-            violation: "double-leader".into(),
-            recorded: 4,
-            left: 1,
-            confirmed: Some(confirmed),
-            undisturbed: Some(undisturbed),
-            spent: 24,
-            candidates: 6,
-            seconds: 57.0,
-            out_of_budget: false,
-        }
-    }
-
-    #[test]
-    fn a_rate_with_disturbed_runs_in_it_gives_the_rate_without_them_too() {
-        let clean = Undisturbed { hits: 18, runs: 18 };
-        assert_eq!(
-            clean.words(20),
-            "; ⚠ 2 of them disturbed by the machine (named in `confirm/trials.csv`): 18/18 without them \
-             (95 % CI 82.4–100.0 %)"
-        );
-        assert_eq!(Undisturbed { hits: 20, runs: 20 }.words(20), "", "none disturbed: nothing to say");
-        let rows = vec![("naive".to_string(), summary((20, 20), (18, 18)))];
-        let text = table(&rows, Path::new("results/x"));
-        assert!(text.contains("| 20/20 (⚠ 2 disturbed; 18/18 without them) | 84–100 % |"), "{text}");
-        let rows = vec![("naive".to_string(), summary((20, 20), (20, 20)))];
-        assert!(table_has_plain_rate(&table(&rows, Path::new("results/x"))));
-    }
-
     #[test]
     fn the_first_undisturbed_violation_is_shrunk_else_the_first() {
         assert_eq!(first_to_shrink(&[(2, true), (5, false), (3, false)]), Some(3));
         assert_eq!(first_to_shrink(&[(4, true), (2, true)]), Some(2));
         assert_eq!(first_to_shrink(&[]), None);
-    }
-
-    fn table_has_plain_rate(table: &str) -> bool {
-        table.contains("| 20/20 | 84–100 % |") && !table.contains('⚠')
     }
 }

@@ -5,12 +5,12 @@
 use std::path::{Path, PathBuf};
 
 use super::{Confirm, Found, Plan};
-use crate::check::stats::wilson95;
 use crate::check::{CheckParams, check};
 use crate::error::Error;
 use crate::experiment::{Overrides, load, to_yaml};
-use crate::model::{Dur, Experiment, Fault, PauseLen};
+use crate::model::{Experiment, Fault};
 use crate::report::read::read_histories;
+use crate::report::shrunk::{Budget, Page};
 use crate::warnln;
 
 pub(super) fn timeline(plan: &Plan, exp: &Experiment, dir: &Path, trial: u32, path: &Path) {
@@ -109,112 +109,32 @@ fn relative(from: &Path, to: &Path) -> Option<PathBuf> {
     Some(r)
 }
 
+/// The shrink's README.md, as it stands.
 pub(super) fn readme(plan: &Plan, found: &Found) -> String {
     let o = &found.outcome;
-    let scale = plan.base.time_scale;
-    let own = |d: Dur| crate::shrink::own_time(d, scale);
-    let host = super::super::facts::machine();
-    let mut s = format!(
-        "# Shrunk: {}, trial {}\n\nFrom `{}`, trial {} (seed {}), which violated **{}**.\n\n",
-        plan.base.name,
-        plan.trial,
-        plan.dir.display(),
-        plan.trial,
-        plan.seed,
-        plan.violation.name()
-    );
-    match found.confirm {
-        Confirm::Done(k, n, _, clean) => {
-            let (lo, hi) = wilson95(k as usize, n as usize);
-            s += &format!(
-                "- Faults: **{} → {}**.\n- Reproduction rate of the shrunk schedule: **{k}/{n}** runs \
-                 (95 % CI {:.1}–{:.1} %), fresh seeds{}.\n",
-                plan.original.len(),
-                o.shrunk.len(),
-                lo * 100.0,
-                hi * 100.0,
-                clean.words(n)
-            );
-        }
-        Confirm::Pending => {
-            s += &format!(
-                "- Faults: **{} → {}**.\n- Reproduction rate of the shrunk schedule: not yet measured (its \
-                 confirmation runs under `confirm/`).\n",
-                plan.original.len(),
-                o.shrunk.len()
-            );
-        }
-        Confirm::Nothing => {
-            s += &format!(
-                "- The recorded schedule did **not** reproduce: it failed the same way in fewer than {} of {} runs; \
-                 nothing was shrunk.\n",
-                plan.settings.need, plan.settings.repeats
-            );
-        }
-    }
-    s += &format!(
-        "- Search: {} candidates, {} trials of a budget of {}{}; a candidate was kept when at least {} of its {} runs \
-         failed the same way; then the confirmation's runs.\n- Wall time: {:.0} s on {} ({} cores, {}).\n\n",
-        o.steps.len(),
-        o.spent,
-        plan.settings.budget,
-        if o.out_of_budget { " (it ran out)" } else { "" },
-        plan.settings.need,
-        plan.settings.repeats,
-        found.seconds,
-        host.hostname,
-        host.cores,
-        host.cpu
-    );
-    s += &format!(
-        "Times are in the experiment's own time (time scale {}). `shrunk.yaml` runs the shrunk schedule; \
-         `steps.csv` lists every candidate, whose results are under `candidates/`; `confirm/` holds the \
-         confirmation runs.\n\n## The shrunk schedule\n\n",
-        plan.base.time_scale
-    );
-    s += &schedule_table(&o.shrunk, &own);
-    s += "\n## The recorded schedule\n\n";
-    let original: Vec<Fault> = plan.original.iter().map(|e| e.fault.clone()).collect();
-    s += &schedule_table(&original, &own);
-    s += "\n## Steps\n\n| step | phase | change | faults | reproduced | kept |\n|---|---|---|---|---|---|\n";
-    for st in &o.steps {
-        s += &format!(
-            "| {} | {} | {} | {} | {}/{} | {} |\n",
-            st.step,
-            st.phase,
-            st.change,
-            st.faults,
-            st.hits,
-            st.runs,
-            if st.kept { "yes" } else { "" }
-        );
-    }
-    if let Confirm::Done(_, _, Some(t), _) = found.confirm {
-        s += &format!("\n## One reproducing run\n\nConfirmation trial {t}:\n\n![timeline](timeline.svg)\n");
-    }
-    s
-}
-
-fn schedule_table(faults: &[Fault], own: &dyn Fn(Dur) -> String) -> String {
-    if faults.is_empty() {
-        return "No faults at all.\n".into();
-    }
-    let mut s = String::from("| # | when | action | target | length |\n|---|---|---|---|---|\n");
-    for (i, f) in faults.iter().enumerate() {
-        let when = match f.after {
-            Some(a) => {
-                format!("{} after the target's next `{}` (armed at {})", own(a.delay), a.event.name(), own(f.at))
-            }
-            None => own(f.at),
-        };
-        let len = match &f.duration {
-            Some(PauseLen::Fixed(d)) => own(*d),
-            Some(l) => l.scaled(1.0).to_yaml(),
-            None => String::new(),
-        };
-        s += &format!("| {} | {when} | {} | {} | {len} |\n", i + 1, f.action.name(), f.target);
-    }
-    s
+    let recorded: Vec<Fault> = plan.original.iter().map(|e| e.fault.clone()).collect();
+    let machine = super::super::facts::machine();
+    crate::report::shrunk::readme(&Page {
+        name: &plan.base.name,
+        trial: plan.trial,
+        from: &plan.dir,
+        seed: plan.seed,
+        violation: &plan.violation.name(),
+        time_scale: plan.base.time_scale,
+        recorded: &recorded,
+        shrunk: &o.shrunk,
+        steps: &o.steps,
+        budget: Budget {
+            repeats: plan.settings.repeats,
+            need: plan.settings.need,
+            budget: plan.settings.budget,
+            spent: o.spent,
+            out_of_budget: o.out_of_budget,
+        },
+        confirm: found.confirm,
+        seconds: found.seconds,
+        machine: &machine,
+    })
 }
 
 #[cfg(test)]

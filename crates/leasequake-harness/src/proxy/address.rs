@@ -13,10 +13,35 @@ struct Url<'a> {
     rest: &'a str,
 }
 
-fn parse(address: &str) -> Result<Url<'_>, String> {
-    let (scheme, after) = address
-        .split_once("://")
-        .ok_or_else(|| format!("{address:?}: the proxy needs a URL address (redis://host:port/, postgres://…)"))?;
+/// An address the proxy cannot stand in front of, and why.
+#[derive(Debug, thiserror::Error)]
+#[error("{address:?}: {problem}")]
+pub struct AddressError {
+    pub address: String,
+    pub problem: Problem,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum Problem {
+    #[error("the proxy needs a URL address (redis://host:port/, postgres://…)")]
+    NotUrl,
+    #[error("unclosed [ in the host")]
+    Unclosed,
+    #[error("bad port {0:?}")]
+    BadPort(String),
+    #[error("no host (a Unix socket cannot be proxied; give the server's TCP address)")]
+    NoHost,
+    #[error("no port, and none is known for {0:?}")]
+    NoPort(String),
+    #[error("cannot resolve {host}: {source}")]
+    Resolve { host: String, source: std::io::Error },
+    #[error("{0} resolves to no address")]
+    NoAddress(String),
+}
+
+fn parse(address: &str) -> Result<Url<'_>, AddressError> {
+    let bad = |problem| AddressError { address: address.to_string(), problem };
+    let (scheme, after) = address.split_once("://").ok_or_else(|| bad(Problem::NotUrl))?;
     let (authority, rest) = match after.find('/') {
         Some(i) => after.split_at(i),
         None => (after, ""),
@@ -27,7 +52,7 @@ fn parse(address: &str) -> Result<Url<'_>, String> {
     };
     let (host, port) = if hostport.starts_with('[') {
         // [::1]:6379
-        let end = hostport.find(']').ok_or_else(|| format!("{address:?}: unclosed [ in the host"))?;
+        let end = hostport.find(']').ok_or_else(|| bad(Problem::Unclosed))?;
         let port = hostport[end + 1..].strip_prefix(':');
         (&hostport[..=end], port)
     } else {
@@ -36,9 +61,9 @@ fn parse(address: &str) -> Result<Url<'_>, String> {
             None => (hostport, None),
         }
     };
-    let port = port.map(|p| p.parse::<u16>().map_err(|_| format!("{address:?}: bad port {p:?}"))).transpose()?;
+    let port = port.map(|p| p.parse::<u16>().map_err(|_| bad(Problem::BadPort(p.to_string())))).transpose()?;
     if host.is_empty() {
-        return Err(format!("{address:?}: no host (a Unix socket cannot be proxied; give the server's TCP address)"));
+        return Err(bad(Problem::NoHost));
     }
     Ok(Url { scheme, user, host, port, rest })
 }
@@ -52,23 +77,21 @@ fn default_port(scheme: &str) -> Option<u16> {
 }
 
 /// Where the server of `address` listens (its host resolved).
-pub fn endpoint(address: &str) -> Result<SocketAddr, String> {
+pub fn endpoint(address: &str) -> Result<SocketAddr, AddressError> {
+    let bad = |problem| AddressError { address: address.to_string(), problem };
     let url = parse(address)?;
-    let port = url
-        .port
-        .or_else(|| default_port(url.scheme))
-        .ok_or_else(|| format!("{address:?}: no port, and none is known for {:?}", url.scheme))?;
+    let port = url.port.or_else(|| default_port(url.scheme)).ok_or_else(|| bad(Problem::NoPort(url.scheme.into())))?;
     let host = url.host.trim_start_matches('[').trim_end_matches(']');
     (host, port)
         .to_socket_addrs()
-        .map_err(|e| format!("{address:?}: cannot resolve {host}: {e}"))?
+        .map_err(|source| bad(Problem::Resolve { host: host.to_string(), source }))?
         .next()
-        .ok_or_else(|| format!("{address:?}: {host} resolves to no address"))
+        .ok_or_else(|| bad(Problem::NoAddress(host.to_string())))
 }
 
 /// `address` with its host and port replaced by `to` (user, database and
 /// options kept).
-pub fn with_endpoint(address: &str, to: SocketAddr) -> Result<String, String> {
+pub fn with_endpoint(address: &str, to: SocketAddr) -> Result<String, AddressError> {
     let url = parse(address)?;
     let user = url.user.map(|u| format!("{u}@")).unwrap_or_default();
     Ok(format!("{}://{user}{to}{}", url.scheme, url.rest))
@@ -89,8 +112,14 @@ mod tests {
         assert_eq!(with_endpoint("redis://localhost", to).unwrap(), "redis://127.0.0.1:40001");
         assert_eq!(endpoint("postgres://postgres@127.0.0.1/test").unwrap(), "127.0.0.1:5432".parse().unwrap());
         assert_eq!(endpoint("redis://[::1]:7000/").unwrap(), "[::1]:7000".parse().unwrap());
-        assert!(endpoint("host=/var/run/postgresql user=postgres").unwrap_err().contains("URL"));
-        assert!(endpoint("postgres://postgres@/test").unwrap_err().contains("Unix socket"));
-        assert!(endpoint("redis://127.0.0.1:99999/").unwrap_err().contains("bad port"));
+        let problem = |address| endpoint(address).unwrap_err().problem;
+        assert!(matches!(problem("host=/var/run/postgresql user=postgres"), Problem::NotUrl));
+        assert!(matches!(problem("postgres://postgres@/test"), Problem::NoHost));
+        assert!(matches!(problem("redis://127.0.0.1:99999/"), Problem::BadPort(p) if p == "99999"));
+        assert_eq!(
+            endpoint("redis://127.0.0.1:99999/").unwrap_err().to_string(),
+            "\"redis://127.0.0.1:99999/\": bad port \"99999\"",
+            "the message names the address, as a trial's error says it"
+        );
     }
 }

@@ -21,7 +21,7 @@ use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-pub use address::{endpoint, with_endpoint};
+pub use address::{AddressError, endpoint, with_endpoint};
 pub use relay::LinkStats;
 
 use crate::model::{Direction, NetParams};

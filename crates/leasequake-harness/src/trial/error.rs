@@ -42,7 +42,9 @@ pub enum TrialError {
     #[error(transparent)]
     Server(#[from] server::ServerError),
     #[error("network proxy: {0}")]
-    Proxy(String),
+    Address(#[from] crate::proxy::AddressError),
+    #[error("network proxy: cannot start the proxy: {0}")]
+    Proxy(std::io::Error),
     #[error("cannot observe the lease: {0}")]
     Observe(String),
 }

@@ -12,6 +12,7 @@ use super::super::fake_os::{Behaviour, FakeOs, MS};
 use super::super::msg::Msg;
 use super::super::nemesis::ServerControl;
 use super::super::schedule::Live;
+use super::super::server::ControlError;
 use super::*;
 use crate::experiment::{Overrides, load_str};
 
@@ -225,12 +226,12 @@ impl ServerControl for FakeServer {
         (!self.not_running).then(|| nix::unistd::Pid::from_raw(10_000_100))
     }
 
-    fn pause(&self) -> Result<(), String> {
+    fn pause(&self) -> Result<(), ControlError> {
         self.calls.borrow_mut().push("pause");
-        if self.not_running { Err("the server is not running".into()) } else { Ok(()) }
+        if self.not_running { Err(ControlError::NotRunning) } else { Ok(()) }
     }
 
-    fn resume(&self) -> Result<(), String> {
+    fn resume(&self) -> Result<(), ControlError> {
         self.calls.borrow_mut().push("resume");
         Ok(())
     }
@@ -239,7 +240,7 @@ impl ServerControl for FakeServer {
         self.calls.borrow_mut().push("kill");
     }
 
-    fn start_again(&mut self) -> Result<(), String> {
+    fn start_again(&mut self) -> Result<(), ControlError> {
         self.calls.borrow_mut().push("start");
         Ok(())
     }

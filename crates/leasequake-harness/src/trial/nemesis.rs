@@ -10,7 +10,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::os::{Os, Stop};
 use super::schedule::{Live, Order, Schedule};
-use super::server::{ManagedServer, ReplicatedService};
+use super::server::{ControlError, ManagedServer, ReplicatedService};
 use super::spawn::WorkerProc;
 use crate::model::clock::wall_ns;
 use crate::model::expiry::ExpiryRule;
@@ -39,11 +39,11 @@ pub struct Delivery {
 pub(super) trait ServerControl {
     fn pid(&self) -> Option<nix::unistd::Pid>;
     /// Stop every process of the server.
-    fn pause(&self) -> Result<(), String>;
-    fn resume(&self) -> Result<(), String>;
+    fn pause(&self) -> Result<(), ControlError>;
+    fn resume(&self) -> Result<(), ControlError>;
     /// Kill every process of the server and wait for them.
     fn kill(&mut self);
-    fn start_again(&mut self) -> Result<(), String>;
+    fn start_again(&mut self) -> Result<(), ControlError>;
 }
 
 impl ServerControl for ManagedServer {
@@ -51,11 +51,11 @@ impl ServerControl for ManagedServer {
         ManagedServer::pid(self)
     }
 
-    fn pause(&self) -> Result<(), String> {
+    fn pause(&self) -> Result<(), ControlError> {
         ManagedServer::pause(self)
     }
 
-    fn resume(&self) -> Result<(), String> {
+    fn resume(&self) -> Result<(), ControlError> {
         ManagedServer::resume(self)
     }
 
@@ -63,8 +63,8 @@ impl ServerControl for ManagedServer {
         ManagedServer::kill(self)
     }
 
-    fn start_again(&mut self) -> Result<(), String> {
-        ManagedServer::start_again(self).map_err(|e| e.to_string())
+    fn start_again(&mut self) -> Result<(), ControlError> {
+        Ok(ManagedServer::start_again(self)?)
     }
 }
 
@@ -191,7 +191,8 @@ impl<'s> Nemesis<'s> {
         let targets = match o.workers.clone() {
             Ok(t) => t,
             Err(error) => {
-                return vec![Delivery { actual_ns: self.os.mono_ns(), error: Some(error), ..base(o.action.name()) }];
+                let error = Some(error.to_string());
+                return vec![Delivery { actual_ns: self.os.mono_ns(), error, ..base(o.action.name()) }];
             }
         };
         if let (Action::Skew, crate::model::Target::Member(k), Some(service)) = (o.action, o.target, self.service) {
@@ -199,7 +200,7 @@ impl<'s> Nemesis<'s> {
             return vec![Delivery {
                 pid: service.server_pid(k),
                 actual_ns: self.os.mono_ns(),
-                error: result.err(),
+                error: result.err().map(|e| e.to_string()),
                 ..base(o.action.name())
             }];
         }
@@ -355,13 +356,13 @@ impl<'s> Nemesis<'s> {
             _ => {
                 server.kill();
                 let at = self.os.mono_ns();
-                ("server-restart", at, server.start_again().map_err(|e| e.to_string()))
+                ("server-restart", at, server.start_again())
             }
         };
         if let (Some(at), Ok(())) = (o.resume_at, &result) {
             self.schedule.resume_server(o.fault, at);
         }
-        Delivery { pid, actual_ns, error: result.err(), ..base(action) }
+        Delivery { pid, actual_ns, error: result.err().map(|e| e.to_string()), ..base(action) }
     }
 }
 

@@ -79,7 +79,7 @@ pub fn run_trial(
         server: address.clone(),
         links: match (&proxy, &address) {
             (Some(p), Some(server)) => (0..exp.workers)
-                .map(|i| crate::proxy::with_endpoint(server, p.address(i)).map_err(TrialError::Proxy))
+                .map(|i| crate::proxy::with_endpoint(server, p.address(i)).map_err(TrialError::Address))
                 .collect::<Result<_, _>>()?,
             _ => Vec::new(),
         },
@@ -252,9 +252,8 @@ pub fn run_trial(
 
 /// The proxy between the workers and `server`: a link per worker.
 fn start_proxy(server: &str, workers: usize, seed: u64) -> Result<crate::proxy::Proxy, TrialError> {
-    let upstream = crate::proxy::endpoint(server).map_err(TrialError::Proxy)?;
-    crate::proxy::Proxy::start(upstream, workers, seed)
-        .map_err(|e| TrialError::Proxy(format!("cannot start the proxy: {e}")))
+    let upstream = crate::proxy::endpoint(server)?;
+    crate::proxy::Proxy::start(upstream, workers, seed).map_err(TrialError::Proxy)
 }
 
 /// Make `dir` an empty directory. What an earlier attempt at this trial left

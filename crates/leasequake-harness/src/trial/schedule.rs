@@ -92,6 +92,21 @@ struct Repeat {
     jitter: i64,
 }
 
+/// Why a fault found nobody to hit; its text is the fault event's `error`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum NoTarget {
+    #[error("no leader at this moment")]
+    Leader,
+    #[error("no live watcher at this moment")]
+    Watcher,
+    #[error("no live worker")]
+    Worker,
+    #[error("no live worker but the leader")]
+    ButLeader,
+    #[error("worker {0} is not running")]
+    NotRunning(usize),
+}
+
 /// One thing to do now.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Order {
@@ -106,7 +121,7 @@ pub struct Order {
     pub scheduled_ns: i64,
     /// The workers to signal (empty for lock and server faults), or why
     /// there is nobody to signal.
-    pub workers: Result<Vec<usize>, String>,
+    pub workers: Result<Vec<usize>, NoTarget>,
     /// A server pause: when to continue the server, once the stop worked
     /// (`Schedule::resume_server`).
     pub resume_at: Option<i64>,
@@ -267,7 +282,7 @@ impl Schedule {
                 ..p.clone()
             });
         }
-        let order = |action: Action, workers: Result<Vec<usize>, String>| Order {
+        let order = |action: Action, workers: Result<Vec<usize>, NoTarget>| Order {
             fault: p.fault,
             action,
             target: p.target,
@@ -317,43 +332,33 @@ impl Schedule {
         order(action, targets)
     }
 
-    fn resolve(&mut self, target: Target, action: Action, live: &Live) -> Result<Vec<usize>, String> {
+    fn resolve(&mut self, target: Target, action: Action, live: &Live) -> Result<Vec<usize>, NoTarget> {
         // A CONT is for a paused worker: `leader` means the paused worker
         // that believes it leads, not whoever leads now.
         let alive = |w: &usize| live.alive[*w] && (action != Action::Cont || live.paused[*w]);
         match target {
-            Target::Leader => live
-                .leaders
-                .iter()
-                .rev()
-                .find(|w| alive(w))
-                .map(|w| vec![*w])
-                .ok_or_else(|| "no leader at this moment".to_string()),
+            Target::Leader => live.leaders.iter().rev().find(|w| alive(w)).map(|w| vec![*w]).ok_or(NoTarget::Leader),
             Target::Watcher => {
                 let watchers: Vec<usize> =
                     (0..live.alive.len()).filter(|w| alive(w) && !live.leaders.contains(w)).collect();
                 if watchers.is_empty() {
-                    Err("no live watcher at this moment".to_string())
+                    Err(NoTarget::Watcher)
                 } else {
                     Ok(vec![watchers[self.rng.random_range(0..watchers.len())]])
                 }
             }
             Target::All => {
                 let all: Vec<usize> = (0..live.alive.len()).filter(alive).collect();
-                if all.is_empty() { Err("no live worker".to_string()) } else { Ok(all) }
+                if all.is_empty() { Err(NoTarget::Worker) } else { Ok(all) }
             }
             Target::Any => {
                 let all: Vec<usize> = (0..live.alive.len()).filter(alive).collect();
-                if all.is_empty() {
-                    Err("no live worker".to_string())
-                } else {
-                    Ok(vec![all[self.rng.random_range(0..all.len())]])
-                }
+                if all.is_empty() { Err(NoTarget::Worker) } else { Ok(vec![all[self.rng.random_range(0..all.len())]]) }
             }
             Target::AllButLeader => {
                 let leader = live.leaders.iter().rev().find(|w| alive(w));
                 let rest: Vec<usize> = (0..live.alive.len()).filter(|w| alive(w) && Some(w) != leader).collect();
-                if rest.is_empty() { Err("no live worker but the leader".to_string()) } else { Ok(rest) }
+                if rest.is_empty() { Err(NoTarget::ButLeader) } else { Ok(rest) }
             }
             // The primary's side is its primary and the leader, if there
             // is one; a member is no worker (the nemesis adds the members).
@@ -368,7 +373,7 @@ impl Schedule {
                 Ok((0..live.alive.len()).filter(|w| alive(w) && Some(w) != leader).collect())
             }
             Target::Worker(i) if live.alive[i] => Ok(vec![i]),
-            Target::Worker(i) => Err(format!("worker {i} is not running")),
+            Target::Worker(i) => Err(NoTarget::NotRunning(i)),
             Target::Lock | Target::Server => unreachable!("lock and server targets are their actions'"),
         }
     }
@@ -410,7 +415,7 @@ mod tests {
 
     /// Run the schedule to `until_ms`, waking only when it asks to:
     /// (ms after t0, action, workers) of every order.
-    fn drain(s: &mut Schedule, live: &mut Live, until_ms: i64) -> Vec<(i64, Action, Result<Vec<usize>, String>)> {
+    fn drain(s: &mut Schedule, live: &mut Live, until_ms: i64) -> Vec<(i64, Action, Result<Vec<usize>, NoTarget>)> {
         let mut out = Vec::new();
         while let Some(due) = s.next_due().filter(|t| *t <= T0 + until_ms * MS) {
             while let Some(o) = s.next_order(due, live) {
@@ -494,7 +499,8 @@ mod tests {
     fn a_leader_with_nobody_leading_is_an_undeliverable_order() {
         let mut s = schedule(&[fault(10, Target::Leader, Action::Term)], 1);
         let o = s.next_order(T0 + 10 * MS, &Live::new(3)).unwrap();
-        assert_eq!(o.workers, Err("no leader at this moment".into()));
+        assert_eq!(o.workers, Err(NoTarget::Leader));
+        assert_eq!(NoTarget::Leader.to_string(), "no leader at this moment", "as histories record it");
     }
 
     #[test]

@@ -15,14 +15,14 @@ use super::ServerError;
 use crate::trial::contain::OwnedDir;
 
 /// Is `etcd` on PATH?
-pub(super) fn installed() -> Result<(), String> {
+pub(super) fn installed() -> Result<(), super::NotInstalled> {
     let found = Command::new("etcd")
         .arg("--version")
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .status()
         .is_ok_and(|st| st.success());
-    if found { Ok(()) } else { Err("a managed etcd needs `etcd` on PATH (`apt-get install etcd-server`)".into()) }
+    if found { Ok(()) } else { Err(super::NotInstalled::Etcd) }
 }
 
 /// One member: its name, data directory, peer addresses (where it

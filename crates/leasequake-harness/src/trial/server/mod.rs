@@ -47,9 +47,41 @@ pub enum ServerError {
     Setup(String),
 }
 
+/// What pausing, continuing or restarting a managed server, or moving a
+/// member's clock, can fail with; its text is the fault event's `error`.
+#[derive(Debug, thiserror::Error)]
+pub enum ControlError {
+    #[error("cannot freeze the server's cgroup: {0}")]
+    Freeze(std::io::Error),
+    #[error("cannot thaw the server's cgroup: {0}")]
+    Thaw(std::io::Error),
+    #[error("the server is not running")]
+    NotRunning,
+    #[error("{0}")]
+    Signal(nix::errno::Errno),
+    #[error("member {0}'s clock is not the harness's to move")]
+    NoClock(usize),
+    #[error("cannot move member {member}'s clock: {source}")]
+    Clock { member: usize, source: std::io::Error },
+    #[error("{0}")]
+    Restart(#[from] ServerError),
+}
+
+/// A managed server whose binaries are missing, and the package that has
+/// them.
+#[derive(Debug, thiserror::Error)]
+pub enum NotInstalled {
+    #[error("a managed Redis needs `redis-server` on PATH (`apt-get install redis-server`)")]
+    Redis,
+    #[error("a managed etcd needs `etcd` on PATH (`apt-get install etcd-server`)")]
+    Etcd,
+    #[error("{0}")]
+    Postgres(ServerError),
+}
+
 /// Are the binaries of a managed `server` installed? The error names the
 /// package.
-pub fn installed(server: Server) -> Result<(), String> {
+pub fn installed(server: Server) -> Result<(), NotInstalled> {
     match server {
         Server::Redis => {
             let found = Command::new("redis-server")
@@ -58,13 +90,9 @@ pub fn installed(server: Server) -> Result<(), String> {
                 .stderr(Stdio::null())
                 .status()
                 .is_ok_and(|st| st.success());
-            if found {
-                Ok(())
-            } else {
-                Err("a managed Redis needs `redis-server` on PATH (`apt-get install redis-server`)".into())
-            }
+            if found { Ok(()) } else { Err(NotInstalled::Redis) }
         }
-        Server::Postgres => postgres::find_binaries().map(drop).map_err(|e| e.to_string()),
+        Server::Postgres => postgres::find_binaries().map(drop).map_err(NotInstalled::Postgres),
         Server::Etcd => etcd::installed(),
     }
 }
@@ -290,18 +318,18 @@ impl ManagedServer {
     /// starts no new one while its children are being stopped).
     /// A pause that fails is undone: no server is left stopped that no
     /// resume is scheduled for.
-    pub fn pause(&self) -> Result<(), String> {
+    pub fn pause(&self) -> Result<(), ControlError> {
         if let Some(frozen) = self.group.freeze(true) {
             return frozen.map_err(|e| {
                 let _ = self.group.freeze(false);
-                format!("cannot freeze the server's cgroup: {e}")
+                ControlError::Freeze(e)
             });
         }
-        let Some(parent) = self.pid() else { return Err("the server is not running".into()) };
+        let Some(parent) = self.pid() else { return Err(ControlError::NotRunning) };
         // The guard is told of each before it is stopped: a stopped process
         // never notices the harness's death, so the guard must kill it.
         contain::stopped(parent.as_raw());
-        kill(parent, Signal::SIGSTOP).map_err(|e| e.to_string())?;
+        kill(parent, Signal::SIGSTOP).map_err(ControlError::Signal)?;
         // Listed once the parent is stopped: it forks no new child now. A
         // child that exits meanwhile (ESRCH) needs no pause.
         for p in children_of(parent) {
@@ -310,16 +338,16 @@ impl ManagedServer {
                 && e != nix::errno::Errno::ESRCH
             {
                 let _ = self.resume();
-                return Err(e.to_string());
+                return Err(ControlError::Signal(e));
             }
         }
         Ok(())
     }
 
     /// SIGCONT every process of the server (the children first).
-    pub fn resume(&self) -> Result<(), String> {
+    pub fn resume(&self) -> Result<(), ControlError> {
         if let Some(thawed) = self.group.freeze(false) {
-            return thawed.map_err(|e| format!("cannot thaw the server's cgroup: {e}"));
+            return thawed.map_err(ControlError::Thaw);
         }
         // A server that is not running (killed) has nothing to resume.
         let procs = self.processes();
@@ -328,7 +356,7 @@ impl ManagedServer {
             if let Err(e) = kill(p, Signal::SIGCONT)
                 && e != nix::errno::Errno::ESRCH
             {
-                result = Err(e.to_string());
+                result = Err(ControlError::Signal(e));
             } else {
                 contain::continued(p.as_raw());
             }

@@ -303,13 +303,14 @@ impl ReplicatedService {
     }
 
     /// Move member `k`'s wall clock by `by_ns` (jumps add up).
-    pub fn jump_clock(&self, k: usize, by_ns: i64) -> Result<(), String> {
+    pub fn jump_clock(&self, k: usize, by_ns: i64) -> Result<(), super::ControlError> {
         let Some(Some(control)) = self.clocks.get(k) else {
-            return Err(format!("member {k}'s clock is not the harness's to move"));
+            return Err(super::ControlError::NoClock(k));
         };
         let mut jumps = self.jumps.lock().unwrap_or_else(|p| p.into_inner());
         jumps[k] += by_ns;
-        crate::trial::clock::jump_file(control, jumps[k]).map_err(|e| format!("cannot move member {k}'s clock: {e}"))
+        crate::trial::clock::jump_file(control, jumps[k])
+            .map_err(|source| super::ControlError::Clock { member: k, source })
     }
 
     /// etcd as a cluster of `members`: each member's peers dial its front
