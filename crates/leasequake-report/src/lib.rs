@@ -16,6 +16,7 @@ pub mod host;
 pub mod html;
 mod libraries;
 mod measures;
+mod network;
 pub mod plots;
 mod push;
 pub mod read;
