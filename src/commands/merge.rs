@@ -216,7 +216,7 @@ fn gather(dirs: Vec<PathBuf>) -> Result<Shards, Error> {
     let mut read = Vec::new();
     for dir in dirs {
         same_format(&dir)?;
-        let (recorded, whole) = host::read(&dir).map_err(Error::Conflict)?;
+        let (recorded, whole) = host::read(&dir).map_err(|e| Error::Conflict(e.to_string()))?;
         let Some(shard) = recorded.shard else {
             return Err(Error::Path {
                 path: dir,
@@ -383,7 +383,7 @@ fn suite_record(dirs: &[PathBuf], first: &str) -> Result<String, Error> {
     let mut records = Vec::new();
     for d in dirs {
         let from = if d.join("host.json").exists() { d.clone() } else { d.join(first) };
-        let (recorded, whole) = host::read(&from).map_err(Error::Conflict)?;
+        let (recorded, whole) = host::read(&from).map_err(|e| Error::Conflict(e.to_string()))?;
         records.push((recorded.shard.map_or(u64::MAX, |s| s.index), recorded, whole));
     }
     records.sort_by_key(|(k, _, _)| *k);

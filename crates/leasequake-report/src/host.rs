@@ -89,17 +89,31 @@ pub struct Recorded {
     pub shard: Option<ShardRecord>,
 }
 
+/// Why a run's host.json cannot be taken as its record.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    #[error("{}: {source}", path.display())]
+    Read { path: std::path::PathBuf, source: std::io::Error },
+    #[error("{}:{}:{}: {source}", path.display(), source.line(), source.column())]
+    Json { path: std::path::PathBuf, source: serde_json::Error },
+    #[error("{}: {source}", path.display())]
+    Record { path: std::path::PathBuf, source: serde_json::Error },
+    #[error("{}: {problem}", path.display())]
+    Shard { path: std::path::PathBuf, problem: String },
+}
+
 /// `dir/host.json` read back: the run's record, and the whole of it as it
 /// was written (a merge keeps every shard's).
-pub fn read(dir: &std::path::Path) -> Result<(Recorded, serde_json::Value), String> {
+pub fn read(dir: &std::path::Path) -> Result<(Recorded, serde_json::Value), HostError> {
     let path = dir.join("host.json");
-    let text =
-        crate::files::read_text(&path, crate::files::MAX_TEXT_BYTES).map_err(|e| format!("{}: {e}", path.display()))?;
+    let text = crate::files::read_text(&path, crate::files::MAX_TEXT_BYTES)
+        .map_err(|source| HostError::Read { path: path.clone(), source })?;
     let whole: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| format!("{}:{}:{}: {e}", path.display(), e.line(), e.column()))?;
-    let recorded: Recorded = serde_json::from_value(whole.clone()).map_err(|e| format!("{}: {e}", path.display()))?;
+        serde_json::from_str(&text).map_err(|source| HostError::Json { path: path.clone(), source })?;
+    let recorded: Recorded =
+        serde_json::from_value(whole.clone()).map_err(|source| HostError::Record { path: path.clone(), source })?;
     if let Some(problem) = recorded.shard.as_ref().and_then(ShardRecord::problem) {
-        return Err(format!("{}: {problem}", path.display()));
+        return Err(HostError::Shard { path, problem });
     }
     Ok((recorded, whole))
 }
