@@ -231,8 +231,9 @@ pub fn points(rows: &[SummaryRow<'_>]) -> String {
 /// Why an adaptive run stopped where it did, for one unit.
 pub fn adaptive(row: &SummaryRow<'_>, until: &crate::model::Until, max: u32) -> String {
     let counts = row.summary.counts();
-    let Headline { what, k, n } = Headline::of(row.exp, &counts);
-    let (width, settled) = adaptive::settled(until, counts.trials, &Headline { what, k, n });
+    let headline = Headline::of(row.exp, &counts);
+    let (width, settled) = adaptive::settled(until, counts.trials, &headline);
+    let Headline { what, k, n } = headline;
     let why = if settled {
         format!("its 95 % interval is {:.1} points wide, at most {:.1} asked", width * 100.0, until.ci_width * 100.0)
     } else {

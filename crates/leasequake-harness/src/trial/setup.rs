@@ -28,30 +28,20 @@ impl Addresses {
 }
 
 /// Each worker's start after the barrier: i × stagger under `start:
-/// staggered`, its draw under `start: random`, else at once. The built-in
-/// worker is handed these in its config; the harness releases each program
-/// at its own.
+/// staggered`, a uniform draw in `[0, stagger)` under `start: random` (from
+/// the trial's seed, a stream of its own: the fault schedule's draws stay
+/// those of the seed), else at once. The built-in worker is handed these in
+/// its config; the harness releases each program at its own.
 pub fn start_offsets(exp: &Experiment, seed: u64) -> Vec<Dur> {
-    let random = start_delays(exp, seed);
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ START_STREAM);
     (0..exp.workers)
         .map(|i| match exp.start {
             StartMode::Barrier => Dur::ZERO,
             StartMode::Staggered => exp.stagger.scaled(i as f64),
-            StartMode::Random => random.get(i).copied().unwrap_or(Dur::ZERO),
+            StartMode::Random => Dur::from_us(rng.random_range(0..exp.stagger.as_us().max(1))),
         })
         .collect()
-}
-
-/// Under `start: random`, each worker's start delay in `[0, stagger)`,
-/// from the trial's seed (a stream of its own: the fault schedule's draws
-/// stay those of the seed).
-fn start_delays(exp: &Experiment, seed: u64) -> Vec<Dur> {
-    use rand::{Rng, SeedableRng};
-    if exp.start != StartMode::Random || exp.stagger == Dur::ZERO {
-        return Vec::new();
-    }
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ START_STREAM);
-    (0..exp.workers).map(|_| Dur::from_us(rng.random_range(0..exp.stagger.as_us().max(1)))).collect()
 }
 
 /// Mixed into the trial's seed for the start delays.
@@ -70,8 +60,9 @@ fn worker_config(exp: &Experiment, lock: &Path, address: &Addresses, seed: u64) 
         lease_key: None,
         resource_dir: needs_store.then(|| lock.with_file_name("resource")),
         workers: exp.workers,
-        stagger: if exp.start == StartMode::Staggered { exp.stagger } else { Dur::ZERO },
-        start_delays: start_delays(exp, seed),
+        // Every worker's own offset: the list, not a stagger to multiply.
+        stagger: Dur::ZERO,
+        start_delays: start_offsets(exp, seed),
         clock_dir: exp
             .fault_kinds()
             .any(|f| f.action == crate::model::Action::Skew)
@@ -179,25 +170,26 @@ mod tests {
     #[test]
     fn random_starts_fall_in_the_window_and_replay_with_the_seed() {
         let random = exp("start: random\nstagger: 3s\n");
-        let delays = start_delays(&random, 7);
+        let delays = start_offsets(&random, 7);
         assert_eq!(delays.len(), 30);
         assert!(delays.iter().all(|d| *d < Dur::from_secs(3)), "{delays:?}");
-        assert_eq!(delays, start_delays(&random, 7), "a seed replays");
-        assert_ne!(delays, start_delays(&random, 8), "another seed, other phases");
+        assert_eq!(delays, start_offsets(&random, 7), "a seed replays");
+        assert_ne!(delays, start_offsets(&random, 8), "another seed, other phases");
         // Spread over the window, not bunched at one end.
         assert!(delays.iter().any(|d| *d < Dur::from_secs(1)) && delays.iter().any(|d| *d >= Dur::from_secs(2)));
-        assert!(start_delays(&exp("start: staggered\nstagger: 1s\n"), 7).is_empty());
-        assert!(start_delays(&exp(""), 7).is_empty());
+        let staggered = start_offsets(&exp("start: staggered\nstagger: 1s\n"), 7);
+        assert_eq!(staggered[..3], [Dur::ZERO, Dur::from_secs(1), Dur::from_secs(2)]);
+        assert_eq!(staggered[29], Dur::from_secs(29));
+        assert!(start_offsets(&exp(""), 7).iter().all(|d| *d == Dur::ZERO), "on the barrier: all at once");
     }
 
     #[test]
-    fn a_programs_start_offsets_are_the_built_in_workers_start_delays() {
-        for (yaml, seed) in [("start: staggered\nstagger: 1s\n", 7), ("start: random\nstagger: 3s\n", 7), ("", 7)] {
+    fn the_built_in_workers_are_handed_the_offsets_the_programs_are_released_at() {
+        for yaml in ["start: staggered\nstagger: 1s\n", "start: random\nstagger: 3s\n", ""] {
             let e = exp(yaml);
-            let config = worker_config(&e, Path::new("/t/lock"), &Addresses::default(), seed);
+            let config = worker_config(&e, Path::new("/t/lock"), &Addresses::default(), 7);
             let built_in: Vec<Dur> = (0..e.workers).map(|i| config.start_delay(i)).collect();
-            assert_eq!(start_offsets(&e, seed), built_in, "{yaml}");
+            assert_eq!(start_offsets(&e, 7), built_in, "{yaml}");
         }
-        assert_eq!(start_offsets(&exp("start: staggered\nstagger: 1s\n"), 7)[2], Dur::from_secs(2));
     }
 }
