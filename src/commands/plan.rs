@@ -212,7 +212,7 @@ fn network_warnings(exp: &Experiment) -> Vec<String> {
     }
     if exp.program.is_none() && exp.worker.belief == crate::model::Belief::LocalDeadline {
         let lease = exp.lease.lease.as_ms_f64();
-        let believed = lease - exp.worker.belief_margin.as_ms_f64();
+        let believed = lease - exp.worker.belief_margin.least().as_ms_f64();
         let slowest = exp.worker.clock_rate.all().into_iter().fold(f64::INFINITY, f64::min);
         if believed > lease * slowest {
             out.push(format!(
@@ -221,7 +221,7 @@ fn network_warnings(exp: &Experiment) -> Vec<String> {
                 believed / slowest - lease,
                 lease - lease * slowest
             ));
-        } else if exp.worker.belief_margin == Dur::ZERO {
+        } else if exp.worker.belief_margin.least() == Dur::ZERO {
             out.push(
                 "belief: local-deadline with no margin: a renewal begun just before the deadline blocks in its \
                  socket's timeout, which can overshoot by milliseconds, past the grant"

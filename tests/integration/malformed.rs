@@ -82,7 +82,7 @@ const CASES: &[(&str, &[&str], &str)] = &[
     (
         "name: x\nworkers: 3\nworker:\n  belief_margin: 9s\n",
         &[],
-        "4:3: belief_margin (9s) must be shorter than the lease (9s)",
+        "4:3: belief_margin: 9s must be shorter than the lease (9s)",
     ),
     ("name: x\nworkers: 3\nworker:\n  belief: forever\n", &[], "4:11: unknown variant `forever`"),
     (

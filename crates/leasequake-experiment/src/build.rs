@@ -10,10 +10,11 @@ use serde_saphyr::{Location, Spanned};
 use super::diagnostic::{Diagnostic, ExperimentError};
 use super::faults::{MAX_SKEW_REACH, skew_reach, validate_fault, validate_random};
 use super::raw::{Overrides, RawExperiment};
+use crate::model::describe::Scale;
 use crate::model::program::Program;
 use crate::model::{
-    ClockOffset, ClockRate, Dur, EpochJob, Expect, Experiment, Fault, InitialLock, JobStrategy, LeaseSettings,
-    RandomFaults, Resource, StartMode, SubstrateSettings, Until, WorkerSettings, setting_name,
+    Dur, Expect, Experiment, Fault, InitialLock, LeaseSettings, RandomFaults, StartMode, SubstrateSettings, Until,
+    WorkerSettings, setting_name,
 };
 
 /// The shortest lease, renew, watch or repeat interval a run may have, after
@@ -141,14 +142,7 @@ pub(super) fn build(
             watch: sc(lease.watch),
             resolution: sc(lease.resolution),
         },
-        worker: WorkerSettings {
-            failpoint_delay: sc(raw.worker.failpoint_delay),
-            clock_offset: raw.worker.clock_offset.scaled(scale),
-            request_timeout: raw.worker.request_timeout.map(sc),
-            belief_margin: sc(raw.worker.belief_margin),
-            epoch_job: raw.worker.epoch_job.map(|j| EpochJob { epoch: sc(j.epoch), duration: sc(j.duration), ..j }),
-            ..raw.worker.clone()
-        },
+        worker: raw.worker.scale(scale),
         start,
         stagger: sc(stagger),
         align: raw.align.map(|a| sc(a.value)),
@@ -335,76 +329,11 @@ fn check_worker(
     workers: usize,
     timing: &LeaseSettings,
 ) -> Result<(), ExperimentError> {
-    let w = &raw.worker;
-    let (lease, renew) = (timing.lease, timing.renew);
-    if let Some(bad) = w.failpoint_workers.iter().flatten().find(|&&i| i >= workers) {
-        // WorkerSettings carries no spans: find the key in the text.
-        return Err(place.key(
-            "failpoint_workers",
-            format!("failpoint_workers: worker {bad} is out of range (this experiment has workers 0..{})", workers - 1),
-        ));
+    // WorkerSettings carries no spans: find the key in the text.
+    match raw.worker.problem(workers, timing) {
+        Some((key, message)) => Err(place.key(key, message)),
+        None => Ok(()),
     }
-    let offset_problem = match &w.clock_offset {
-        ClockOffset::PerWorker(v) if v.len() != workers => {
-            Some(format!("a list gives one offset per worker: {} for {workers} workers", v.len()))
-        }
-        _ => w
-            .clock_offset
-            .all()
-            .iter()
-            .find(|o| o.as_ns().unsigned_abs() > 86_400_000_000_000)
-            .map(|o| format!("{o} is more than a day off; at most 1440m either way")),
-    };
-    if let Some(p) = offset_problem {
-        return Err(place.key("clock_offset", format!("clock_offset: {p}")));
-    }
-    let rate_problem = match &w.clock_rate {
-        ClockRate::PerWorker(v) if v.len() != workers => {
-            Some(format!("a list gives one rate per worker: {} for {workers} workers", v.len()))
-        }
-        _ => w
-            .clock_rate
-            .all()
-            .iter()
-            .find(|r| !(0.5..=2.0).contains(*r))
-            .map(|r| format!("{r} is out of range: a clock runs at a rate between 0.5 and 2")),
-    };
-    if let Some(p) = rate_problem {
-        return Err(place.key("clock_rate", format!("clock_rate: {p}")));
-    }
-    if w.request_timeout == Some(Dur::ZERO) {
-        return Err(place.key("request_timeout", "request_timeout must be longer than zero".into()));
-    }
-    if w.belief_margin >= lease {
-        let msg = format!("belief_margin ({}) must be shorter than the lease ({lease})", w.belief_margin);
-        return Err(place.key("belief_margin", msg));
-    }
-    if w.resource != Resource::None && !w.fencing_tokens {
-        let msg = "resource: the leader's writes carry fencing tokens: set fencing_tokens: true";
-        return Err(place.key("resource", msg.into()));
-    }
-    if let Some(job) = &w.epoch_job {
-        let problem = if job.epoch == Dur::ZERO || job.duration == Dur::ZERO {
-            Some("epoch and duration must be longer than zero".to_string())
-        } else if job.duration >= job.epoch {
-            Some(format!("the job ({}) must be shorter than its epoch ({})", job.duration, job.epoch))
-        } else if Dur::from_us(renew.as_us() + job.duration.as_us()) >= lease {
-            // One thread does the job and the renewals: a job this long would
-            // cost its own leader the lease, with no fault at all.
-            Some(format!(
-                "renew ({renew}) + job duration ({}) must be shorter than lease ({lease}): the leader renews only between jobs",
-                job.duration
-            ))
-        } else if job.strategy == JobStrategy::Fencing && !w.fencing_tokens {
-            Some("strategy fencing needs fencing_tokens: true".to_string())
-        } else {
-            None
-        };
-        if let Some(p) = problem {
-            return Err(place.key("epoch_job", format!("epoch_job: {p}")));
-        }
-    }
-    Ok(())
 }
 
 /// The program under test, if any; `worker:` then may only move its clock.

@@ -4,60 +4,10 @@
 //! each section takes from the loader's own types (`names_of`), so the
 //! table cannot drift from the code; `reference.rs` renders it.
 
-use serde::Deserialize;
-
+use crate::model::describe::SettingDoc;
+pub use crate::model::describe::{Ty, choices};
 use crate::model::program::ProgramExpiry;
-use crate::model::{
-    Acquire, Action, Belief, Direction, Expiry, Failpoint, InitialLock, JobStrategy, Kind, Mode, Resource, StartMode,
-    Unreadable, WatchBy,
-};
-
-/// The type of a key's value.
-#[derive(Clone, Debug)]
-pub enum Ty {
-    /// A name or free text.
-    Text,
-    /// A whole number of at least `min`.
-    Int(i64),
-    Number,
-    Bool,
-    /// `9s`, `300ms`, `250us`, `2m`.
-    Duration,
-    /// One of these names.
-    Choice(&'static [&'static str]),
-    /// A list of values of this type.
-    List(Box<Ty>),
-    /// Exactly two values of this type.
-    Pair(Box<Ty>),
-    /// A fixed duration or a distribution.
-    PauseLength,
-    /// `leader`, `watcher`, `all`, `all-but-leader`, `any`, `lock`, `server` or a worker index.
-    Target,
-    /// A signed duration, or one per worker.
-    ClockOffset,
-    /// A number, or one per worker.
-    ClockRate,
-    /// A signed duration.
-    Offset,
-    /// An argv list, or one string with `shell: true`.
-    Command,
-    /// A mapping of names to strings (or numbers).
-    Map,
-    /// A mapping documented by the keys under it.
-    Section,
-    /// A list of mappings documented by the keys under `key[]`.
-    Sections,
-    /// `setting: [values]`, or `points: [{setting: value, …}]`.
-    Sweep,
-    /// A count, or `{until: {ci_width}, max, min}`.
-    Trials,
-    /// A list of faults (keys under `faults[]`), or `{random: …}`.
-    Faults,
-    /// A whole number, or `[min, max]`.
-    Count,
-    /// Summarised metrics (`file.column`) to their bounds.
-    Bounds,
-}
+use crate::model::{Action, Direction, InitialLock, Kind, StartMode, WorkerSettings};
 
 /// One documented key.
 #[derive(Clone, Debug)]
@@ -73,59 +23,26 @@ pub struct Key {
     pub about: &'static str,
 }
 
-/// The names a unit enum is written with, from its own type.
-pub fn choices<'de, T: Deserialize<'de>>() -> &'static [&'static str] {
-    names_of::<T>()
-}
-
-/// The field (or variant) names a type's `Deserialize` asks for.
-pub fn names_of<'de, T: Deserialize<'de>>() -> &'static [&'static str] {
-    let mut probe = Probe(None);
-    let _ = T::deserialize(&mut probe);
-    probe.0.unwrap_or(&[])
-}
-
-/// A deserializer that only records the field or variant names it is asked
-/// for, and fails.
-struct Probe(Option<&'static [&'static str]>);
-
-impl<'de> serde::Deserializer<'de> for &mut Probe {
-    type Error = serde::de::value::Error;
-
-    fn deserialize_any<V: serde::de::Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
-        Err(serde::de::Error::custom("probe"))
-    }
-
-    fn deserialize_struct<V: serde::de::Visitor<'de>>(
-        self,
-        _: &'static str,
-        fields: &'static [&'static str],
-        _: V,
-    ) -> Result<V::Value, Self::Error> {
-        self.0 = Some(fields);
-        Err(serde::de::Error::custom("probe"))
-    }
-
-    fn deserialize_enum<V: serde::de::Visitor<'de>>(
-        self,
-        _: &'static str,
-        variants: &'static [&'static str],
-        _: V,
-    ) -> Result<V::Value, Self::Error> {
-        self.0 = Some(variants);
-        Err(serde::de::Error::custom("probe"))
-    }
-
-    serde::forward_to_deserialize_any! {
-        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf option unit
-        unit_struct newtype_struct seq tuple tuple_struct map identifier ignored_any
-    }
-}
-
 fn key(path: &'static str, ty: Ty, default: &str, example: &'static str, about: &'static str) -> Key {
-    let unit =
-        if matches!(ty, Ty::Duration | Ty::PauseLength | Ty::ClockOffset | Ty::Offset) { "time, scaled" } else { "" };
-    Key { path, ty, required: false, default: default.to_string(), unit, example, about }
+    Key { path, unit: unit(&ty), ty, required: false, default: default.to_string(), example, about }
+}
+
+fn unit(ty: &Ty) -> &'static str {
+    if ty.is_time() { "time, scaled" } else { "" }
+}
+
+impl From<SettingDoc> for Key {
+    fn from(d: SettingDoc) -> Key {
+        Key {
+            path: d.path,
+            unit: unit(&d.ty),
+            ty: d.ty,
+            required: false,
+            default: d.default,
+            example: d.example,
+            about: d.about,
+        }
+    }
 }
 
 fn required(mut k: Key) -> Key {
@@ -133,16 +50,12 @@ fn required(mut k: Key) -> Key {
     k
 }
 
-fn list(ty: Ty) -> Ty {
-    Ty::List(Box::new(ty))
-}
-
 /// Every key, in the order the reference lists them.
 pub fn keys() -> Vec<Key> {
     use Ty::*;
     // The defaults the loader fills in, from the types that hold them.
     let lease = crate::model::LeaseSettings::default();
-    vec![
+    let mut keys = vec![
         required(key(
             "name",
             Text,
@@ -230,98 +143,10 @@ pub fn keys() -> Vec<Key> {
         ),
         key("jobs", Int(1), "1", "4", "Trials to run at once (also `--jobs`)."),
         key("worker", Section, "", "", "Settings of the built-in worker (not for a program)."),
-        key("worker.acquire", Choice(choices::<Acquire>()), "excl", "naive", "How the lock file is created."),
-        key(
-            "worker.unreadable",
-            Choice(choices::<Unreadable>()),
-            "retry",
-            "expire-age",
-            "What a watcher does with a lock file it cannot read.",
-        ),
-        key(
-            "worker.expiry",
-            Choice(choices::<Expiry>()),
-            "unix-seconds",
-            "exact",
-            "How `leaseUntil` is written and compared.",
-        ),
-        key("worker.release_on_term", Bool, "true", "false", "Remove the lock file on SIGTERM."),
-        key(
-            "worker.mode",
-            Choice(choices::<Mode>()),
-            "loop",
-            "one-shot",
-            "The lease loop, or one election attempt held to the end.",
-        ),
-        key(
-            "worker.failpoint",
-            Choice(choices::<Failpoint>()),
-            "none",
-            "after-truncate",
-            "Where the worker stalls (with a `failpoint` event) for a fault to land inside.",
-        ),
-        key("worker.failpoint_delay", Duration, "0s", "50ms", "How long it stalls there."),
-        key("worker.failpoint_workers", list(Int(0)), "all", "[0]", "Only these workers get the failpoint."),
-        key("worker.fencing_tokens", Bool, "false", "true", "Give every grant a fencing token."),
-        key(
-            "worker.resource",
-            Choice(choices::<Resource>()),
-            "none",
-            "fenced",
-            "The protected resource the leader writes to.",
-        ),
-        key("worker.epoch_job", Section, "", "", "The exactly-once job: one run per epoch."),
-        key("worker.epoch_job.epoch", Duration, "", "10s", "Length of an epoch."),
-        key("worker.epoch_job.duration", Duration, "", "2s", "How long one run of the job takes."),
-        key(
-            "worker.epoch_job.strategy",
-            Choice(choices::<JobStrategy>()),
-            "",
-            "fencing",
-            "How the job is kept exactly-once.",
-        ),
-        key(
-            "worker.clock_offset",
-            ClockOffset,
-            "0s",
-            "[0s, 2s, -1s]",
-            "How far each worker's wall clock is off: one offset, or one per worker (a program's too, through the clock shim).",
-        ),
-        key(
-            "worker.clock_rate",
-            ClockRate,
-            "1",
-            "[1, 1.01, 0.99]",
-            "How fast each worker's clocks run (the built-in worker's wall clock, timers and deadlines; a program's wall clock only): one rate, or one per worker; 0.5 to 2.",
-        ),
-        key(
-            "worker.request_timeout",
-            Duration,
-            "a third of the lease",
-            "500ms",
-            "How long one request to a lease server may take, connecting included (at least 20 ms for Redis, 50 ms for PostgreSQL and etcd by default).",
-        ),
-        key(
-            "worker.belief",
-            Choice(choices::<Belief>()),
-            "until-renewal-fails",
-            "local-deadline",
-            "How long a leader believes without a successful renewal: until three renewals failed (the blog), or until lease − belief_margin after the last successful renewal began.",
-        ),
-        key(
-            "worker.belief_margin",
-            Duration,
-            "0s",
-            "1s",
-            "With `belief: local-deadline`, step down this long before the lease would end.",
-        ),
-        key(
-            "worker.watch_by",
-            Choice(choices::<WatchBy>()),
-            "poll",
-            "push",
-            "How a watcher learns the lease is free: by looking every `watch`, or also told by the server, taking over the moment it is: an etcd watch on the key, a Redis keyspace notification (`del`, `expired`), a PostgreSQL NOTIFY on release (not on expiry). The ticks go on as a safety net.",
-        ),
+    ];
+    // The built-in worker's settings are documented where they are declared.
+    keys.extend(WorkerSettings::docs().into_iter().map(Key::from));
+    keys.extend(vec![
         key("substrate", Section, "", "", "Where the lease lives."),
         key("substrate.kind", Choice(choices::<Kind>()), "file", "redis", "The lease's substrate."),
         key("substrate.address", Text, "the local service", "redis://127.0.0.1:6379/", "A server substrate's address."),
@@ -579,5 +404,6 @@ pub fn keys() -> Vec<Key> {
             "{lease: [3s, 9s], pause: [1s, 5s]}",
             "Run the cross product of these settings (`points:` moves settings together; `fault: [kill, pause]` runs each action of the `faults:` list alone).",
         ),
-    ]
+    ]);
+    keys
 }

@@ -76,6 +76,14 @@ fn errors_name_line_and_column() {
             "t.yaml:4:3: clock_offset: a list gives one offset per worker: 2 for 3 workers",
         ),
         ("name: t\nworkers: 3\nworker:\n  clock_offset: -2000m\n", "t.yaml:4:3: clock_offset: -120000s is more"),
+        (
+            "name: t\nworkers: 2\nworker:\n  belief: local-deadline\n  belief_margin: [1s]\n",
+            "t.yaml:5:3: belief_margin: a list gives one margin per worker: 1 for 2 workers",
+        ),
+        (
+            "name: t\nworkers: 2\nworker:\n  belief_margin: [1s, 9s]\n",
+            "t.yaml:4:3: belief_margin: 9s must be shorter than the lease (9s)",
+        ),
     ];
     for (text, want) in cases {
         let got = load_text(text).unwrap_err();

@@ -127,7 +127,7 @@ pub(super) struct RawBound {
 /// them (the reference is tested against these).
 #[cfg(test)]
 pub(super) fn fields() -> Vec<(&'static str, &'static [&'static str])> {
-    use super::keys::names_of;
+    use crate::model::describe::names_of;
     vec![
         ("", names_of::<RawExperiment>()),
         ("expect", names_of::<RawExpect>()),

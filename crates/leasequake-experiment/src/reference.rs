@@ -90,8 +90,8 @@ fn type_text(ty: &Ty) -> String {
             "{}, `member-K` or a worker index",
             crate::model::Target::NAMES.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
         ),
-        Ty::ClockOffset => "signed duration, or a list of one per worker".into(),
-        Ty::ClockRate => "number, or a list of one per worker".into(),
+        Ty::PerWorker(inner) => format!("{}, or a list of one per worker", type_text(inner)),
+        Ty::Rate => "number".into(),
         Ty::Offset => "signed duration".into(),
         Ty::Command => "list of text (or text with `shell: true`)".into(),
         Ty::Map => "mapping".into(),
@@ -132,14 +132,11 @@ fn schema_of(ty: &Ty, about: &str) -> Value {
             {"type": "string", "pattern": "^member-[0-9]+$"},
             {"type": "integer", "minimum": 0},
         ]}),
-        Ty::ClockOffset => {
-            let d = json!({"type": "string", "pattern": SIGNED});
-            json!({"oneOf": [d, {"type": "array", "items": d}]})
+        Ty::PerWorker(inner) => {
+            let one = schema_of(inner, "");
+            json!({"oneOf": [one, {"type": "array", "items": one}]})
         }
-        Ty::ClockRate => {
-            let r = json!({"type": "number", "minimum": 0.5, "maximum": 2});
-            json!({"oneOf": [r, {"type": "array", "items": r}]})
-        }
+        Ty::Rate => json!({"type": "number", "minimum": 0.5, "maximum": 2}),
         Ty::Offset => json!({"type": "string", "pattern": SIGNED}),
         Ty::Command => {
             json!({"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}, "minItems": 1}]})
@@ -235,8 +232,8 @@ pub fn schema() -> Value {
 
 #[cfg(test)]
 mod tests {
-    use super::super::keys::{choices, names_of};
     use super::*;
+    use crate::model::describe::{choices, names_of};
     use crate::model::{Acquire, Action};
 
     /// The documented keys directly under `section` ("" for the top).

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 use serde_saphyr::{Location, Spanned};
 
-use crate::model::{Experiment, Offset, WorkerSettings, setting_name};
+use crate::model::{Experiment, WorkerSettings, setting_name};
 
 /// Settings of the experiment itself that a sweep can vary.
 const EXPERIMENT_KEYS: [&str; 8] =
@@ -55,20 +55,15 @@ pub fn worker_key(key: &str) -> Option<String> {
 }
 
 /// Is this swept setting a duration (scaled by the time scale)? The
-/// worker's are those whose default is written as one (`failpoint_delay`,
-/// `clock_offset`).
+/// worker's are those its declaration calls spans of time.
 pub fn is_duration(key: &str) -> bool {
-    let worker_duration = || {
-        let field = worker_key(key)?;
-        let default = worker_defaults()?.remove(&field)?;
-        Some(default.as_str().is_some_and(|s| Offset::parse(s).is_ok()))
+    let worker_time = || {
+        let path = format!("worker.{}", worker_key(key)?);
+        WorkerSettings::docs().into_iter().find(|d| d.path == path).map(|d| d.ty.is_time())
     };
-    // `request_timeout` defaults to none (a third of the lease), so its
-    // default does not say it is a duration.
     matches!(key, "lease" | "renew" | "watch" | "duration" | "expiry_resolution" | "pause" | "stagger")
-        || worker_key(key).is_some_and(|k| k == "request_timeout")
         || fault_key(key).is_some()
-        || worker_duration().unwrap_or(false)
+        || worker_time().unwrap_or(false)
 }
 
 /// A swept setting's value as the point runs it (durations scaled), as

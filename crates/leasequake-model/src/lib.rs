@@ -4,6 +4,7 @@
 
 pub mod calibration;
 pub mod clock;
+pub mod describe;
 pub mod duration;
 pub mod experiment;
 pub mod expiry;

@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::describe::{Scale, SettingDoc, Ty, choices, unscaled};
 use super::duration::{Dur, Offset};
 
 /// The name of a setting's value as written in experiment files, on the
@@ -105,43 +106,193 @@ pub enum Failpoint {
     AfterCheck,
 }
 
-/// Settings of the built-in worker.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct WorkerSettings {
-    pub acquire: Acquire,
-    pub unreadable: Unreadable,
-    pub expiry: Expiry,
-    pub release_on_term: bool,
-    pub mode: Mode,
-    pub failpoint: Failpoint,
-    /// How long the worker stalls at the failpoint (scaled).
-    pub failpoint_delay: Dur,
-    /// Only these workers get the failpoint (default: all).
-    pub failpoint_workers: Option<Vec<usize>>,
-    /// Give every grant a fencing token (in the lease and in events).
-    pub fencing_tokens: bool,
-    /// Leader work against a protected resource (needs fencing tokens).
-    pub resource: Resource,
-    /// The exactly-once job: one run per epoch (the "nightly report").
-    pub epoch_job: Option<EpochJob>,
-    /// How far each worker's wall clock is off the true time (scaled).
-    pub clock_offset: ClockOffset,
-    /// How fast each worker's clocks run (1.001: a millisecond fast per
-    /// second): its wall clock, its timers and its deadlines.
-    pub clock_rate: ClockRate,
-    /// How long one request to a lease server may take before it fails
-    /// (scaled; default: a third of the lease, at least 20 ms for Redis and
-    /// 50 ms for PostgreSQL).
-    pub request_timeout: Option<Dur>,
-    /// How long a leader believes it leads without hearing from the lease.
-    pub belief: Belief,
-    /// Under `belief: local-deadline`, step down this long before the
-    /// lease would end (scaled): room for clocks that run at different rates.
-    pub belief_margin: Dur,
-    /// How a watcher learns that the lease is free: by looking every
-    /// `watch` (poll), or told by the server as well (push).
-    pub watch_by: WatchBy,
+/// Declares the built-in worker's settings, each once: its field, its
+/// default, and its row in the reference (type, example, meaning; `shown`
+/// where the default is better said in words, `below` for a section's own
+/// keys). The struct, its `Default`, its time scaling and its reference
+/// rows all follow from this one list; the loader reads it with serde, the
+/// resolved experiment.yaml writes it with serde, and a sweep can vary any
+/// of its fields by name.
+macro_rules! worker_settings {
+    ($(
+        $(#[$note:meta])*
+        $name:ident: $ty:ty = $default:expr;
+        $kind:expr, $example:literal, $about:literal $(, shown $shown:literal)? $(, below $below:expr)?;
+    )*) => {
+        /// Settings of the built-in worker (`worker:`).
+        #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+        #[serde(deny_unknown_fields, default)]
+        pub struct WorkerSettings {
+            $(#[doc = $about] $(#[$note])* pub $name: $ty,)*
+        }
+
+        impl Default for WorkerSettings {
+            /// The blog's program.
+            fn default() -> Self {
+                WorkerSettings { $($name: $default,)* }
+            }
+        }
+
+        impl Scale for WorkerSettings {
+            fn scale(&self, by: f64) -> WorkerSettings {
+                WorkerSettings { $($name: self.$name.scale(by),)* }
+            }
+        }
+
+        impl WorkerSettings {
+            /// The reference's rows for `worker:`, in this order.
+            pub fn docs() -> Vec<SettingDoc> {
+                let defaults = WorkerSettings::default();
+                let mut docs = Vec::new();
+                $(
+                    docs.extend(std::iter::once(SettingDoc {
+                        path: concat!("worker.", stringify!($name)),
+                        ty: $kind,
+                        default: shown(&defaults.$name, [$($shown)?]),
+                        example: $example,
+                        about: $about,
+                    }) $(.chain($below))?);
+                )*
+                docs
+            }
+        }
+    };
+}
+
+/// A default as a file would write it, unless it is better said in words.
+fn shown<T: Serialize, const N: usize>(value: &T, words: [&'static str; N]) -> String {
+    if let Some(w) = words.first() {
+        return w.to_string();
+    }
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(s)) => s,
+        Ok(serde_json::Value::Null) | Err(_) => String::new(),
+        Ok(other) => other.to_string(),
+    }
+}
+
+fn choice<'de, T: Deserialize<'de>>() -> Ty {
+    Ty::Choice(choices::<T>())
+}
+
+worker_settings! {
+    acquire: Acquire = Acquire::Excl;
+        choice::<Acquire>(), "naive", "How the lock file is created.";
+    unreadable: Unreadable = Unreadable::Retry;
+        choice::<Unreadable>(), "expire-age", "What a watcher does with a lock file it cannot read.";
+    expiry: Expiry = Expiry::UnixSeconds;
+        choice::<Expiry>(), "exact", "How `leaseUntil` is written and compared.";
+    release_on_term: bool = true;
+        Ty::Bool, "false", "Remove the lock file on SIGTERM.";
+    mode: Mode = Mode::Loop;
+        choice::<Mode>(), "one-shot", "The lease loop, or one election attempt held to the end.";
+    failpoint: Failpoint = Failpoint::None;
+        choice::<Failpoint>(), "after-truncate",
+        "Where the worker stalls (with a `failpoint` event) for a fault to land inside.";
+    failpoint_delay: Dur = Dur::from_ms(100);
+        Ty::Duration, "50ms", "How long it stalls there.";
+    failpoint_workers: Option<Vec<usize>> = None;
+        Ty::List(Box::new(Ty::Int(0))), "[0]", "Only these workers get the failpoint.", shown "all";
+    fencing_tokens: bool = false;
+        Ty::Bool, "true", "Give every grant a fencing token.";
+    resource: Resource = Resource::None;
+        choice::<Resource>(), "fenced", "The protected resource the leader writes to.";
+    epoch_job: Option<EpochJob> = None;
+        Ty::Section, "", "The exactly-once job: one run per epoch.", below EpochJob::docs();
+    clock_offset: ClockOffset = ClockOffset::default();
+        Ty::PerWorker(Box::new(Ty::Offset)), "[0s, 2s, -1s]",
+        "How far each worker's wall clock is off: one offset, or one per worker (a program's too, through the clock shim).";
+    clock_rate: ClockRate = ClockRate::default();
+        Ty::PerWorker(Box::new(Ty::Rate)), "[1, 1.01, 0.99]",
+        "How fast each worker's clocks run (the built-in worker's wall clock, timers and deadlines; a program's wall clock only): one rate, or one per worker; 0.5 to 2.",
+        shown "1";
+    request_timeout: Option<Dur> = None;
+        Ty::Duration, "500ms",
+        "How long one request to a lease server may take, connecting included (at least 20 ms for Redis, 50 ms for PostgreSQL and etcd by default).",
+        shown "a third of the lease";
+    belief: Belief = Belief::UntilRenewalFails;
+        choice::<Belief>(), "local-deadline",
+        "How long a leader believes without a successful renewal: until three renewals failed (the blog), or until lease − belief_margin after the last successful renewal began.";
+    belief_margin: PerWorker<Dur> = PerWorker::default();
+        Ty::PerWorker(Box::new(Ty::Duration)), "[1s, 0s, 0s]",
+        "With `belief: local-deadline`, step down this long before the lease would end: one margin, or one per worker.";
+    watch_by: WatchBy = WatchBy::Poll;
+        choice::<WatchBy>(), "push",
+        "How a watcher learns the lease is free: by looking every `watch`, or also told by the server, taking over the moment it is: an etcd watch on the key, a Redis keyspace notification (`del`, `expired`), a PostgreSQL NOTIFY on release (not on expiry). The ticks go on as a safety net.";
+}
+
+unscaled!(Acquire, Unreadable, Expiry, Mode, Failpoint, Resource, Belief, WatchBy, JobStrategy);
+
+impl WorkerSettings {
+    /// What is wrong with these settings for this many workers and this
+    /// lease, as (the key to point at, the message); None if nothing.
+    pub fn problem(&self, workers: usize, timing: &LeaseSettings) -> Option<(&'static str, String)> {
+        let w = self;
+        let (lease, renew) = (timing.lease, timing.renew);
+        if let Some(bad) = w.failpoint_workers.iter().flatten().find(|&&i| i >= workers) {
+            return Some((
+                "failpoint_workers",
+                format!(
+                    "failpoint_workers: worker {bad} is out of range (this experiment has workers 0..{})",
+                    workers - 1
+                ),
+            ));
+        }
+        let per_worker = [
+            (
+                "clock_offset",
+                w.clock_offset.problem(workers, "offset", |o| {
+                    (o.as_ns().unsigned_abs() > 86_400_000_000_000)
+                        .then(|| format!("{o} is more than a day off; at most 1440m either way"))
+                }),
+            ),
+            (
+                "clock_rate",
+                w.clock_rate.problem(workers, "rate", |r| {
+                    (!(0.5..=2.0).contains(&r))
+                        .then(|| format!("{r} is out of range: a clock runs at a rate between 0.5 and 2"))
+                }),
+            ),
+            (
+                "belief_margin",
+                w.belief_margin.problem(workers, "margin", |m| {
+                    (m >= lease).then(|| format!("{m} must be shorter than the lease ({lease})"))
+                }),
+            ),
+        ];
+        if let Some((key, p)) = per_worker.into_iter().find_map(|(key, p)| Some((key, p?))) {
+            return Some((key, format!("{key}: {p}")));
+        }
+        if w.request_timeout == Some(Dur::ZERO) {
+            return Some(("request_timeout", "request_timeout must be longer than zero".into()));
+        }
+        if w.resource != Resource::None && !w.fencing_tokens {
+            let msg = "resource: the leader's writes carry fencing tokens: set fencing_tokens: true";
+            return Some(("resource", msg.into()));
+        }
+        if let Some(job) = &w.epoch_job {
+            let problem = if job.epoch == Dur::ZERO || job.duration == Dur::ZERO {
+                Some("epoch and duration must be longer than zero".to_string())
+            } else if job.duration >= job.epoch {
+                Some(format!("the job ({}) must be shorter than its epoch ({})", job.duration, job.epoch))
+            } else if Dur::from_us(renew.as_us() + job.duration.as_us()) >= lease {
+                // One thread does the job and the renewals: a job this long would
+                // cost its own leader the lease, with no fault at all.
+                Some(format!(
+                    "renew ({renew}) + job duration ({}) must be shorter than lease ({lease}): the leader renews only between jobs",
+                    job.duration
+                ))
+            } else if job.strategy == JobStrategy::Fencing && !w.fencing_tokens {
+                Some("strategy fencing needs fencing_tokens: true".to_string())
+            } else {
+                None
+            };
+            if let Some(p) = problem {
+                return Some(("epoch_job", format!("epoch_job: {p}")));
+            }
+        }
+        None
+    }
 }
 
 /// How a watcher learns that the lease became free.
@@ -180,32 +331,63 @@ pub enum PerWorker<T> {
 }
 
 /// The value a per-worker setting leaves a worker past the end of its list.
-pub trait Unskewed: Copy {
-    const UNSKEWED: Self;
+pub trait Unset: Copy {
+    const UNSET: Self;
 }
 
-impl Unskewed for Offset {
-    const UNSKEWED: Offset = Offset::ZERO;
+impl Unset for Offset {
+    const UNSET: Offset = Offset::ZERO;
 }
 
-impl Unskewed for f64 {
+impl Unset for Dur {
+    const UNSET: Dur = Dur::ZERO;
+}
+
+impl Unset for f64 {
     /// A clock running at the true rate.
-    const UNSKEWED: f64 = 1.0;
+    const UNSET: f64 = 1.0;
 }
 
-impl<T: Unskewed> Default for PerWorker<T> {
+impl<T: Unset> Default for PerWorker<T> {
     fn default() -> Self {
-        PerWorker::All(T::UNSKEWED)
+        PerWorker::All(T::UNSET)
     }
 }
 
-impl<T: Unskewed> PerWorker<T> {
+impl<T: Unset> PerWorker<T> {
     /// Worker `index`'s value.
     pub fn of(&self, index: usize) -> T {
         match self {
             PerWorker::All(v) => *v,
-            PerWorker::PerWorker(v) => v.get(index).copied().unwrap_or(T::UNSKEWED),
+            PerWorker::PerWorker(v) => v.get(index).copied().unwrap_or(T::UNSET),
         }
+    }
+
+    /// What is wrong with it: a list that is not one `one` per worker, or
+    /// the first value `bad` objects to.
+    fn problem(&self, workers: usize, one: &str, bad: impl Fn(T) -> Option<String>) -> Option<String> {
+        match self {
+            PerWorker::PerWorker(v) if v.len() != workers => {
+                Some(format!("a list gives one {one} per worker: {} for {workers} workers", v.len()))
+            }
+            _ => self.all().into_iter().find_map(bad),
+        }
+    }
+
+    /// The least value any worker has.
+    pub fn least(&self) -> T
+    where
+        T: Ord,
+    {
+        self.all().into_iter().min().unwrap_or(T::UNSET)
+    }
+
+    /// The greatest value any worker has.
+    pub fn most(&self) -> T
+    where
+        T: Ord,
+    {
+        self.all().into_iter().max().unwrap_or(T::UNSET)
     }
 
     /// Every value written.
@@ -223,11 +405,11 @@ pub type ClockOffset = PerWorker<Offset>;
 /// How fast a worker's clocks run (1: true time).
 pub type ClockRate = PerWorker<f64>;
 
-impl ClockOffset {
-    pub fn scaled(&self, scale: f64) -> ClockOffset {
+impl<T: Scale> Scale for PerWorker<T> {
+    fn scale(&self, by: f64) -> PerWorker<T> {
         match self {
-            PerWorker::All(o) => PerWorker::All(o.scaled(scale)),
-            PerWorker::PerWorker(v) => PerWorker::PerWorker(v.iter().map(|o| o.scaled(scale)).collect()),
+            PerWorker::All(v) => PerWorker::All(v.scale(by)),
+            PerWorker::PerWorker(v) => PerWorker::PerWorker(v.scale(by)),
         }
     }
 }
@@ -265,28 +447,20 @@ pub struct EpochJob {
     pub strategy: JobStrategy,
 }
 
-impl Default for WorkerSettings {
-    /// The blog's program.
-    fn default() -> Self {
-        WorkerSettings {
-            acquire: Acquire::Excl,
-            unreadable: Unreadable::Retry,
-            expiry: Expiry::UnixSeconds,
-            release_on_term: true,
-            mode: Mode::Loop,
-            failpoint: Failpoint::None,
-            failpoint_delay: Dur::from_ms(100),
-            failpoint_workers: None,
-            fencing_tokens: false,
-            resource: Resource::None,
-            epoch_job: None,
-            clock_offset: ClockOffset::default(),
-            clock_rate: ClockRate::default(),
-            request_timeout: None,
-            belief: Belief::UntilRenewalFails,
-            belief_margin: Dur::ZERO,
-            watch_by: WatchBy::Poll,
-        }
+impl EpochJob {
+    fn docs() -> [SettingDoc; 3] {
+        let row = |path, ty, example, about| SettingDoc { path, ty, default: String::new(), example, about };
+        [
+            row("worker.epoch_job.epoch", Ty::Duration, "10s", "Length of an epoch."),
+            row("worker.epoch_job.duration", Ty::Duration, "2s", "How long one run of the job takes."),
+            row("worker.epoch_job.strategy", choice::<JobStrategy>(), "fencing", "How the job is kept exactly-once."),
+        ]
+    }
+}
+
+impl Scale for EpochJob {
+    fn scale(&self, by: f64) -> EpochJob {
+        EpochJob { epoch: self.epoch.scale(by), duration: self.duration.scale(by), strategy: self.strategy }
     }
 }
 
@@ -510,4 +684,69 @@ pub enum Resource {
     Unfenced,
     /// Rejects a write whose token is lower than the highest seen.
     Fenced,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::describe::names_of;
+
+    #[test]
+    fn every_worker_setting_has_one_reference_row_in_field_order() {
+        let docs = WorkerSettings::docs();
+        let top: Vec<&str> =
+            docs.iter().filter_map(|d| d.path.strip_prefix("worker.")).filter(|p| !p.contains('.')).collect();
+        assert_eq!(top, names_of::<WorkerSettings>());
+        let job: Vec<&str> = docs.iter().filter_map(|d| d.path.strip_prefix("worker.epoch_job.")).collect();
+        assert_eq!(job, names_of::<EpochJob>());
+    }
+
+    #[test]
+    fn a_rows_default_is_the_value_the_loader_fills_in() {
+        let docs = WorkerSettings::docs();
+        let default = |name: &str| {
+            docs.iter().find(|d| d.path.strip_prefix("worker.") == Some(name)).map(|d| d.default.clone()).unwrap()
+        };
+        assert_eq!(default("failpoint_delay"), WorkerSettings::default().failpoint_delay.to_string());
+        assert_eq!(default("acquire"), "excl");
+        assert_eq!(default("release_on_term"), "true");
+        assert_eq!(default("clock_offset"), "0s");
+        assert_eq!(default("request_timeout"), "a third of the lease", "said in words");
+        assert_eq!(default("epoch_job"), "", "none");
+    }
+
+    #[test]
+    fn the_time_scale_moves_every_span_of_time_and_nothing_else() {
+        let w = WorkerSettings {
+            failpoint_delay: Dur::from_ms(100),
+            clock_offset: PerWorker::PerWorker(vec![Offset::ZERO, Offset::parse("-2s").unwrap()]),
+            clock_rate: PerWorker::All(1.5),
+            request_timeout: Some(Dur::from_secs(1)),
+            belief_margin: PerWorker::All(Dur::from_secs(2)),
+            epoch_job: Some(EpochJob {
+                epoch: Dur::from_secs(10),
+                duration: Dur::from_secs(2),
+                strategy: JobStrategy::Unique,
+            }),
+            failpoint_workers: Some(vec![1]),
+            ..WorkerSettings::default()
+        };
+        let s = w.scale(0.1);
+        assert_eq!(s.failpoint_delay, Dur::from_ms(10));
+        assert_eq!(s.clock_offset, PerWorker::PerWorker(vec![Offset::ZERO, Offset::parse("-200ms").unwrap()]));
+        assert_eq!(s.clock_rate, PerWorker::All(1.5), "a rate is not a span of time");
+        assert_eq!(s.request_timeout, Some(Dur::from_ms(100)));
+        assert_eq!(s.belief_margin, PerWorker::All(Dur::from_ms(200)));
+        assert_eq!(s.epoch_job.map(|j| (j.epoch, j.duration)), Some((Dur::from_secs(1), Dur::from_ms(200))));
+        assert_eq!(s.failpoint_workers, Some(vec![1]), "indices are not spans of time");
+        // Every row the reference calls a span of time is one the scale moved.
+        let (before, after) = (serde_json::to_value(&w).unwrap(), serde_json::to_value(&s).unwrap());
+        for d in WorkerSettings::docs() {
+            let Some(name) = d.path.strip_prefix("worker.").filter(|n| !n.contains('.')) else { continue };
+            if matches!(d.ty, Ty::Section) {
+                continue; // its own keys: the epoch job's above
+            }
+            assert_eq!(d.ty.is_time(), before[name] != after[name], "{name}");
+        }
+    }
 }

@@ -125,7 +125,7 @@ fn network_theory(exp: &Experiment, s: &Summary) -> (String, String) {
     let lease = exp.lease.lease.as_ms_f64();
     let rates = exp.worker.clock_rate.all();
     let slowest = rates.iter().copied().fold(f64::INFINITY, f64::min);
-    let believed = lease - exp.worker.belief_margin.as_ms_f64();
+    let believed = lease - exp.worker.belief_margin.least().as_ms_f64();
     if believed > lease * slowest {
         let over = believed / slowest - lease;
         return (

@@ -123,7 +123,8 @@ pub(super) fn theory(exp: &Experiment, s: &Summary) -> (String, String) {
             // later; where the Raft leader was cut off, the lease began
             // again at the election, up to a renew interval after the last
             // keep-alive, and the election itself (1 s allowed).
-            let margin = exp.worker.belief_margin.as_ms_f64();
+            let margin = exp.worker.belief_margin.least().as_ms_f64();
+            let widest = exp.worker.belief_margin.most().as_ms_f64();
             let slack = crate::check::ETCD_EXPIRY_SLACK_US as f64 / 1000.0;
             let watch = exp.lease.watch.as_ms_f64();
             let elected = if cut.target == crate::model::Target::PrimarySide {
@@ -131,7 +132,7 @@ pub(super) fn theory(exp: &Experiment, s: &Summary) -> (String, String) {
             } else {
                 0.0
             };
-            let (lo, hi) = (margin, margin + elected + slack + watch);
+            let (lo, hi) = (margin, widest + elected + slack + watch);
             theory += &format!("; gaps in [{:.2}, {:.2}] s", own_s(lo, scale), own_s(hi, scale));
             if let (Some(min), Some(max)) = (s.gap_min_ms, s.gap_max_ms)
                 && (min < lo || max > hi)

@@ -177,7 +177,8 @@ impl<E: Env> Worker<E> {
     /// earliest moment the server can have begun the grant.
     fn granted(&mut self) {
         if self.cfg.worker.belief == Belief::LocalDeadline {
-            let lasts = self.cfg.timing.lease.as_ns() as i64 - self.cfg.worker.belief_margin.as_ns() as i64;
+            let lasts =
+                self.cfg.timing.lease.as_ns() as i64 - self.cfg.worker.belief_margin.of(self.index).as_ns() as i64;
             self.deadline_ns = Some(self.op_start_ns + lasts);
         }
     }

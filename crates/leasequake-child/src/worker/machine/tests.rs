@@ -368,9 +368,16 @@ fn three_failed_renewals_in_a_row_step_down_without_deleting_the_file() {
 
 #[test]
 fn a_local_deadline_steps_down_a_lease_minus_the_margin_after_the_last_renewal_began() {
+    // One margin for all, or this worker's (index 0) own among others'.
+    for margin in ["belief_margin=1s", r#"belief_margin=["1s", "0s", "2s"]"#] {
+        local_deadline_steps_down(margin);
+    }
+}
+
+fn local_deadline_steps_down(margin: &str) {
     let mut world = term_at(12);
     world.script.push((S, Box::new(|w: &mut World| w.failing_renewals = 3)));
-    let (mut w, world) = worker(&["belief=local-deadline", "belief_margin=1s"], world);
+    let (mut w, world) = worker(&["belief=local-deadline", margin], world);
     w.begin();
     use EventKind::*;
     assert_eq!(
