@@ -11,10 +11,11 @@ use super::diagnostic::{Diagnostic, ExperimentError};
 use super::faults::{MAX_SKEW_REACH, skew_reach, validate_fault, validate_random};
 use super::raw::{Overrides, RawExperiment};
 use crate::model::describe::Scale;
+use crate::model::experiment::defaults;
 use crate::model::program::Program;
 use crate::model::{
-    Dur, Expect, Experiment, Fault, InitialLock, LeaseSettings, RandomFaults, StartMode, SubstrateSettings, Until,
-    WorkerSettings, setting_name,
+    Dur, Expect, Experiment, Fault, LeaseSettings, RandomFaults, StartMode, SubstrateSettings, Until, WorkerSettings,
+    setting_name,
 };
 
 /// The shortest lease, renew, watch or repeat interval a run may have, after
@@ -146,7 +147,7 @@ pub(super) fn build(
         start,
         stagger: sc(stagger),
         align: raw.align.map(|a| sc(a.value)),
-        initial_lock: raw.initial_lock.unwrap_or(InitialLock::None),
+        initial_lock: raw.initial_lock.unwrap_or(defaults::INITIAL_LOCK),
         faults: faults.iter().map(|f| f.scaled(scale)).collect(),
         random: random.map(|r| r.scaled(scale)),
         expect,
@@ -225,7 +226,7 @@ fn workers(place: &Place, raw: &RawExperiment) -> Result<usize, ExperimentError>
 /// The trial count and, unless `--trials` fixes the count, the adaptive rule.
 fn trials(place: &Place, raw: &RawExperiment, overrides: &Overrides) -> Result<(u32, Option<Until>), ExperimentError> {
     let (file_trials, until) = match &raw.trials {
-        None => (1, None),
+        None => (defaults::TRIALS, None),
         Some(t) => super::trials::trials_of(&t.value).map_err(|m| place.span(&t.referenced, m))?,
     };
     let until = until.filter(|_| overrides.trials.is_none());
@@ -251,7 +252,7 @@ fn timing(place: &Place, raw: &RawExperiment) -> Result<Timing, ExperimentError>
         watch: get(&raw.watch, blog.watch),
         resolution: get(&raw.expiry_resolution, blog.resolution),
     };
-    let duration = get(&raw.duration, Dur::from_secs(30));
+    let duration = get(&raw.duration, defaults::DURATION);
     for (name, value, span) in [
         ("lease", lease.lease, &raw.lease),
         ("renew", lease.renew, &raw.renew),
@@ -275,7 +276,7 @@ fn timing(place: &Place, raw: &RawExperiment) -> Result<Timing, ExperimentError>
 
 /// How the workers start, and the barrier's alignment on the wall clock.
 fn start(place: &Place, raw: &RawExperiment, resolution: Dur) -> Result<(StartMode, Dur), ExperimentError> {
-    let start = raw.start.unwrap_or(StartMode::Barrier);
+    let start = raw.start.unwrap_or(defaults::START);
     let stagger = raw.stagger.as_ref().map_or(Dur::ZERO, |s| s.value);
     if let (StartMode::Barrier, Some(s)) = (start, &raw.stagger)
         && s.value != Dur::ZERO
@@ -406,7 +407,7 @@ fn expect(place: &Place, raw: &RawExperiment, scale: f64) -> Result<Expect, Expe
 
 /// Trials at once: the file's or `--jobs`, under `--max-jobs`.
 fn jobs(place: &Place, raw: &RawExperiment, overrides: &Overrides) -> Result<usize, ExperimentError> {
-    let jobs = overrides.jobs.unwrap_or_else(|| raw.jobs.as_ref().map_or(1, |j| j.value));
+    let jobs = overrides.jobs.unwrap_or_else(|| raw.jobs.as_ref().map_or(defaults::JOBS, |j| j.value));
     if jobs == 0 || jobs > 64 {
         let msg = format!("jobs must be between 1 and 64, not {jobs}");
         return Err(match &raw.jobs {
@@ -537,7 +538,7 @@ impl Scaled<'_> {
             );
             return Err(self.place.span(&g.referenced, msg));
         }
-        let grace = self.sc(raw.grace.as_ref().map_or(Dur::from_secs(2), |g| g.value)).max(MIN_GRACE);
+        let grace = self.sc(raw.grace.as_ref().map_or(defaults::GRACE, |g| g.value)).max(MIN_GRACE);
         if grace > MAX_GRACE {
             let msg = format!("grace is {grace}; at most {MAX_GRACE} (workers still running then are killed)");
             return Err(self.at(raw.grace.as_ref().map(|g| &g.referenced), msg));

@@ -6,8 +6,9 @@
 
 use crate::model::describe::SettingDoc;
 pub use crate::model::describe::{Ty, choices};
+use crate::model::experiment::defaults;
 use crate::model::program::ProgramExpiry;
-use crate::model::{Action, Direction, InitialLock, Kind, StartMode, WorkerSettings};
+use crate::model::{Action, Direction, InitialLock, Kind, StartMode, WorkerSettings, setting_name};
 
 /// One documented key.
 #[derive(Clone, Debug)]
@@ -68,12 +69,12 @@ pub fn keys() -> Vec<Key> {
         key(
             "trials",
             Trials,
-            "1",
+            &defaults::TRIALS.to_string(),
             "{until: {ci_width: 10%}, max: 500}",
             "Trials to run (per sweep point); or run until the 95 % interval of the headline rate (false evictions per leader pause where leaders are paused, else trials with two leaders) is at most `ci_width` wide, after at least `min` (default 10) and at most `max` trials.",
         ),
         key("seed", Int(0), "random, recorded", "20261129", "Base seed: trial i uses seed + i, at every sweep point."),
-        key("duration", Duration, "30s", "30s", "How long each trial runs."),
+        key("duration", Duration, &defaults::DURATION.to_string(), "30s", "How long each trial runs."),
         key("lease", Duration, &lease.lease.to_string(), "9s", "Lease length."),
         key("renew", Duration, &lease.renew.to_string(), "3s", "The leader renews this often; shorter than the lease."),
         key("watch", Duration, &lease.watch.to_string(), "3s", "Watchers look at the lease this often."),
@@ -95,7 +96,7 @@ pub fn keys() -> Vec<Key> {
         key(
             "start",
             Choice(choices::<StartMode>()),
-            "barrier",
+            &setting_name(&defaults::START),
             "staggered",
             "How the workers start: together on one barrier, staggered, or each at a uniform moment in [0, stagger) drawn from the trial's seed (random).",
         ),
@@ -116,11 +117,17 @@ pub fn keys() -> Vec<Key> {
         key(
             "initial_lock",
             Choice(choices::<InitialLock>()),
-            "none",
+            &setting_name(&defaults::INITIAL_LOCK),
             "empty",
             "The lock file's state before the workers start.",
         ),
-        key("grace", Duration, "2s", "2s", "After the trial: how long workers get between SIGTERM and SIGKILL."),
+        key(
+            "grace",
+            Duration,
+            &defaults::GRACE.to_string(),
+            "2s",
+            "After the trial: how long workers get between SIGTERM and SIGKILL.",
+        ),
         key(
             "fault_budget",
             Duration,
@@ -141,7 +148,7 @@ pub fn keys() -> Vec<Key> {
              time; 0s turns the judgement off (docs/metrics.md, \
              'Disturbed trials').",
         ),
-        key("jobs", Int(1), "1", "4", "Trials to run at once (also `--jobs`)."),
+        key("jobs", Int(1), &defaults::JOBS.to_string(), "4", "Trials to run at once (also `--jobs`)."),
         key("worker", Section, "", "", "Settings of the built-in worker (not for a program)."),
     ];
     // The built-in worker's settings are documented where they are declared.

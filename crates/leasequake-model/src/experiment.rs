@@ -80,6 +80,22 @@ pub struct Until {
     pub min: u32,
 }
 
+/// What the loader fills in where a file is silent; the reference quotes
+/// these same values. (The lease's own are `LeaseSettings::default()`, the
+/// built-in worker's `WorkerSettings::default()`.)
+pub mod defaults {
+    use super::{Dur, InitialLock, StartMode};
+
+    pub const TRIALS: u32 = 1;
+    pub const DURATION: Dur = Dur::from_secs(30);
+    pub const START: StartMode = StartMode::Barrier;
+    pub const INITIAL_LOCK: InitialLock = InitialLock::None;
+    /// Before the time scale, and never under the least real time a worker
+    /// needs to stop.
+    pub const GRACE: Dur = Dur::from_secs(2);
+    pub const JOBS: usize = 1;
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct Experiment {
     pub name: String,
