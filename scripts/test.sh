@@ -11,7 +11,9 @@
 #   scripts/test.sh --slow   the slow tier: tests/slow/ (real-time runs,
 #                            campaigns, races that need many trials, each
 #                            lock library of examples/clients/, installed
-#                            first by scripts/clients-install.sh)
+#                            first by scripts/clients-install.sh; the Slurm
+#                            scripts on a real one-node Slurm, which
+#                            scripts/slurm-cluster.sh installs and runs)
 #
 # Either way, the tier's `alone::` tests run last, one at a time: each
 # measures against a tight tolerance and needs the machine to itself.
@@ -60,8 +62,11 @@ if ! python3 -c 'import kubernetes_validate' 2>/dev/null; then
 fi
 # The slow tier runs each lock library's adapter once (examples/clients/):
 # the libraries, pinned, in .clients/.
+# It also submits deploy/slurm/ to a real one-node Slurm cluster of its own
+# (Debian's slurmctld, slurmd and munge).
 if [ "$tier" = slow ]; then
     scripts/clients-install.sh
+    scripts/slurm-cluster.sh install
 fi
 # A timing test that cannot judge on this machine at this moment says
 # `SKIPPED:` and why (tests/helper/machine.rs), and adds a line here.

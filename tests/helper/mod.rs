@@ -15,7 +15,7 @@ macro_rules! this_test {
     }};
 }
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::{Duration, Instant};
@@ -266,6 +266,37 @@ pub fn read_table(path: &Path) -> Vec<Row> {
             let r = r.expect("record");
             Row(headers.iter().zip(r.iter()).map(|(h, v)| (h.to_string(), v.to_string())).collect())
         })
+        .collect()
+}
+
+/// A run's units: trial → (setting, seed).
+pub type Units = BTreeMap<String, (String, String)>;
+/// A run's fault schedule: (trial, fault, action) → scheduled_ms.
+pub type Schedule = BTreeMap<(String, String, String), String>;
+
+/// Which trials a results directory holds, with their seeds and fault
+/// schedules: what shards of one run must hold together, exactly.
+pub fn units_of(dir: &Path) -> (Units, Schedule) {
+    let trials = read_table(&dir.join("trials.csv"));
+    let t =
+        trials.iter().map(|r| (r.get("trial").to_string(), (r.get("setting").to_string(), r.get("seed").to_string())));
+    let faults = read_table(&dir.join("faults.csv"));
+    let f = faults.iter().map(|r| {
+        (
+            (r.get("trial").to_string(), r.get("fault").to_string(), r.get("action").to_string()),
+            r.get("scheduled_ms").to_string(),
+        )
+    });
+    (t.collect(), f.collect())
+}
+
+/// What the checker made of each trial, by trial: the columns an
+/// experiment built for it keeps the same from run to run.
+pub fn verdicts_of(dir: &Path) -> BTreeMap<String, Vec<String>> {
+    let cols = ["max_leaders", "gaps", "open_gaps", "wedged", "outcome"];
+    read_table(&dir.join("trials.csv"))
+        .iter()
+        .map(|r| (r.get("trial").to_string(), cols.iter().map(|c| r.get(c).to_string()).collect()))
         .collect()
 }
 

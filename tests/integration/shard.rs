@@ -7,35 +7,18 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::helper::{Lab, Row, bin, read_table};
+use crate::helper::{Lab, bin, read_table, units_of, verdicts_of};
 
 const SWEPT: &str = "name: sharded\nworkers: 3\nduration: 4s\nseed: 42\ntrials: 5\n\
     faults:\n  - {at: 2s, jitter: 1s, target: leader, action: kill}\n  - {at: 1s, jitter: 2s, target: watcher, action: pause, duration: 500ms}\n\
     sweep:\n  workers: [2, 3]\n";
-
-/// trial → (setting, seed).
-type Units = BTreeMap<String, (String, String)>;
-/// (trial, fault, action) → scheduled_ms.
-type Schedule = BTreeMap<(String, String, String), String>;
-
-fn units(trials: &[Row], faults: &[Row]) -> (Units, Schedule) {
-    let t =
-        trials.iter().map(|r| (r.get("trial").to_string(), (r.get("setting").to_string(), r.get("seed").to_string())));
-    let f = faults.iter().map(|r| {
-        (
-            (r.get("trial").to_string(), r.get("fault").to_string(), r.get("action").to_string()),
-            r.get("scheduled_ms").to_string(),
-        )
-    });
-    (t.collect(), f.collect())
-}
 
 #[test]
 fn shards_run_apart_are_together_the_unsharded_run() {
     let lab = Lab::new();
     let file = lab.file("sharded.yaml", SWEPT);
     let whole = lab.run(&file).scale(0.05).jobs(2).output().expect_code(0);
-    let (all_trials, all_faults) = units(&whole.table("trials.csv"), &whole.table("faults.csv"));
+    let (all_trials, all_faults) = units_of(&whole.out);
     assert_eq!(all_trials.len(), 10, "5 trials × 2 points");
     // Three shards at once, each its own process, as a scheduler runs them.
     let runs: Vec<_> =
@@ -44,7 +27,7 @@ fn shards_run_apart_are_together_the_unsharded_run() {
     for (k, (child, out)) in runs.into_iter().enumerate() {
         let done = child.wait_with_output().unwrap();
         assert_eq!(done.status.code(), Some(0), "shard {k}: {}", String::from_utf8_lossy(&done.stderr));
-        let (t, f) = units(&read_table(&out.join("trials.csv")), &read_table(&out.join("faults.csv")));
+        let (t, f) = units_of(&out);
         for (trial, unit) in t {
             let n: u64 = trial.parse().unwrap();
             assert_eq!((n - 1) % 3, k as u64, "trial {trial} in shard {k}");
@@ -68,20 +51,13 @@ fn shards_run_apart_are_together_the_unsharded_run() {
     let merged = lab.path().join("merged");
     let done = merge(&merged, &[&shards[2], &shards[0], &shards[1]]);
     assert_eq!(done.status.code(), Some(0), "{}", String::from_utf8_lossy(&done.stderr));
-    let (t, f) = units(&read_table(&merged.join("trials.csv")), &read_table(&merged.join("faults.csv")));
+    let (t, f) = units_of(&merged);
     assert_eq!(t, all_trials, "merged: the same units and seeds");
     assert_eq!(f, all_faults, "merged: the same fault schedule");
     // What the checker makes of each trial: with the leader killed 1–3 s
     // into a 9 s lease, the gap it opens is still open at 4 s in every trial.
-    let verdicts = |dir: &Path| -> BTreeMap<String, Vec<String>> {
-        let cols = ["max_leaders", "gaps", "open_gaps", "wedged", "outcome"];
-        read_table(&dir.join("trials.csv"))
-            .iter()
-            .map(|r| (r.get("trial").to_string(), cols.iter().map(|c| r.get(c).to_string()).collect()))
-            .collect()
-    };
-    assert_eq!(verdicts(&merged), verdicts(&whole.out), "the same per-trial checker results");
-    assert!(verdicts(&merged).values().all(|v| v == &["1", "1", "1", "false", "ok"]), "{:?}", verdicts(&merged));
+    assert_eq!(verdicts_of(&merged), verdicts_of(&whole.out), "the same per-trial checker results");
+    assert!(verdicts_of(&merged).values().all(|v| v == &["1", "1", "1", "false", "ok"]), "{:?}", verdicts_of(&merged));
     // The history is the shards' rows, in trial order; what is derived from
     // it is exactly what the checker recomputes from it.
     let events = read_table(&merged.join("events.csv"));

@@ -21,5 +21,6 @@ mod programs;
 mod push;
 mod replicated;
 mod shrink;
+mod slurm;
 mod sweeps;
 mod verdicts;
