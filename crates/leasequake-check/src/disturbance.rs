@@ -11,6 +11,7 @@
 
 use leasequake_model::history::{Event, EventKind, Micros};
 
+use super::by_worker::{ByWorker, upto};
 use super::latency::{Op, operation};
 use super::params::CheckParams;
 use super::precision::Precision;
@@ -138,8 +139,54 @@ fn recoveries(events: &[Event], windows: &[Window]) -> Vec<Window> {
 }
 
 /// Does a stretch of `worker`'s time overlap a fault acting on it?
-fn under_fault(faults: &[Window], worker: Option<usize>, from: Micros, to: Micros) -> bool {
-    faults.iter().any(|w| (w.worker.is_none() || w.worker == worker) && from <= w.to_us && w.from_us <= to)
+/// A window on every worker acts on it too. Asked of every operation of a
+/// trial, so answered by binary search: the windows by start, each with
+/// the latest end among it and those before it.
+struct Faults {
+    every: Starts,
+    workers: Vec<Starts>,
+}
+
+#[derive(Default)]
+struct Starts {
+    from: Vec<Micros>,
+    latest_to: Vec<Micros>,
+}
+
+impl Starts {
+    fn new(mut windows: Vec<(Micros, Micros)>) -> Starts {
+        windows.sort_unstable();
+        let from = windows.iter().map(|w| w.0).collect();
+        let latest_to = windows
+            .iter()
+            .scan(Micros::MIN, |latest, w| {
+                *latest = (*latest).max(w.1);
+                Some(*latest)
+            })
+            .collect();
+        Starts { from, latest_to }
+    }
+
+    /// Does a window overlap [from, to]: one starting by `to` that ends at
+    /// `from` or later?
+    fn hit(&self, from: Micros, to: Micros) -> bool {
+        let begun = self.from.partition_point(|&f| f <= to);
+        begun > 0 && self.latest_to[begun - 1] >= from
+    }
+}
+
+impl Faults {
+    fn new(windows: &[Window]) -> Faults {
+        let workers = windows.iter().filter_map(|w| w.worker).max().map_or(0, |w| w + 1);
+        let of = |worker: Option<usize>| {
+            Starts::new(windows.iter().filter(|w| w.worker == worker).map(|w| (w.from_us, w.to_us)).collect())
+        };
+        Faults { every: of(None), workers: (0..workers).map(|w| of(Some(w))).collect() }
+    }
+}
+
+fn under_fault(faults: &Faults, worker: Option<usize>, from: Micros, to: Micros) -> bool {
+    faults.every.hit(from, to) || worker.and_then(|w| faults.workers.get(w)).is_some_and(|s| s.hit(from, to))
 }
 
 /// ", and N more <what>s" after the worst of several causes of a kind.
@@ -172,14 +219,22 @@ struct Timed {
 /// stall that ends in a kill leaves no time of its own, yet it decided
 /// where the kill landed (inside the renewal's write, which can wedge the
 /// lock file): it is judged as far as it went.
-fn cut_short(events: &[Event], faults: &[Window]) -> Vec<Timed> {
-    let kills = events.iter().filter(|e| {
-        e.kind == EventKind::Fault && e.detail.action.as_deref() == Some("kill") && e.detail.error.is_none()
-    });
+fn cut_short(events: &[Event], faults: &Faults) -> Vec<Timed> {
+    let kills: Vec<&Event> = events
+        .iter()
+        .filter(|e| {
+            e.kind == EventKind::Fault && e.detail.action.as_deref() == Some("kill") && e.detail.error.is_none()
+        })
+        .collect();
+    if kills.is_empty() {
+        return Vec::new();
+    }
+    let by_worker = ByWorker::new(events);
     kills
+        .into_iter()
         .filter_map(|kill| {
             let w = kill.worker?;
-            let before = events.iter().rev().filter(|e| e.worker == Some(w) && e.t_us <= kill.t_us);
+            let before = upto(by_worker.of(w), kill.t_us).iter().rev();
             let last = before.into_iter().find(|e| {
                 matches!(
                     e.kind,
@@ -210,7 +265,7 @@ pub fn disturbance(
     if budget <= 0 {
         return d;
     }
-    let faults = windows(events, params, end_us);
+    let faults = Faults::new(&windows(events, params, end_us));
     // A worker's first operation carries its own start-up (the first touch
     // of the substrate, a first connection, with more workers than cores a
     // wait for one): the start spread judges the start, not this. It only
@@ -370,6 +425,25 @@ fn ms(us: Micros) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_fault_window_is_found_by_search_as_a_scan_of_every_window_finds_it() {
+        // Windows on every worker and on some, nested and apart.
+        let spans = [(None, 50, 60), (Some(0), 0, 100), (Some(0), 10, 20), (Some(1), 30, 40), (Some(1), 200, 210)];
+        let windows: Vec<Window> =
+            spans.iter().map(|&(worker, from_us, to_us)| Window { worker, from_us, to_us }).collect();
+        let faults = Faults::new(&windows);
+        for worker in [None, Some(0), Some(1), Some(2)] {
+            for from in (0..230).step_by(5) {
+                for to in (from..240).step_by(7) {
+                    let scan = windows
+                        .iter()
+                        .any(|w| (w.worker.is_none() || w.worker == worker) && from <= w.to_us && w.from_us <= to);
+                    assert_eq!(under_fault(&faults, worker, from, to), scan, "{worker:?} [{from}, {to}]");
+                }
+            }
+        }
+    }
+
     use super::*;
     use leasequake_model::history::Detail;
 

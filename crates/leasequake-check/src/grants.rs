@@ -18,6 +18,7 @@
 
 use leasequake_model::history::{Event, EventKind, Micros};
 
+use super::by_worker::ByWorker;
 use super::params::CheckParams;
 use super::requests::{barrier_wall_us, grant_end, lost_requests, merge};
 
@@ -76,16 +77,16 @@ struct Window {
 /// The double grants of a trial, and the definite ones' intervals.
 pub(crate) fn double_grants(
     events: &[Event],
+    by_worker: &ByWorker<'_>,
     params: &CheckParams,
     end_us: Micros,
 ) -> (DoubleGrants, Vec<(Micros, Micros)>) {
     let lease_us = params.lease_us;
     let barrier_wall_us = barrier_wall_us(events);
-    let workers = events.iter().filter_map(|e| e.worker).max().map_or(0, |w| w + 1);
     let mut told = Vec::new();
     let mut maybe = Vec::new();
-    for w in 0..workers {
-        let mine: Vec<&Event> = events.iter().filter(|e| e.worker == Some(w)).collect();
+    for w in 0..by_worker.workers() {
+        let mine = by_worker.of(w);
         // Until the worker's own release or death, or the service telling
         // it another holds the lease; never past the trial.
         let over = |e: &Event| match e.kind {
@@ -93,9 +94,8 @@ pub(crate) fn double_grants(
             EventKind::SteppedDown => e.detail.reason.as_deref() == Some("other-holder"),
             _ => false,
         };
-        let cut_at = |t: Micros| {
-            mine.iter().filter(|e| e.t_us >= t && over(e)).map(|e| e.t_us).min().unwrap_or(end_us).min(end_us)
-        };
+        let overs: Vec<Micros> = mine.iter().filter(|e| over(e)).map(|e| e.t_us).collect();
+        let cut_at = |t: Micros| overs.get(overs.partition_point(|&o| o < t)).copied().unwrap_or(end_us).min(end_us);
         for e in mine.iter().filter(|e| matches!(e.kind, EventKind::Acquired | EventKind::Renewed)) {
             // Only a lease that runs out by time has a least validity.
             let Some(ms) = e.detail.expires_in_ms else { continue };
@@ -111,7 +111,7 @@ pub(crate) fn double_grants(
         }
         // A single server grants one at a time: what it did with a lost
         // request is settled by the grants around it (network.rs).
-        for r in lost_requests(events, w).into_iter().filter(|_| params.replicated) {
+        for r in lost_requests(mine).into_iter().filter(|_| params.replicated) {
             let end = (r.sent_us + lease_us - ROUNDING_US).min(cut_at(r.reply_us));
             if end > r.reply_us {
                 maybe.push(Window { worker: w, start_us: r.reply_us, end_us: end, member: None });

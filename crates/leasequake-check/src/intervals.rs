@@ -18,6 +18,7 @@
 //! process's own order), so "acquired then exit at the same µs" still opens
 //! and closes an interval, and "the last one processed" is well defined.
 
+use super::by_worker::ByWorker;
 use super::metrics::{Gap, KILL, KILL_MID_RENEWAL, TrialMetrics};
 use super::params::CheckParams;
 use super::spans::{Span, Spans};
@@ -58,7 +59,8 @@ pub fn check(history: &History, params: &CheckParams) -> TrialMetrics {
             g.cause = KILL.to_string();
         }
     }
-    let phases = Phases::new(events, params, &metrics.spans, end_us);
+    let by_worker = ByWorker::new(events);
+    let phases = Phases::new(events, &by_worker, params, &metrics.spans, end_us);
     metrics.evictions = super::evictions::evictions(&phases, &metrics.spans);
     for gap in &mut metrics.gaps {
         (gap.predicted_end_us, gap.anomaly) = phases.gap(gap);
@@ -66,8 +68,8 @@ pub fn check(history: &History, params: &CheckParams) -> TrialMetrics {
     }
     metrics.writes = super::writes::writes(events);
     metrics.latency = super::latency::latency(events);
-    metrics.network = super::network::network(events, params, &metrics.spans, end_us);
-    let (double_grants, overlaps) = super::grants::double_grants(events, params, end_us);
+    metrics.network = super::network::network(events, &by_worker, params, &metrics.spans, end_us);
+    let (double_grants, overlaps) = super::grants::double_grants(events, &by_worker, params, end_us);
     metrics.network.double_grants = double_grants;
     metrics.network.recovery_us = super::recovery::recovery(events, &metrics.spans, &overlaps, end_us);
     metrics.network.unrecovered = usize::from(metrics.network.recovery_us.is_none() && super::recovery::healed(events));

@@ -5,6 +5,7 @@
 //! the wedge threshold). docs/metrics.md defines every metric.
 
 pub mod adaptive;
+mod by_worker;
 mod disturbance;
 mod evictions;
 mod grants;

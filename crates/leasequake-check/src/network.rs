@@ -17,6 +17,7 @@
 
 use leasequake_model::history::{Event, EventKind, Micros};
 
+use super::by_worker::ByWorker;
 use super::metrics::Network;
 use super::params::CheckParams;
 use super::requests::{LostRequest, barrier_wall_us, grant_end, lost_requests, merge};
@@ -29,7 +30,13 @@ struct Grant {
     end_us: Micros,
 }
 
-pub(crate) fn network(events: &[Event], params: &CheckParams, spans: &Spans, end_us: Micros) -> Network {
+pub(crate) fn network(
+    events: &[Event],
+    by_worker: &ByWorker<'_>,
+    params: &CheckParams,
+    spans: &Spans,
+    end_us: Micros,
+) -> Network {
     let mut out = Network {
         renew_failures: events.iter().filter(|e| e.kind == EventKind::RenewFailed).count(),
         replies_lost: events.iter().filter(|e| e.kind == EventKind::ReplyLost).count(),
@@ -42,27 +49,27 @@ pub(crate) fn network(events: &[Event], params: &CheckParams, spans: &Spans, end
         return out;
     }
     let barrier_wall_us = barrier_wall_us(events);
-    let workers = events.iter().filter_map(|e| e.worker).max().map_or(0, |w| w + 1);
+    let workers = by_worker.workers();
     let acquisitions: Vec<(usize, Micros)> =
         events.iter().filter(|e| e.kind == EventKind::Acquired).filter_map(|e| e.worker.map(|w| (w, e.t_us))).collect();
     // First the grants each worker knew of, then those it did not.
-    let known: Vec<Vec<Grant>> = (0..workers).map(|w| known_grants(events, w, barrier_wall_us, end_us)).collect();
+    let known: Vec<Vec<Grant>> = (0..workers).map(|w| known_grants(by_worker.of(w), barrier_wall_us, end_us)).collect();
     for w in 0..workers {
-        // A grant ends when another worker is granted the lease.
+        // A grant ends when another worker is granted the lease: the first
+        // such acquisition inside it (they are in time order).
         let cut = |g: Grant| Grant {
-            end_us: acquisitions
+            end_us: acquisitions[acquisitions.partition_point(|(_, t)| *t <= g.start_us)..]
                 .iter()
-                .filter(|(o, t)| *o != w && *t > g.start_us && *t < g.end_us)
-                .map(|(_, t)| *t)
-                .min()
-                .unwrap_or(g.end_us),
+                .take_while(|(_, t)| *t < g.end_us)
+                .find(|(o, _)| *o != w)
+                .map_or(g.end_us, |(_, t)| *t),
             ..g
         };
         let mut grants: Vec<Grant> = known[w].iter().copied().map(cut).collect();
-        let (unknown, possible) = unknown_grants(events, w, params, &known, &cut, end_us);
+        let (unknown, possible) = unknown_grants(by_worker.of(w), w, params, &known, &cut, end_us);
         grants.extend(unknown);
         out.possible_grants += possible;
-        let died = events.iter().find(|e| e.worker == Some(w) && e.kind == EventKind::Exit).map_or(end_us, |e| e.t_us);
+        let died = by_worker.of(w).iter().find(|e| e.kind == EventKind::Exit).map_or(end_us, |e| e.t_us);
         let believed: Vec<(Micros, Micros)> =
             spans.tenures.iter().filter(|t| t.worker == w).map(|t| (t.start_us, t.end_us)).collect();
         for (start, end) in merge(grants.iter().map(|g| (g.start_us, g.end_us.min(died).min(end_us))).collect()) {
@@ -79,9 +86,9 @@ pub(crate) fn network(events: &[Event], params: &CheckParams, spans: &Spans, end
 
 /// The grants `worker` was told of: each acquire and renewal, until its
 /// lease runs out, or until the worker releases it.
-fn known_grants(events: &[Event], worker: usize, barrier_wall_us: Option<i64>, end_us: Micros) -> Vec<Grant> {
+fn known_grants(mine: &[&Event], barrier_wall_us: Option<i64>, end_us: Micros) -> Vec<Grant> {
     let mut out: Vec<Grant> = Vec::new();
-    for e in events.iter().filter(|e| e.worker == Some(worker)) {
+    for e in mine {
         match e.kind {
             // From when the worker knows: the request's own round trip is
             // not time the grant went unbelieved.
@@ -105,7 +112,7 @@ fn known_grants(events: &[Event], worker: usize, barrier_wall_us: Option<i64>, e
 /// The grants `worker` was not told of: requests that failed for it but
 /// whose reply was lost. (definite grants, how many were possible.)
 fn unknown_grants(
-    events: &[Event],
+    mine: &[&Event],
     worker: usize,
     params: &CheckParams,
     known: &[Vec<Grant>],
@@ -113,7 +120,7 @@ fn unknown_grants(
     end_us: Micros,
 ) -> (Vec<Grant>, usize) {
     let (mut out, mut possible) = (Vec::new(), 0);
-    for LostRequest { sent_us: sent, reply_us: reply, renewal } in lost_requests(events, worker) {
+    for LostRequest { sent_us: sent, reply_us: reply, renewal } in lost_requests(mine) {
         let covers = |g: &Grant, t: Micros| g.start_us <= t && t < g.end_us;
         let held_by = |w: usize, t: Micros| known[w].iter().any(|g| covers(&cut(*g), t));
         let took = if renewal {

@@ -32,8 +32,7 @@ pub(crate) struct LostRequest {
 }
 
 /// `worker`'s requests whose reply was lost, in order.
-pub(crate) fn lost_requests(events: &[Event], worker: usize) -> Vec<LostRequest> {
-    let mine: Vec<&Event> = events.iter().filter(|e| e.worker == Some(worker)).collect();
+pub(crate) fn lost_requests(mine: &[&Event]) -> Vec<LostRequest> {
     let lost: Vec<Micros> = mine.iter().filter(|e| e.kind == EventKind::ReplyLost).map(|e| e.t_us).collect();
     if lost.is_empty() {
         return Vec::new();
@@ -57,7 +56,7 @@ pub(crate) fn lost_requests(events: &[Event], worker: usize) -> Vec<LostRequest>
     };
     let mut out = Vec::new();
     let mut renewing: Option<Micros> = None;
-    for e in &mine {
+    for e in mine {
         let (sent_us, renewal) = match e.kind {
             EventKind::Renewing => {
                 renewing = Some(e.t_us);

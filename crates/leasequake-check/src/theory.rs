@@ -14,6 +14,7 @@
 //! harness or the system under test did something the protocol does not
 //! explain: an anomaly worth a look.
 
+use super::by_worker::{ByWorker, upto, within};
 use super::metrics::{Gap, KILL, PauseOutcome};
 use super::params::CheckParams;
 use super::spans::{Span, Spans};
@@ -32,16 +33,72 @@ pub(crate) struct Phases<'a> {
     end_us: Micros,
     /// The wall clock at the barrier, µs since the Unix epoch.
     barrier_wall_us: Option<i64>,
+    /// Each worker's own events, tenures and pauses, in time order, and
+    /// the times it lost an election: every question asked per gap and per
+    /// pause is about one worker around one moment, found by binary search.
+    /// (Scanning the whole history for each made a check quadratic in the
+    /// history's length.)
+    by_worker: Vec<Own<'a>>,
+}
+
+#[derive(Default)]
+struct Own<'a> {
+    events: &'a [&'a Event],
+    tenures: Vec<&'a Span>,
+    pauses: Vec<&'a Span>,
+    not_acquired: Vec<Micros>,
+}
+
+impl<'a> Own<'a> {
+    /// Its events at or before `at_us`.
+    fn upto(&self, at_us: Micros) -> &'a [&'a Event] {
+        upto(self.events, at_us)
+    }
+
+    /// Its events in `(from_us, to_us]`.
+    fn within(&self, from_us: Micros, to_us: Micros) -> &'a [&'a Event] {
+        within(self.events, from_us, to_us)
+    }
 }
 
 impl<'a> Phases<'a> {
-    pub fn new(events: &'a [Event], params: &'a CheckParams, spans: &'a Spans, end_us: Micros) -> Phases<'a> {
+    pub fn new(
+        events: &'a [Event],
+        by: &'a ByWorker<'a>,
+        params: &'a CheckParams,
+        spans: &'a Spans,
+        end_us: Micros,
+    ) -> Phases<'a> {
         let barrier_wall_us = events
             .iter()
             .find(|e| e.kind == EventKind::Barrier)
             .and_then(|e| e.detail.wall_ns)
             .map(|ns| ns.div_euclid(1000));
-        Phases { events, params, spans, end_us, barrier_wall_us }
+        let mut by_worker: Vec<Own<'a>> = (0..by.workers())
+            .map(|w| Own {
+                events: by.of(w),
+                not_acquired: by.of(w).iter().filter(|e| e.kind == EventKind::NotAcquired).map(|e| e.t_us).collect(),
+                ..Own::default()
+            })
+            .collect();
+        for t in &spans.tenures {
+            if let Some(own) = by_worker.get_mut(t.worker) {
+                own.tenures.push(t);
+            }
+        }
+        for p in &spans.pauses {
+            if let Some(own) = by_worker.get_mut(p.worker) {
+                own.pauses.push(p);
+            }
+        }
+        Phases { events, params, spans, end_us, barrier_wall_us, by_worker }
+    }
+
+    /// `worker`'s own events and spans (none for a worker never seen).
+    fn own(&self, worker: usize) -> &Own<'a> {
+        static NONE: Own<'static> =
+            Own { events: &[], tenures: Vec::new(), pauses: Vec::new(), not_acquired: Vec::new() };
+        self.by_worker.get(worker).unwrap_or(&NONE)
     }
 
     /// When the lease `write` wrote is visibly expired to a watcher: from
@@ -66,32 +123,27 @@ impl<'a> Phases<'a> {
     /// `worker`'s last lease write at or before `at_us`, unless a renewal it
     /// began since was left unfinished (a lock file may then be empty).
     fn last_write(&self, worker: usize, at_us: Micros) -> Option<&'a Event> {
-        let last = self.events.iter().rev().filter(|e| e.worker == Some(worker) && e.t_us <= at_us).find(|e| {
+        let own = self.own(worker).upto(at_us);
+        let last = own.iter().rev().find(|e| {
             matches!(e.kind, EventKind::Acquired | EventKind::Renewed | EventKind::Renewing | EventKind::RenewFailed)
         })?;
         match last.kind {
             EventKind::Renewing if self.params.rewritten_in_place => None,
             EventKind::Acquired | EventKind::Renewed => Some(last),
-            _ => self.events.iter().rev().find(|e| {
-                e.worker == Some(worker)
-                    && e.t_us <= at_us
-                    && matches!(e.kind, EventKind::Acquired | EventKind::Renewed)
-            }),
+            _ => own.iter().rev().find(|e| matches!(e.kind, EventKind::Acquired | EventKind::Renewed)).copied(),
         }
     }
 
     fn believes(&self, worker: usize, at_us: Micros) -> bool {
-        self.spans.tenures.iter().any(|t| t.worker == worker && t.start_us <= at_us && at_us < t.end_us)
+        self.own(worker).tenures.iter().any(|t| t.start_us <= at_us && at_us < t.end_us)
     }
 
     fn paused_at(&self, worker: usize, at_us: Micros) -> bool {
-        self.spans.pauses.iter().any(|p| p.worker == worker && p.start_us <= at_us && at_us < p.end_us)
+        self.own(worker).pauses.iter().any(|p| p.start_us <= at_us && at_us < p.end_us)
     }
 
     fn dies_within(&self, worker: usize, from_us: Micros, to_us: Micros) -> bool {
-        self.events
-            .iter()
-            .any(|e| e.kind == EventKind::Exit && e.worker == Some(worker) && from_us < e.t_us && e.t_us <= to_us)
+        self.own(worker).within(from_us, to_us).iter().any(|e| e.kind == EventKind::Exit)
     }
 
     /// `worker`'s ticks around `from_us`, from the grid its observations up
@@ -141,24 +193,14 @@ impl<'a> Phases<'a> {
         // A new role starts a new grid, its first tick one interval after
         // the change: when the worker last stopped leading, or lost its
         // first election.
-        let role_start = self
-            .spans
-            .tenures
-            .iter()
-            .filter(|t| t.worker == worker && t.end_us <= known)
-            .map(|t| t.end_us)
-            .chain(
-                self.events
-                    .iter()
-                    .filter(|e| e.worker == Some(worker) && e.kind == EventKind::NotAcquired && e.t_us <= known)
-                    .map(|e| e.t_us),
-            )
-            .max();
-        let observed: Vec<(Micros, Micros)> = self
-            .events
+        let own = self.own(worker);
+        let lost = own.not_acquired[..own.not_acquired.partition_point(|&t| t <= known)].last().copied();
+        let role_start = own.tenures.iter().filter(|t| t.end_us <= known).map(|t| t.end_us).chain(lost).max();
+        let observed: Vec<(Micros, Micros)> = own
+            .upto(known)
             .iter()
             .rev()
-            .filter(|e| e.worker == Some(worker) && e.t_us <= known && role_start.is_none_or(|r| e.t_us >= r))
+            .take_while(|e| role_start.is_none_or(|r| e.t_us >= r))
             .filter(|e| matches!(e.kind, EventKind::HeldBy | EventKind::ExpiredSeen | EventKind::Unreadable))
             .map(|e| {
                 let op = e.detail.op_us.map_or(0, |us| us as i64);
@@ -206,7 +248,7 @@ impl<'a> Phases<'a> {
     /// The takeover of the lease, free within `free`, by any worker, from
     /// the grids known by then (and the deaths and pauses since `at_us`).
     fn takeover(&self, at_us: Micros, free: Window) -> Option<Ticks> {
-        let workers = self.events.iter().filter_map(|e| e.worker).max().map_or(0, |w| w + 1);
+        let workers = self.by_worker.len();
         // The holder too, once it watches again (it stepped down); dead,
         // paused or leading, a worker has no ticks.
         let each: Vec<Ticks> = (0..workers).filter_map(|w| self.ticks(w, at_us, free)).collect();
@@ -293,8 +335,9 @@ impl<'a> Phases<'a> {
         if lock_fault {
             return None;
         }
+        let own = self.own(holder);
         let ended_with =
-            |kind: EventKind| self.events.iter().any(|e| e.worker == Some(holder) && e.t_us == start && e.kind == kind);
+            |kind: EventKind| own.upto(start).iter().rev().take_while(|e| e.t_us == start).any(|e| e.kind == kind);
 
         // A kill opens its gap at once; the kernel frees a lock held by the
         // process (flock, a database session) only once it has torn the
@@ -302,10 +345,7 @@ impl<'a> Phases<'a> {
         let died_us = if ended_with(EventKind::Exit) {
             Some(start)
         } else if gap.cause == KILL {
-            self.events
-                .iter()
-                .find(|e| e.worker == Some(holder) && e.t_us >= start && e.kind == EventKind::Exit)
-                .map(|e| e.t_us)
+            own.within(start - 1, Micros::MAX).iter().find(|e| e.kind == EventKind::Exit).map(|e| e.t_us)
         } else {
             None
         };
@@ -319,11 +359,9 @@ impl<'a> Phases<'a> {
             // The lease in the lock is the last one anybody wrote (a
             // resumed stale leader that steps down wrote none of it).
             self.last_write(holder, start)?;
-            let writer = self
-                .events
+            let writer = self.events[..self.events.partition_point(|e| e.t_us <= start)]
                 .iter()
                 .rev()
-                .filter(|e| e.t_us <= start)
                 .find(|e| matches!(e.kind, EventKind::Acquired | EventKind::Renewed))?
                 .worker?;
             Some(self.visible_expiry(self.last_write(writer, start)?)?)
@@ -352,12 +390,8 @@ impl<'a> Phases<'a> {
 
     /// A delivered `cont` to `worker` at `at_us`.
     pub fn resumed(&self, worker: usize, at_us: Micros) -> bool {
-        self.events.iter().any(|e| {
-            e.kind == EventKind::Fault
-                && e.worker == Some(worker)
-                && e.t_us == at_us
-                && e.detail.error.is_none()
-                && e.detail.action.as_deref() == Some("cont")
+        self.own(worker).within(at_us - 1, at_us).iter().any(|e| {
+            e.kind == EventKind::Fault && e.detail.error.is_none() && e.detail.action.as_deref() == Some("cont")
         })
     }
 }
