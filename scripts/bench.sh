@@ -12,8 +12,9 @@ cd "$(dirname "$0")/.."
 out=${OUT:-results/bench}
 cargo build --release --quiet
 bin=./target/release/leasequake
-rm -rf "$out"
+# Its own files only: history/ is scripts/bench-history.sh's.
 mkdir -p "$out"
+find "$out" -mindepth 1 -maxdepth 1 ! -name history -exec rm -rf {} +
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 now() { date +%s%N; }
