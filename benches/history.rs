@@ -59,24 +59,33 @@ impl Rng {
     }
 }
 
+/// The rows, written a tick at a time in time order, as a run writes its
+/// history: only the current tick's events are held.
 struct Out {
     csv: csv::Writer<std::io::BufWriter<std::fs::File>>,
+    tick: Vec<Event>,
     written: u64,
 }
 
 impl Out {
     fn event(&mut self, t_us: Micros, worker: Option<usize>, kind: EventKind, detail: Detail) {
-        let e = Event { t_us, worker, pid: worker.map(pid), kind, detail };
-        let row = EventRow {
-            trial: 1,
-            t_ms: e.t_us as f64 / 1000.0,
-            worker: e.worker,
-            pid: e.pid,
-            event: e.kind.name().to_string(),
-            detail: e.detail.to_json(),
-        };
-        self.csv.serialize(row).expect("events.csv is written");
+        self.tick.push(Event { t_us, worker, pid: worker.map(pid), kind, detail });
         self.written += 1;
+    }
+
+    fn flush(&mut self) {
+        self.tick.sort_by_key(|e| e.t_us);
+        for e in self.tick.drain(..) {
+            let row = EventRow {
+                trial: 1,
+                t_ms: e.t_us as f64 / 1000.0,
+                worker: e.worker,
+                pid: e.pid,
+                event: e.kind.name().to_string(),
+                detail: e.detail.to_json(),
+            };
+            self.csv.serialize(row).expect("events.csv is written");
+        }
     }
 }
 
@@ -98,17 +107,15 @@ fn main() {
     };
     let dir = PathBuf::from(dir);
     std::fs::create_dir_all(&dir).expect("the directory is made");
-    // Events per tick: the leader's two, one per watcher.
-    let ticks = events / (workers as u64 + 1) + 1;
-    let duration_s = (ticks as i64 * TICK) / SECOND + 1;
-    let experiment = format!(
-        "# A synthetic soak's history (benches/history.rs): {events} events.\n\
-         name: synthetic-soak\nworkers: {workers}\ntrials: 1\nseed: 1\nduration: {duration_s}s\n\
-         faults:\n  - {{at: 30s, target: leader, action: pause, duration: 12s, every: 60s}}\n"
-    );
-    std::fs::write(dir.join("experiment.yaml"), experiment).expect("experiment.yaml is written");
     let file = std::fs::File::create(dir.join("events.csv")).expect("events.csv is made");
-    let mut out = Out { csv: csv::Writer::from_writer(std::io::BufWriter::with_capacity(1 << 20, file)), written: 0 };
+    let mut out = Out {
+        csv: csv::Writer::from_writer(std::io::BufWriter::with_capacity(1 << 20, file)),
+        tick: Vec::new(),
+        written: 0,
+    };
+    // A tick's events are done this long after it: what falls between two
+    // ticks (a pause, a resume) comes after them.
+    let settled = 2_000 + workers as Micros * 5;
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
     let op = |rng: &mut Rng| Some(20 + rng.below(400));
 
@@ -147,14 +154,17 @@ fn main() {
     let mut next_pause = (rng.unit().max(1e-9).ln() * -(MEAN_INTERVAL as f64)) as Micros;
     let mut paused: Option<(usize, Micros)> = None;
     let mut faults = 0usize;
-    for k in 1..=ticks {
+    out.flush();
+    let mut last = 0;
+    for k in 1.. {
         let t = k as Micros * TICK;
         if out.written >= events {
             break;
         }
+        last = t;
         // A pause of the leader falls between two ticks.
         if paused.is_none() && next_pause < t {
-            let at = next_pause.max(t - TICK + 1_000);
+            let at = next_pause.max(t - TICK + settled);
             let fault = |action: &str, rng: &mut Rng| Detail {
                 fault: Some(faults),
                 action: Some(action.to_string()),
@@ -177,7 +187,7 @@ fn main() {
                 error_us: Some(rng.below(20) as i64),
                 ..Detail::default()
             };
-            out.event(until, Some(w), EventKind::Fault, d);
+            out.event(until.max(t - TICK + settled), Some(w), EventKind::Fault, d);
             paused = None;
             resumed = Some(w);
         }
@@ -238,10 +248,21 @@ fn main() {
                 out.event(at, Some(w), EventKind::HeldBy, seen);
             }
         }
+        out.flush();
     }
-    let end = (ticks as Micros + 1) * TICK;
+    // The trial ends after its last tick's events, as its duration says.
+    let end = (last + SECOND) / SECOND * SECOND;
     out.event(end, None, EventKind::TrialEnd, Detail::default());
+    out.flush();
     out.csv.flush().expect("events.csv is written");
+    let experiment = format!(
+        "# A synthetic soak's history (benches/history.rs): {} events.\n\
+         name: synthetic-soak\nworkers: {workers}\ntrials: 1\nseed: 1\nduration: {}s\n\
+         faults:\n  - {{at: 30s, target: leader, action: pause, duration: 12s, every: 60s}}\n",
+        out.written,
+        end / SECOND
+    );
+    std::fs::write(dir.join("experiment.yaml"), experiment).expect("experiment.yaml is written");
     let mut stdout = std::io::stdout();
     let _ =
         writeln!(stdout, "{} events, {} pauses, {workers} workers, {} s of trial", out.written, faults, end / SECOND);

@@ -22,34 +22,41 @@ cargo build --release --quiet
 bin=./target/release/leasequake
 # The generator, built as a bench target; cargo names its executable.
 gen=$(cargo bench --bench history --no-run --message-format=json 2>/dev/null |
-    grep -o '"executable":"[^"]*history[^"]*"' | tail -n 1 | cut -d'"' -f4)
-[ -x "$gen" ] || { echo "error: the history generator did not build" >&2; exit 1; }
+    grep -o '"executable":"[^"]*history[^"]*"' | tail -n 1 | cut -d'"' -f4 || true)
+[ -x "$gen" ] || { echo "error: the history generator (benches/history.rs) did not build" >&2; exit 1; }
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
-rm -rf "$out"
-mkdir -p "$out"
-echo "events,workers,history_mb,check_s,events_per_s,peak_rss_mb" >"$out/history.csv"
+# Written aside and moved into place at the end: a run that fails keeps the
+# results there were.
+new=$scratch/out
+mkdir -p "$new"
+echo "events,workers,history_mb,check_s,events_per_s,peak_rss_mb" >"$new/history.csv"
 available_kb=$(awk '/MemAvailable/ {print $2}' /proc/meminfo)
 rows=()
-last_events=0 last_rss_kb=0
+# Until a size is measured, the peak is judged at 1 kB an event (about
+# twice what a check holds).
+last_events=1000 last_rss_kb=1
 for p in $powers; do
     n=$(awk -v p="$p" 'BEGIN { printf "%.0f", 10 ^ p }')
     # Peak RSS grows with the events: from the largest run so far.
-    if ((last_events > 0)); then
-        need_kb=$(awk -v r="$last_rss_kb" -v a="$last_events" -v b="$n" 'BEGIN { printf "%.0f", r * b / a }')
-        if ((need_kb > available_kb * 9 / 10)); then
-            rows+=("| 10^$p | not run: its check would need about $((need_kb / 1024 / 1024)) GB, this machine has $((available_kb / 1024 / 1024)) GB available | | |")
-            continue
-        fi
+    need_kb=$(awk -v r="$last_rss_kb" -v a="$last_events" -v b="$n" 'BEGIN { printf "%.0f", r * b / a }')
+    if ((need_kb > available_kb * 9 / 10)); then
+        rows+=("| 10^$p | not run: its check would need about $((need_kb / 1024 / 1024)) GB, this machine has $((available_kb / 1024 / 1024)) GB available | | |")
+        continue
     fi
     dir=$scratch/h$p
     "$gen" "$dir" "$n" "$workers" >/dev/null
     events=$(($(wc -l <"$dir/events.csv") - 1))
     size_mb=$(du -m "$dir/events.csv" | cut -f1)
-    /usr/bin/time -f '%M %e' -o "$scratch/time" "$bin" check "$dir" --out "$scratch/checked-$p" >/dev/null 2>&1
-    read -r rss_kb secs <"$scratch/time"
+    if ! /usr/bin/time -f '%M %e' -o "$scratch/time" "$bin" check "$dir" --out "$scratch/checked-$p" \
+        >/dev/null 2>"$scratch/check.err"; then
+        echo "error: check of 10^$p events failed:" >&2
+        cat "$scratch/check.err" "$scratch/time" >&2
+        exit 1
+    fi
+    read -r rss_kb secs < <(tail -n 1 "$scratch/time")
     rate=$(awk -v n="$events" -v s="$secs" 'BEGIN { printf "%.0f", n / (s > 0 ? s : 0.01) }')
-    echo "$events,$workers,$size_mb,$secs,$rate,$((rss_kb / 1024))" >>"$out/history.csv"
+    echo "$events,$workers,$size_mb,$secs,$rate,$((rss_kb / 1024))" >>"$new/history.csv"
     rows+=("| $events | $secs s | $rate | $((rss_kb / 1024)) MB |")
     last_events=$events last_rss_kb=$rss_kb
     rm -rf "$dir" "$scratch/checked-$p"
@@ -70,5 +77,8 @@ done
     printf '%s\n' "${rows[@]}"
     echo
     echo "A trial's history is held whole in memory while it is checked: the peak grows with its length."
-} >"$out/README.md"
+} >"$new/README.md"
+rm -rf "$out"
+mkdir -p "$(dirname "$out")"
+mv "$new" "$out"
 cat "$out/README.md"

@@ -32,6 +32,8 @@ else
 fi
 case $dir in /*) ;; *) dir=$PWD/$dir ;; esac
 conf=$dir/slurm.conf
+# Written first by start: stop removes only a directory start made.
+marker=.slurm-cluster
 export SLURM_CONF=$conf
 
 # pid_of NAME: the pid its pid file holds, if that process still runs.
@@ -54,31 +56,53 @@ wait_gone() {
     done
 }
 
+# descendants PID: every process below PID, deepest first.
+descendants() {
+    local child
+    for child in $(ps -o pid= --ppid "$1" 2>/dev/null); do
+        descendants "$child"
+        echo "$child"
+    done
+}
+
+# ours PID: does the process carry this cluster's SLURM_CONF (every daemon
+# started here does, and so does each job's step daemon)?
+ours() {
+    tr '\0' '\n' <"/proc/$1/environ" 2>/dev/null | grep -qxF "SLURM_CONF=$conf"
+}
+
 stop() {
     [[ -d $dir ]] || return 0
+    if [[ ! -f $dir/$marker ]]; then
+        echo "error: $dir is not a cluster's directory (no $marker): not touched" >&2
+        exit 2
+    fi
     if pid_of slurmctld >/dev/null; then
-        # Its jobs first: slurmstepd kills each job's processes.
+        # Its jobs first: each step daemon signals its job's processes
+        # (SIGTERM, then SIGKILL after KillWait).
         scancel --quiet --partition=leasequake 2>/dev/null || true
-        local until=$((SECONDS + 20))
+        local until=$((SECONDS + 15))
         while [[ -n $(squeue -h -o %A 2>/dev/null) ]] && ((SECONDS < until)); do sleep 0.2; done
     fi
-    local pids=() name pid
+    # Whatever a job still runs (its step daemon gone, or slurmd): killed
+    # with its step daemon, deepest first.
+    local step pid
+    for step in $(pgrep -f '^slurmstepd: \[' || true); do
+        ours "$step" || continue
+        for pid in $(descendants "$step") "$step"; do kill -KILL "$pid" 2>/dev/null || true; done
+    done
+    local pids=() name
     for name in slurmd slurmctld munged; do
         pid=$(pid_of "$name") && pids+=("$pid")
     done
     if ((${#pids[@]})); then
         kill -TERM "${pids[@]}" 2>/dev/null || true
         wait_gone 10 "${pids[@]}" || kill -KILL "${pids[@]}" 2>/dev/null || true
-        wait_gone 5 "${pids[@]}" || true
     fi
-    # A step daemon a job left behind (its slurmd gone): ours carry our
-    # SLURM_CONF, as every daemon started here does.
-    local step
-    for step in $(pgrep -f '^slurmstepd: \[' || true); do
-        if tr '\0' '\n' <"/proc/$step/environ" 2>/dev/null | grep -qx "SLURM_CONF=$conf"; then
-            kill -KILL "$step" 2>/dev/null || true
-        fi
-    done
+    if ! wait_gone 5 "${pids[@]}"; then
+        echo "error: daemons of $dir still run (${pids[*]}): $dir is kept" >&2
+        exit 1
+    fi
     rm -rf "$dir"
 }
 
@@ -106,9 +130,11 @@ start() {
         exit 2
     fi
     mkdir -p "$dir"/{state,spool,munge}
+    touch "$dir/$marker"
     chmod 700 "$dir/munge"
-    # Whatever goes wrong from here, nothing is left running.
+    # Whatever goes wrong from here, or stops it, nothing is left running.
     trap 'echo "slurm-cluster.sh: could not start; logs in $dir were:" >&2; tail -n 20 "$dir"/*.log >&2 2>/dev/null; stop' ERR
+    trap 'stop; exit 130' INT TERM
 
     # munge: a fresh key, its own socket. As root it needs --force.
     head -c 1024 /dev/urandom >"$dir/munge/munge.key"
@@ -157,6 +183,9 @@ SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 ReturnToService=2
 JobRequeue=1
+# A cancelled or requeued job's processes get SIGTERM, then SIGKILL this
+# many seconds later (leasequake stops its workers well within it).
+KillWait=5
 $node NodeAddr=127.0.0.1 State=UNKNOWN
 PartitionName=leasequake Nodes=$host Default=YES MaxTime=INFINITE State=UP
 EOF
@@ -173,7 +202,7 @@ EOF
         echo "error: the node did not come up (state: ${state:-none})" >&2
         false
     fi
-    trap - ERR
+    trap - ERR INT TERM
     echo "SLURM_CONF=$conf"
 }
 

@@ -238,7 +238,7 @@ impl WorkerSettings {
                 ),
             ));
         }
-        let per_worker = [
+        let clocks = [
             (
                 "clock_offset",
                 w.clock_offset.problem(workers, "offset", |o| {
@@ -253,18 +253,18 @@ impl WorkerSettings {
                         .then(|| format!("{r} is out of range: a clock runs at a rate between 0.5 and 2"))
                 }),
             ),
-            (
-                "belief_margin",
-                w.belief_margin.problem(workers, "margin", |m| {
-                    (m >= lease).then(|| format!("{m} must be shorter than the lease ({lease})"))
-                }),
-            ),
         ];
-        if let Some((key, p)) = per_worker.into_iter().find_map(|(key, p)| Some((key, p?))) {
+        if let Some((key, p)) = clocks.into_iter().find_map(|(key, p)| Some((key, p?))) {
             return Some((key, format!("{key}: {p}")));
         }
         if w.request_timeout == Some(Dur::ZERO) {
             return Some(("request_timeout", "request_timeout must be longer than zero".into()));
+        }
+        let margin = w.belief_margin.problem(workers, "margin", |m| {
+            (m >= lease).then(|| format!("{m} must be shorter than the lease ({lease})"))
+        });
+        if let Some(p) = margin {
+            return Some(("belief_margin", format!("belief_margin: {p}")));
         }
         if w.resource != Resource::None && !w.fencing_tokens {
             let msg = "resource: the leader's writes carry fencing tokens: set fencing_tokens: true";
