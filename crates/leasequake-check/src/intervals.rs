@@ -19,10 +19,15 @@
 //! and closes an interval, and "the last one processed" is well defined.
 
 use super::by_worker::ByWorker;
+use super::fold::Fold;
+use super::latency::Latency;
 use super::metrics::{Gap, KILL, KILL_MID_RENEWAL, TrialMetrics};
 use super::params::CheckParams;
+use super::precision::PrecisionFold;
+use super::push::PushesFold;
 use super::spans::{Span, Spans};
 use super::theory::Phases;
+use super::writes::WritesFold;
 use leasequake_model::history::{Event, EventKind, ms_to_us};
 use leasequake_model::history::{History, Micros};
 
@@ -66,17 +71,26 @@ pub fn check(history: &History, params: &CheckParams) -> TrialMetrics {
         (gap.predicted_end_us, gap.anomaly) = phases.gap(gap);
         gap.takeover_us = takeover(events, gap, params.watch_us);
     }
-    metrics.writes = super::writes::writes(events);
-    metrics.latency = super::latency::latency(events);
+    // The analyses that already take one event at a time, in one pass.
+    let (mut writes, mut latency) = (WritesFold::default(), Latency::default());
+    let (mut pushes, mut precision) = (PushesFold::default(), PrecisionFold::new(params.fault_budget_us));
+    for e in events {
+        writes.event(e);
+        latency.event(e);
+        pushes.event(e);
+        precision.event(e);
+    }
+    metrics.writes = writes.finish();
+    metrics.latency = latency.finish();
+    metrics.pushes = pushes.finish();
+    metrics.precision = precision.finish();
     metrics.network = super::network::network(events, &by_worker, params, &metrics.spans, end_us);
     let (double_grants, overlaps) = super::grants::double_grants(events, &by_worker, params, end_us);
     metrics.network.double_grants = double_grants;
     metrics.network.recovery_us = super::recovery::recovery(events, &metrics.spans, &overlaps, end_us);
     metrics.network.unrecovered = usize::from(metrics.network.recovery_us.is_none() && super::recovery::healed(events));
     metrics.network.storm = super::storm::storm(events, params);
-    metrics.pushes = super::push::pushes(events);
     metrics.service = super::service::service(events, &metrics.spans.tenures, params.renew_us, end_us);
-    metrics.precision = super::precision::precision(events, params.fault_budget_us);
     metrics.disturbance =
         super::disturbance::disturbance(events, params, metrics.start_spread_us, &metrics.precision, end_us);
     if let Some(epoch_us) = params.epoch_us {

@@ -1,6 +1,7 @@
 //! How long the substrate's operations took, as the workers timed them
 //! (`op_us` on the event that reports each operation's outcome).
 
+use super::fold::Fold;
 use leasequake_model::history::{Event, EventKind};
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -30,17 +31,21 @@ pub(crate) fn operation(kind: EventKind) -> Option<Op> {
     }
 }
 
-pub fn latency(events: &[Event]) -> Latency {
-    let mut out = Latency::default();
-    for e in events {
-        let (Some(us), Some(op)) = (e.detail.op_us, operation(e.kind)) else { continue };
+impl Fold for Latency {
+    type Out = Latency;
+
+    fn event(&mut self, e: &Event) {
+        let (Some(us), Some(op)) = (e.detail.op_us, operation(e.kind)) else { return };
         match op {
-            Op::Acquire => out.acquire_us.push(us),
-            Op::Renew => out.renew_us.push(us),
-            Op::Observe => out.observe_us.push(us),
+            Op::Acquire => self.acquire_us.push(us),
+            Op::Renew => self.renew_us.push(us),
+            Op::Observe => self.observe_us.push(us),
         }
     }
-    out
+
+    fn finish(self) -> Latency {
+        self
+    }
 }
 
 #[cfg(test)]
@@ -51,16 +56,19 @@ mod tests {
     #[test]
     fn each_operation_is_counted_once_by_its_outcome() {
         let ev = |kind, us| Event::new(0, Some(0), kind).with_detail(Detail { op_us: us, ..Detail::default() });
-        let l = latency(&[
-            ev(EventKind::Acquired, Some(120)),
-            ev(EventKind::TakeoverLost, Some(80)),
-            ev(EventKind::Renewed, Some(40)),
-            ev(EventKind::SteppedDown, Some(45)),
-            ev(EventKind::HeldBy, Some(30)),
-            // A step-down without an operation (e.g. after failures) has none.
-            ev(EventKind::SteppedDown, None),
-            ev(EventKind::WriteAccepted, Some(999)),
-        ]);
+        let l = crate::fold::over(
+            Latency::default(),
+            &[
+                ev(EventKind::Acquired, Some(120)),
+                ev(EventKind::TakeoverLost, Some(80)),
+                ev(EventKind::Renewed, Some(40)),
+                ev(EventKind::SteppedDown, Some(45)),
+                ev(EventKind::HeldBy, Some(30)),
+                // A step-down without an operation (e.g. after failures) has none.
+                ev(EventKind::SteppedDown, None),
+                ev(EventKind::WriteAccepted, Some(999)),
+            ],
+        );
         assert_eq!(l, Latency { acquire_us: vec![120, 80], renew_us: vec![40, 45], observe_us: vec![30] });
     }
 }

@@ -8,6 +8,7 @@ pub mod adaptive;
 mod by_worker;
 mod disturbance;
 mod evictions;
+mod fold;
 mod grants;
 mod intervals;
 mod jobs;

@@ -3,6 +3,7 @@
 //! so that a result taken on a machine too busy to place its faults says so
 //! instead of silently blurring.
 
+use super::fold::Fold;
 use leasequake_model::history::{Event, EventKind, Micros};
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -21,16 +22,38 @@ pub struct Precision {
     pub undelivered: usize,
 }
 
-pub fn precision(events: &[Event], budget_us: Micros) -> Precision {
-    // The harness records an error only where lateness is its own: a
-    // signal or lock fault, delivered or sent and not seen to act in time.
-    let errors: Vec<Micros> =
-        events.iter().filter(|e| e.kind == EventKind::Fault).filter_map(|e| e.detail.error_us).collect();
-    Precision {
-        fault_error_max_us: errors.iter().copied().max(),
-        faults_over_budget: if budget_us > 0 { errors.iter().filter(|e| e.abs() > budget_us).count() } else { 0 },
-        budget_us,
-        undelivered: events.iter().filter(|e| e.kind == EventKind::Fault && e.detail.error.is_some()).count(),
+/// The faults' errors so far, against the trial's budget.
+pub(crate) struct PrecisionFold(Precision);
+
+impl PrecisionFold {
+    pub fn new(budget_us: Micros) -> PrecisionFold {
+        PrecisionFold(Precision { budget_us, ..Precision::default() })
+    }
+}
+
+impl Fold for PrecisionFold {
+    type Out = Precision;
+
+    fn event(&mut self, e: &Event) {
+        if e.kind != EventKind::Fault {
+            return;
+        }
+        let p = &mut self.0;
+        // The harness records an error only where lateness is its own: a
+        // signal or lock fault, delivered or sent and not seen to act in time.
+        if let Some(error) = e.detail.error_us {
+            p.fault_error_max_us = p.fault_error_max_us.max(Some(error));
+            if p.budget_us > 0 && error.abs() > p.budget_us {
+                p.faults_over_budget += 1;
+            }
+        }
+        if e.detail.error.is_some() {
+            p.undelivered += 1;
+        }
+    }
+
+    fn finish(self) -> Precision {
+        self.0
     }
 }
 
@@ -57,9 +80,13 @@ mod tests {
     fn delivered_faults_are_held_to_the_budget() {
         // Delivered late, never sent, and sent but not seen to act in time.
         let events = [fault(Some(120), false), fault(Some(4000), false), fault(None, true), fault(Some(9000), true)];
-        let p = super::precision(&events, 3000);
+        let p = crate::fold::over(super::PrecisionFold::new(3000), &events);
         assert_eq!((p.fault_error_max_us, p.faults_over_budget), (Some(9000), 2));
-        assert_eq!(super::precision(&events, 0).faults_over_budget, 0, "no budget, nothing flagged");
-        assert_eq!(super::precision(&[], 3000).fault_error_max_us, None);
+        assert_eq!(
+            crate::fold::over(super::PrecisionFold::new(0), &events).faults_over_budget,
+            0,
+            "no budget, nothing flagged"
+        );
+        assert_eq!(crate::fold::over(super::PrecisionFold::new(3000), &[]).fault_error_max_us, None);
     }
 }

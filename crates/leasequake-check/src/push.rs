@@ -1,6 +1,7 @@
 //! What push watches did (`watch_by: push`), from the history: how many
 //! takeovers a push set off, and how often a subscription failed.
 
+use super::fold::Fold;
 use leasequake_model::history::{Event, EventKind};
 
 /// Push watches over one trial, or summed over several.
@@ -23,27 +24,38 @@ impl std::ops::Add for Pushes {
     }
 }
 
-pub fn pushes(events: &[Event]) -> Pushes {
-    let mut out = Pushes::default();
-    // Each worker's previous reported event.
-    let mut last: std::collections::HashMap<usize, &Event> = std::collections::HashMap::new();
-    for e in events {
-        let Some(w) = e.worker else { continue };
+/// The pushes so far, and whether each worker's previous reported event
+/// was a `notified` saying the lease is gone.
+#[derive(Default)]
+pub(crate) struct PushesFold {
+    out: Pushes,
+    told_last: std::collections::HashMap<usize, bool>,
+}
+
+impl Fold for PushesFold {
+    type Out = Pushes;
+
+    fn event(&mut self, e: &Event) {
+        let Some(w) = e.worker else { return };
         if !e.kind.is_worker_event() {
-            continue;
+            return;
         }
+        let out = &mut self.out;
         if e.kind == EventKind::Notified && e.detail.error.is_some() {
             out.failed += 1;
         }
         if e.kind == EventKind::Acquired && matches!(e.detail.how.as_deref(), Some("takeover" | "retry")) {
             out.takeovers += 1;
-            if last.get(&w).is_some_and(|p| p.kind == EventKind::Notified && p.detail.error.is_none()) {
+            if self.told_last.get(&w).copied().unwrap_or(false) {
                 out.told += 1;
             }
         }
-        last.insert(w, e);
+        self.told_last.insert(w, e.kind == EventKind::Notified && e.detail.error.is_none());
     }
-    out
+
+    fn finish(self) -> Pushes {
+        self.out
+    }
 }
 
 #[cfg(test)]
@@ -75,6 +87,6 @@ mod tests {
             ev(7, 0, EventKind::HeldBy, Detail::default()),
             ev(8, 0, EventKind::Acquired, how("retry")),
         ];
-        assert_eq!(pushes(&events), Pushes { takeovers: 3, told: 1, failed: 1 });
+        assert_eq!(crate::fold::over(PushesFold::default(), &events), Pushes { takeovers: 3, told: 1, failed: 1 });
     }
 }

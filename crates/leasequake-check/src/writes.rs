@@ -6,6 +6,7 @@
 //! * accepted before the newer holder wrote anything: no store can refuse
 //!   a token it has not seen yet, and the newer write supersedes it.
 
+use super::fold::Fold;
 use leasequake_model::history::{Event, EventKind};
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -21,32 +22,44 @@ pub struct Writes {
 }
 
 /// Count over the trial's events (in time order, up to the trial's end).
-pub fn writes(events: &[Event]) -> Writes {
-    let mut out = Writes::default();
-    let (mut granted, mut written) = (0, 0);
-    for e in events {
+/// The writes so far, and the highest token granted and written.
+#[derive(Default)]
+pub(crate) struct WritesFold {
+    out: Writes,
+    granted: u64,
+    written: u64,
+}
+
+impl Fold for WritesFold {
+    type Out = Writes;
+
+    fn event(&mut self, e: &Event) {
         let token = e.detail.token.unwrap_or(0);
         match e.kind {
-            EventKind::Acquired => granted = granted.max(token),
+            EventKind::Acquired => self.granted = self.granted.max(token),
             EventKind::WriteAccepted | EventKind::WriteRejected => {
+                let out = &mut self.out;
                 out.attempted += 1;
                 let accepted = e.kind == EventKind::WriteAccepted;
-                if token < granted {
+                if token < self.granted {
                     out.stale += 1;
-                    match (accepted, token < written) {
+                    match (accepted, token < self.written) {
                         (false, _) => out.stale_rejected += 1,
                         (true, true) => out.stale_accepted += 1,
                         (true, false) => out.stale_superseded += 1,
                     }
                 }
                 if accepted {
-                    written = written.max(token);
+                    self.written = self.written.max(token);
                 }
             }
             _ => {}
         }
     }
-    out
+
+    fn finish(self) -> Writes {
+        self.out
+    }
 }
 
 #[cfg(test)]
@@ -73,31 +86,37 @@ mod tests {
                 ev(61, 1, EventKind::WriteAccepted, 18),
             ]
         };
-        let fenced = writes(&history(EventKind::WriteRejected));
+        let fenced = crate::fold::over(WritesFold::default(), &history(EventKind::WriteRejected));
         assert_eq!(fenced, Writes { attempted: 4, stale: 1, stale_rejected: 1, ..Writes::default() });
-        let unfenced = writes(&history(EventKind::WriteAccepted));
+        let unfenced = crate::fold::over(WritesFold::default(), &history(EventKind::WriteAccepted));
         assert_eq!(unfenced, Writes { attempted: 4, stale: 1, stale_accepted: 1, ..Writes::default() });
     }
 
     #[test]
     fn a_stale_write_before_the_newer_holder_wrote_is_superseded_not_lost() {
-        let w = writes(&[
-            ev(1, 0, EventKind::Acquired, 17),
-            ev(50, 1, EventKind::Acquired, 18),
-            // A writes between B's grant and B's first write.
-            ev(51, 0, EventKind::WriteAccepted, 17),
-            ev(52, 1, EventKind::WriteAccepted, 18),
-        ]);
+        let w = crate::fold::over(
+            WritesFold::default(),
+            &[
+                ev(1, 0, EventKind::Acquired, 17),
+                ev(50, 1, EventKind::Acquired, 18),
+                // A writes between B's grant and B's first write.
+                ev(51, 0, EventKind::WriteAccepted, 17),
+                ev(52, 1, EventKind::WriteAccepted, 18),
+            ],
+        );
         assert_eq!(w, Writes { attempted: 2, stale: 1, stale_superseded: 1, ..Writes::default() });
     }
 
     #[test]
     fn a_write_before_the_newer_grant_is_not_stale() {
-        let w = writes(&[
-            ev(1, 0, EventKind::Acquired, 1),
-            ev(2, 0, EventKind::WriteAccepted, 1),
-            ev(3, 1, EventKind::Acquired, 2),
-        ]);
+        let w = crate::fold::over(
+            WritesFold::default(),
+            &[
+                ev(1, 0, EventKind::Acquired, 1),
+                ev(2, 0, EventKind::WriteAccepted, 1),
+                ev(3, 1, EventKind::Acquired, 2),
+            ],
+        );
         assert_eq!(w.stale, 0);
     }
 }
