@@ -13,8 +13,11 @@ use crate::helper::{Lab, bin};
 /// second): the leader killed at 10.2 s (after its renewal at 9 s) leaves
 /// a lease that ends at 17.5 s or 19.5 s, half a watch from any tick, and
 /// is taken over at the 18 s or the 20 s tick. The kill gap is 2 s longer
-/// with the longer lease in every trial.
-const SWEEP: &str = "name: cmp\nworkers: 3\nduration: 25s\ntrials: 6\nseed: 7\nrenew: 3s\nwatch: 1s\n\
+/// with the longer lease in every trial. Eight trials a point: a trial the
+/// machine disturbed is left out of the comparison, and six of eight still
+/// make two samples that differ everywhere significant after Holm's
+/// correction (six against four do not).
+const SWEEP: &str = "name: cmp\nworkers: 3\nduration: 25s\ntrials: 8\nseed: 7\nrenew: 3s\nwatch: 1s\n\
                      expiry_resolution: 10ms\n\
                      faults:\n  - {at: 10.2s, target: leader, action: kill}\nsweep:\n  lease: [8.5s, 10.5s]\n";
 
@@ -52,7 +55,15 @@ mod alone {
             (kill["estimate"].as_f64().unwrap(), kill["low"].as_f64().unwrap(), kill["high"].as_f64().unwrap());
         assert!((estimate - 2.0).abs() <= tol_s, "{kill}");
         assert!(low >= 2.0 - tol_s && high <= 2.0 + tol_s, "{kill}");
-        assert_eq!(kill["significant"], true, "{kill}");
+        // Significance needs the samples: judged where the machine left at
+        // least six trials a point (what it disturbed is named in trials.csv).
+        let kept = |side: &str| 8 - json[side]["disturbed_left_out"].as_u64().unwrap();
+        if kept("a").min(kept("b")) >= 6 {
+            assert_eq!(kill["significant"], true, "{kill}");
+        } else {
+            let reason = format!("the machine disturbed trials: {} and {} of 8 left", kept("a"), kept("b"));
+            crate::helper::skip(crate::this_test!(), &format!("significance not judged: {reason}"));
+        }
         let verdict = kill["verdict"].as_str().unwrap();
         assert!(verdict.starts_with("B's kill gap is ") && verdict.contains(" s longer ("), "{kill}");
         // The same point against itself: nothing differs, nothing is significant.
