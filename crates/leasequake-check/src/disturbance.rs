@@ -177,11 +177,20 @@ impl Starts {
 
 impl Faults {
     fn new(windows: &[Window]) -> Faults {
-        let workers = windows.iter().filter_map(|w| w.worker).max().map_or(0, |w| w + 1);
-        let of = |worker: Option<usize>| {
-            Starts::new(windows.iter().filter(|w| w.worker == worker).map(|w| (w.from_us, w.to_us)).collect())
-        };
-        Faults { every: of(None), workers: (0..workers).map(|w| of(Some(w))).collect() }
+        let mut every: Vec<(Micros, Micros)> = Vec::new();
+        let mut workers: Vec<Vec<(Micros, Micros)>> = Vec::new();
+        for w in windows {
+            match w.worker {
+                None => every.push((w.from_us, w.to_us)),
+                Some(i) => {
+                    if workers.len() <= i {
+                        workers.resize_with(i + 1, Vec::new);
+                    }
+                    workers[i].push((w.from_us, w.to_us));
+                }
+            }
+        }
+        Faults { every: Starts::new(every), workers: workers.into_iter().map(Starts::new).collect() }
     }
 }
 
@@ -219,17 +228,13 @@ struct Timed {
 /// stall that ends in a kill leaves no time of its own, yet it decided
 /// where the kill landed (inside the renewal's write, which can wedge the
 /// lock file): it is judged as far as it went.
-fn cut_short(events: &[Event], faults: &Faults) -> Vec<Timed> {
+fn cut_short(events: &[Event], by_worker: &ByWorker<'_>, faults: &Faults) -> Vec<Timed> {
     let kills: Vec<&Event> = events
         .iter()
         .filter(|e| {
             e.kind == EventKind::Fault && e.detail.action.as_deref() == Some("kill") && e.detail.error.is_none()
         })
         .collect();
-    if kills.is_empty() {
-        return Vec::new();
-    }
-    let by_worker = ByWorker::new(events);
     kills
         .into_iter()
         .filter_map(|kill| {
@@ -254,6 +259,7 @@ fn cut_short(events: &[Event], faults: &Faults) -> Vec<Timed> {
 
 pub fn disturbance(
     events: &[Event],
+    by_worker: &ByWorker<'_>,
     params: &CheckParams,
     start_spread_us: Option<Micros>,
     precision: &Precision,
@@ -293,7 +299,7 @@ pub fn disturbance(
     for (first, t) in ops {
         if first { firsts.push(t) } else { timed.push(t) }
     }
-    let killed = cut_short(events, &faults);
+    let killed = cut_short(events, by_worker, &faults);
     let system_faulted_us = events
         .iter()
         .find(|e| e.kind == EventKind::Fault && e.detail.action.as_deref().is_some_and(on_the_system))
@@ -468,7 +474,7 @@ mod tests {
     }
 
     fn judge(events: &[Event]) -> Disturbance {
-        disturbance(events, &params(), Some(100), &Precision::default(), 30_000_000)
+        disturbance(events, &ByWorker::new(events), &params(), Some(100), &Precision::default(), 30_000_000)
     }
 
     /// The leader's renewals every 3 s, the watchers' looks beside them,
@@ -512,10 +518,17 @@ mod tests {
         v.push(op(28_000_000, 1, EventKind::Acquired, 46_215));
         v.sort_by_key(|e| e.t_us);
         let program = CheckParams { uniform_acquisitions: false, ..params() };
-        let d = disturbance(&v, &program, Some(100), &Precision::default(), 30_000_000);
+        let d = disturbance(&v, &ByWorker::new(&v), &program, Some(100), &Precision::default(), 30_000_000);
         assert_eq!(d.text(), "renewal took 740 ms at 9.000 s (25 % of the renew interval; the median 0.300 ms)");
         let only_takeover: Vec<Event> = v.iter().filter(|e| e.detail.op_us != Some(740_000)).cloned().collect();
-        let d = disturbance(&only_takeover, &program, Some(100), &Precision::default(), 30_000_000);
+        let d = disturbance(
+            &only_takeover,
+            &ByWorker::new(&only_takeover),
+            &program,
+            Some(100),
+            &Precision::default(),
+            30_000_000,
+        );
         assert!(!d.disturbed(), "{}", d.text());
         assert!(judge(&only_takeover).disturbed(), "the built-in worker's acquisitions are judged");
     }
@@ -726,13 +739,16 @@ mod tests {
     fn start_spread_fault_errors_and_the_machine() {
         let p = params();
         let quiet = steady(|_| 300);
-        let spread = disturbance(&quiet, &p, Some(45_000), &Precision::default(), 30_000_000);
+        let spread = disturbance(&quiet, &ByWorker::new(&quiet), &p, Some(45_000), &Precision::default(), 30_000_000);
         assert_eq!(spread.text(), "workers started 45.0 ms apart (planned 0.000 ms)");
         let staggered = CheckParams { planned_start_spread_us: Some(40_000), ..p };
-        assert!(!disturbance(&quiet, &staggered, Some(45_000), &Precision::default(), 30_000_000).disturbed());
+        assert!(
+            !disturbance(&quiet, &ByWorker::new(&quiet), &staggered, Some(45_000), &Precision::default(), 30_000_000)
+                .disturbed()
+        );
         let late = Precision { fault_error_max_us: Some(4100), faults_over_budget: 2, budget_us: 3000, undelivered: 0 };
         assert_eq!(
-            disturbance(&quiet, &p, None, &late, 30_000_000).text(),
+            disturbance(&quiet, &ByWorker::new(&quiet), &p, None, &late, 30_000_000).text(),
             "2 faults took effect more than 3.0 ms late (at most 4.1 ms)"
         );
         let counters = |t_us, kind, cpu: u64, steal: u64| {
@@ -745,34 +761,37 @@ mod tests {
         let mut busy = quiet.clone();
         busy.insert(0, counters(0, EventKind::Barrier, 1_000, 5_000));
         busy.push(counters(30_000_000, EventKind::TrialEnd, 29_001_000, 1_505_000));
-        let d = disturbance(&busy, &p, None, &Precision::default(), 30_000_000);
+        let d = disturbance(&busy, &ByWorker::new(&busy), &p, None, &Precision::default(), 30_000_000);
         // Pressure is reported, never judged: the trial's own workers wait too.
         assert_eq!((d.cpu_pressure_us, d.steal_us), (Some(29_000_000), Some(1_500_000)));
         assert!(!d.disturbed());
         busy.last_mut().unwrap().detail.steal_us = Some(3_005_001);
         assert_eq!(
-            disturbance(&busy, &p, None, &Precision::default(), 30_000_000).text(),
+            disturbance(&busy, &ByWorker::new(&busy), &p, None, &Precision::default(), 30_000_000).text(),
             "the hypervisor took 10 % of the trial"
         );
         // An experiment that lets the machine take a fifth of an interval
         // (a budget of 600 ms, renewals every 3 s) lets the hypervisor take
         // a fifth of the trial, and no more.
         let tolerant = CheckParams { disturbance_budget_us: 600_000, ..p };
-        assert!(!disturbance(&busy, &tolerant, None, &Precision::default(), 30_000_000).disturbed());
+        assert!(
+            !disturbance(&busy, &ByWorker::new(&busy), &tolerant, None, &Precision::default(), 30_000_000).disturbed()
+        );
         busy.last_mut().unwrap().detail.steal_us = Some(6_005_001);
         assert_eq!(
-            disturbance(&busy, &tolerant, None, &Precision::default(), 30_000_000).text(),
+            disturbance(&busy, &ByWorker::new(&busy), &tolerant, None, &Precision::default(), 30_000_000).text(),
             "the hypervisor took 20 % of the trial"
         );
         // One 10 ms tick of steal in a 5 ms race is no disturbance.
         let race = [counters(0, EventKind::Barrier, 0, 0), counters(5_000, EventKind::TrialEnd, 5_000, 10_000)];
-        assert!(!disturbance(&race, &p, None, &Precision::default(), 5_000).disturbed());
+        assert!(!disturbance(&race, &ByWorker::new(&race), &p, None, &Precision::default(), 5_000).disturbed());
     }
 
     #[test]
     fn no_budget_no_judgement() {
         let p = CheckParams { disturbance_budget_us: 0, ..params() };
-        let d = disturbance(&steady(|k| if k == 3 { 740_000 } else { 300 }), &p, None, &Precision::default(), 1);
+        let events = steady(|k| if k == 3 { 740_000 } else { 300 });
+        let d = disturbance(&events, &ByWorker::new(&events), &p, None, &Precision::default(), 1);
         assert!(!d.disturbed());
     }
 }

@@ -91,8 +91,14 @@ pub fn check(history: &History, params: &CheckParams) -> TrialMetrics {
     metrics.network.unrecovered = usize::from(metrics.network.recovery_us.is_none() && super::recovery::healed(events));
     metrics.network.storm = super::storm::storm(events, params);
     metrics.service = super::service::service(events, &metrics.spans.tenures, params.renew_us, end_us);
-    metrics.disturbance =
-        super::disturbance::disturbance(events, params, metrics.start_spread_us, &metrics.precision, end_us);
+    metrics.disturbance = super::disturbance::disturbance(
+        events,
+        &by_worker,
+        params,
+        metrics.start_spread_us,
+        &metrics.precision,
+        end_us,
+    );
     if let Some(epoch_us) = params.epoch_us {
         metrics.jobs = super::jobs::jobs(events, epoch_us, end_us);
     }
