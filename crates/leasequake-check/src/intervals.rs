@@ -21,6 +21,7 @@
 use super::by_worker::ByWorker;
 use super::fold::Fold;
 use super::latency::Latency;
+use super::lookback::{CONT, Lookback, STOP, delivered_action};
 use super::metrics::{Gap, KILL, KILL_MID_RENEWAL, TrialMetrics};
 use super::params::CheckParams;
 use super::precision::PrecisionFold;
@@ -28,14 +29,9 @@ use super::push::PushesFold;
 use super::spans::{Span, Spans};
 use super::theory::Phases;
 use super::writes::WritesFold;
-use leasequake_model::history::{Event, EventKind, ms_to_us};
+use leasequake_model::history::{Event, EventKind};
 use leasequake_model::history::{History, Micros};
 
-/// Fault actions that open a pause and close it.
-const STOP: &str = "stop";
-const CONT: &str = "cont";
-/// Fault actions aimed at the lock itself (worker = None) start with this.
-const LOCK_FAULT_PREFIX: &str = "lock-";
 /// Holder faults after which `gap = lease_remainder + detection_lag` holds:
 /// the holder stops renewing at the fault, so the lease runs out on its own.
 const DECOMPOSABLE: [&str; 3] = [KILL, STOP, "term"];
@@ -44,19 +40,14 @@ const DECOMPOSABLE: [&str; 3] = [KILL, STOP, "term"];
 pub fn check(history: &History, params: &CheckParams) -> TrialMetrics {
     let events = until_trial_end(&history.events);
     let end_us = trial_end(events);
-    let mut sweep = Sweep::default();
-
-    // `chunk_by` yields the instants; `past` is everything up to and
-    // including the current instant, where a gap's cause must be found.
-    let mut past = 0;
-    let instants: Vec<&[Event]> = events.chunk_by(|a, b| a.t_us == b.t_us).collect();
-    for (i, instant) in instants.iter().enumerate() {
-        past += instant.len();
-        let next_us = instants.get(i + 1).map_or(end_us, |next| next[0].t_us);
-        sweep.instant(instant, &events[..past], next_us);
+    let mut sweep = Sweep { lookback: Lookback::new(params.watch_us), ..Sweep::default() };
+    let mut instants = events.chunk_by(|a, b| a.t_us == b.t_us).peekable();
+    while let Some(instant) = instants.next() {
+        let next_us = instants.peek().map_or(end_us, |next| next[0].t_us);
+        sweep.instant(instant, next_us);
     }
 
-    let mut metrics = sweep.finish(events, end_us, params);
+    let mut metrics = sweep.finish(end_us, params);
     if !params.rewritten_in_place {
         // A renewal that is one atomic call leaves nothing half-done: a
         // kill inside it is a kill like any other.
@@ -69,7 +60,6 @@ pub fn check(history: &History, params: &CheckParams) -> TrialMetrics {
     metrics.evictions = super::evictions::evictions(&phases, &metrics.spans);
     for gap in &mut metrics.gaps {
         (gap.predicted_end_us, gap.anomaly) = phases.gap(gap);
-        gap.takeover_us = takeover(events, gap, params.watch_us);
     }
     // The analyses that already take one event at a time, in one pass.
     let (mut writes, mut latency) = (WritesFold::default(), Latency::default());
@@ -117,15 +107,6 @@ fn until_trial_end(events: &[Event]) -> &[Event] {
 /// The `trial_end` event's time, else the last event's (0 for no events).
 fn trial_end(events: &[Event]) -> Micros {
     events.last().map_or(0, |e| e.t_us)
-}
-
-/// A fault's action if it was delivered: faults with an `error` never
-/// reached their target (e.g. "no leader to target") and changed nothing.
-fn delivered_action(event: &Event) -> Option<&str> {
-    if event.kind != EventKind::Fault || event.detail.error.is_some() {
-        return None;
-    }
-    event.detail.action.as_deref()
 }
 
 /// What the history tells about one worker at the current instant.
@@ -191,6 +172,10 @@ struct Sweep {
     /// Set while the last gap in `gaps` is still open.
     open_gap: Option<OpenGap>,
     spans: Spans,
+    /// What a gap's cause and its takeover are found in.
+    lookback: Lookback,
+    /// The first and last `start`.
+    starts: Option<(Micros, Micros)>,
 }
 
 /// What closing the open gap needs to know about how it opened.
@@ -213,7 +198,7 @@ impl Sweep {
 
     /// Apply all events of one instant, update gaps, then measure the state
     /// over `[t, next_us)`.
-    fn instant(&mut self, instant: &[Event], past: &[Event], next_us: Micros) {
+    fn instant(&mut self, instant: &[Event], next_us: Micros) {
         let t = instant[0].t_us;
         // Tie-breaks: the holder is the last worker to lose active leadership
         // at this instant; the gap's ender is the first to gain it and keep it
@@ -221,8 +206,13 @@ impl Sweep {
         let mut last_deactivated = None;
         let mut activated = Vec::new();
         for event in instant {
+            self.lookback.event(event);
             if event.kind == EventKind::Acquired && self.first_leader_us.is_none() {
                 self.first_leader_us = Some(t);
+            }
+            if event.kind == EventKind::Start {
+                let (first, last) = self.starts.get_or_insert((t, t));
+                (*first, *last) = ((*first).min(t), (*last).max(t));
             }
             match self.apply(event) {
                 Some(Transition::Activated(w)) => activated.push(w),
@@ -234,10 +224,10 @@ impl Sweep {
         let active = self.workers.iter().filter(|w| w.active()).count();
         if self.first_leader_us.is_some() {
             if self.open_gap.is_none() && active == 0 {
-                self.open_gap(t, last_deactivated, past);
+                self.open_gap(t, last_deactivated);
             } else if self.open_gap.is_some() && active > 0 {
                 let ended_by = activated.into_iter().find(|&w| self.workers[w].active());
-                self.close_gap(t, ended_by);
+                self.close_gap(instant, ended_by);
             }
         }
 
@@ -336,9 +326,9 @@ impl Sweep {
         }
     }
 
-    fn open_gap(&mut self, start_us: Micros, holder: Option<Deactivation>, past: &[Event]) {
+    fn open_gap(&mut self, start_us: Micros, holder: Option<Deactivation>) {
         let why = match holder {
-            Some(holder) => explain(&holder, past),
+            Some(holder) => explain(&holder, &mut self.lookback),
             // Only reachable when the very first leader acquired while
             // already paused: no active interval ended.
             None => Explanation {
@@ -365,7 +355,9 @@ impl Sweep {
         self.open_gap = Some(OpenGap { holder: holder.map(|h| h.worker), expiry: why.expiry_us });
     }
 
-    fn close_gap(&mut self, end_us: Micros, ended_by: Option<usize>) {
+    /// The gap ends at `instant`, `ended_by` the worker that leads again.
+    fn close_gap(&mut self, instant: &[Event], ended_by: Option<usize>) {
+        let end_us = instant[0].t_us;
         let open = self.open_gap.take().expect("an open gap exists");
         let gap = self.gaps.last_mut().expect("an open gap exists");
         gap.end_us = end_us;
@@ -376,10 +368,11 @@ impl Sweep {
         // (it would be negative if the lease had not yet run out).
         if ended_by != open.holder {
             gap.detection_lag_us = open.expiry.map(|expiry| end_us - expiry);
+            gap.takeover_us = ended_by.and_then(|w| takeover(instant, w, &self.lookback));
         }
     }
 
-    fn finish(mut self, events: &[Event], end_us: Micros, params: &CheckParams) -> TrialMetrics {
+    fn finish(mut self, end_us: Micros, params: &CheckParams) -> TrialMetrics {
         // A gap still open at trial end lasts until then. A gap that opened
         // exactly at the trial end has no length and is no gap.
         if self.open_gap.is_some() {
@@ -412,11 +405,8 @@ impl Sweep {
             }
         }
 
-        let start_times = || events.iter().filter(|e| e.kind == EventKind::Start).map(|e| e.t_us);
-        let start_spread_us = start_times().max().zip(start_times().min()).map(|(max, min)| max - min);
-
         TrialMetrics {
-            start_spread_us,
+            start_spread_us: self.starts.map(|(first, last)| last - first),
             first_leader_us: self.first_leader_us,
             max_leaders: self.max_leaders,
             double_leader_us: self.double_leader_us,
@@ -451,10 +441,10 @@ struct Explanation {
     expiry_us: Option<Micros>,
 }
 
-/// Why a gap opened when `holder` lost active leadership. `past` ends with
-/// the gap's start instant.
-fn explain(holder: &Deactivation, past: &[Event]) -> Explanation {
-    let Some(fault) = cause_fault(holder, past) else {
+/// Why a gap opened when `holder` lost active leadership, from what the
+/// sweep has seen up to the gap's start instant.
+fn explain(holder: &Deactivation, lookback: &mut Lookback) -> Explanation {
+    let Some(fault) = lookback.cause(holder.worker, holder.leader_since, holder.ended_by == EndedBy::Paused) else {
         let cause = match holder.ended_by {
             EndedBy::Event(kind) => kind.name(),
             // A pause always comes with a `stop` fault; kept for totality.
@@ -463,83 +453,30 @@ fn explain(holder: &Deactivation, past: &[Event]) -> Explanation {
         return Explanation { cause: cause.to_string(), cause_fault: None, lease_remainder_us: None, expiry_us: None };
     };
 
-    let action = delivered_action(fault).expect("the cause is a delivered fault");
-    let decomposable = fault.worker == Some(holder.worker)
+    let action = fault.action.as_str();
+    let on_holder = fault.worker == Some(holder.worker);
+    let decomposable = on_holder
         && DECOMPOSABLE.contains(&action)
         // A holder that released its lease did not let it run out.
         && holder.ended_by != EndedBy::Event(EventKind::Released);
-    let expiry_us = if decomposable { last_expiry(holder.worker, fault.t_us, past) } else { None };
-    let cause = if action == KILL && fault.worker == Some(holder.worker) && mid_renewal(holder.worker, fault.t_us, past)
-    {
-        KILL_MID_RENEWAL.to_string()
-    } else {
-        action.to_string()
-    };
+    let expiry_us = if decomposable { fault.expiry_us } else { None };
+    let cause = if action == KILL && on_holder && fault.mid_renewal { KILL_MID_RENEWAL } else { action };
     Explanation {
-        cause,
-        cause_fault: fault.detail.fault,
+        cause: cause.to_string(),
+        cause_fault: fault.fault,
         lease_remainder_us: expiry_us.map(|e| e - fault.t_us),
         expiry_us,
     }
 }
 
-/// The most recent delivered fault, during the holder's leadership and up to
-/// the gap start, that could have cost it its leadership: one aimed at the
-/// holder, or one aimed at the lock.
-fn cause_fault<'a>(holder: &Deactivation, past: &'a [Event]) -> Option<&'a Event> {
-    past.iter().rev().take_while(|e| e.t_us >= holder.leader_since).find(|e| match delivered_action(e) {
-        Some(action) if e.worker == Some(holder.worker) => match action {
-            // A resume never takes leadership away.
-            CONT => false,
-            // A stop whose pause was already lifted did not open this
-            // gap; only the pause that deactivated the holder did.
-            STOP => holder.ended_by == EndedBy::Paused,
-            _ => true,
-        },
-        Some(action) => e.worker.is_none() && action.starts_with(LOCK_FAULT_PREFIX),
-        None => false,
-    })
-}
-
-/// Whether `worker`'s last renewal step before `at_us` was its start.
-fn mid_renewal(worker: usize, at_us: Micros, past: &[Event]) -> bool {
-    let last = past.iter().rev().filter(|e| e.worker == Some(worker) && e.t_us <= at_us).find(|e| {
-        matches!(e.kind, EventKind::Renewing | EventKind::Renewed | EventKind::RenewFailed | EventKind::Acquired)
-    });
-    last.is_some_and(|e| e.kind == EventKind::Renewing)
-}
-
-/// Nominal expiry of the lease the holder last wrote at or before `at_us`:
-/// its last `acquired`/`renewed` time + `expires_in_ms`.
-fn last_expiry(worker: usize, at_us: Micros, past: &[Event]) -> Option<Micros> {
-    let write = past.iter().rev().find(|e| {
-        e.worker == Some(worker) && e.t_us <= at_us && matches!(e.kind, EventKind::Acquired | EventKind::Renewed)
-    })?;
-    Some(write.t_us + ms_to_us(write.detail.expires_in_ms?))
-}
-
-/// The takeover's own cost for a gap another worker's acquire ended: the
-/// acquire that returned at the gap's end, and the look before it (the
-/// worker's last timed observation, if it ended no more than a watch
-/// interval before the acquire began), start to finish.
-fn takeover(events: &[Event], gap: &Gap, watch_us: Micros) -> Option<Micros> {
-    let w = gap.ended_by.filter(|_| gap.ended && gap.ended_by != gap.holder)?;
-    // Events are in time order: look only at the gap's end and before it,
-    // not at the whole history once per gap.
-    let at = events.partition_point(|e| e.t_us < gap.end_us);
-    let acquired = events[at..]
-        .iter()
-        .take_while(|e| e.t_us == gap.end_us)
-        .find(|e| e.worker == Some(w) && e.kind == EventKind::Acquired)?;
+/// The takeover's own cost for a gap worker `w`'s acquire ended at
+/// `instant`: that acquire, and the look before it (the worker's last
+/// timed observation, if it ended no more than a watch interval before the
+/// acquire began), start to finish.
+fn takeover(instant: &[Event], w: usize, lookback: &Lookback) -> Option<Micros> {
+    let acquired = instant.iter().find(|e| e.worker == Some(w) && e.kind == EventKind::Acquired)?;
     let began = acquired.t_us - acquired.detail.op_us? as Micros;
-    let before = events.partition_point(|e| e.t_us <= began);
-    let look = events[..before].iter().rev().take_while(|e| began - e.t_us <= watch_us).find(|e| {
-        e.worker == Some(w)
-            && e.detail.op_us.is_some()
-            && super::latency::operation(e.kind) == Some(super::latency::Op::Observe)
-    });
-    let from = look.map_or(began, |l| l.t_us - l.detail.op_us.unwrap_or(0) as Micros);
-    Some(gap.end_us - from)
+    Some(acquired.t_us - lookback.takeover_from(w, began))
 }
 
 #[cfg(test)]

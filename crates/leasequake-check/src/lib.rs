@@ -13,6 +13,7 @@ mod grants;
 mod intervals;
 mod jobs;
 mod latency;
+mod lookback;
 mod metrics;
 mod network;
 mod params;
