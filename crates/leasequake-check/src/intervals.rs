@@ -20,13 +20,16 @@
 
 use super::by_worker::ByWorker;
 use super::fold::Fold;
+use super::jobs::JobsFold;
 use super::latency::Latency;
 use super::lookback::{CONT, Lookback, STOP, delivered_action};
 use super::metrics::{Gap, KILL, KILL_MID_RENEWAL, TrialMetrics};
 use super::params::CheckParams;
 use super::precision::PrecisionFold;
 use super::push::PushesFold;
+use super::recovery::LastHeal;
 use super::spans::{Span, Spans};
+use super::storm::StormFold;
 use super::theory::Phases;
 use super::writes::WritesFold;
 use leasequake_model::history::{Event, EventKind};
@@ -64,22 +67,33 @@ pub fn check(history: &History, params: &CheckParams) -> TrialMetrics {
     // The analyses that already take one event at a time, in one pass.
     let (mut writes, mut latency) = (WritesFold::default(), Latency::default());
     let (mut pushes, mut precision) = (PushesFold::default(), PrecisionFold::new(params.fault_budget_us));
+    let mut jobs = params.epoch_us.map(JobsFold::new);
+    let (mut storm, mut last_heal) = (StormFold::new(params), LastHeal::default());
     for e in events {
+        storm.event(e);
+        last_heal.event(e);
         writes.event(e);
         latency.event(e);
         pushes.event(e);
         precision.event(e);
+        if let Some(jobs) = &mut jobs {
+            jobs.event(e);
+        }
     }
-    metrics.writes = writes.finish();
-    metrics.latency = latency.finish();
-    metrics.pushes = pushes.finish();
-    metrics.precision = precision.finish();
+    let (storm, last_heal) = (storm.finish(end_us), last_heal.finish(end_us));
+    if let Some(jobs) = jobs {
+        metrics.jobs = jobs.finish(end_us);
+    }
+    metrics.writes = writes.finish(end_us);
+    metrics.latency = latency.finish(end_us);
+    metrics.pushes = pushes.finish(end_us);
+    metrics.precision = precision.finish(end_us);
     metrics.network = super::network::network(events, &by_worker, params, &metrics.spans, end_us);
+    metrics.network.storm = storm;
     let (double_grants, overlaps) = super::grants::double_grants(events, &by_worker, params, end_us);
     metrics.network.double_grants = double_grants;
-    metrics.network.recovery_us = super::recovery::recovery(events, &metrics.spans, &overlaps, end_us);
-    metrics.network.unrecovered = usize::from(metrics.network.recovery_us.is_none() && super::recovery::healed(events));
-    metrics.network.storm = super::storm::storm(events, params);
+    metrics.network.recovery_us = super::recovery::recovery(last_heal, &metrics.spans, &overlaps, end_us);
+    metrics.network.unrecovered = usize::from(metrics.network.recovery_us.is_none() && last_heal.is_some());
     metrics.service = super::service::service(events, &metrics.spans.tenures, params.renew_us, end_us);
     metrics.disturbance = super::disturbance::disturbance(
         events,
@@ -89,9 +103,6 @@ pub fn check(history: &History, params: &CheckParams) -> TrialMetrics {
         &metrics.precision,
         end_us,
     );
-    if let Some(epoch_us) = params.epoch_us {
-        metrics.jobs = super::jobs::jobs(events, epoch_us, end_us);
-    }
     metrics
 }
 

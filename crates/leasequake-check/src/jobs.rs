@@ -7,6 +7,8 @@ use std::collections::BTreeMap;
 
 use leasequake_model::history::{Event, EventKind, Micros};
 
+use super::fold::Fold;
+
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Jobs {
     /// Epochs that had a whole epoch of the trial left after their boundary
@@ -49,20 +51,31 @@ impl std::ops::Add for Jobs {
     }
 }
 
-/// Count over the trial's events; `epoch_us` is the job's epoch length,
-/// `end_us` the trial's end (relative to the barrier, like the epochs).
-pub fn jobs(events: &[Event], epoch_us: Micros, end_us: Micros) -> Jobs {
-    let mut out = Jobs {
-        // Boundary k at k × epoch; expected while (k + 1) × epoch ≤ end.
-        expected: if epoch_us > 0 { (end_us / epoch_us).saturating_sub(1).max(0) as u64 } else { 0 },
-        ..Jobs::default()
-    };
-    let mut applied: BTreeMap<u64, usize> = BTreeMap::new();
-    let mut granted = 0;
-    for e in events {
+/// Counts the job's runs as the events come; `epoch_us` is the job's epoch
+/// length. What it holds grows with the epochs, not the events.
+pub(crate) struct JobsFold {
+    epoch_us: Micros,
+    out: Jobs,
+    /// Applied results per epoch.
+    applied: BTreeMap<u64, usize>,
+    /// The highest fencing token granted so far.
+    granted: u64,
+}
+
+impl JobsFold {
+    pub fn new(epoch_us: Micros) -> JobsFold {
+        JobsFold { epoch_us, out: Jobs::default(), applied: BTreeMap::new(), granted: 0 }
+    }
+}
+
+impl Fold for JobsFold {
+    type Out = Jobs;
+
+    fn event(&mut self, e: &Event) {
+        let out = &mut self.out;
         let result = matches!(e.kind, EventKind::JobApplied | EventKind::JobRepeated | EventKind::JobRejected);
         if let (true, Some(token)) = (result, e.detail.token)
-            && token < granted
+            && token < self.granted
         {
             out.stale_results += 1;
             if e.kind == EventKind::JobApplied {
@@ -70,12 +83,12 @@ pub fn jobs(events: &[Event], epoch_us: Micros, end_us: Micros) -> Jobs {
             }
         }
         match e.kind {
-            EventKind::Acquired => granted = granted.max(e.detail.token.unwrap_or(0)),
+            EventKind::Acquired => self.granted = self.granted.max(e.detail.token.unwrap_or(0)),
             EventKind::JobStarted => out.runs += 1,
             EventKind::JobApplied => {
                 out.applied += 1;
                 if let Some(epoch) = e.detail.epoch {
-                    *applied.entry(epoch).or_default() += 1;
+                    *self.applied.entry(epoch).or_default() += 1;
                 }
             }
             EventKind::JobRepeated => out.repeated += 1,
@@ -83,20 +96,33 @@ pub fn jobs(events: &[Event], epoch_us: Micros, end_us: Micros) -> Jobs {
             _ => {}
         }
     }
-    out.missed = (1..=out.expected).filter(|k| !applied.contains_key(k)).count() as u64;
-    for &n in applied.values() {
-        if n >= 2 {
-            out.duplicates += n - 1;
-            out.duplicate_epochs += 1;
+
+    /// `end_us` is relative to the barrier, like the epochs.
+    fn finish(self, end_us: Micros) -> Jobs {
+        let (epoch_us, mut out) = (self.epoch_us, self.out);
+        // Boundary k at k × epoch; expected while (k + 1) × epoch ≤ end.
+        out.expected = if epoch_us > 0 { (end_us / epoch_us).saturating_sub(1).max(0) as u64 } else { 0 };
+        out.missed = (1..=out.expected).filter(|k| !self.applied.contains_key(k)).count() as u64;
+        for &n in self.applied.values() {
+            if n >= 2 {
+                out.duplicates += n - 1;
+                out.duplicate_epochs += 1;
+            }
         }
+        out
     }
-    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use leasequake_model::history::Detail;
+
+    fn jobs(events: &[Event], epoch_us: Micros, end_us: Micros) -> Jobs {
+        let mut fold = JobsFold::new(epoch_us);
+        events.iter().for_each(|e| fold.event(e));
+        fold.finish(end_us)
+    }
 
     fn ev(t: Micros, w: usize, kind: EventKind, epoch: u64, token: u64) -> Event {
         Event::new(t, Some(w), kind).with_detail(Detail { epoch: Some(epoch), token: Some(token), ..Detail::default() })

@@ -2,7 +2,7 @@
 //! (`op_us` on the event that reports each operation's outcome).
 
 use super::fold::Fold;
-use leasequake_model::history::{Event, EventKind};
+use leasequake_model::history::{Event, EventKind, Micros};
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Latency {
@@ -43,7 +43,7 @@ impl Fold for Latency {
         }
     }
 
-    fn finish(self) -> Latency {
+    fn finish(self, _end_us: Micros) -> Latency {
         self
     }
 }

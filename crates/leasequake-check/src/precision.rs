@@ -52,7 +52,7 @@ impl Fold for PrecisionFold {
         }
     }
 
-    fn finish(self) -> Precision {
+    fn finish(self, _end_us: Micros) -> Precision {
         self.0
     }
 }

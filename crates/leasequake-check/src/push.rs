@@ -2,7 +2,7 @@
 //! takeovers a push set off, and how often a subscription failed.
 
 use super::fold::Fold;
-use leasequake_model::history::{Event, EventKind};
+use leasequake_model::history::{Event, EventKind, Micros};
 
 /// Push watches over one trial, or summed over several.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -53,7 +53,7 @@ impl Fold for PushesFold {
         self.told_last.insert(w, e.kind == EventKind::Notified && e.detail.error.is_none());
     }
 
-    fn finish(self) -> Pushes {
+    fn finish(self, _end_us: Micros) -> Pushes {
         self.out
     }
 }

@@ -20,6 +20,7 @@
 use leasequake_model::faults::Action;
 use leasequake_model::history::{Event, EventKind, Micros};
 
+use super::fold::Fold;
 use super::latency::operation;
 use super::params::CheckParams;
 use super::stats::percentile;
@@ -74,11 +75,6 @@ impl WindowOps {
         sorted.sort_unstable_by(f64::total_cmp);
         percentile(&sorted, q)
     }
-
-    fn push(&mut self, e: &Event, us: u64) {
-        self.op_us.push(us);
-        self.failed += usize::from(failed(e));
-    }
 }
 
 impl std::ops::Add for WindowOps {
@@ -130,72 +126,132 @@ fn network_action(e: &Event) -> Option<Action> {
 }
 
 /// One heal: the rows of one fault index, one per worker, from the first.
+/// The workers whose fault (one index of the schedule) was healed within a
+/// lease of the first of them: one heal.
 struct Heal {
     fault: Option<usize>,
     at_us: Micros,
     workers: Vec<usize>,
 }
 
-/// The renewal storm of one trial; None if no network fault was delivered.
-pub(crate) fn storm(events: &[Event], params: &CheckParams) -> Option<Storm> {
-    // A lease: after a heal every watcher observes within one watch
-    // interval and the leader renews within one renew interval, and the
-    // lease is longer than both (renew is held shorter at load; a watch as
-    // long would let a lease expire unseen), so every worker's first
-    // operations after the reconnect fall inside it, while a much longer
-    // window would dilute the burst with the steady state that follows.
-    let window = params.lease_us;
-    let workers = events.iter().filter_map(|e| e.worker).max().map_or(0, |w| w + 1);
-    // Per link, the intervals in which a network fault was on it: from a
-    // delivery to the heal that ended every fault on the link.
-    let mut faulted: Vec<Vec<(Micros, Micros)>> = vec![Vec::new(); workers];
-    let mut since: Vec<Option<Micros>> = vec![None; workers];
-    let mut first_fault: Option<Micros> = None;
-    let mut heals: Vec<Heal> = Vec::new();
-    for e in events {
-        let (Some(action), Some(w)) = (network_action(e), e.worker) else { continue };
-        if action != Action::Heal {
-            first_fault.get_or_insert(e.t_us);
-            since[w].get_or_insert(e.t_us);
-            continue;
-        }
-        let Some(from) = since[w].take() else { continue };
-        faulted[w].push((from, e.t_us));
-        // The rows of one heal share its fault index and name each worker
-        // once; a later firing of the same fault (`every`) heals the same
-        // workers again and is a heal of its own.
-        match heals.iter_mut().rev().find(|h| h.fault == e.detail.fault) {
-            Some(h) if !h.workers.contains(&w) && e.t_us < h.at_us + window => h.workers.push(w),
-            _ => heals.push(Heal { fault: e.detail.fault, at_us: e.t_us, workers: vec![w] }),
-        }
-    }
-    let first_fault = first_fault?;
-    for (w, from) in since.iter().enumerate() {
-        if let Some(from) = from {
-            faulted[w].push((*from, Micros::MAX));
-        }
-    }
-    // The initial race is a burst of its own: the steady state begins with
-    // the first leader.
-    let first_leader = events.iter().find(|e| e.kind == EventKind::Acquired).map(|e| e.t_us);
-    let clean = |w: Option<usize>, start: Micros, end: Micros| {
-        w.is_none_or(|w| faulted[w].iter().all(|&(a, b)| end < a || start >= b))
-    };
+/// An operation, judged once its instant is over: a fault or heal recorded
+/// at the same µs after it still counts.
+struct Op {
+    worker: Option<usize>,
+    start_us: Micros,
+    end_us: Micros,
+    us: u64,
+    failed: bool,
+}
 
-    let mut out = Storm { heals: heals.len(), ..Storm::default() };
-    for e in events {
-        let (Some(us), Some(_)) = (e.detail.op_us, operation(e.kind)) else { continue };
-        let start = e.t_us - us as Micros;
-        // Answered before the first fault too: one still waiting for its
-        // reply when the link went bad would measure the fault.
-        if first_leader.is_some_and(|t| start >= t) && e.t_us < first_fault {
-            out.baseline.push(e, us);
-        }
-        if heals.iter().any(|h| h.at_us <= start && start < h.at_us + window) && clean(e.worker, start, e.t_us) {
-            out.after_heal.push(e, us);
+/// The storm, as the events come. It holds each worker's network faults and
+/// the heals (a few per fault of the schedule), not the history.
+pub(crate) struct StormFold {
+    /// How long after a heal an operation belongs to its storm: a lease.
+    window: Micros,
+    /// Each worker's network faults, from the first action to its heal,
+    /// in order; and the one still unhealed.
+    faulted: Vec<Vec<(Micros, Micros)>>,
+    since: Vec<Option<Micros>>,
+    first_fault: Option<Micros>,
+    first_leader: Option<Micros>,
+    heals: Vec<Heal>,
+    now_us: Micros,
+    pending: Vec<Op>,
+    out: Storm,
+}
+
+impl StormFold {
+    pub fn new(params: &CheckParams) -> StormFold {
+        StormFold {
+            window: params.lease_us,
+            faulted: Vec::new(),
+            since: Vec::new(),
+            first_fault: None,
+            first_leader: None,
+            heals: Vec::new(),
+            now_us: 0,
+            pending: Vec::new(),
+            out: Storm::default(),
         }
     }
-    Some(out)
+
+    fn fault(&mut self, e: &Event, action: Action, w: usize) {
+        if w >= self.since.len() {
+            self.since.resize(w + 1, None);
+            self.faulted.resize_with(w + 1, Vec::new);
+        }
+        if action != Action::Heal {
+            self.first_fault.get_or_insert(e.t_us);
+            self.since[w].get_or_insert(e.t_us);
+            return;
+        }
+        let Some(from) = self.since[w].take() else { return };
+        self.faulted[w].push((from, e.t_us));
+        let window = self.window;
+        // Heals come in time order: one a lease old is no heal's company.
+        let mut recent = self.heals.iter_mut().rev().take_while(|h| e.t_us < h.at_us + window);
+        match recent.find(|h| h.fault == e.detail.fault) {
+            Some(h) if !h.workers.contains(&w) => h.workers.push(w),
+            _ => self.heals.push(Heal { fault: e.detail.fault, at_us: e.t_us, workers: vec![w] }),
+        }
+    }
+
+    /// Whether `worker`'s link had no network fault from `start` to `end`.
+    fn clean(&self, worker: Option<usize>, start: Micros, end: Micros) -> bool {
+        let Some(w) = worker.filter(|w| *w < self.since.len()) else { return true };
+        let done = &self.faulted[w];
+        // Disjoint and in order: the first to end after `start` is the
+        // only one that can have begun by `end`.
+        let overlaps_done = done.get(done.partition_point(|&(_, b)| b <= start)).is_some_and(|&(a, _)| a <= end);
+        !overlaps_done && self.since[w].is_none_or(|from| end < from)
+    }
+
+    /// The instant is over: judge its operations.
+    fn settle(&mut self) {
+        for op in std::mem::take(&mut self.pending) {
+            if self.first_leader.is_some_and(|t| op.start_us >= t) && self.first_fault.is_none_or(|f| op.end_us < f) {
+                self.out.baseline.op_us.push(op.us);
+                self.out.baseline.failed += usize::from(op.failed);
+            }
+            // Heals are in time order; the latest by the operation's start
+            // is the only one whose window can hold it.
+            let by_start = self.heals.partition_point(|h| h.at_us <= op.start_us);
+            let after_heal = by_start > 0 && op.start_us < self.heals[by_start - 1].at_us + self.window;
+            if after_heal && self.clean(op.worker, op.start_us, op.end_us) {
+                self.out.after_heal.op_us.push(op.us);
+                self.out.after_heal.failed += usize::from(op.failed);
+            }
+        }
+    }
+}
+
+impl Fold for StormFold {
+    type Out = Option<Storm>;
+
+    fn event(&mut self, e: &Event) {
+        if e.t_us != self.now_us {
+            self.settle();
+            self.now_us = e.t_us;
+        }
+        if e.kind == EventKind::Acquired {
+            self.first_leader.get_or_insert(e.t_us);
+        }
+        if let (Some(action), Some(w)) = (network_action(e), e.worker) {
+            self.fault(e, action, w);
+        }
+        if let (Some(us), Some(_)) = (e.detail.op_us, operation(e.kind)) {
+            let op = Op { worker: e.worker, start_us: e.t_us - us as Micros, end_us: e.t_us, us, failed: failed(e) };
+            self.pending.push(op);
+        }
+    }
+
+    /// None without a network fault.
+    fn finish(mut self, _end_us: Micros) -> Option<Storm> {
+        self.settle();
+        self.first_fault?;
+        Some(Storm { heals: self.heals.len(), ..self.out })
+    }
 }
 
 #[cfg(test)]

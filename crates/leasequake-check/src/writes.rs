@@ -7,7 +7,7 @@
 //!   a token it has not seen yet, and the newer write supersedes it.
 
 use super::fold::Fold;
-use leasequake_model::history::{Event, EventKind};
+use leasequake_model::history::{Event, EventKind, Micros};
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Writes {
@@ -57,7 +57,7 @@ impl Fold for WritesFold {
         }
     }
 
-    fn finish(self) -> Writes {
+    fn finish(self, _end_us: Micros) -> Writes {
         self.out
     }
 }
