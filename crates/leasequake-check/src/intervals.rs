@@ -28,6 +28,7 @@ use super::params::CheckParams;
 use super::precision::PrecisionFold;
 use super::push::PushesFold;
 use super::recovery::LastHeal;
+use super::service::Sightings;
 use super::spans::{Span, Spans};
 use super::storm::StormFold;
 use super::theory::Phases;
@@ -69,7 +70,9 @@ pub fn check(history: &History, params: &CheckParams) -> TrialMetrics {
     let (mut pushes, mut precision) = (PushesFold::default(), PrecisionFold::new(params.fault_budget_us));
     let mut jobs = params.epoch_us.map(JobsFold::new);
     let (mut storm, mut last_heal) = (StormFold::new(params), LastHeal::default());
+    let mut sightings = Sightings::default();
     for e in events {
+        sightings.event(e);
         storm.event(e);
         last_heal.event(e);
         writes.event(e);
@@ -81,6 +84,7 @@ pub fn check(history: &History, params: &CheckParams) -> TrialMetrics {
         }
     }
     let (storm, last_heal) = (storm.finish(end_us), last_heal.finish(end_us));
+    let sightings = sightings.finish(end_us);
     if let Some(jobs) = jobs {
         metrics.jobs = jobs.finish(end_us);
     }
@@ -94,7 +98,7 @@ pub fn check(history: &History, params: &CheckParams) -> TrialMetrics {
     metrics.network.double_grants = double_grants;
     metrics.network.recovery_us = super::recovery::recovery(last_heal, &metrics.spans, &overlaps, end_us);
     metrics.network.unrecovered = usize::from(metrics.network.recovery_us.is_none() && last_heal.is_some());
-    metrics.service = super::service::service(events, &metrics.spans.tenures, params.renew_us, end_us);
+    metrics.service = super::service::service(sightings, &metrics.spans.tenures, params.renew_us, end_us);
     metrics.disturbance = super::disturbance::disturbance(
         events,
         &by_worker,

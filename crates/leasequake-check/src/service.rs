@@ -24,6 +24,7 @@
 use leasequake_model::history::{Event, EventKind, Micros};
 use leasequake_model::settings::OBSERVE_PERIOD_US;
 
+use super::fold::Fold;
 use super::spans::Span;
 
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -86,16 +87,49 @@ struct Stretch {
     held: Held,
 }
 
-/// The service's view of one trial. Pure: `events` (in time order, up to
-/// the trial's end at `end_us`), the workers' tenures, their renewal
-/// period.
-pub(crate) fn service(events: &[Event], tenures: &[Span], renew_us: Micros, end_us: Micros) -> ServiceView {
-    let stretches = stretches(events, end_us);
+/// The service's sightings and the workers' acquisitions, as the events
+/// come: a change of what the service holds, not every look, so what it
+/// keeps grows with the grants, not the history.
+#[derive(Default)]
+pub(crate) struct Sightings {
+    seen: Vec<(Micros, Micros, Held)>,
+    acquired: Vec<(Micros, usize)>,
+}
+
+impl Fold for Sightings {
+    type Out = Sightings;
+
+    fn event(&mut self, e: &Event) {
+        let held = match e.kind {
+            EventKind::Acquired => {
+                self.acquired.extend(e.worker.map(|w| (e.t_us, w)));
+                return;
+            }
+            EventKind::LeaseFree => Held::Free,
+            EventKind::LeaseUnseen => Held::Unseen,
+            EventKind::LeaseHeld => {
+                let named = e.detail.holder.is_some();
+                Held::By { grant: e.detail.grant.clone().unwrap_or_default(), worker: e.worker, named }
+            }
+            _ => return,
+        };
+        let since_us = e.detail.since_us.map_or(OBSERVE_PERIOD_US, |s| s as Micros);
+        self.seen.push((e.t_us, since_us, held));
+    }
+
+    fn finish(self, _end_us: Micros) -> Sightings {
+        self
+    }
+}
+
+/// The service's view of one trial. Pure: its sightings (up to the trial's
+/// end at `end_us`), the workers' tenures, their renewal period.
+pub(crate) fn service(sightings: Sightings, tenures: &[Span], renew_us: Micros, end_us: Micros) -> ServiceView {
+    let Sightings { seen, acquired } = sightings;
+    let stretches = stretches(seen, end_us);
     if stretches.is_empty() {
         return ServiceView::default();
     }
-    let acquired: Vec<(Micros, usize)> =
-        events.iter().filter(|e| e.kind == EventKind::Acquired).filter_map(|e| e.worker.map(|w| (e.t_us, w))).collect();
     let stretches = attribute(stretches, &acquired, tenures);
     let mut view = ServiceView { observed: true, acquisitions: acquired.len(), ..ServiceView::default() };
     // A grant given again after a free stretch is a new grant.
@@ -142,32 +176,11 @@ pub(crate) fn service(events: &[Event], tenures: &[Span], renew_us: Micros, end_
 
 /// The service's history as stretches from one sighting to the next; none
 /// where nothing was observed. Before the first sighting, nothing is known.
-fn stretches(events: &[Event], end_us: Micros) -> Vec<Stretch> {
-    let seen: Vec<(Micros, Micros, Held)> = events
-        .iter()
-        .filter_map(|e| {
-            let held = match e.kind {
-                EventKind::LeaseFree => Held::Free,
-                EventKind::LeaseUnseen => Held::Unseen,
-                EventKind::LeaseHeld => {
-                    let named = e.detail.holder.is_some();
-                    Held::By { grant: e.detail.grant.clone().unwrap_or_default(), worker: e.worker, named }
-                }
-                _ => return None,
-            };
-            let since_us = e.detail.since_us.map_or(OBSERVE_PERIOD_US, |s| s as Micros);
-            Some((e.t_us, since_us, held))
-        })
-        .collect();
-    let ends = seen.iter().skip(1).map(|(t, _, _)| *t).chain(std::iter::once(end_us));
-    seen.iter()
+fn stretches(seen: Vec<(Micros, Micros, Held)>, end_us: Micros) -> Vec<Stretch> {
+    let ends: Vec<Micros> = seen.iter().skip(1).map(|(t, _, _)| *t).chain(std::iter::once(end_us)).collect();
+    seen.into_iter()
         .zip(ends)
-        .map(|((start_us, since_us, held), end_us)| Stretch {
-            start_us: *start_us,
-            end_us: end_us.max(*start_us),
-            since_us: *since_us,
-            held: held.clone(),
-        })
+        .map(|((start_us, since_us, held), end_us)| Stretch { start_us, end_us: end_us.max(start_us), since_us, held })
         .collect()
 }
 
@@ -200,11 +213,9 @@ fn attribute(mut stretches: Vec<Stretch>, acquired: &[(Micros, usize)], tenures:
         if worker.is_none() && !named {
             let leading =
                 || tenures.iter().filter(|t| t.start_us <= seen_us && seen_us < t.end_us).max_by_key(|t| t.start_us);
-            *worker = acquired
-                .iter()
-                .find(|(t, _)| *t >= start_us && *t < end_us)
-                .map(|(_, w)| *w)
-                .or_else(|| leading().map(|t| t.worker));
+            // In time order: the first at or after the start, if before the end.
+            let first = acquired.get(acquired.partition_point(|(t, _)| *t < start_us));
+            *worker = first.filter(|(t, _)| *t < end_us).map(|(_, w)| *w).or_else(|| leading().map(|t| t.worker));
         }
         owners.push((grant.clone(), *worker));
     }
@@ -217,7 +228,10 @@ fn attribute(mut stretches: Vec<Stretch>, acquired: &[(Micros, usize)], tenures:
 /// contradicts a belief: it ends an unbacked stretch.
 fn unbacked(t: &Span, stretches: &[Stretch]) -> Vec<(Micros, Micros)> {
     let mut out: Vec<(Micros, Micros)> = Vec::new();
-    for s in stretches {
+    // Stretches follow one another: those that end after the tenure's
+    // start, until one starts at its end.
+    let first = stretches.partition_point(|s| s.end_us <= t.start_us);
+    for s in stretches[first..].iter().take_while(|s| s.start_us < t.end_us) {
         let (start, end) = (s.start_us.max(t.start_us), s.end_us.min(t.end_us));
         if start >= end {
             continue;
@@ -244,6 +258,10 @@ fn unbacked(t: &Span, stretches: &[Stretch]) -> Vec<(Micros, Micros)> {
 mod tests {
     use super::*;
     use leasequake_model::history::Detail;
+
+    fn view_of(events: &[Event], tenures: &[Span], renew_us: Micros, end_us: Micros) -> ServiceView {
+        service(crate::fold::over(Sightings::default(), events), tenures, renew_us, end_us)
+    }
 
     const MS: Micros = 1_000;
 
@@ -272,7 +290,7 @@ mod tests {
     #[test]
     fn nothing_observed_is_no_view() {
         let events = vec![acquired(10, 0)];
-        assert_eq!(service(&events, &[tenure(0, 10, 100)], 30 * MS, 100 * MS), ServiceView::default());
+        assert_eq!(view_of(&events, &[tenure(0, 10, 100)], 30 * MS, 100 * MS), ServiceView::default());
     }
 
     #[test]
@@ -287,7 +305,7 @@ mod tests {
             held(91, "k=b", None),
             acquired(92, 1),
         ]);
-        let view = service(&events, &[tenure(0, 10, 50), tenure(1, 92, 200)], 30 * MS, 200 * MS);
+        let view = view_of(&events, &[tenure(0, 10, 50), tenure(1, 92, 200)], 30 * MS, 200 * MS);
         assert_eq!((view.grants, view.acquisitions, view.unclaimed), (2, 2, 0));
         assert_eq!(view.free_max_us, MS);
         assert_eq!(view.unbacked, 0);
@@ -296,7 +314,7 @@ mod tests {
     #[test]
     fn a_renewal_keeps_its_grant_and_a_grant_nobody_claims_is_unclaimed() {
         let events = sorted(vec![held(5, "k=a", None), free(20), held(30, "k=a", None), held(60, "k=c", None)]);
-        let view = service(&events, &[], 30 * MS, 100 * MS);
+        let view = view_of(&events, &[], 30 * MS, 100 * MS);
         // k=a freed and given again is counted each time it is given.
         assert_eq!((view.grants, view.unclaimed), (3, 3));
         assert_eq!(view.free_max_us, 10 * MS);
@@ -309,12 +327,12 @@ mod tests {
         let events =
             sorted(vec![held(0, "k=a", None), acquired(1, 0), free(100), held(150, "k=b", None), acquired(151, 1)]);
         let tenures = [tenure(0, 1, 400), tenure(1, 151, 500)];
-        let view = service(&events, &tenures, 30 * MS, 500 * MS);
+        let view = view_of(&events, &tenures, 30 * MS, 500 * MS);
         assert_eq!(view.unbacked, 1);
         assert_eq!(view.unbacked_max_us, 300 * MS);
         // Within a renewal period and two looks, a loss is not yet known.
         let short = [tenure(0, 1, 100 + 30 + 10), tenure(1, 151, 500)];
-        assert_eq!(service(&events, &short, 30 * MS, 500 * MS).unbacked, 0);
+        assert_eq!(view_of(&events, &short, 30 * MS, 500 * MS).unbacked, 0);
     }
 
     #[test]
@@ -322,7 +340,7 @@ mod tests {
         // Worker 2 holds the file (its pid in /proc/locks); worker 0 says
         // it acquired too: it believes without the service backing it.
         let events = sorted(vec![held(0, "leader.lock locked by 7", Some(2)), acquired(1, 0), acquired(2, 2)]);
-        let view = service(&events, &[tenure(0, 1, 200), tenure(2, 2, 200)], 30 * MS, 200 * MS);
+        let view = view_of(&events, &[tenure(0, 1, 200), tenure(2, 2, 200)], 30 * MS, 200 * MS);
         assert_eq!((view.grants, view.unclaimed, view.unbacked), (1, 0, 1));
     }
 
@@ -333,7 +351,7 @@ mod tests {
         let mut stale = held(100, "leader.lock of 999", None);
         stale.detail.holder = Some(999);
         let events = sorted(vec![held(0, "leader.lock of 7", Some(0)), acquired(1, 0), stale]);
-        let view = service(&events, &[tenure(0, 1, 400)], 30 * MS, 400 * MS);
+        let view = view_of(&events, &[tenure(0, 1, 400)], 30 * MS, 400 * MS);
         assert_eq!((view.grants, view.acquisitions, view.unclaimed), (2, 1, 1));
         assert_eq!((view.unbacked, view.unbacked_max_us), (1, 300 * MS));
     }
@@ -350,7 +368,7 @@ mod tests {
             acquired(200, 1),
             held(230, "subscribed to k", None),
         ]);
-        let view = service(&events, &[tenure(0, 1, 50), tenure(1, 200, 500)], 30 * MS, 500 * MS);
+        let view = view_of(&events, &[tenure(0, 1, 50), tenure(1, 200, 500)], 30 * MS, 500 * MS);
         assert_eq!((view.grants, view.unclaimed, view.unbacked), (2, 0, 0));
     }
 
@@ -362,7 +380,7 @@ mod tests {
             Event::new(50 * MS, None, EventKind::LeaseUnseen),
             free(300),
         ]);
-        let view = service(&events, &[tenure(0, 1, 310)], 30 * MS, 400 * MS);
+        let view = view_of(&events, &[tenure(0, 1, 310)], 30 * MS, 400 * MS);
         assert_eq!(view.unseen_us, 250 * MS);
         assert_eq!(view.unbacked, 0);
         assert_eq!(view.free_max_us, 100 * MS);
