@@ -18,9 +18,11 @@
 
 use leasequake_model::history::{Event, EventKind, Micros};
 
-use super::by_worker::ByWorker;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use super::fold::Fold;
 use super::params::CheckParams;
-use super::requests::{barrier_wall_us, grant_end, lost_requests, merge};
+use super::requests::{LostReplies, LostRequest, barrier_wall_us, grant_end};
 
 /// A service that keeps expiry in whole milliseconds may end a grant up
 /// to a millisecond before a lease has passed on the harness's clock.
@@ -74,109 +76,328 @@ struct Window {
     member: Option<usize>,
 }
 
-/// The double grants of a trial, and the definite ones' intervals.
-pub(crate) fn double_grants(
-    events: &[Event],
-    by_worker: &ByWorker<'_>,
-    params: &CheckParams,
-    end_us: Micros,
-) -> (DoubleGrants, Vec<(Micros, Micros)>) {
-    let lease_us = params.lease_us;
-    let barrier_wall_us = barrier_wall_us(events);
-    let mut told = Vec::new();
-    let mut maybe = Vec::new();
-    for w in 0..by_worker.workers() {
-        let mine = by_worker.of(w);
-        // Until the worker's own release or death, or the service telling
-        // it another holds the lease; never past the trial.
-        let over = |e: &Event| match e.kind {
-            EventKind::Released | EventKind::Exit => true,
-            EventKind::SteppedDown => e.detail.reason.as_deref() == Some("other-holder"),
-            _ => false,
-        };
-        let overs: Vec<Micros> = mine.iter().filter(|e| over(e)).map(|e| e.t_us).collect();
-        let cut_at = |t: Micros| overs.get(overs.partition_point(|&o| o < t)).copied().unwrap_or(end_us).min(end_us);
-        for e in mine.iter().filter(|e| matches!(e.kind, EventKind::Acquired | EventKind::Renewed)) {
-            // Only a lease that runs out by time has a least validity.
-            let Some(ms) = e.detail.expires_in_ms else { continue };
-            let sent = e.t_us - e.detail.op_us.map_or(0, |us| us as i64);
-            let mut end = sent + (ms * 1000.0).round() as i64 - ROUNDING_US;
-            if let Some(stated) = grant_end(e, barrier_wall_us) {
-                end = end.min(stated);
-            }
-            let end = end.min(cut_at(e.t_us));
-            if end > e.t_us {
-                told.push(Window { worker: w, start_us: e.t_us, end_us: end, member: e.detail.member });
-            }
-        }
-        // A single server grants one at a time: what it did with a lost
-        // request is settled by the grants around it (network.rs).
-        for r in lost_requests(mine).into_iter().filter(|_| params.replicated) {
-            let end = (r.sent_us + lease_us - ROUNDING_US).min(cut_at(r.reply_us));
-            if end > r.reply_us {
-                maybe.push(Window { worker: w, start_us: r.reply_us, end_us: end, member: None });
-            }
-        }
-    }
-    let definite = overlaps(&told);
-    let mut out = DoubleGrants {
-        definite: definite.len(),
-        trials: usize::from(!definite.is_empty()),
-        definite_us: definite.iter().map(|(a, b)| b - a).sum(),
-        definite_max_us: definite.iter().map(|(a, b)| b - a).max().unwrap_or(0),
-        ..DoubleGrants::default()
-    };
-    out.across_members = definite
-        .iter()
-        .filter(|(a, b)| {
-            let members: Vec<usize> =
-                told.iter().filter(|g| g.start_us < *b && g.end_us > *a).filter_map(|g| g.member).collect();
-            members.iter().any(|m| *m != members[0])
-        })
-        .count();
-    let all: Vec<Window> = told.iter().chain(&maybe).copied().collect();
-    out.possible = overlaps(&all).iter().filter(|(a, b)| !definite.iter().any(|(c, d)| c < b && a < d)).count();
-    let acquired = events.iter().filter(|e| e.kind == EventKind::Acquired);
-    out.untokened = acquired.clone().filter(|e| e.detail.token.is_none()).count();
-    let mut highest = None;
-    for token in acquired.filter_map(|e| e.detail.token) {
-        if highest.is_some_and(|h| token <= h) {
-            out.token_inversions += 1;
-        }
-        highest = highest.max(Some(token));
-    }
-    (out, definite)
+/// The double grants as the events come. A grant's window ends at the
+/// earliest of its least validity and what ends it early (its worker's
+/// release, death or being told of another holder), so it is open until
+/// one of those comes or its validity has passed; the windows are then
+/// swept for overlaps in time order, up to the start of the oldest still
+/// open. It holds the open windows and the lost requests being settled.
+pub(crate) struct GrantsFold {
+    lease_us: Micros,
+    barrier_wall_us: Option<i64>,
+    now_us: Micros,
+    seq: u64,
+    /// Open windows by their end; and by creation, with their starts
+    /// (which are in creation order).
+    by_end: BTreeMap<(Micros, u64), Window>,
+    by_seq: BTreeMap<u64, Micros>,
+    workers: Vec<Worker>,
+    told: Depth,
+    /// A replicated service's lost-reply requests, and the sweep of the
+    /// told windows with those such a request may have made.
+    lost: Option<LostReplies>,
+    any: Option<Depth>,
+    settled: Vec<(usize, LostRequest)>,
+    highest_token: Option<u64>,
+    token_inversions: usize,
+    untokened: usize,
 }
 
-/// The maximal intervals in which two or more workers hold a window.
-fn overlaps(windows: &[Window]) -> Vec<(Micros, Micros)> {
-    let workers = windows.iter().map(|g| g.worker + 1).max().unwrap_or(0);
-    // Each worker's windows joined, then swept: +1 at a start, −1 at an end.
-    let mut edges: Vec<(Micros, i32)> = Vec::new();
-    for w in 0..workers {
-        let mine = merge(windows.iter().filter(|g| g.worker == w).map(|g| (g.start_us, g.end_us)).collect());
-        for (a, b) in mine {
-            edges.push((a, 1));
-            edges.push((b, -1));
+#[derive(Default)]
+struct Worker {
+    /// Its open windows: sequence number → end.
+    open: BTreeMap<u64, Micros>,
+    /// When it was last over (released, died, told of another holder):
+    /// what ends a window that starts at that very instant.
+    last_over: Option<Micros>,
+    /// Its overs since the oldest lost reply that may yet be settled.
+    overs: VecDeque<Micros>,
+}
+
+impl GrantsFold {
+    pub fn new(params: &CheckParams) -> GrantsFold {
+        GrantsFold {
+            lease_us: params.lease_us,
+            barrier_wall_us: None,
+            now_us: Micros::MIN,
+            seq: 0,
+            by_end: BTreeMap::new(),
+            by_seq: BTreeMap::new(),
+            workers: Vec::new(),
+            told: Depth::default(),
+            lost: params.replicated.then(LostReplies::default),
+            any: params.replicated.then(Depth::default),
+            settled: Vec::new(),
+            highest_token: None,
+            token_inversions: 0,
+            untokened: 0,
         }
     }
-    // Ends before starts at one instant: touching is not overlapping.
-    edges.sort_unstable();
-    let (mut depth, mut open, mut out) = (0, None, Vec::new());
-    for (t, step) in edges {
-        depth += step;
-        match open {
-            None if depth >= 2 => open = Some(t),
-            Some(start) if depth < 2 => {
-                if t > start {
-                    out.push((start, t));
-                }
-                open = None;
+
+    fn worker(&mut self, w: usize) -> &mut Worker {
+        if w >= self.workers.len() {
+            self.workers.resize_with(w + 1, Worker::default);
+        }
+        &mut self.workers[w]
+    }
+
+    fn open(&mut self, g: Window) {
+        // Ended at its very start by an over at the same instant.
+        if self.workers.get(g.worker).and_then(|w| w.last_over) == Some(g.start_us) {
+            return;
+        }
+        self.seq += 1;
+        let seq = self.seq;
+        self.worker(g.worker).open.insert(seq, g.end_us);
+        self.by_end.insert((g.end_us, seq), g);
+        self.by_seq.insert(seq, g.start_us);
+    }
+
+    /// Window `seq` (open until `end_us`) is final, cut at `cut_us`.
+    fn close(&mut self, seq: u64, end_us: Micros, cut_us: Micros) {
+        let mut g = self.by_end.remove(&(end_us, seq)).expect("an open window is indexed");
+        self.by_seq.remove(&seq);
+        self.workers[g.worker].open.remove(&seq);
+        g.end_us = end_us.min(cut_us);
+        if g.end_us > g.start_us {
+            self.told.add(g);
+            if let Some(any) = &mut self.any {
+                any.add(g);
             }
-            _ => {}
         }
     }
-    out
+
+    /// `w` is over at `at_us`: its open windows end there at the latest.
+    fn over(&mut self, w: usize, at_us: Micros) {
+        let keep_overs = self.lost.is_some();
+        let worker = self.worker(w);
+        worker.last_over = Some(at_us);
+        if keep_overs {
+            worker.overs.push_back(at_us);
+        }
+        let open: Vec<(u64, Micros)> = worker.open.iter().map(|(&seq, &end)| (seq, end)).collect();
+        for (seq, end) in open {
+            self.close(seq, end, at_us);
+        }
+    }
+
+    /// A possible grant of a settled lost-reply request: from its reply to
+    /// a lease after it was sent, ended by the worker's first over since
+    /// (the trial's end cuts it at the sweep's end).
+    fn maybe(&mut self, w: usize, r: LostRequest) {
+        let overs = &self.worker(w).overs;
+        let over = overs.get(overs.partition_point(|&o| o < r.reply_us)).copied();
+        let end = (r.sent_us + self.lease_us - ROUNDING_US).min(over.unwrap_or(Micros::MAX));
+        if let Some(any) = &mut self.any
+            && end > r.reply_us
+        {
+            any.add(Window { worker: w, start_us: r.reply_us, end_us: end, member: None });
+        }
+    }
+
+    /// Time moved on to `now_us`: windows whose validity has passed are
+    /// final, and the sweeps go up to the oldest window that may yet come.
+    fn advance(&mut self, now_us: Micros) {
+        while let Some((&(end, seq), _)) = self.by_end.first_key_value()
+            && end <= now_us
+        {
+            self.close(seq, end, end);
+        }
+        let oldest = self.by_seq.first_key_value().map_or(now_us, |(_, &start)| start.min(now_us));
+        self.told.sweep_before(oldest);
+        if let (Some(any), Some(lost)) = (&mut self.any, &self.lost) {
+            // A request still to be settled may have been granted since it
+            // was sent.
+            let horizon = lost.horizon(now_us);
+            any.sweep_before(oldest.min(horizon));
+            for worker in &mut self.workers {
+                while worker.overs.len() > 1 && worker.overs[1] < horizon {
+                    worker.overs.pop_front();
+                }
+            }
+        }
+    }
+}
+
+impl Fold for GrantsFold {
+    type Out = (DoubleGrants, Vec<(Micros, Micros)>);
+
+    fn event(&mut self, e: &Event) {
+        if e.t_us != self.now_us {
+            self.advance(e.t_us);
+            self.now_us = e.t_us;
+        }
+        if e.kind == EventKind::Barrier && self.barrier_wall_us.is_none() {
+            self.barrier_wall_us = barrier_wall_us(std::slice::from_ref(e));
+        }
+        if e.kind == EventKind::Acquired {
+            match e.detail.token {
+                None => self.untokened += 1,
+                Some(token) => {
+                    self.token_inversions += usize::from(self.highest_token.is_some_and(|h| token <= h));
+                    self.highest_token = self.highest_token.max(Some(token));
+                }
+            }
+        }
+        if let Some(w) = e.worker {
+            let over = match e.kind {
+                EventKind::Released | EventKind::Exit => true,
+                EventKind::SteppedDown => e.detail.reason.as_deref() == Some("other-holder"),
+                _ => false,
+            };
+            if over {
+                self.over(w, e.t_us);
+            }
+            // Only a lease that runs out by time has a least validity.
+            if let (EventKind::Acquired | EventKind::Renewed, Some(ms)) = (e.kind, e.detail.expires_in_ms) {
+                let sent = e.t_us - e.detail.op_us.map_or(0, |us| us as i64);
+                let mut end = sent + (ms * 1000.0).round() as i64 - ROUNDING_US;
+                if let Some(stated) = grant_end(e, self.barrier_wall_us) {
+                    end = end.min(stated);
+                }
+                if end > e.t_us {
+                    self.open(Window { worker: w, start_us: e.t_us, end_us: end, member: e.detail.member });
+                }
+            }
+        }
+        if let Some(lost) = &mut self.lost {
+            lost.event(e, &mut self.settled);
+            for (w, r) in std::mem::take(&mut self.settled) {
+                self.maybe(w, r);
+            }
+        }
+    }
+
+    /// Never past the trial: what is open ends with it.
+    fn finish(mut self, end_us: Micros) -> (DoubleGrants, Vec<(Micros, Micros)>) {
+        if let Some(lost) = self.lost.take() {
+            lost.finish(&mut self.settled);
+            for (w, r) in std::mem::take(&mut self.settled) {
+                self.maybe(w, r);
+            }
+        }
+        let open: Vec<(u64, Micros)> = self.by_end.keys().map(|&(end, seq)| (seq, end)).collect();
+        for (seq, end) in open {
+            self.close(seq, end, end_us);
+        }
+        let definite = self.told.finish(end_us);
+        let mut out = DoubleGrants {
+            definite: definite.len(),
+            trials: usize::from(!definite.is_empty()),
+            definite_us: definite.iter().map(|d| d.end_us - d.start_us).sum(),
+            definite_max_us: definite.iter().map(|d| d.end_us - d.start_us).max().unwrap_or(0),
+            across_members: definite.iter().filter(|d| d.across).count(),
+            token_inversions: self.token_inversions,
+            untokened: self.untokened,
+            ..DoubleGrants::default()
+        };
+        let definite: Vec<(Micros, Micros)> = definite.iter().map(|d| (d.start_us, d.end_us)).collect();
+        if let Some(any) = self.any {
+            let apart = |p: &Overlap| !definite.iter().any(|&(c, d)| c < p.end_us && p.start_us < d);
+            out.possible = any.finish(end_us).iter().filter(|p| apart(p)).count();
+        }
+        (out, definite)
+    }
+}
+
+/// A stretch in which two or more workers held a window.
+struct Overlap {
+    start_us: Micros,
+    end_us: Micros,
+    /// The windows it overlaps came from two members or more.
+    across: bool,
+}
+
+/// The stretches in which two or more workers hold a window, swept in time
+/// order from windows handed in as they become final. A worker's own
+/// windows that overlap or touch are one: at an instant, every window that
+/// ends is taken out before any that starts is put in, and a worker counts
+/// as holding while any of its windows holds.
+#[derive(Default)]
+struct Depth {
+    /// Edges not yet swept: at each time, (worker, +1 or −1, member).
+    edges: BTreeMap<Micros, Vec<(usize, i32, Option<usize>)>>,
+    holding: Vec<u32>,
+    /// Workers holding.
+    depth: usize,
+    /// Members of the windows holding, counted.
+    members: BTreeMap<usize, usize>,
+    open: Option<(Micros, BTreeSet<usize>)>,
+    out: Vec<Overlap>,
+}
+
+impl Depth {
+    fn add(&mut self, g: Window) {
+        self.edges.entry(g.start_us).or_default().push((g.worker, 1, g.member));
+        self.edges.entry(g.end_us).or_default().push((g.worker, -1, g.member));
+    }
+
+    /// Sweep the edges before `before_us`: no window yet to come starts
+    /// earlier.
+    fn sweep_before(&mut self, before_us: Micros) {
+        while let Some(entry) = self.edges.first_entry() {
+            if *entry.key() >= before_us {
+                break;
+            }
+            let (t, edges) = entry.remove_entry();
+            self.instant(t, edges);
+        }
+    }
+
+    fn instant(&mut self, t: Micros, edges: Vec<(usize, i32, Option<usize>)>) {
+        let workers = edges.iter().map(|e| e.0 + 1).max().unwrap_or(0);
+        if workers > self.holding.len() {
+            self.holding.resize(workers, 0);
+        }
+        let before: Vec<(usize, bool)> = edges.iter().map(|&(w, _, _)| (w, self.holding[w] > 0)).collect();
+        for &(w, step, member) in &edges {
+            self.holding[w] = self.holding[w].saturating_add_signed(step);
+            if let Some(m) = member {
+                let n = self.members.entry(m).or_default();
+                *n = n.saturating_add_signed(step as isize);
+                if *n == 0 {
+                    self.members.remove(&m);
+                }
+            }
+        }
+        let mut seen = BTreeSet::new();
+        let (mut ended, mut started) = (0, 0);
+        for (w, was) in before {
+            if seen.insert(w) {
+                match (was, self.holding[w] > 0) {
+                    (true, false) => ended += 1,
+                    (false, true) => started += 1,
+                    _ => {}
+                }
+            }
+        }
+        self.depth -= ended;
+        if self.depth < 2
+            && let Some((start_us, members)) = self.open.take()
+            && t > start_us
+        {
+            self.out.push(Overlap { start_us, end_us: t, across: members.len() >= 2 });
+        }
+        self.depth += started;
+        match &mut self.open {
+            None if self.depth >= 2 => self.open = Some((t, self.members.keys().copied().collect())),
+            Some((_, members)) => {
+                members.extend(edges.iter().filter(|e| e.1 > 0).filter_map(|e| e.2));
+            }
+            None => {}
+        }
+    }
+
+    /// Sweep what is left; no window lasts past `end_us`.
+    fn finish(mut self, end_us: Micros) -> Vec<Overlap> {
+        let late: Vec<Micros> = self.edges.range(end_us + 1..).map(|(t, _)| *t).collect();
+        for t in late {
+            let edges = self.edges.remove(&t).unwrap_or_default();
+            self.edges.entry(end_us).or_default().extend(edges);
+        }
+        self.sweep_before(Micros::MAX);
+        self.out
+    }
 }
 
 #[cfg(test)]

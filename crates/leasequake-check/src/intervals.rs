@@ -20,6 +20,7 @@
 
 use super::by_worker::ByWorker;
 use super::fold::Fold;
+use super::grants::GrantsFold;
 use super::jobs::JobsFold;
 use super::latency::Latency;
 use super::lookback::{CONT, Lookback, STOP, delivered_action};
@@ -70,8 +71,9 @@ pub fn check(history: &History, params: &CheckParams) -> TrialMetrics {
     let (mut pushes, mut precision) = (PushesFold::default(), PrecisionFold::new(params.fault_budget_us));
     let mut jobs = params.epoch_us.map(JobsFold::new);
     let (mut storm, mut last_heal) = (StormFold::new(params), LastHeal::default());
-    let mut sightings = Sightings::default();
+    let (mut sightings, mut grants) = (Sightings::default(), GrantsFold::new(params));
     for e in events {
+        grants.event(e);
         sightings.event(e);
         storm.event(e);
         last_heal.event(e);
@@ -94,7 +96,7 @@ pub fn check(history: &History, params: &CheckParams) -> TrialMetrics {
     metrics.precision = precision.finish(end_us);
     metrics.network = super::network::network(events, &by_worker, params, &metrics.spans, end_us);
     metrics.network.storm = storm;
-    let (double_grants, overlaps) = super::grants::double_grants(events, &by_worker, params, end_us);
+    let (double_grants, overlaps) = grants.finish(end_us);
     metrics.network.double_grants = double_grants;
     metrics.network.recovery_us = super::recovery::recovery(last_heal, &metrics.spans, &overlaps, end_us);
     metrics.network.unrecovered = usize::from(metrics.network.recovery_us.is_none() && last_heal.is_some());

@@ -20,7 +20,7 @@ use leasequake_model::history::{Event, EventKind, Micros};
 use super::by_worker::ByWorker;
 use super::metrics::Network;
 use super::params::CheckParams;
-use super::requests::{LostRequest, barrier_wall_us, grant_end, lost_requests, merge};
+use super::requests::{LostReplies, LostRequest, barrier_wall_us, grant_end, merge};
 use super::spans::Spans;
 
 /// One server-side grant of one worker.
@@ -150,6 +150,16 @@ fn unknown_grants(
         }
     }
     (out, possible)
+}
+
+/// `worker`'s requests whose reply was lost, in order.
+fn lost_requests(mine: &[&Event]) -> Vec<LostRequest> {
+    let (mut lost, mut out) = (LostReplies::default(), Vec::new());
+    for e in mine {
+        lost.event(e, &mut out);
+    }
+    lost.finish(&mut out);
+    out.into_iter().map(|(_, r)| r).collect()
 }
 
 /// The length of [start, end) not covered by `cover`.

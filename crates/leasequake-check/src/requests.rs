@@ -3,6 +3,8 @@
 //! (network.rs, grants.rs): when a grant a worker was told of ends, and
 //! which requests reached the service though their reply was lost.
 
+use std::collections::VecDeque;
+
 use leasequake_model::history::{Event, EventKind, Micros};
 
 /// The harness's wall clock at the barrier, µs since the Unix epoch: where
@@ -31,48 +33,153 @@ pub(crate) struct LostRequest {
     pub renewal: bool,
 }
 
-/// `worker`'s requests whose reply was lost, in order.
-pub(crate) fn lost_requests(mine: &[&Event]) -> Vec<LostRequest> {
-    let lost: Vec<Micros> = mine.iter().filter(|e| e.kind == EventKind::ReplyLost).map(|e| e.t_us).collect();
-    if lost.is_empty() {
-        return Vec::new();
-    }
-    // When each of the worker's requests was sent: a lost reply answers
-    // the latest one sent before it (a delayed reply can come after its
-    // request failed by timeout).
-    let mut sent_at: Vec<Micros> = mine
-        .iter()
-        .filter_map(|e| match e.kind {
-            EventKind::Renewing => Some(e.t_us),
-            // A renewal's outcome: sent at its `renewing`.
-            EventKind::Renewed | EventKind::RenewFailed => None,
-            _ => e.detail.op_us.map(|us| e.t_us - us as i64),
-        })
-        .collect();
-    sent_at.sort_unstable();
-    let answers = |sent: Micros| {
-        let next = sent_at.iter().copied().find(|t| *t > sent).unwrap_or(Micros::MAX);
-        lost.iter().copied().find(|t| *t >= sent && *t < next)
-    };
-    let mut out = Vec::new();
-    let mut renewing: Option<Micros> = None;
-    for e in mine {
-        let (sent_us, renewal) = match e.kind {
-            EventKind::Renewing => {
-                renewing = Some(e.t_us);
-                continue;
-            }
-            EventKind::RenewFailed => (renewing.take().unwrap_or(e.t_us), true),
-            EventKind::NotAcquired | EventKind::TakeoverLost if e.detail.error.is_some() => {
-                (e.t_us - e.detail.op_us.map_or(0, |us| us as i64), false)
-            }
-            _ => continue,
-        };
-        if let Some(reply_us) = answers(sent_us) {
-            out.push(LostRequest { sent_us, reply_us, renewal });
+/// Each worker's failed requests matched with the lost reply that answered
+/// them, as the events come. A lost reply answers the latest request sent
+/// before it (a delayed reply can come after its request failed by
+/// timeout), so a failed request is settled once the worker has sent its
+/// next one and the history has passed that send: no reply after it can
+/// be this request's. A send is known only when its outcome is (its time
+/// is the outcome's less the operation's duration), so the history must
+/// pass the next send by the longest operation seen. What it holds: each
+/// worker's unsettled failures and the sends and lost replies since them.
+#[derive(Debug, Default)]
+pub(crate) struct LostReplies {
+    workers: Vec<Asks>,
+    /// Workers with unsettled failures.
+    unsettled: Vec<usize>,
+    longest_op_us: Micros,
+}
+
+#[derive(Debug, Default)]
+struct Asks {
+    /// When its latest renewal was sent (a renewal's outcome was sent then).
+    renewing: Option<Micros>,
+    /// When its requests were sent, in order, from the oldest still needed.
+    sends: VecDeque<Micros>,
+    /// Its lost replies, in order, from the oldest still needed.
+    lost: VecDeque<Micros>,
+    /// Requests that failed, in the order their failures came: when each
+    /// was sent, and whether it was a renewal.
+    failed: VecDeque<(Micros, bool)>,
+}
+
+impl Asks {
+    /// Keep what a failure yet to be settled, or yet to come (sent after
+    /// `passed`), may ask for.
+    fn prune(&mut self, passed: Micros) {
+        let keep = self.failed.iter().map(|f| f.0).fold(passed, Micros::min);
+        while self.sends.front().is_some_and(|&t| t <= keep) {
+            self.sends.pop_front();
+        }
+        while self.lost.front().is_some_and(|&t| t < keep) {
+            self.lost.pop_front();
         }
     }
-    out
+
+    /// The first lost reply from `sent` until the next send after it.
+    fn answer(&self, sent: Micros, next: Micros) -> Option<Micros> {
+        self.lost.get(self.lost.partition_point(|&t| t < sent)).copied().filter(|&t| t < next)
+    }
+
+    fn next_send(&self, sent: Micros) -> Option<Micros> {
+        self.sends.get(self.sends.partition_point(|&t| t <= sent)).copied()
+    }
+}
+
+impl LostReplies {
+    /// Take one event; `out` gets the lost-reply requests it settled, each
+    /// worker's in the order their failures came.
+    pub fn event(&mut self, e: &Event, out: &mut Vec<(usize, LostRequest)>) {
+        let op = e.detail.op_us.map(|us| us as Micros);
+        if let Some(w) = e.worker {
+            if w >= self.workers.len() {
+                self.workers.resize_with(w + 1, Asks::default);
+            }
+            let asks = &mut self.workers[w];
+            let failed = match e.kind {
+                EventKind::ReplyLost => {
+                    asks.lost.push_back(e.t_us);
+                    None
+                }
+                EventKind::Renewing => {
+                    asks.renewing = Some(e.t_us);
+                    insert_sorted(&mut asks.sends, e.t_us);
+                    None
+                }
+                // A renewal's outcome: sent at its `renewing`.
+                EventKind::RenewFailed | EventKind::Renewed => {
+                    let sent = asks.renewing.unwrap_or(e.t_us);
+                    self.longest_op_us = self.longest_op_us.max(e.t_us - sent);
+                    if e.kind == EventKind::RenewFailed {
+                        asks.renewing = None;
+                    }
+                    (e.kind == EventKind::RenewFailed).then_some((sent, true))
+                }
+                _ => {
+                    let failed =
+                        matches!(e.kind, EventKind::NotAcquired | EventKind::TakeoverLost) && e.detail.error.is_some();
+                    if let Some(op) = op {
+                        self.longest_op_us = self.longest_op_us.max(op);
+                        insert_sorted(&mut asks.sends, e.t_us - op);
+                    }
+                    failed.then(|| (e.t_us - op.unwrap_or(0), false))
+                }
+            };
+            if let Some(f) = failed {
+                asks.failed.push_back(f);
+                if !self.unsettled.contains(&w) {
+                    self.unsettled.push(w);
+                }
+            }
+            asks.prune(e.t_us - self.longest_op_us);
+        }
+        self.settle(e.t_us, out);
+    }
+
+    fn settle(&mut self, now_us: Micros, out: &mut Vec<(usize, LostRequest)>) {
+        let passed = now_us - self.longest_op_us;
+        for &w in &self.unsettled {
+            let asks = &mut self.workers[w];
+            while let Some(&(sent_us, renewal)) = asks.failed.front() {
+                let Some(next) = asks.next_send(sent_us).filter(|&n| n < passed) else { break };
+                asks.failed.pop_front();
+                if let Some(reply_us) = asks.answer(sent_us, next) {
+                    out.push((w, LostRequest { sent_us, reply_us, renewal }));
+                }
+            }
+            asks.prune(passed);
+        }
+        let workers = &self.workers;
+        self.unsettled.retain(|&w| !workers[w].failed.is_empty());
+    }
+
+    /// The history ended: settle every failure against what was sent.
+    /// No request yet to be settled was sent before this: the oldest
+    /// unsettled one, and what an outcome still to come may date its send
+    /// back to.
+    pub fn horizon(&self, now_us: Micros) -> Micros {
+        let unsettled = self.unsettled.iter().flat_map(|&w| self.workers[w].failed.iter().map(|f| f.0));
+        unsettled.fold(now_us - self.longest_op_us, Micros::min)
+    }
+
+    pub fn finish(mut self, out: &mut Vec<(usize, LostRequest)>) {
+        for w in std::mem::take(&mut self.unsettled) {
+            let asks = &mut self.workers[w];
+            for (sent_us, renewal) in std::mem::take(&mut asks.failed) {
+                let next = asks.next_send(sent_us).unwrap_or(Micros::MAX);
+                if let Some(reply_us) = asks.answer(sent_us, next) {
+                    out.push((w, LostRequest { sent_us, reply_us, renewal }));
+                }
+            }
+        }
+    }
+}
+
+/// Sends come nearly in order: an outcome's send is behind its time by the
+/// operation's duration.
+fn insert_sorted(v: &mut VecDeque<Micros>, t: Micros) {
+    let at = v.len() - v.iter().rev().take_while(|&&x| x > t).count();
+    v.insert(at, t);
 }
 
 /// Overlapping or touching intervals joined, in order.
