@@ -97,6 +97,8 @@ pub(crate) struct GrantsFold {
     /// told windows with those such a request may have made.
     lost: Option<LostReplies>,
     any: Option<Depth>,
+    /// Windows of lost-reply requests that an over may still end.
+    maybe_open: Vec<Window>,
     settled: Vec<(usize, LostRequest)>,
     highest_token: Option<u64>,
     token_inversions: usize,
@@ -127,6 +129,7 @@ impl GrantsFold {
             told: Depth::default(),
             lost: params.replicated.then(LostReplies::default),
             any: params.replicated.then(Depth::default),
+            maybe_open: Vec::new(),
             settled: Vec::new(),
             highest_token: None,
             token_inversions: 0,
@@ -169,6 +172,21 @@ impl GrantsFold {
 
     /// `w` is over at `at_us`: its open windows end there at the latest.
     fn over(&mut self, w: usize, at_us: Micros) {
+        if let (Some(any), Some(lost)) = (&mut self.any, &self.lost) {
+            let horizon = lost.horizon(at_us);
+            let overs = &mut self.workers.get_mut(w).map(|w| &mut w.overs);
+            if let Some(overs) = overs {
+                // A reply still to be settled came after the horizon.
+                while overs.len() > 1 && overs[1] < horizon {
+                    overs.pop_front();
+                }
+            }
+            let (cut, open): (Vec<Window>, Vec<Window>) = self.maybe_open.drain(..).partition(|g| g.worker == w);
+            self.maybe_open = open;
+            for g in cut {
+                any.add_if_long(Window { end_us: g.end_us.min(at_us), ..g });
+            }
+        }
         let keep_overs = self.lost.is_some();
         let worker = self.worker(w);
         worker.last_over = Some(at_us);
@@ -184,14 +202,16 @@ impl GrantsFold {
     /// A possible grant of a settled lost-reply request: from its reply to
     /// a lease after it was sent, ended by the worker's first over since
     /// (the trial's end cuts it at the sweep's end).
+    /// One still open until an over of its worker or its end.
     fn maybe(&mut self, w: usize, r: LostRequest) {
         let overs = &self.worker(w).overs;
         let over = overs.get(overs.partition_point(|&o| o < r.reply_us)).copied();
         let end = (r.sent_us + self.lease_us - ROUNDING_US).min(over.unwrap_or(Micros::MAX));
-        if let Some(any) = &mut self.any
-            && end > r.reply_us
-        {
-            any.add(Window { worker: w, start_us: r.reply_us, end_us: end, member: None });
+        let g = Window { worker: w, start_us: r.reply_us, end_us: end, member: None };
+        match &mut self.any {
+            Some(any) if over.is_some() || end <= self.now_us => any.add_if_long(g),
+            Some(_) => self.maybe_open.push(g),
+            None => {}
         }
     }
 
@@ -206,15 +226,13 @@ impl GrantsFold {
         let oldest = self.by_seq.first_key_value().map_or(now_us, |(_, &start)| start.min(now_us));
         self.told.sweep_before(oldest);
         if let (Some(any), Some(lost)) = (&mut self.any, &self.lost) {
+            let (done, open): (Vec<Window>, Vec<Window>) = self.maybe_open.drain(..).partition(|g| g.end_us <= now_us);
+            self.maybe_open = open;
+            done.into_iter().for_each(|g| any.add_if_long(g));
             // A request still to be settled may have been granted since it
             // was sent.
-            let horizon = lost.horizon(now_us);
-            any.sweep_before(oldest.min(horizon));
-            for worker in &mut self.workers {
-                while worker.overs.len() > 1 && worker.overs[1] < horizon {
-                    worker.overs.pop_front();
-                }
-            }
+            let open = self.maybe_open.iter().map(|g| g.start_us);
+            any.sweep_before(open.fold(oldest.min(lost.horizon(now_us)), Micros::min));
         }
     }
 }
@@ -280,6 +298,9 @@ impl Fold for GrantsFold {
         for (seq, end) in open {
             self.close(seq, end, end_us);
         }
+        if let Some(any) = &mut self.any {
+            self.maybe_open.drain(..).for_each(|g| any.add_if_long(g));
+        }
         let definite = self.told.finish(end_us);
         let mut out = DoubleGrants {
             definite: definite.len(),
@@ -327,6 +348,12 @@ struct Depth {
 }
 
 impl Depth {
+    fn add_if_long(&mut self, g: Window) {
+        if g.end_us > g.start_us {
+            self.add(g);
+        }
+    }
+
     fn add(&mut self, g: Window) {
         self.edges.entry(g.start_us).or_default().push((g.worker, 1, g.member));
         self.edges.entry(g.end_us).or_default().push((g.worker, -1, g.member));

@@ -25,6 +25,7 @@ use super::jobs::JobsFold;
 use super::latency::Latency;
 use super::lookback::{CONT, Lookback, STOP, delivered_action};
 use super::metrics::{Gap, KILL, KILL_MID_RENEWAL, TrialMetrics};
+use super::network::NetworkFold;
 use super::params::CheckParams;
 use super::precision::PrecisionFold;
 use super::push::PushesFold;
@@ -72,7 +73,9 @@ pub fn check(history: &History, params: &CheckParams) -> TrialMetrics {
     let mut jobs = params.epoch_us.map(JobsFold::new);
     let (mut storm, mut last_heal) = (StormFold::new(params), LastHeal::default());
     let (mut sightings, mut grants) = (Sightings::default(), GrantsFold::new(params));
+    let mut network = NetworkFold::new(params);
     for e in events {
+        network.event(e);
         grants.event(e);
         sightings.event(e);
         storm.event(e);
@@ -94,7 +97,7 @@ pub fn check(history: &History, params: &CheckParams) -> TrialMetrics {
     metrics.latency = latency.finish(end_us);
     metrics.pushes = pushes.finish(end_us);
     metrics.precision = precision.finish(end_us);
-    metrics.network = super::network::network(events, &by_worker, params, &metrics.spans, end_us);
+    metrics.network = network.finish(end_us, &metrics.spans.tenures);
     metrics.network.storm = storm;
     let (double_grants, overlaps) = grants.finish(end_us);
     metrics.network.double_grants = double_grants;

@@ -15,118 +15,163 @@
 //! bound. A grant ends at its expiry, at a release, or when another
 //! worker acquires (the server can only have let it go by then).
 
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
 use leasequake_model::history::{Event, EventKind, Micros};
 
-use super::by_worker::ByWorker;
 use super::metrics::Network;
 use super::params::CheckParams;
 use super::requests::{LostReplies, LostRequest, barrier_wall_us, grant_end, merge};
-use super::spans::Spans;
+use super::spans::Span;
 
-/// One server-side grant of one worker.
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// One server-side grant of one worker, while it may still be cut short or
+/// asked about.
+#[derive(Clone, Copy, Debug)]
 struct Grant {
+    seq: u64,
     start_us: Micros,
     end_us: Micros,
+    /// The worker was told of it (an `acquired` or `renewed`), else it is
+    /// a lost-reply request's.
+    known: bool,
+    /// Its end can no longer move: it is in the worker's runs.
+    done: bool,
 }
 
-pub(crate) fn network(
-    events: &[Event],
-    by_worker: &ByWorker<'_>,
-    params: &CheckParams,
-    spans: &Spans,
-    end_us: Micros,
-) -> Network {
-    let mut out = Network {
-        renew_failures: events.iter().filter(|e| e.kind == EventKind::RenewFailed).count(),
-        replies_lost: events.iter().filter(|e| e.kind == EventKind::ReplyLost).count(),
-        ..Network::default()
-    };
-    // A lock held by a session or a process has no expiry to read; a
-    // replicated service's grants are not one server's (a grant does not
-    // end where another worker's begins).
-    if !params.expires || params.replicated {
-        return out;
+impl Grant {
+    fn covers(&self, t: Micros) -> bool {
+        self.start_us <= t && t < self.end_us
     }
-    let barrier_wall_us = barrier_wall_us(events);
-    let workers = by_worker.workers();
-    let acquisitions: Vec<(usize, Micros)> =
-        events.iter().filter(|e| e.kind == EventKind::Acquired).filter_map(|e| e.worker.map(|w| (w, e.t_us))).collect();
-    // First the grants each worker knew of, then those it did not.
-    let known: Vec<Vec<Grant>> = (0..workers).map(|w| known_grants(by_worker.of(w), barrier_wall_us, end_us)).collect();
-    for w in 0..workers {
-        // A grant ends when another worker is granted the lease: the first
-        // such acquisition inside it (they are in time order).
-        let cut = |g: Grant| Grant {
-            end_us: acquisitions[acquisitions.partition_point(|(_, t)| *t <= g.start_us)..]
-                .iter()
-                .take_while(|(_, t)| *t < g.end_us)
-                .find(|(o, _)| *o != w)
-                .map_or(g.end_us, |(_, t)| *t),
-            ..g
-        };
-        let mut grants: Vec<Grant> = known[w].iter().copied().map(cut).collect();
-        let (unknown, possible) = unknown_grants(by_worker.of(w), w, params, &known, &cut, end_us);
-        grants.extend(unknown);
-        out.possible_grants += possible;
-        let died = by_worker.of(w).iter().find(|e| e.kind == EventKind::Exit).map_or(end_us, |e| e.t_us);
-        let believed: Vec<(Micros, Micros)> =
-            spans.tenures.iter().filter(|t| t.worker == w).map(|t| (t.start_us, t.end_us)).collect();
-        for (start, end) in merge(grants.iter().map(|g| (g.start_us, g.end_us.min(died).min(end_us))).collect()) {
-            let orphaned = minus(start, end, &believed);
-            if orphaned > 0 {
-                out.orphaned_grants += 1;
-                out.orphaned_grant_us += orphaned;
-                out.orphaned_grant_max_us = out.orphaned_grant_max_us.max(orphaned);
-            }
+}
+
+#[derive(Debug, Default)]
+struct Grants {
+    /// In the order they were made, from the oldest still asked about.
+    grants: VecDeque<Grant>,
+    /// Its first `exit`: no grant to it lasts past its death.
+    died: Option<Micros>,
+    /// The union of its grants whose end is fixed, start → end.
+    runs: BTreeMap<Micros, Micros>,
+}
+
+impl Grants {
+    fn get_mut(&mut self, seq: u64) -> Option<&mut Grant> {
+        let at = self.grants.binary_search_by_key(&seq, |g| g.seq).ok()?;
+        self.grants.get_mut(at)
+    }
+
+    fn held(&self, t: Micros, known: bool) -> bool {
+        self.grants.iter().any(|g| (g.known || !known) && g.covers(t))
+    }
+
+    /// Add `[start, end)` to the runs, joining what it overlaps or touches.
+    fn join(&mut self, mut start: Micros, mut end: Micros) {
+        if end <= start {
+            return;
+        }
+        let touching: Vec<(Micros, Micros)> =
+            self.runs.range(..=end).rev().take_while(|(_, b)| **b >= start).map(|(a, b)| (*a, *b)).collect();
+        for (a, b) in touching {
+            self.runs.remove(&a);
+            (start, end) = (start.min(a), end.max(b));
+        }
+        self.runs.insert(start, end);
+    }
+}
+
+/// The network's traces as the events come. Each worker's grants are held
+/// until their end is fixed (what cuts a grant short, a release or another
+/// worker's acquisition, comes before it ends) and while a lost-reply
+/// request still to be settled may ask who held the lease when it was
+/// sent; then they join the worker's runs, which stand against its beliefs
+/// once the trial is over.
+pub(crate) struct NetworkFold {
+    out: Network,
+    /// The server's grants are followed: a lease that runs out, one server.
+    on: bool,
+    lease_us: Micros,
+    barrier_wall_us: Option<i64>,
+    now_us: Micros,
+    seq: u64,
+    workers: Vec<Grants>,
+    /// Open grants by end: (end, worker, seq).
+    open: BTreeSet<(Micros, usize, u64)>,
+    /// Acquisitions a grant still to be made may be cut by, in order.
+    acquisitions: VecDeque<(Micros, usize)>,
+    lost: LostReplies,
+    settled: Vec<(usize, LostRequest)>,
+}
+
+impl NetworkFold {
+    pub fn new(params: &CheckParams) -> NetworkFold {
+        NetworkFold {
+            out: Network::default(),
+            // A lock held by a session or a process has no expiry to read;
+            // a replicated service's grants are not one server's (a grant
+            // does not end where another worker's begins).
+            on: params.expires && !params.replicated,
+            lease_us: params.lease_us,
+            barrier_wall_us: None,
+            now_us: Micros::MIN,
+            seq: 0,
+            workers: Vec::new(),
+            open: BTreeSet::new(),
+            acquisitions: VecDeque::new(),
+            lost: LostReplies::default(),
+            settled: Vec::new(),
         }
     }
-    out
-}
 
-/// The grants `worker` was told of: each acquire and renewal, until its
-/// lease runs out, or until the worker releases it.
-fn known_grants(mine: &[&Event], barrier_wall_us: Option<i64>, end_us: Micros) -> Vec<Grant> {
-    let mut out: Vec<Grant> = Vec::new();
-    for e in mine {
-        match e.kind {
-            // From when the worker knows: the request's own round trip is
-            // not time the grant went unbelieved.
-            EventKind::Acquired | EventKind::Renewed => {
-                if let Some(end) = grant_end(e, barrier_wall_us) {
-                    out.push(Grant { start_us: e.t_us, end_us: end });
-                }
+    fn worker(&mut self, w: usize) -> &mut Grants {
+        if w >= self.workers.len() {
+            self.workers.resize_with(w + 1, Grants::default);
+        }
+        &mut self.workers[w]
+    }
+
+    fn add(&mut self, w: usize, start_us: Micros, end_us: Micros, known: bool) {
+        self.seq += 1;
+        let g = Grant { seq: self.seq, start_us, end_us, known, done: false };
+        self.worker(w).grants.push_back(g);
+        self.open.insert((end_us, w, g.seq));
+    }
+
+    /// Move an open grant's end earlier.
+    fn cut(&mut self, w: usize, seq: u64, at_us: Micros) {
+        let Some(g) = self.workers[w].get_mut(seq) else { return };
+        if g.done || at_us >= g.end_us {
+            return;
+        }
+        self.open.remove(&(g.end_us, w, seq));
+        g.end_us = at_us;
+        self.open.insert((at_us, w, seq));
+    }
+
+    /// Grants that end by `now_us` are done: into their worker's runs,
+    /// cut at its death.
+    fn settle_ends(&mut self, now_us: Micros) {
+        while let Some(&(end, w, seq)) = self.open.first() {
+            if end > now_us {
+                break;
             }
-            EventKind::Released => {
-                for g in out.iter_mut().filter(|g| g.end_us > e.t_us) {
-                    g.end_us = e.t_us;
-                }
-            }
-            _ => {}
+            self.open.pop_first();
+            let worker = &mut self.workers[w];
+            let died = worker.died.unwrap_or(Micros::MAX);
+            let Some(g) = worker.get_mut(seq) else { continue };
+            g.done = true;
+            let start = g.start_us;
+            worker.join(start, end.min(died));
         }
     }
-    out.retain(|g| g.start_us < end_us);
-    out
-}
 
-/// The grants `worker` was not told of: requests that failed for it but
-/// whose reply was lost. (definite grants, how many were possible.)
-fn unknown_grants(
-    mine: &[&Event],
-    worker: usize,
-    params: &CheckParams,
-    known: &[Vec<Grant>],
-    cut: &dyn Fn(Grant) -> Grant,
-    end_us: Micros,
-) -> (Vec<Grant>, usize) {
-    let (mut out, mut possible) = (Vec::new(), 0);
-    for LostRequest { sent_us: sent, reply_us: reply, renewal } in lost_requests(mine) {
-        let covers = |g: &Grant, t: Micros| g.start_us <= t && t < g.end_us;
-        let held_by = |w: usize, t: Micros| known[w].iter().any(|g| covers(&cut(*g), t));
+    /// The grant a lost-reply request of `w` made, if the history settles
+    /// it (the count of those it cannot, in `possible_grants`).
+    fn request(&mut self, w: usize, r: LostRequest, end_us: Option<Micros>) {
+        let LostRequest { sent_us: sent, reply_us: reply, renewal } = r;
         let took = if renewal {
             // The server renews only a lease still ours: told of, or
             // renewed by an earlier request whose reply was lost too.
-            let ours = |t: Micros| held_by(worker, t) || out.iter().any(|g| covers(g, t));
+            let ours = |t: Micros| self.workers[w].held(t, false);
             match (ours(sent), ours(reply)) {
                 (true, true) => Some(true),
                 (false, false) => Some(false),
@@ -134,7 +179,7 @@ fn unknown_grants(
             }
         } else {
             // It grants only a lease nobody holds.
-            let others = |t| (0..known.len()).any(|w| w != worker && held_by(w, t));
+            let others = |t| self.workers.iter().enumerate().any(|(o, g)| o != w && g.held(t, true));
             match (others(sent), others(reply)) {
                 (false, false) => Some(true),
                 (true, true) => Some(false),
@@ -142,24 +187,128 @@ fn unknown_grants(
             }
         };
         match took {
-            // Timed from when the request was sent: the least it can last.
-            Some(true) if sent < end_us => out.push(cut(Grant { start_us: sent, end_us: sent + params.lease_us })),
-            Some(true) => {}
-            Some(false) => {}
-            None => possible += 1,
+            // Timed from when the request was sent: the least it can last,
+            // until another worker was granted the lease.
+            Some(true) if end_us.is_none_or(|end| sent < end) => {
+                let end = sent + self.lease_us;
+                let by_other = self.acquisitions.iter().find(|&&(t, o)| o != w && sent < t && t < end);
+                self.add(w, sent, by_other.map_or(end, |&(t, _)| t), false);
+            }
+            Some(_) => {}
+            None => self.out.possible_grants += 1,
         }
     }
-    (out, possible)
+
+    /// Forget what no request still to be settled can ask about.
+    fn prune(&mut self, w: usize) {
+        let horizon = self.lost.horizon(self.now_us);
+        let grants = &mut self.workers[w].grants;
+        while grants.front().is_some_and(|g| g.done && g.end_us <= horizon) {
+            grants.pop_front();
+        }
+        // A lost-reply grant is cut by the acquisitions after its send.
+        while self.acquisitions.front().is_some_and(|&(t, _)| t < horizon) {
+            self.acquisitions.pop_front();
+        }
+    }
+
+    /// The trial is over: each worker's runs against its beliefs.
+    pub fn finish(mut self, end_us: Micros, tenures: &[Span]) -> Network {
+        if !self.on {
+            return self.out;
+        }
+        let mut settled = Vec::new();
+        std::mem::take(&mut self.lost).finish(&mut settled);
+        for (w, r) in settled {
+            self.request(w, r, Some(end_us));
+        }
+        self.settle_ends(Micros::MAX);
+        let workers = self.workers.len();
+        let mut believed: Vec<Vec<(Micros, Micros)>> = vec![Vec::new(); workers];
+        for t in tenures.iter().filter(|t| t.worker < workers) {
+            believed[t.worker].push((t.start_us, t.end_us));
+        }
+        for (w, worker) in self.workers.iter().enumerate() {
+            let runs = worker.runs.iter().map(|(&a, &b)| (a, b.min(end_us)));
+            for (start, end) in merge(runs.collect()) {
+                // One worker's tenures follow one another: those that end
+                // after the run's start, until one starts at its end.
+                let mine = &believed[w][believed[w].partition_point(|&(_, b)| b <= start)..];
+                let over: Vec<(Micros, Micros)> = mine.iter().copied().take_while(|&(a, _)| a < end).collect();
+                let orphaned = minus(start, end, &over);
+                if orphaned > 0 {
+                    self.out.orphaned_grants += 1;
+                    self.out.orphaned_grant_us += orphaned;
+                    self.out.orphaned_grant_max_us = self.out.orphaned_grant_max_us.max(orphaned);
+                }
+            }
+        }
+        self.out
+    }
 }
 
-/// `worker`'s requests whose reply was lost, in order.
-fn lost_requests(mine: &[&Event]) -> Vec<LostRequest> {
-    let (mut lost, mut out) = (LostReplies::default(), Vec::new());
-    for e in mine {
-        lost.event(e, &mut out);
+impl NetworkFold {
+    pub fn event(&mut self, e: &Event) {
+        self.out.renew_failures += usize::from(e.kind == EventKind::RenewFailed);
+        self.out.replies_lost += usize::from(e.kind == EventKind::ReplyLost);
+        if !self.on {
+            return;
+        }
+        if e.t_us != self.now_us {
+            self.settle_ends(e.t_us);
+            self.now_us = e.t_us;
+        }
+        if e.kind == EventKind::Barrier && self.barrier_wall_us.is_none() {
+            self.barrier_wall_us = barrier_wall_us(std::slice::from_ref(e));
+        }
+        if let Some(w) = e.worker {
+            self.worker(w);
+            match e.kind {
+                // From when the worker knows: the request's own round trip
+                // is not time the grant went unbelieved.
+                EventKind::Acquired | EventKind::Renewed => {
+                    if e.kind == EventKind::Acquired {
+                        // A grant ends when another worker is granted the lease.
+                        let cut: Vec<(usize, u64)> = self
+                            .open
+                            .range((e.t_us + 1, 0, 0)..)
+                            .filter(|&&(_, o, _)| o != w)
+                            .map(|&(_, o, seq)| (o, seq))
+                            .collect();
+                        for (o, seq) in cut {
+                            if self.workers[o].get_mut(seq).is_some_and(|g| g.start_us < e.t_us) {
+                                self.cut(o, seq, e.t_us);
+                            }
+                        }
+                        self.acquisitions.push_back((e.t_us, w));
+                    }
+                    if let Some(end) = grant_end(e, self.barrier_wall_us) {
+                        self.add(w, e.t_us, end, true);
+                    }
+                }
+                EventKind::Released => {
+                    let open: Vec<u64> =
+                        self.workers[w].grants.iter().filter(|g| g.known && !g.done).map(|g| g.seq).collect();
+                    for seq in open {
+                        self.cut(w, seq, e.t_us);
+                    }
+                }
+                EventKind::Exit => {
+                    self.workers[w].died.get_or_insert(e.t_us);
+                }
+                _ => {}
+            }
+        }
+        let mut settled = std::mem::take(&mut self.settled);
+        self.lost.event(e, &mut settled);
+        for (w, r) in settled.drain(..) {
+            self.request(w, r, None);
+        }
+        self.settled = settled;
+        if let Some(w) = e.worker {
+            self.prune(w);
+        }
     }
-    lost.finish(&mut out);
-    out.into_iter().map(|(_, r)| r).collect()
 }
 
 /// The length of [start, end) not covered by `cover`.
@@ -316,5 +465,18 @@ mod tests {
         use EventKind::*;
         let n = trial(vec![grant(0.0, 0, Acquired), ev(2.0, 0, SteppedDown), grant(5.0, 1, Acquired)], 20.0);
         assert_eq!(n.orphaned_grant_us, s(3.0));
+    }
+
+    #[test]
+    fn a_holders_own_acquisition_does_not_end_its_grant_for_another_workers_request() {
+        use EventKind::*;
+        // Worker 0 holds the lease from 0 to 9 and acquires it again at 2
+        // (a lease without an expiry). Worker 1's acquire at 4 reached the
+        // server, its reply lost: the server was holding the lease for
+        // worker 0, so it granted nothing.
+        let again = ev(2.0, 0, Acquired);
+        let asked = [ev(4.001, 1, ReplyLost), failed(4.3, 1, NotAcquired, 0.3)];
+        let n = trial([vec![grant(0.0, 0, Acquired), again], asked.to_vec()].concat(), 20.0);
+        assert_eq!((n.orphaned_grants, n.possible_grants), (0, 0));
     }
 }
