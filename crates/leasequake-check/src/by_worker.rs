@@ -23,11 +23,6 @@ impl<'a> ByWorker<'a> {
         ByWorker { own }
     }
 
-    /// One more than the highest worker index any event names.
-    pub fn workers(&self) -> usize {
-        self.own.len()
-    }
-
     /// `worker`'s events (none for a worker no event names).
     pub fn of(&self, worker: usize) -> &[&'a Event] {
         self.own.get(worker).map_or(&[], Vec::as_slice)
@@ -39,29 +34,19 @@ pub(crate) fn upto<'s, 'a>(events: &'s [&'a Event], at_us: Micros) -> &'s [&'a E
     &events[..events.partition_point(|e| e.t_us <= at_us)]
 }
 
-/// Of events in time order, those in `(from_us, to_us]`.
-pub(crate) fn within<'s, 'a>(events: &'s [&'a Event], from_us: Micros, to_us: Micros) -> &'s [&'a Event] {
-    let from = events.partition_point(|e| e.t_us <= from_us);
-    &events[from..events.partition_point(|e| e.t_us <= to_us).max(from)]
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use leasequake_model::history::EventKind;
 
     #[test]
-    fn each_worker_keeps_its_events_in_order_and_a_window_is_open_below_and_closed_above() {
+    fn each_worker_keeps_its_events_in_order_up_to_a_moment() {
         let ev = |t: Micros, w: Option<usize>| Event::new(t, w, EventKind::HeldBy);
         let events = [ev(0, None), ev(1, Some(1)), ev(2, Some(0)), ev(2, Some(1)), ev(5, Some(1))];
         let by = ByWorker::new(&events);
-        assert_eq!(by.workers(), 2);
         let times = |es: &[&Event]| es.iter().map(|e| e.t_us).collect::<Vec<_>>();
         assert_eq!(times(by.of(1)), [1, 2, 5]);
         assert!(by.of(7).is_empty(), "a worker no event names has none");
         assert_eq!(times(upto(by.of(1), 2)), [1, 2]);
-        assert_eq!(times(within(by.of(1), 1, 5)), [2, 5]);
-        assert_eq!(times(within(by.of(1), 2, 2)), Vec::<Micros>::new());
-        assert_eq!(times(within(by.of(1), 9, 1)), Vec::<Micros>::new(), "an empty range, not a panic");
     }
 }

@@ -3,28 +3,53 @@
 //! it leads next to the worker that took over. The other side of the
 //! lease-length dial from the failover gap.
 
-use super::metrics::Evictions;
-use super::spans::Spans;
-use super::theory::Phases;
+use super::metrics::{Evictions, PauseOutcome};
+use super::spans::Span;
+use leasequake_model::history::Micros;
 
-/// Count from the spans the checker derived, and predict each leader pause
-/// from the phases before it.
-pub(crate) fn evictions(phases: &Phases<'_>, spans: &Spans) -> Evictions {
-    let mut out = Evictions::default();
-    for pause in &spans.pauses {
-        let w = pause.worker;
-        let Some(tenure) =
-            spans.tenures.iter().find(|t| t.worker == w && t.start_us <= pause.start_us && pause.start_us < t.end_us)
-        else {
-            continue;
-        };
-        // Resumed by a delivered CONT (not ended by death or the trial's end),
-        // still believing at that moment.
-        let resumed = phases.resumed(w, pause.end_us);
-        let believing = tenure.end_us >= pause.end_us;
-        let replaced =
-            spans.tenures.iter().any(|t| t.worker != w && t.start_us > pause.start_us && t.start_us <= pause.end_us);
-        let outcome = phases.pause(pause, resumed && believing, resumed && believing && replaced);
+/// Tenures that went on after another worker was granted the lease, as the
+/// sweep starts and ends them: each open tenure keeps the first start of
+/// another's after its own.
+#[derive(Debug, Default)]
+pub(crate) struct StaleBelief {
+    open: Vec<(usize, Micros, Option<Micros>)>,
+    believers: usize,
+    belief_us: Micros,
+    belief_max_us: Micros,
+}
+
+impl StaleBelief {
+    pub fn tenure_started(&mut self, w: usize, at_us: Micros) {
+        for (o, start, taken) in &mut self.open {
+            if *o != w && *start < at_us && taken.is_none() {
+                *taken = Some(at_us);
+            }
+        }
+        self.open.push((w, at_us, None));
+    }
+
+    pub fn tenure_ended(&mut self, t: &Span) {
+        let Some(i) = self.open.iter().position(|(w, start, _)| *w == t.worker && *start == t.start_us) else { return };
+        let (_, _, taken) = self.open.swap_remove(i);
+        if let Some(taken) = taken.filter(|&taken| taken < t.end_us) {
+            let belief = t.end_us - taken;
+            self.believers += 1;
+            self.belief_us += belief;
+            self.belief_max_us = self.belief_max_us.max(belief);
+        }
+    }
+}
+
+/// The trial's leader pauses, measured beside predicted, and its stale
+/// believers.
+pub(crate) fn evictions(pauses: Vec<PauseOutcome>, stale: StaleBelief) -> Evictions {
+    let mut out = Evictions {
+        stale_believers: stale.believers,
+        stale_belief_us: stale.belief_us,
+        stale_belief_max_us: stale.belief_max_us,
+        ..Evictions::default()
+    };
+    for outcome in pauses {
         out.leader_pauses += 1;
         out.false_evictions += usize::from(outcome.evicted);
         out.predicted += usize::from(outcome.predicted == Some(true));
@@ -32,23 +57,8 @@ pub(crate) fn evictions(phases: &Phases<'_>, spans: &Spans) -> Evictions {
         out.anomalies += usize::from(outcome.anomaly());
         out.pauses.push(outcome);
     }
-    for tenure in &spans.tenures {
-        let taken = spans
-            .tenures
-            .iter()
-            .filter(|t| t.worker != tenure.worker && t.start_us > tenure.start_us && t.start_us < tenure.end_us)
-            .map(|t| t.start_us)
-            .min();
-        if let Some(taken) = taken {
-            let belief = tenure.end_us - taken;
-            out.stale_believers += 1;
-            out.stale_belief_us += belief;
-            out.stale_belief_max_us = out.stale_belief_max_us.max(belief);
-        }
-    }
     out
 }
-
 #[cfg(test)]
 mod tests {
     use super::super::intervals::check;

@@ -19,6 +19,7 @@
 //! and closes an interval, and "the last one processed" is well defined.
 
 use super::by_worker::ByWorker;
+use super::evictions::StaleBelief;
 use super::fold::Fold;
 use super::grants::GrantsFold;
 use super::jobs::JobsFold;
@@ -33,7 +34,7 @@ use super::recovery::LastHeal;
 use super::service::Sightings;
 use super::spans::{Span, Spans};
 use super::storm::StormFold;
-use super::theory::Phases;
+use super::theory::Theory;
 use super::writes::WritesFold;
 use leasequake_model::history::{Event, EventKind};
 use leasequake_model::history::{History, Micros};
@@ -46,7 +47,7 @@ const DECOMPOSABLE: [&str; 3] = [KILL, STOP, "term"];
 pub fn check(history: &History, params: &CheckParams) -> TrialMetrics {
     let events = until_trial_end(&history.events);
     let end_us = trial_end(events);
-    let mut sweep = Sweep { lookback: Lookback::new(params.watch_us), ..Sweep::default() };
+    let mut sweep = Sweep::new(params);
     let mut instants = events.chunk_by(|a, b| a.t_us == b.t_us).peekable();
     while let Some(instant) = instants.next() {
         let next_us = instants.peek().map_or(end_us, |next| next[0].t_us);
@@ -54,19 +55,7 @@ pub fn check(history: &History, params: &CheckParams) -> TrialMetrics {
     }
 
     let mut metrics = sweep.finish(end_us, params);
-    if !params.rewritten_in_place {
-        // A renewal that is one atomic call leaves nothing half-done: a
-        // kill inside it is a kill like any other.
-        for g in metrics.gaps.iter_mut().filter(|g| g.cause == KILL_MID_RENEWAL) {
-            g.cause = KILL.to_string();
-        }
-    }
     let by_worker = ByWorker::new(events);
-    let phases = Phases::new(events, &by_worker, params, &metrics.spans, end_us);
-    metrics.evictions = super::evictions::evictions(&phases, &metrics.spans);
-    for gap in &mut metrics.gaps {
-        (gap.predicted_end_us, gap.anomaly) = phases.gap(gap);
-    }
     // The analyses that already take one event at a time, in one pass.
     let (mut writes, mut latency) = (WritesFold::default(), Latency::default());
     let (mut pushes, mut precision) = (PushesFold::default(), PrecisionFold::new(params.fault_budget_us));
@@ -181,8 +170,8 @@ enum Transition {
     Deactivated(Deactivation),
 }
 
-#[derive(Debug, Default)]
 struct Sweep {
+    params: CheckParams,
     workers: Vec<WorkerState>,
     first_leader_us: Option<Micros>,
     max_leaders: usize,
@@ -196,6 +185,10 @@ struct Sweep {
     lookback: Lookback,
     /// The first and last `start`.
     starts: Option<(Micros, Micros)>,
+    /// The theory's predictions, and the stale believers, told of each
+    /// tenure and pause as it starts and ends.
+    theory: Theory,
+    stale: StaleBelief,
 }
 
 /// What closing the open gap needs to know about how it opened.
@@ -209,6 +202,24 @@ struct OpenGap {
 }
 
 impl Sweep {
+    fn new(params: &CheckParams) -> Sweep {
+        Sweep {
+            params: *params,
+            workers: Vec::new(),
+            first_leader_us: None,
+            max_leaders: 0,
+            double_leader_us: 0,
+            double_leader_active_us: 0,
+            gaps: Vec::new(),
+            open_gap: None,
+            spans: Spans::default(),
+            lookback: Lookback::new(params.watch_us),
+            starts: None,
+            theory: Theory::new(*params),
+            stale: StaleBelief::default(),
+        }
+    }
+
     fn worker(&mut self, w: usize) -> &mut WorkerState {
         if w >= self.workers.len() {
             self.workers.resize_with(w + 1, WorkerState::default);
@@ -225,8 +236,10 @@ impl Sweep {
         // (one that acquired and died within the instant ended nothing).
         let mut last_deactivated = None;
         let mut activated = Vec::new();
+        self.theory.before(t);
         for event in instant {
             self.lookback.event(event);
+            self.theory.event(event);
             if event.kind == EventKind::Acquired && self.first_leader_us.is_none() {
                 self.first_leader_us = Some(t);
             }
@@ -266,6 +279,7 @@ impl Sweep {
                 self.double_leader_active_us += span;
             }
         }
+        self.theory.instant_done(t);
     }
 
     /// Update one worker's state; report whether its active-leader status
@@ -329,10 +343,17 @@ impl Sweep {
 
         let (now_leader, now_paused) = (state.leader_since.is_some(), state.paused);
         if let (Some(start_us), false) = (leader_since, now_leader) {
-            self.spans.tenures.push(Span { worker: w, start_us, end_us: event.t_us });
+            self.tenure_ended(Span { worker: w, start_us, end_us: event.t_us });
+        }
+        if leader_since.is_none() && now_leader {
+            self.theory.tenure_started(w, event.t_us);
+            self.stale.tenure_started(w, event.t_us);
+        }
+        if !was_paused && now_paused {
+            self.theory.pause_started(w, event.t_us);
         }
         if was_paused && !now_paused {
-            self.spans.pauses.push(Span { worker: w, start_us: paused_since, end_us: event.t_us });
+            self.pause_ended(Span { worker: w, start_us: paused_since, end_us: event.t_us }, None);
         }
         let state = &self.workers[w];
         match (was_active, state.active()) {
@@ -346,9 +367,21 @@ impl Sweep {
         }
     }
 
+    fn tenure_ended(&mut self, t: Span) {
+        self.theory.tenure_ended(&t);
+        self.stale.tenure_ended(&t);
+        self.spans.tenures.push(t);
+    }
+
+    /// `trial_end_us`: a pause the trial's end cut.
+    fn pause_ended(&mut self, p: Span, trial_end_us: Option<Micros>) {
+        self.theory.pause_ended(&p, trial_end_us);
+        self.spans.pauses.push(p);
+    }
+
     fn open_gap(&mut self, start_us: Micros, holder: Option<Deactivation>) {
         let why = match holder {
-            Some(holder) => explain(&holder, &mut self.lookback),
+            Some(holder) => explain(&holder, &mut self.lookback, self.params.rewritten_in_place),
             // Only reachable when the very first leader acquired while
             // already paused: no active interval ended.
             None => Explanation {
@@ -373,6 +406,8 @@ impl Sweep {
             anomaly: None,
         });
         self.open_gap = Some(OpenGap { holder: holder.map(|h| h.worker), expiry: why.expiry_us });
+        let index = self.gaps.len() - 1;
+        self.theory.gap_opened(index, &self.gaps[index]);
     }
 
     /// The gap ends at `instant`, `ended_by` the worker that leads again.
@@ -390,6 +425,8 @@ impl Sweep {
             gap.detection_lag_us = open.expiry.map(|expiry| end_us - expiry);
             gap.takeover_us = ended_by.and_then(|w| takeover(instant, w, &self.lookback));
         }
+        let index = self.gaps.len() - 1;
+        self.theory.gap_closed(index, &self.gaps[index]);
     }
 
     fn finish(mut self, end_us: Micros, params: &CheckParams) -> TrialMetrics {
@@ -415,15 +452,20 @@ impl Sweep {
                 Some(_) => self.gaps.last().is_some_and(|g| !g.ended && g.duration_us() > threshold),
             };
 
-        // Tenures and pauses still open at the end last until then.
-        for (worker, w) in self.workers.iter().enumerate() {
-            if let Some(start_us) = w.leader_since {
-                self.spans.tenures.push(Span { worker, start_us, end_us });
+        // Tenures and pauses still open at the end last until then: the
+        // theory reads what it still owes before they end.
+        self.theory.closing(end_us);
+        let open: Vec<(Option<Micros>, Option<Micros>)> =
+            self.workers.iter().map(|w| (w.leader_since, w.paused.then_some(w.paused_since))).collect();
+        for (worker, (leader_since, paused_since)) in open.into_iter().enumerate() {
+            if let Some(start_us) = leader_since {
+                self.tenure_ended(Span { worker, start_us, end_us });
             }
-            if w.paused {
-                self.spans.pauses.push(Span { worker, start_us: w.paused_since, end_us });
+            if let Some(start_us) = paused_since {
+                self.pause_ended(Span { worker, start_us, end_us }, Some(end_us));
             }
         }
+        let pauses = self.theory.finish(end_us, &mut self.gaps);
 
         TrialMetrics {
             start_spread_us: self.starts.map(|(first, last)| last - first),
@@ -435,7 +477,7 @@ impl Sweep {
             gaps: self.gaps,
             wedged,
             end_us,
-            evictions: Default::default(),
+            evictions: super::evictions::evictions(pauses, self.stale),
             writes: Default::default(),
             jobs: Default::default(),
             latency: Default::default(),
@@ -463,7 +505,7 @@ struct Explanation {
 
 /// Why a gap opened when `holder` lost active leadership, from what the
 /// sweep has seen up to the gap's start instant.
-fn explain(holder: &Deactivation, lookback: &mut Lookback) -> Explanation {
+fn explain(holder: &Deactivation, lookback: &mut Lookback, rewritten_in_place: bool) -> Explanation {
     let Some(fault) = lookback.cause(holder.worker, holder.leader_since, holder.ended_by == EndedBy::Paused) else {
         let cause = match holder.ended_by {
             EndedBy::Event(kind) => kind.name(),
@@ -480,7 +522,10 @@ fn explain(holder: &Deactivation, lookback: &mut Lookback) -> Explanation {
         // A holder that released its lease did not let it run out.
         && holder.ended_by != EndedBy::Event(EventKind::Released);
     let expiry_us = if decomposable { fault.expiry_us } else { None };
-    let cause = if action == KILL && on_holder && fault.mid_renewal { KILL_MID_RENEWAL } else { action };
+    // A renewal that is one atomic call leaves nothing half-done: a kill
+    // inside it is a kill like any other.
+    let mid_renewal = fault.mid_renewal && rewritten_in_place;
+    let cause = if action == KILL && on_holder && mid_renewal { KILL_MID_RENEWAL } else { action };
     Explanation {
         cause: cause.to_string(),
         cause_fault: fault.fault,

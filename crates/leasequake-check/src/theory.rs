@@ -13,11 +13,18 @@
 //! before, then set beside the measurement. Where the two differ, the
 //! harness or the system under test did something the protocol does not
 //! explain: an anomaly worth a look.
+//!
+//! The prediction is made as the history is read, each part once the
+//! history has reached the moment it is about: the watchers' grids when
+//! the lock becomes free, their deaths and pauses once their ticks are
+//! past, a paused believer's resume once its pause is over. What it holds
+//! is each worker's latest phases and the predictions still open.
 
-use super::by_worker::{ByWorker, upto, within};
-use super::metrics::{Gap, KILL, PauseOutcome};
+use std::collections::VecDeque;
+
+use super::metrics::{Gap, KILL, KILL_MID_RENEWAL, PauseOutcome};
 use super::params::CheckParams;
-use super::spans::{Span, Spans};
+use super::spans::Span;
 use leasequake_model::history::{Event, EventKind, Micros, ms_to_us};
 use leasequake_model::settings::Push;
 
@@ -25,386 +32,61 @@ use leasequake_model::settings::Push;
 /// them is the best estimate of where the grid lies.
 const GRID_TICKS: usize = 8;
 
-/// The phases of one trial.
-pub(crate) struct Phases<'a> {
-    events: &'a [Event],
-    params: &'a CheckParams,
-    spans: &'a Spans,
-    end_us: Micros,
-    /// The wall clock at the barrier, µs since the Unix epoch.
-    barrier_wall_us: Option<i64>,
-    /// Each worker's own events, tenures and pauses, in time order, and
-    /// the times it lost an election: every question asked per gap and per
-    /// pause is about one worker around one moment, found by binary search.
-    /// (Scanning the whole history for each made a check quadratic in the
-    /// history's length.)
-    by_worker: Vec<Own<'a>>,
-}
-
-#[derive(Default)]
-struct Own<'a> {
-    events: &'a [&'a Event],
-    tenures: Vec<&'a Span>,
-    pauses: Vec<&'a Span>,
-    not_acquired: Vec<Micros>,
-}
-
-impl<'a> Own<'a> {
-    /// Its events at or before `at_us`.
-    fn upto(&self, at_us: Micros) -> &'a [&'a Event] {
-        upto(self.events, at_us)
-    }
-
-    /// Its events in `(from_us, to_us]`.
-    fn within(&self, from_us: Micros, to_us: Micros) -> &'a [&'a Event] {
-        within(self.events, from_us, to_us)
-    }
-}
-
-impl<'a> Phases<'a> {
-    pub fn new(
-        events: &'a [Event],
-        by: &'a ByWorker<'a>,
-        params: &'a CheckParams,
-        spans: &'a Spans,
-        end_us: Micros,
-    ) -> Phases<'a> {
-        let barrier_wall_us = events
-            .iter()
-            .find(|e| e.kind == EventKind::Barrier)
-            .and_then(|e| e.detail.wall_ns)
-            .map(|ns| ns.div_euclid(1000));
-        let mut by_worker: Vec<Own<'a>> = (0..by.workers())
-            .map(|w| Own {
-                events: by.of(w),
-                not_acquired: by.of(w).iter().filter(|e| e.kind == EventKind::NotAcquired).map(|e| e.t_us).collect(),
-                ..Own::default()
-            })
-            .collect();
-        for t in &spans.tenures {
-            if let Some(own) = by_worker.get_mut(t.worker) {
-                own.tenures.push(t);
-            }
-        }
-        for p in &spans.pauses {
-            if let Some(own) = by_worker.get_mut(p.worker) {
-                own.pauses.push(p);
-            }
-        }
-        Phases { events, params, spans, end_us, barrier_wall_us, by_worker }
-    }
-
-    /// `worker`'s own events and spans (none for a worker never seen).
-    fn own(&self, worker: usize) -> &Own<'a> {
-        static NONE: Own<'static> =
-            Own { events: &[], tenures: Vec::new(), pauses: Vec::new(), not_acquired: Vec::new() };
-        self.by_worker.get(worker).unwrap_or(&NONE)
-    }
-
-    /// When the lease `write` wrote is visibly expired to a watcher: from
-    /// its `lease_until` on, up to the write's own duration later (a server
-    /// times the lease from when the write reached it).
-    fn visible_expiry(&self, write: &Event) -> Option<Window> {
-        let op = write.detail.op_us.map_or(0, |us| us as i64);
-        if let (Some(until), Some(wall_us)) = (write.detail.lease_until, self.barrier_wall_us) {
-            let until_us = (until * 1e6).round() as i64 - wall_us;
-            // `lease_until < now`: with whole units, from the next unit on.
-            return Some(Window::from(until_us + self.params.resolution_us, op + self.params.server_slack_us));
-        }
-        // Without the wall clock, the nominal expiry is only the visible one
-        // when nothing truncates it.
-        if self.params.resolution_us == 0 {
-            let width = op + self.params.server_slack_us;
-            return write.detail.expires_in_ms.map(|ms| Window::from(write.t_us - op + ms_to_us(ms), width));
-        }
-        None
-    }
-
-    /// `worker`'s last lease write at or before `at_us`, unless a renewal it
-    /// began since was left unfinished (a lock file may then be empty).
-    fn last_write(&self, worker: usize, at_us: Micros) -> Option<&'a Event> {
-        let own = self.own(worker).upto(at_us);
-        let last = own.iter().rev().find(|e| {
-            matches!(e.kind, EventKind::Acquired | EventKind::Renewed | EventKind::Renewing | EventKind::RenewFailed)
-        })?;
-        match last.kind {
-            EventKind::Renewing if self.params.rewritten_in_place => None,
-            EventKind::Acquired | EventKind::Renewed => Some(last),
-            _ => own.iter().rev().find(|e| matches!(e.kind, EventKind::Acquired | EventKind::Renewed)).copied(),
-        }
-    }
-
-    fn believes(&self, worker: usize, at_us: Micros) -> bool {
-        self.own(worker).tenures.iter().any(|t| t.start_us <= at_us && at_us < t.end_us)
-    }
-
-    fn paused_at(&self, worker: usize, at_us: Micros) -> bool {
-        self.own(worker).pauses.iter().any(|p| p.start_us <= at_us && at_us < p.end_us)
-    }
-
-    fn dies_within(&self, worker: usize, from_us: Micros, to_us: Micros) -> bool {
-        self.own(worker).within(from_us, to_us).iter().any(|e| e.kind == EventKind::Exit)
-    }
-
-    /// `worker`'s ticks around `from_us`, from the grid its observations up
-    /// to `at_us` show: `None` if it was leading, paused or silent then, or
-    /// is dead or paused by the time of those ticks.
-    fn ticks(&self, worker: usize, at_us: Micros, free: Window) -> Option<Ticks> {
-        // What is known before the lock becomes free says nothing of who
-        // takes it: the grids are read up to then.
-        let known = at_us.max(free.from);
-        let dead = self.dies_within(worker, Micros::MIN, known);
-        if dead || self.believes(worker, known) || self.paused_at(worker, known) {
-            return None;
-        }
-        let polled = self.polled(worker, at_us, free, known);
-        // A subscribed watcher is told when the server frees the lease:
-        // somewhere in the window itself, no tick to wait for.
-        let told = free.to + if free.released { 0 } else { self.params.push_slack_us };
-        let pushed = Some(Ticks { earliest: free.from, sure: told, op: 0 })
-            .filter(|_| self.pushed(free))
-            .filter(|t| !self.dies_within(worker, at_us, t.sure) && !self.paused_at(worker, t.earliest));
-        match (polled, pushed) {
-            (Some(p), Some(q)) => Some(Ticks {
-                earliest: p.earliest.min(q.earliest),
-                sure: p.sure.min(q.sure),
-                op: if q.sure <= p.sure { q.op } else { p.op },
-            }),
-            (p, q) => p.or(q),
-        }
-    }
-
-    /// Does the server push the end of a lease freed within `free` to its
-    /// subscribed watchers?
-    fn pushed(&self, free: Window) -> bool {
-        match self.params.push {
-            Push::Nothing => false,
-            Push::Release => free.released,
-            Push::ReleaseAndExpiry => true,
-        }
-    }
-
-    /// `worker`'s polling ticks, from its grid (see `ticks`).
-    fn polled(&self, worker: usize, at_us: Micros, free: Window, known: Micros) -> Option<Ticks> {
-        let watch = self.params.watch_us;
-        if watch <= 0 {
-            return None;
-        }
-        // A new role starts a new grid, its first tick one interval after
-        // the change: when the worker last stopped leading, or lost its
-        // first election.
-        let own = self.own(worker);
-        let lost = own.not_acquired[..own.not_acquired.partition_point(|&t| t <= known)].last().copied();
-        let role_start = own.tenures.iter().filter(|t| t.end_us <= known).map(|t| t.end_us).chain(lost).max();
-        let observed: Vec<(Micros, Micros)> = own
-            .upto(known)
-            .iter()
-            .rev()
-            .take_while(|e| role_start.is_none_or(|r| e.t_us >= r))
-            .filter(|e| matches!(e.kind, EventKind::HeldBy | EventKind::ExpiredSeen | EventKind::Unreadable))
-            .map(|e| {
-                let op = e.detail.op_us.map_or(0, |us| us as i64);
-                (e.t_us - op, op)
-            })
-            .take(GRID_TICKS)
-            .collect();
-        let (grid, op) = match (observed.first(), role_start) {
-            (Some(&(last, _)), _) => {
-                // Silent for two intervals: not watching (a program that
-                // reports only some ticks has no grid to speak of).
-                if at_us - last > 2 * watch {
-                    return None;
-                }
-                let grid = observed.iter().enumerate().map(|(k, (t, _))| t + k as i64 * watch).min()?;
-                (grid, observed.iter().map(|&(_, op)| op).max().unwrap_or(0))
-            }
-            // Not a tick yet in this role: the first is one interval in.
-            (None, Some(r)) if known - r < watch => (r + watch, 0),
-            _ => return None,
-        };
-        let ticks = match drift(&observed, watch) {
-            // A ticker that waits an interval from each tick (Node's chained
-            // setTimeout) is later every time by its own wake-up: its ticks
-            // are one of its observed periods apart, from its last one.
-            Some(periods) => {
-                let last = observed[0].0;
-                let at_or_after = |t: Micros, p: Micros| last + ((t - last).max(0) + p - 1) / p * p;
-                let each = |t: Micros| periods.map(|p| at_or_after(t, p));
-                let (early, sure) = (each(free.from - op), each(free.to));
-                Ticks { earliest: early[0].min(early[1]), sure: sure[0].max(sure[1]), op }
-            }
-            None => {
-                let at_or_after = |t: Micros| grid + ((t - grid).max(0) + watch - 1) / watch * watch;
-                // The observation compares somewhere inside [start, start + op].
-                Ticks { earliest: at_or_after(free.from - op), sure: at_or_after(free.to), op }
-            }
-        };
-        if self.dies_within(worker, at_us, ticks.sure) || self.paused_at(worker, ticks.earliest) {
-            return None;
-        }
-        Some(ticks)
-    }
-
-    /// The takeover of the lease, free within `free`, by any worker, from
-    /// the grids known by then (and the deaths and pauses since `at_us`).
-    fn takeover(&self, at_us: Micros, free: Window) -> Option<Ticks> {
-        let workers = self.by_worker.len();
-        // The holder too, once it watches again (it stepped down); dead,
-        // paused or leading, a worker has no ticks.
-        let each: Vec<Ticks> = (0..workers).filter_map(|w| self.ticks(w, at_us, free)).collect();
-        let earliest = each.iter().map(|t| t.earliest).min()?;
-        let sure = each.iter().min_by_key(|t| t.sure)?;
-        Some(Ticks { earliest, sure: sure.sure, op: sure.op })
-    }
-
-    /// The theory's outcome of a leader pause.
-    pub fn pause(&self, pause: &Span, resumed: bool, evicted: bool) -> PauseOutcome {
-        let mut out = PauseOutcome {
-            worker: pause.worker,
-            start_us: pause.start_us,
-            end_us: pause.end_us,
-            resumed,
-            evicted,
-            visible_expiry_us: None,
-            takeover_tick_us: None,
-            predicted: None,
-        };
-        if !self.params.expires {
-            // The paused holder is alive: its lock stays with it.
-            out.predicted = Some(false);
-            return out;
-        }
-        let visible = self.last_write(pause.worker, pause.start_us).and_then(|w| self.visible_expiry(w));
-        let Some(visible) = visible else { return out };
-        out.visible_expiry_us = Some(visible.from);
-        let Some(ticks) = self.takeover(pause.start_us, visible) else { return out };
-        out.takeover_tick_us = Some(ticks.earliest);
-        out.predicted = if !resumed || ticks.earliest >= pause.end_us {
-            Some(false)
-        } else if ticks.sure + ticks.op < pause.end_us {
-            Some(true)
-        } else {
-            // The expiry or the resume falls inside a watcher's observation:
-            // either outcome keeps to the protocol.
-            None
-        };
-        out
-    }
-
-    /// The theory's end of `gap`, and how the measurement disagrees with
-    /// it, if it does.
-    pub fn gap(&self, gap: &Gap) -> (Option<Micros>, Option<String>) {
-        let Some(predicted) = self.gap_end(gap) else { return (None, None) };
-        let anomaly = match predicted {
-            End::Resumed(at) => {
-                let agrees = gap.ended && gap.end_us == at;
-                (!agrees).then(|| "a paused leader's resume should have ended it".to_string())
-            }
-            End::TakenOver { free, ticks } => {
-                let watch = self.params.watch_us;
-                if !gap.ended {
-                    // Still open at the trial's end: as predicted if no
-                    // takeover was due before then.
-                    (ticks.sure + ticks.op < self.end_us).then(|| "no takeover".to_string())
-                } else if gap.ended_by.is_some_and(|w| self.resumed(w, gap.end_us)) {
-                    Some("a paused leader resumed before the predicted takeover".to_string())
-                } else if gap.end_us < free.from {
-                    Some("taken over before the lease was visibly expired".to_string())
-                } else if gap.end_us >= ticks.sure + watch {
-                    let rounds = (gap.end_us - ticks.sure) / watch;
-                    Some(format!("taken over {rounds} watch interval(s) late"))
-                } else {
-                    None
-                }
-            }
-        };
-        let at = match predicted {
-            End::Resumed(at) => at,
-            // The expiry inside an observation: that tick or the next may
-            // take over, and the one that could have is the prediction.
-            End::TakenOver { ticks, .. } if gap.ended && gap.end_us >= ticks.sure => ticks.sure,
-            End::TakenOver { ticks, .. } => ticks.earliest,
-        };
-        (Some(at), anomaly)
-    }
-
-    fn gap_end(&self, gap: &Gap) -> Option<End> {
-        let holder = gap.holder?;
-        let start = gap.start_us;
-        let lock_fault = gap.cause.starts_with("lock-") || gap.cause == super::metrics::KILL_MID_RENEWAL;
-        if lock_fault {
-            return None;
-        }
-        let own = self.own(holder);
-        let ended_with =
-            |kind: EventKind| own.upto(start).iter().rev().take_while(|e| e.t_us == start).any(|e| e.kind == kind);
-
-        // A kill opens its gap at once; the kernel frees a lock held by the
-        // process (flock, a database session) only once it has torn the
-        // process down, at its `exit`.
-        let died_us = if ended_with(EventKind::Exit) {
-            Some(start)
-        } else if gap.cause == KILL {
-            own.within(start - 1, Micros::MAX).iter().find(|e| e.kind == EventKind::Exit).map(|e| e.t_us)
-        } else {
-            None
-        };
-        let free = if ended_with(EventKind::Released) {
-            Some(Window { released: true, ..Window::from(start, 0) })
-        } else if let (true, Some(died_us)) = (self.params.dropped_at_death, died_us) {
-            Some(Window::from(died_us, 0))
-        } else if !self.params.expires {
-            None
-        } else {
-            // The lease in the lock is the last one anybody wrote (a
-            // resumed stale leader that steps down wrote none of it).
-            self.last_write(holder, start)?;
-            let writer = self.events[..self.events.partition_point(|e| e.t_us <= start)]
-                .iter()
-                .rev()
-                .find(|e| matches!(e.kind, EventKind::Acquired | EventKind::Renewed))?
-                .worker?;
-            Some(self.visible_expiry(self.last_write(writer, start)?)?)
-        };
-        let takeover = free.and_then(|free| Some((free, self.takeover(start, free)?)));
-        // A paused believer (the holder, or an older leader paused before
-        // it was replaced) that is resumed ends the gap.
-        let resume = self
-            .spans
-            .pauses
-            .iter()
-            .filter(|p| p.start_us <= start && start < p.end_us && p.end_us < self.end_us)
-            .filter(|p| self.believes(p.worker, start) && self.resumed(p.worker, p.end_us))
-            .map(|p| p.end_us)
-            .min();
-        match (takeover, resume) {
-            (Some((_, t)), Some(r)) if r <= t.earliest => Some(End::Resumed(r)),
-            // Too close to call: the resume falls inside the takeover's
-            // observations.
-            (Some((_, t)), Some(r)) if r <= t.sure + t.op => None,
-            (Some((free, ticks)), _) => Some(End::TakenOver { free, ticks }),
-            (None, Some(r)) if free.is_none() => Some(End::Resumed(r)),
-            _ => None,
-        }
-    }
-
-    /// A delivered `cont` to `worker` at `at_us`.
-    pub fn resumed(&self, worker: usize, at_us: Micros) -> bool {
-        self.own(worker).within(at_us - 1, at_us).iter().any(|e| {
-            e.kind == EventKind::Fault && e.detail.error.is_none() && e.detail.action.as_deref() == Some("cont")
-        })
-    }
-}
-
-/// How the theory expects a gap to end.
+/// A lease write, as the theory reads it.
 #[derive(Clone, Copy, Debug)]
-enum End {
-    Resumed(Micros),
-    /// At a watcher's tick once the lock is free (`free`).
-    TakenOver {
-        free: Window,
-        ticks: Ticks,
-    },
+struct Write {
+    t_us: Micros,
+    op_us: Micros,
+    lease_until: Option<f64>,
+    expires_in_ms: Option<f64>,
+}
+
+/// One worker's phases so far.
+#[derive(Debug, Default)]
+struct Watcher {
+    /// Its last renewal step (`acquired`, `renewed`, `renewing`,
+    /// `renew_failed`), and its last lease write (`acquired`, `renewed`).
+    last_step: Option<EventKind>,
+    write: Option<Write>,
+    /// Its last lost election, and when its last tenure ended: a new role
+    /// starts a new grid.
+    lost_us: Option<Micros>,
+    tenure_end_us: Option<Micros>,
+    /// Its latest looks, newest last: when each was reported, when it
+    /// began, how long it took.
+    looks: VecDeque<(Micros, Micros, Micros)>,
+    exit_us: Option<Micros>,
+    released_us: Option<Micros>,
+    /// Its last delivered `cont`.
+    cont_us: Option<Micros>,
+    /// Its tenure and its pause, while they last (the sweep's).
+    leading_since: Option<Micros>,
+    paused_since: Option<Micros>,
+    /// Its pauses that ended, and its last tenure that did.
+    pauses: Vec<(Micros, Micros)>,
+    last_tenure: Option<(Micros, Micros)>,
+    /// Another worker began a tenure since its pause began, up to the
+    /// pause's end.
+    replaced: bool,
+    /// A pause that ended in the current instant before its start was
+    /// judged: its place, end, resumed, believing.
+    just_ended: Option<(Micros, usize, Micros, bool, bool)>,
+}
+
+impl Watcher {
+    fn dead_by(&self, at_us: Micros) -> bool {
+        self.exit_us.is_some_and(|t| t <= at_us)
+    }
+
+    /// An `exit` in `(from_us, to_us]`.
+    fn dies_within(&self, from_us: Micros, to_us: Micros) -> bool {
+        self.exit_us.is_some_and(|t| from_us < t && t <= to_us)
+    }
+
+    /// Paused at `at_us`, as far as the history has gone.
+    fn paused_at(&self, at_us: Micros) -> bool {
+        self.paused_since.is_some_and(|s| s <= at_us) || self.pauses.iter().any(|&(s, e)| s <= at_us && at_us < e)
+    }
 }
 
 /// When the lock becomes free to the watchers: somewhere in [from, to].
@@ -422,6 +104,676 @@ impl Window {
     }
 }
 
+/// Where a takeover can happen.
+#[derive(Clone, Copy, Debug)]
+struct Ticks {
+    /// The first tick whose observation reaches the free moment (it may
+    /// see the lock free, or not yet).
+    earliest: Micros,
+    /// The first tick that starts once the lock is free: it sees it free.
+    sure: Micros,
+    /// How long an observation takes (the longest recent one).
+    op: Micros,
+}
+
+/// How the theory expects a gap to end.
+#[derive(Clone, Copy, Debug)]
+enum End {
+    Resumed(Micros),
+    /// At a watcher's tick once the lock is free (`free`).
+    TakenOver {
+        free: Window,
+        ticks: Ticks,
+    },
+}
+
+/// The takeover of a lock free within `free`, by any worker, asked at
+/// `at_us`: the watchers' grids are read once the history reaches `known`
+/// (what is known before the lock becomes free says nothing of who takes
+/// it), their deaths and pauses once it has passed their ticks.
+#[derive(Debug)]
+struct Takeover {
+    at_us: Micros,
+    free: Window,
+    known_us: Micros,
+    /// Each watcher's ticks, polled and pushed, before its deaths and
+    /// pauses since `at_us` are known; and when those are.
+    candidates: Option<(Vec<Candidate>, Micros)>,
+    result: Option<Option<Ticks>>,
+}
+
+/// A watcher's ticks, polled and pushed.
+type Candidate = (usize, Option<Ticks>, Option<Ticks>);
+
+/// What a gap's prediction waits for.
+#[derive(Debug)]
+struct GapCase {
+    index: usize,
+    holder: usize,
+    start_us: Micros,
+    /// The holder was killed and its lock is dropped at death: the lock is
+    /// free at its `exit`, which is yet to come.
+    awaiting_death: bool,
+    /// Otherwise: a phase is missing (no prediction), or the takeover of
+    /// the lock as it is freed without the death (none if it never is).
+    otherwise: Result<Option<Takeover>, ()>,
+    /// Believers paused at the gap's start, and each one's resume once its
+    /// pause is over (`Some(None)`: not by a `cont` before the trial's end).
+    resumes: Vec<(usize, Option<Option<Micros>>)>,
+    /// The gap was ended by a worker resumed at that very moment.
+    resumed_at_end: bool,
+}
+
+/// A leader pause's prediction.
+#[derive(Debug)]
+struct PauseCase {
+    worker: usize,
+    start_us: Micros,
+    visible: Option<Window>,
+    takeover: Option<Takeover>,
+    /// Once it has ended: its place among the trial's pauses, its end,
+    /// resumed (a `cont` ended it), still believing; and once that instant
+    /// is over, whether another worker took the lease meanwhile.
+    ended: Option<(usize, Micros, bool, bool)>,
+    replaced: Option<bool>,
+}
+
+/// The theory of one trial, fed as the sweep goes.
+pub(crate) struct Theory {
+    params: CheckParams,
+    barrier_wall_us: Option<i64>,
+    watchers: Vec<Watcher>,
+    /// The worker of the last `acquired`/`renewed`: the lease in the lock.
+    last_writer: Option<usize>,
+    gaps: Vec<GapCase>,
+    /// Each gap's prediction, by its index: its end, the resume at its end.
+    decided: Vec<(usize, Option<End>, bool)>,
+    pauses: Vec<PauseCase>,
+    /// Pauses that began and that ended in the current instant.
+    pausing: Vec<(usize, Micros)>,
+    unpausing: Vec<usize>,
+    /// One place per pause, in the sweep's order: a leader pause's outcome.
+    outcomes: Vec<Option<PauseOutcome>>,
+}
+
+impl Theory {
+    pub fn new(params: CheckParams) -> Theory {
+        Theory {
+            params,
+            barrier_wall_us: None,
+            watchers: Vec::new(),
+            last_writer: None,
+            gaps: Vec::new(),
+            decided: Vec::new(),
+            pauses: Vec::new(),
+            pausing: Vec::new(),
+            unpausing: Vec::new(),
+            outcomes: Vec::new(),
+        }
+    }
+
+    fn watcher(&mut self, w: usize) -> &mut Watcher {
+        if w >= self.watchers.len() {
+            self.watchers.resize_with(w + 1, Watcher::default);
+        }
+        &mut self.watchers[w]
+    }
+
+    /// Before the instant at `t_us` is applied: the grids asked for at an
+    /// earlier moment are read now, as they stood then.
+    pub fn before(&mut self, t_us: Micros) {
+        self.read_grids(|known| known < t_us, Micros::MAX);
+    }
+
+    /// One event, after the sweep applied it.
+    pub fn event(&mut self, e: &Event) {
+        if e.kind == EventKind::Barrier && self.barrier_wall_us.is_none() {
+            self.barrier_wall_us = e.detail.wall_ns.map(|ns| ns.div_euclid(1000));
+        }
+        let Some(w) = e.worker else { return };
+        if matches!(e.kind, EventKind::Acquired | EventKind::Renewed) {
+            self.last_writer = Some(w);
+        }
+        let watcher = self.watcher(w);
+        match e.kind {
+            EventKind::Acquired | EventKind::Renewed => {
+                watcher.write = Some(Write {
+                    t_us: e.t_us,
+                    op_us: e.detail.op_us.map_or(0, |us| us as i64),
+                    lease_until: e.detail.lease_until,
+                    expires_in_ms: e.detail.expires_in_ms,
+                });
+            }
+            EventKind::NotAcquired => watcher.lost_us = Some(e.t_us),
+            EventKind::HeldBy | EventKind::ExpiredSeen | EventKind::Unreadable => {
+                let op = e.detail.op_us.map_or(0, |us| us as i64);
+                watcher.looks.push_back((e.t_us, e.t_us - op, op));
+                if watcher.looks.len() > GRID_TICKS {
+                    watcher.looks.pop_front();
+                }
+            }
+            EventKind::Exit if watcher.exit_us.is_none() => {
+                watcher.exit_us = Some(e.t_us);
+                self.died(w, e.t_us);
+            }
+            EventKind::Released => watcher.released_us = Some(e.t_us),
+            EventKind::Fault if e.detail.error.is_none() && e.detail.action.as_deref() == Some("cont") => {
+                watcher.cont_us = Some(e.t_us);
+            }
+            _ => {}
+        }
+        if matches!(e.kind, EventKind::Acquired | EventKind::Renewed | EventKind::Renewing | EventKind::RenewFailed) {
+            self.watcher(w).last_step = Some(e.kind);
+        }
+    }
+
+    /// `w`'s `exit` at `at_us`: a lock dropped at death is free then.
+    fn died(&mut self, w: usize, at_us: Micros) {
+        let mut freed = Vec::new();
+        for (i, case) in self.gaps.iter_mut().enumerate() {
+            if case.awaiting_death && case.holder == w && at_us >= case.start_us {
+                case.awaiting_death = false;
+                freed.push(i);
+            }
+        }
+        for i in freed {
+            let start = self.gaps[i].start_us;
+            self.gaps[i].otherwise = Ok(Some(Takeover::new(start, Window::from(at_us, 0))));
+        }
+    }
+
+    pub fn tenure_started(&mut self, w: usize, at_us: Micros) {
+        self.watcher(w).leading_since = Some(at_us);
+        for (o, watcher) in self.watchers.iter_mut().enumerate() {
+            // Paused since before, or resumed at this very instant.
+            let paused = watcher.paused_since.is_some_and(|s| s < at_us)
+                || watcher.pauses.last().is_some_and(|&(s, e)| s < at_us && e == at_us);
+            if o != w && paused {
+                watcher.replaced = true;
+            }
+        }
+    }
+
+    pub fn tenure_ended(&mut self, t: &Span) {
+        let watcher = self.watcher(t.worker);
+        watcher.leading_since = None;
+        watcher.tenure_end_us = Some(t.end_us);
+        watcher.last_tenure = Some((t.start_us, t.end_us));
+    }
+
+    pub fn pause_started(&mut self, w: usize, at_us: Micros) {
+        let watcher = self.watcher(w);
+        watcher.paused_since = Some(at_us);
+        watcher.replaced = false;
+        self.pausing.push((w, at_us));
+    }
+
+    /// A pause is over (the sweep's span; at `trial_end_us` for one the
+    /// trial's end cut): a leader pause takes its place among the trial's,
+    /// in the sweep's order.
+    pub fn pause_ended(&mut self, p: &Span, trial_end_us: Option<Micros>) {
+        let w = p.worker;
+        let watcher = self.watcher(w);
+        watcher.paused_since = None;
+        watcher.pauses.push((p.start_us, p.end_us));
+        let resumed = watcher.cont_us == Some(p.end_us);
+        // The tenure that covered the pause's start: still going, or over.
+        let believing = match (watcher.leading_since, watcher.last_tenure) {
+            (Some(s), _) if s <= p.start_us => true,
+            (_, Some((s, e))) if s <= p.start_us && p.start_us < e => e >= p.end_us,
+            _ => false,
+        };
+        let before_end = trial_end_us.is_none_or(|end| p.end_us < end);
+        for case in &mut self.gaps {
+            for (who, resume) in &mut case.resumes {
+                if *who == w && resume.is_none() {
+                    *resume = Some((before_end && resumed).then_some(p.end_us));
+                }
+            }
+        }
+        let slot = self.outcomes.len();
+        self.outcomes.push(None);
+        match self.pauses.iter_mut().find(|c| c.worker == w && c.start_us == p.start_us && c.ended.is_none()) {
+            Some(case) => case.ended = Some((slot, p.end_us, resumed, believing)),
+            // Begun in this very instant: judged once it is over.
+            None => self.watchers[w].just_ended = Some((p.start_us, slot, p.end_us, resumed, believing)),
+        }
+        self.unpausing.push(w);
+    }
+
+    /// The instant at `t_us` is applied: the pauses it began are judged
+    /// from the phases as they stand, and what was waiting for it is read.
+    pub fn instant_done(&mut self, t_us: Micros) {
+        self.pauses_done();
+        self.read_grids(|known| known <= t_us, Micros::MAX);
+        self.settle(t_us, None);
+    }
+
+    /// The pauses that began and ended in the instant just applied.
+    fn pauses_done(&mut self) {
+        for (w, start) in std::mem::take(&mut self.pausing) {
+            let watcher = &self.watchers[w];
+            let ended = watcher.just_ended.filter(|j| j.0 == start).map(|(_, slot, end, r, b)| (slot, end, r, b));
+            // Only a leader's pause (its tenure covers the start), as the
+            // instant left it.
+            let leading = watcher.leading_since.is_some_and(|s| s <= start)
+                || watcher.last_tenure.is_some_and(|(s, e)| s <= start && start < e);
+            if !leading {
+                continue;
+            }
+            let visible =
+                if self.params.expires { self.last_write(w).and_then(|w| self.visible_expiry(w)) } else { None };
+            let takeover = visible.map(|v| Takeover::new(start, v));
+            self.pauses.push(PauseCase { worker: w, start_us: start, visible, takeover, ended, replaced: None });
+        }
+        for w in std::mem::take(&mut self.unpausing) {
+            let watcher = &mut self.watchers[w];
+            watcher.just_ended = None;
+            let Some(&(start, _)) = watcher.pauses.last() else { continue };
+            if let Some(case) = self.pauses.iter_mut().find(|c| c.worker == w && c.start_us == start) {
+                case.replaced.get_or_insert(watcher.replaced);
+            }
+        }
+    }
+
+    /// When the lease `write` wrote is visibly expired to a watcher: from
+    /// its `lease_until` on, up to the write's own duration later (a server
+    /// times the lease from when the write reached it).
+    fn visible_expiry(&self, write: Write) -> Option<Window> {
+        let op = write.op_us;
+        if let (Some(until), Some(wall_us)) = (write.lease_until, self.barrier_wall_us) {
+            let until_us = (until * 1e6).round() as i64 - wall_us;
+            // `lease_until < now`: with whole units, from the next unit on.
+            return Some(Window::from(until_us + self.params.resolution_us, op + self.params.server_slack_us));
+        }
+        // Without the wall clock, the nominal expiry is only the visible one
+        // when nothing truncates it.
+        if self.params.resolution_us == 0 {
+            let width = op + self.params.server_slack_us;
+            return write.expires_in_ms.map(|ms| Window::from(write.t_us - op + ms_to_us(ms), width));
+        }
+        None
+    }
+
+    /// `worker`'s last lease write so far, unless a renewal it began since
+    /// was left unfinished (a lock file may then be empty).
+    fn last_write(&self, worker: usize) -> Option<Write> {
+        let watcher = self.watchers.get(worker)?;
+        match watcher.last_step? {
+            EventKind::Renewing if self.params.rewritten_in_place => None,
+            _ => watcher.write,
+        }
+    }
+
+    /// A gap opened (at the end of its instant: the phases as they stand).
+    pub fn gap_opened(&mut self, index: usize, gap: &Gap) {
+        let (Some(holder), start) = (gap.holder, gap.start_us) else { return self.decided.push((index, None, false)) };
+        if gap.cause.starts_with("lock-") || gap.cause == KILL_MID_RENEWAL {
+            return self.decided.push((index, None, false));
+        }
+        let watcher = self.watcher(holder);
+        let (exited_now, released_now) = (watcher.exit_us == Some(start), watcher.released_us == Some(start));
+        let killed_alive = gap.cause == KILL && watcher.exit_us.is_none();
+        // A paused believer (the holder, or an older leader paused before
+        // it was replaced) that is resumed ends the gap.
+        let resumes = self
+            .watchers
+            .iter()
+            .enumerate()
+            .filter(|(_, w)| w.paused_since.is_some_and(|s| s <= start) && w.leading_since.is_some_and(|s| s <= start))
+            .map(|(w, _)| (w, None))
+            .collect();
+        let dropped = self.params.dropped_at_death;
+        let otherwise = if released_now {
+            Ok(Some(Window { released: true, ..Window::from(start, 0) }))
+        } else if dropped && exited_now {
+            Ok(Some(Window::from(start, 0)))
+        } else if !self.params.expires {
+            Ok(None)
+        } else {
+            // The lease in the lock is the last one anybody wrote (a
+            // resumed stale leader that steps down wrote none of it).
+            let write = self.last_write(holder).and(self.last_writer).and_then(|w| self.last_write(w));
+            write.and_then(|w| self.visible_expiry(w)).map(Some).ok_or(())
+        };
+        // A kill opens its gap at once; the kernel frees a lock held by the
+        // process (flock, a database session) only once it has torn the
+        // process down, at its `exit`: until it comes, what the lock is
+        // freed by otherwise is followed too.
+        let awaiting_death = dropped && killed_alive && !released_now;
+        let otherwise = otherwise.map(|free| free.map(|f| Takeover::new(start, f)));
+        self.gaps.push(GapCase {
+            index,
+            holder,
+            start_us: start,
+            awaiting_death,
+            otherwise,
+            resumes,
+            resumed_at_end: false,
+        });
+    }
+
+    pub fn gap_closed(&mut self, index: usize, gap: &Gap) {
+        let resumed = gap.ended_by.is_some_and(|w| self.watchers.get(w).is_some_and(|x| x.cont_us == Some(gap.end_us)));
+        if let Some(case) = self.gaps.iter_mut().find(|c| c.index == index) {
+            case.resumed_at_end = resumed;
+        } else if let Some(d) = self.decided.iter_mut().find(|d| d.0 == index) {
+            d.2 = resumed;
+        }
+    }
+
+    /// Read the grids of the takeovers whose moment `due` says has come,
+    /// with the phases as they stand (`end_us`: the trial's end, past which
+    /// no tenure or pause lasts).
+    fn read_grids(&mut self, due: impl Fn(Micros) -> bool, end_us: Micros) {
+        let mut pending: Vec<&mut Takeover> = Vec::new();
+        for case in &mut self.gaps {
+            if let Ok(Some(t)) = &mut case.otherwise {
+                pending.push(t);
+            }
+        }
+        pending.extend(self.pauses.iter_mut().filter_map(|c| c.takeover.as_mut()));
+        let (watchers, params) = (&self.watchers, &self.params);
+        for t in pending.into_iter().filter(|t| t.candidates.is_none() && due(t.known_us)) {
+            t.read(watchers, params, end_us);
+        }
+    }
+
+    /// Settle what the history has passed (`trial_end_us` once it is over).
+    fn settle(&mut self, now_us: Micros, trial_end_us: Option<Micros>) {
+        let watchers = &self.watchers;
+        let over = |t: Micros| trial_end_us.is_some() || t <= now_us;
+        let mut pending: Vec<&mut Takeover> = Vec::new();
+        for case in &mut self.gaps {
+            if let Ok(Some(t)) = &mut case.otherwise {
+                pending.push(t);
+            }
+        }
+        pending.extend(self.pauses.iter_mut().filter_map(|c| c.takeover.as_mut()));
+        for t in pending {
+            if let Some((_, due)) = &t.candidates
+                && t.result.is_none()
+                && over(*due)
+            {
+                t.confirm(watchers);
+            }
+        }
+        // Gaps whose every part is known.
+        let mut i = 0;
+        while i < self.gaps.len() {
+            let case = &self.gaps[i];
+            let ready = (trial_end_us.is_some() || !case.awaiting_death)
+                && case.resumes.iter().all(|(_, r)| r.is_some())
+                && case.otherwise.as_ref().map_or(true, |t| t.as_ref().is_none_or(|t| t.result.is_some()));
+            if !ready {
+                i += 1;
+                continue;
+            }
+            let case = self.gaps.swap_remove(i);
+            self.decided.push((case.index, case.end(), case.resumed_at_end));
+        }
+        // Pauses that ended and whose takeover is known.
+        let mut i = 0;
+        while i < self.pauses.len() {
+            let case = &self.pauses[i];
+            if case.replaced.is_none() || case.takeover.as_ref().is_some_and(|t| t.result.is_none()) {
+                i += 1;
+                continue;
+            }
+            let case = self.pauses.swap_remove(i);
+            let (slot, outcome) = case.outcome(&self.params);
+            self.outcomes[slot] = Some(outcome);
+        }
+    }
+
+    /// The trial is over at `end_us`, its open tenures and pauses about to
+    /// be ended: the grids still owed are read as they stand.
+    pub fn closing(&mut self, end_us: Micros) {
+        self.read_grids(|_| true, end_us);
+    }
+
+    /// The trial is over (its tenures and pauses ended): settle the rest.
+    /// Each gap's prediction goes into `gaps`; the leader pauses come back
+    /// in the sweep's order.
+    pub fn finish(mut self, end_us: Micros, gaps: &mut [Gap]) -> Vec<PauseOutcome> {
+        self.pauses_done();
+        self.read_grids(|_| true, end_us);
+        self.settle(end_us, Some(end_us));
+        let watch = self.params.watch_us;
+        for (index, end, resumed_at_end) in self.decided {
+            if let (Some(gap), Some(end)) = (gaps.get_mut(index), end) {
+                (gap.predicted_end_us, gap.anomaly) = judge(gap, end, resumed_at_end, watch, end_us);
+            }
+        }
+        self.outcomes.into_iter().flatten().collect()
+    }
+}
+
+impl GapCase {
+    /// How the theory expects the gap to end, all its parts known.
+    fn end(&self) -> Option<End> {
+        let resume = self.resumes.iter().filter_map(|(_, r)| r.flatten()).min();
+        let takeover = match &self.otherwise {
+            Err(()) => return None,
+            Ok(None) => None,
+            Ok(Some(t)) => Some((t.free, t.result.flatten())),
+        };
+        match (takeover, resume) {
+            (Some((_, Some(t))), Some(r)) if r <= t.earliest => Some(End::Resumed(r)),
+            // Too close to call: the resume falls inside the takeover's
+            // observations.
+            (Some((_, Some(t))), Some(r)) if r <= t.sure + t.op => None,
+            (Some((free, Some(ticks))), _) => Some(End::TakenOver { free, ticks }),
+            (None, Some(r)) => Some(End::Resumed(r)),
+            _ => None,
+        }
+    }
+}
+
+impl PauseCase {
+    /// The theory's outcome of the pause, measured beside it: (its slot,
+    /// the outcome).
+    fn outcome(self, params: &CheckParams) -> (usize, PauseOutcome) {
+        let (slot, end_us, resumed, believing) = self.ended.expect("an ended pause");
+        // Resumed still believing, another worker having taken the lease
+        // meanwhile: a false eviction.
+        let resumed = resumed && believing;
+        let evicted = resumed && self.replaced == Some(true);
+        let mut out = PauseOutcome {
+            worker: self.worker,
+            start_us: self.start_us,
+            end_us,
+            resumed,
+            evicted,
+            visible_expiry_us: None,
+            takeover_tick_us: None,
+            predicted: None,
+        };
+        if !params.expires {
+            // The paused holder is alive: its lock stays with it.
+            out.predicted = Some(false);
+            return (slot, out);
+        }
+        let Some(visible) = self.visible else { return (slot, out) };
+        out.visible_expiry_us = Some(visible.from);
+        let Some(ticks) = self.takeover.and_then(|t| t.result.flatten()) else { return (slot, out) };
+        out.takeover_tick_us = Some(ticks.earliest);
+        out.predicted = if !resumed || ticks.earliest >= end_us {
+            Some(false)
+        } else if ticks.sure + ticks.op < end_us {
+            Some(true)
+        } else {
+            // The expiry or the resume falls inside a watcher's observation:
+            // either outcome keeps to the protocol.
+            None
+        };
+        (slot, out)
+    }
+}
+
+/// The theory's end of `gap`, and how the measurement disagrees with it,
+/// if it does.
+fn judge(
+    gap: &Gap,
+    predicted: End,
+    resumed_at_end: bool,
+    watch: Micros,
+    end_us: Micros,
+) -> (Option<Micros>, Option<String>) {
+    let anomaly = match predicted {
+        End::Resumed(at) => {
+            let agrees = gap.ended && gap.end_us == at;
+            (!agrees).then(|| "a paused leader's resume should have ended it".to_string())
+        }
+        End::TakenOver { free, ticks } => {
+            if !gap.ended {
+                // Still open at the trial's end: as predicted if no
+                // takeover was due before then.
+                (ticks.sure + ticks.op < end_us).then(|| "no takeover".to_string())
+            } else if resumed_at_end {
+                Some("a paused leader resumed before the predicted takeover".to_string())
+            } else if gap.end_us < free.from {
+                Some("taken over before the lease was visibly expired".to_string())
+            } else if gap.end_us >= ticks.sure + watch {
+                let rounds = (gap.end_us - ticks.sure) / watch;
+                Some(format!("taken over {rounds} watch interval(s) late"))
+            } else {
+                None
+            }
+        }
+    };
+    let at = match predicted {
+        End::Resumed(at) => at,
+        // The expiry inside an observation: that tick or the next may
+        // take over, and the one that could have is the prediction.
+        End::TakenOver { ticks, .. } if gap.ended && gap.end_us >= ticks.sure => ticks.sure,
+        End::TakenOver { ticks, .. } => ticks.earliest,
+    };
+    (Some(at), anomaly)
+}
+
+impl Takeover {
+    fn new(at_us: Micros, free: Window) -> Takeover {
+        Takeover { at_us, free, known_us: at_us.max(free.from), candidates: None, result: None }
+    }
+
+    /// Each watcher's ticks from the phases as they stand at `known_us`:
+    /// dead, paused or leading, a worker has no ticks (the holder too,
+    /// once it watches again, has).
+    fn read(&mut self, watchers: &[Watcher], params: &CheckParams, end_us: Micros) {
+        let (at, free, known) = (self.at_us, self.free, self.known_us);
+        let mut out = Vec::new();
+        let mut due = known;
+        for (w, watcher) in watchers.iter().enumerate() {
+            let believes = watcher.leading_since.is_some_and(|s| s <= known) && known < end_us;
+            let paused = watcher.paused_at(known) && known < end_us;
+            if watcher.dead_by(known) || believes || paused {
+                continue;
+            }
+            let polled = polled(watcher, params, at, free, known, end_us);
+            // A subscribed watcher is told when the server frees the lease:
+            // somewhere in the window itself, no tick to wait for.
+            let told = free.to + if free.released { 0 } else { params.push_slack_us };
+            let pushed = Some(Ticks { earliest: free.from, sure: told, op: 0 }).filter(|_| pushes(params, free));
+            due = [polled, pushed].into_iter().flatten().map(|t| t.sure).fold(due, Micros::max);
+            out.push((w, polled, pushed));
+        }
+        self.candidates = Some((out, due));
+    }
+
+    /// The deaths and pauses of the watchers up to their ticks are known.
+    fn confirm(&mut self, watchers: &[Watcher]) {
+        let Some((candidates, _)) = &self.candidates else { return };
+        let at = self.at_us;
+        let live = |w: usize, t: &Ticks| !watchers[w].dies_within(at, t.sure) && !watchers[w].paused_at(t.earliest);
+        let each: Vec<Ticks> = candidates
+            .iter()
+            .filter_map(|&(w, polled, pushed)| match (polled.filter(|t| live(w, t)), pushed.filter(|t| live(w, t))) {
+                (Some(p), Some(q)) => Some(Ticks {
+                    earliest: p.earliest.min(q.earliest),
+                    sure: p.sure.min(q.sure),
+                    op: if q.sure <= p.sure { q.op } else { p.op },
+                }),
+                (p, q) => p.or(q),
+            })
+            .collect();
+        self.result = Some(each.iter().map(|t| t.earliest).min().and_then(|earliest| {
+            let sure = each.iter().min_by_key(|t| t.sure)?;
+            Some(Ticks { earliest, sure: sure.sure, op: sure.op })
+        }));
+    }
+}
+
+/// Does the server push the end of a lease freed within `free` to its
+/// subscribed watchers?
+fn pushes(params: &CheckParams, free: Window) -> bool {
+    match params.push {
+        Push::Nothing => false,
+        Push::Release => free.released,
+        Push::ReleaseAndExpiry => true,
+    }
+}
+
+/// A watcher's polling ticks around the free moment, from the grid its
+/// observations up to `known` show (before its deaths and pauses since;
+/// `end_us`: the trial's end, which ends a tenure still going).
+fn polled(
+    watcher: &Watcher,
+    params: &CheckParams,
+    at_us: Micros,
+    free: Window,
+    known: Micros,
+    end_us: Micros,
+) -> Option<Ticks> {
+    let watch = params.watch_us;
+    if watch <= 0 {
+        return None;
+    }
+    // A new role starts a new grid, its first tick one interval after the
+    // change: when the worker last stopped leading, or lost its election.
+    let ended_by_trial = (watcher.leading_since.is_some() && end_us <= known).then_some(end_us);
+    let role_start = watcher.tenure_end_us.max(watcher.lost_us).max(ended_by_trial);
+    let observed: Vec<(Micros, Micros)> = watcher
+        .looks
+        .iter()
+        .rev()
+        .filter(|(t, _, _)| role_start.is_none_or(|r| *t >= r))
+        .map(|&(_, start, op)| (start, op))
+        .collect();
+    let (grid, op) = match (observed.first(), role_start) {
+        (Some(&(last, _)), _) => {
+            // Silent for two intervals: not watching (a program that
+            // reports only some ticks has no grid to speak of).
+            if at_us - last > 2 * watch {
+                return None;
+            }
+            let grid = observed.iter().enumerate().map(|(k, (t, _))| t + k as i64 * watch).min()?;
+            (grid, observed.iter().map(|&(_, op)| op).max().unwrap_or(0))
+        }
+        // Not a tick yet in this role: the first is one interval in.
+        (None, Some(r)) if known - r < watch => (r + watch, 0),
+        _ => return None,
+    };
+    let ticks = match drift(&observed, watch) {
+        // A ticker that waits an interval from each tick (Node's chained
+        // setTimeout) is later every time by its own wake-up: its ticks
+        // are one of its observed periods apart, from its last one.
+        Some(periods) => {
+            let last = observed[0].0;
+            let at_or_after = |t: Micros, p: Micros| last + ((t - last).max(0) + p - 1) / p * p;
+            let each = |t: Micros| periods.map(|p| at_or_after(t, p));
+            let (early, sure) = (each(free.from - op), each(free.to));
+            Ticks { earliest: early[0].min(early[1]), sure: sure[0].max(sure[1]), op }
+        }
+        None => {
+            let at_or_after = |t: Micros| grid + ((t - grid).max(0) + watch - 1) / watch * watch;
+            // The observation compares somewhere inside [start, start + op].
+            Ticks { earliest: at_or_after(free.from - op), sure: at_or_after(free.to), op }
+        }
+    };
+    Some(ticks)
+}
+
 /// The shortest and the longest of a watcher's observed periods, if its
 /// ticks drift: every one of them (newest first, at least three) longer
 /// than `watch` by more than a five-hundredth of it. A ticker on a fixed
@@ -434,18 +786,6 @@ fn drift(observed: &[(Micros, Micros)], watch: Micros) -> Option<[Micros; 2]> {
     let periods = observed.windows(2).map(|w| w[0].0 - w[1].0);
     let (lo, hi) = periods.fold((Micros::MAX, 0), |(lo, hi), p| (lo.min(p), hi.max(p)));
     (lo > watch + watch / 500).then_some([lo, hi])
-}
-
-/// Where a takeover can happen.
-#[derive(Clone, Copy, Debug)]
-struct Ticks {
-    /// The first tick whose observation reaches the free moment (it may
-    /// see the lock free, or not yet).
-    earliest: Micros,
-    /// The first tick that starts once the lock is free: it sees it free.
-    sure: Micros,
-    /// How long an observation takes (the longest recent one).
-    op: Micros,
 }
 
 #[cfg(test)]
