@@ -9,9 +9,10 @@
 //! not a disturbance: an operation that overlaps a fault aimed at its
 //! worker, its link or its server (or a failpoint of its own) is left out.
 
+use std::collections::BTreeMap;
+
 use leasequake_model::history::{Event, EventKind, Micros};
 
-use super::by_worker::{ByWorker, upto};
 use super::latency::{Op, operation};
 use super::params::CheckParams;
 use super::precision::Precision;
@@ -51,14 +52,6 @@ impl Disturbance {
     }
 }
 
-/// A stretch of the trial in which a fault acts on one worker (or, with
-/// none, on every worker: the server, the lock, a member of the service).
-struct Window {
-    worker: Option<usize>,
-    from_us: Micros,
-    to_us: Micros,
-}
-
 /// Fault actions that act until a later fault event ends them.
 fn closer(action: &str) -> Option<&'static str> {
     match action {
@@ -75,78 +68,146 @@ fn on_the_system(action: &str) -> bool {
     action.starts_with("server-") || matches!(action, "partition" | "partition-replies" | "delay" | "reset")
 }
 
-/// Where faults act. A fault with an end acts until it; one without (a
-/// kill, a restart, a clock jump, a lock-file fault, a failpoint) acts on
-/// what follows for one renew interval: reconnects and retries are its
-/// doing, not the machine's.
-fn windows(events: &[Event], params: &CheckParams, end_us: Micros) -> Vec<Window> {
-    let mut out = Vec::new();
-    for (i, e) in events.iter().enumerate() {
-        let after = params.renew_us.max(1);
-        if e.kind == EventKind::Failpoint {
-            out.push(Window { worker: e.worker, from_us: e.t_us, to_us: e.t_us + after });
-            continue;
-        }
-        // A fault that never reached its target changed nothing.
-        if e.kind != EventKind::Fault || (e.detail.error.is_some() && e.detail.error_us.is_none()) {
-            continue;
-        }
-        let Some(action) = e.detail.action.as_deref() else { continue };
-        if matches!(action, "cont" | "heal" | "server-cont") {
-            continue;
-        }
-        let to_us = match closer(action) {
-            Some(end) => events[i + 1..]
-                .iter()
-                .find(|c| c.kind == EventKind::Fault && c.worker == e.worker && c.detail.action.as_deref() == Some(end))
-                .map_or(end_us, |c| c.t_us),
-            None => e.t_us + after,
-        };
-        out.push(Window { worker: e.worker, from_us: e.t_us, to_us });
-    }
-    let recoveries = recoveries(events, &out);
-    out.extend(recoveries);
-    out
-}
-
-/// After a fault ends, each worker it touched comes back with one
-/// operation that succeeds: a new connection (a server forks a backend for
-/// it), the first request on a link that was cut, a retry. That operation
-/// is the fault's doing too, however long after the end it starts.
-fn recoveries(events: &[Event], windows: &[Window]) -> Vec<Window> {
-    // Each worker's successful operations' ends, in time order (the
-    // history is), so that each window finds its worker's next one by a
-    // binary search, not a scan of the trial per window and worker.
-    let mut ok: std::collections::BTreeMap<usize, Vec<Micros>> = std::collections::BTreeMap::new();
-    for e in events {
-        if let Some(w) = e.worker {
-            let done = e.detail.op_us.is_some() && operation(e.kind).is_some() && e.detail.error.is_none();
-            let ends = ok.entry(w).or_default();
-            if done {
-                ends.push(e.t_us);
-            }
-        }
-    }
-    let mut out = Vec::new();
-    for w in windows {
-        for (&worker, ends) in ok.iter().filter(|(x, _)| w.worker.is_none_or(|y| y == **x)) {
-            if let Some(&back) = ends.get(ends.partition_point(|&t| t <= w.to_us)) {
-                out.push(Window { worker: Some(worker), from_us: w.to_us, to_us: back });
-            }
-        }
-    }
-    out
-}
-
-/// Does a stretch of `worker`'s time overlap a fault acting on it?
-/// A window on every worker acts on it too. Asked of every operation of a
-/// trial, so answered by binary search: the windows by start, each with
-/// the latest end among it and those before it.
-struct Faults {
+/// Where faults act, as the history goes. A fault with an end acts until
+/// it; one without (a kill, a restart, a clock jump, a lock-file fault, a
+/// failpoint) acts on what follows for one renew interval: reconnects and
+/// retries are its doing, not the machine's. After a fault ends, each
+/// worker it touched comes back with one operation that succeeds: a new
+/// connection (a server forks a backend for it), the first request on a
+/// link that was cut, a retry. That operation is the fault's doing too,
+/// however long after the end it starts: the worker is *recovering* from
+/// the end until it ends.
+#[derive(Default)]
+struct FaultWindows {
+    /// A fault without an end acts this long.
+    after: Micros,
+    /// Windows whose ends are known, on every worker and on each.
     every: Starts,
     workers: Vec<Starts>,
+    /// Faults acting until a later fault ends them: on whom, the ending
+    /// action, since when.
+    open: Vec<(Option<usize>, &'static str, Micros)>,
+    /// Fault ends the history has yet to pass, and on whom.
+    ending: BTreeMap<Micros, Vec<Option<usize>>>,
+    /// Each worker seen, with the ends it is recovering from.
+    recovering: Vec<Option<Vec<Micros>>>,
+    /// The ends of faults on every worker, for a worker first seen later.
+    every_ends: Vec<Micros>,
 }
 
+/// Whether a stretch of a worker's time was under a fault.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Hit {
+    Yes,
+    No,
+    /// Only if the worker recovers from a fault that ended before it: once
+    /// an operation of its succeeds, it was (the recovery held it); if none
+    /// does before the trial's end, there was no recovery and it was not.
+    IfRecovers,
+}
+
+impl FaultWindows {
+    fn seen(&mut self, w: usize) {
+        if w >= self.recovering.len() {
+            self.recovering.resize_with(w + 1, || None);
+        }
+        if self.recovering[w].is_none() {
+            self.recovering[w] = Some(self.every_ends.clone());
+        }
+    }
+
+    fn starts(&mut self, worker: Option<usize>) -> &mut Starts {
+        match worker {
+            None => &mut self.every,
+            Some(w) => {
+                if w >= self.workers.len() {
+                    self.workers.resize_with(w + 1, Starts::default);
+                }
+                &mut self.workers[w]
+            }
+        }
+    }
+
+    /// A window from `from_us`, ending at `to_us`: in force, and a recovery
+    /// once the history has passed its end.
+    fn close(&mut self, worker: Option<usize>, from_us: Micros, to_us: Micros) {
+        self.starts(worker).add(from_us, to_us);
+        self.ending.entry(to_us).or_default().push(worker);
+    }
+
+    /// A delivered fault (or a failpoint) at `at_us`.
+    fn fault(&mut self, worker: Option<usize>, action: Option<&str>, at_us: Micros) {
+        match action.and_then(closer) {
+            Some(end) => self.open.push((worker, end, at_us)),
+            None => self.close(worker, at_us, at_us + self.after),
+        }
+    }
+
+    /// Any fault event at `at_us` ends the faults it closes on its target.
+    fn closes(&mut self, worker: Option<usize>, action: &str, at_us: Micros) {
+        let (ended, open): (Vec<_>, Vec<_>) =
+            std::mem::take(&mut self.open).into_iter().partition(|&(w, end, _)| w == worker && end == action);
+        self.open = open;
+        for (w, _, from) in ended {
+            self.close(w, from, at_us);
+        }
+    }
+
+    /// The history is past `before_us`: the fault ends before it start
+    /// recoveries (an operation ending at the very end is no recovery).
+    fn pass(&mut self, before_us: Micros) {
+        while let Some(entry) = self.ending.first_entry() {
+            if *entry.key() >= before_us {
+                break;
+            }
+            let (end, whom) = entry.remove_entry();
+            for worker in whom {
+                match worker {
+                    Some(w) => {
+                        self.seen(w);
+                        self.recovering[w].as_mut().expect("seen").push(end);
+                    }
+                    None => {
+                        self.every_ends.push(end);
+                        self.recovering.iter_mut().flatten().for_each(|r| r.push(end));
+                    }
+                }
+            }
+        }
+    }
+
+    /// An operation of `w` that succeeded, ending at `at_us`: it ends each
+    /// recovery of the worker.
+    fn recovered(&mut self, w: usize, at_us: Micros) {
+        let ends = std::mem::take(self.recovering[w].as_mut().expect("seen"));
+        let (done, left): (Vec<Micros>, Vec<Micros>) = ends.into_iter().partition(|&s| s < at_us);
+        *self.recovering[w].as_mut().expect("seen") = left;
+        for from in done {
+            self.starts(Some(w)).add(from, at_us);
+        }
+    }
+
+    /// Was `[from, to]` of `worker`'s time under a fault?
+    fn hit(&self, worker: Option<usize>, from: Micros, to: Micros) -> Hit {
+        let mine = worker.and_then(|w| self.workers.get(w));
+        let open = self.open.iter().any(|&(w, _, since)| (w.is_none() || w == worker) && since <= to);
+        if self.every.hit(from, to) || mine.is_some_and(|s| s.hit(from, to)) || open {
+            return Hit::Yes;
+        }
+        let recovering = worker.and_then(|w| self.recovering.get(w)).and_then(Option::as_ref);
+        if recovering.is_some_and(|r| r.iter().any(|&s| s <= to)) { Hit::IfRecovers } else { Hit::No }
+    }
+
+    /// The trial is over: faults never ended act until then.
+    fn finish(&mut self, end_us: Micros) {
+        for (w, _, from) in std::mem::take(&mut self.open) {
+            self.starts(w).add(from, end_us);
+        }
+    }
+}
+
+/// Windows by start, each with the latest end among it and those before
+/// it: whether a stretch overlaps one is a binary search.
 #[derive(Default)]
 struct Starts {
     from: Vec<Micros>,
@@ -154,48 +215,415 @@ struct Starts {
 }
 
 impl Starts {
-    fn new(mut windows: Vec<(Micros, Micros)>) -> Starts {
-        windows.sort_unstable();
-        let from = windows.iter().map(|w| w.0).collect();
-        let latest_to = windows
-            .iter()
-            .scan(Micros::MIN, |latest, w| {
-                *latest = (*latest).max(w.1);
-                Some(*latest)
-            })
-            .collect();
-        Starts { from, latest_to }
+    /// Windows come nearly in order of their starts.
+    fn add(&mut self, from: Micros, to: Micros) {
+        let at = self.from.partition_point(|&f| f <= from);
+        self.from.insert(at, from);
+        self.latest_to.insert(at, to);
+        // Each end after it is the latest before it, now with this one.
+        let mut latest = if at == 0 { Micros::MIN } else { self.latest_to[at - 1] };
+        for l in &mut self.latest_to[at..] {
+            latest = latest.max(*l);
+            *l = latest;
+        }
     }
 
-    /// Does a window overlap [from, to]: one starting by `to` that ends at
-    /// `from` or later?
     fn hit(&self, from: Micros, to: Micros) -> bool {
         let begun = self.from.partition_point(|&f| f <= to);
         begun > 0 && self.latest_to[begun - 1] >= from
     }
 }
 
-impl Faults {
-    fn new(windows: &[Window]) -> Faults {
-        let mut every: Vec<(Micros, Micros)> = Vec::new();
-        let mut workers: Vec<Vec<(Micros, Micros)>> = Vec::new();
-        for w in windows {
-            match w.worker {
-                None => every.push((w.from_us, w.to_us)),
-                Some(i) => {
-                    if workers.len() <= i {
-                        workers.resize_with(i + 1, Vec::new);
-                    }
-                    workers[i].push((w.from_us, w.to_us));
-                }
-            }
+/// An operation a worker timed (or a renewal a kill cut short), or a late
+/// wake, to be judged once it is known whether a fault held it.
+#[derive(Clone, Copy, Debug)]
+struct Item {
+    /// Its place in the history: of equal ones, the first is named.
+    seq: u64,
+    worker: Option<usize>,
+    from_us: Micros,
+    end_us: Micros,
+    what: What,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum What {
+    /// Its kind; the worker's first operation (its start-up), judged only
+    /// beside an operation done once; a renewal a kill ended: it ran at
+    /// least its time, up to the kill.
+    Op { op: Op, first: bool, killed: bool },
+    /// A worker woken this late for its tick.
+    Late,
+}
+
+/// One kind of operation's times, outside every fault.
+#[derive(Default)]
+struct Times {
+    /// Each time (µs) and how many took it: the median and the count over
+    /// a bound are exact, and what it holds grows with the distinct times,
+    /// not the operations.
+    counts: BTreeMap<Micros, u64>,
+    n: u64,
+    /// The one operation, while there is one: when it began and ended.
+    once: Option<(Micros, Micros)>,
+    /// The longest, the first of the longest; and the renewals kills cut
+    /// short, each with its time.
+    longest: Option<(Micros, Micros, u64)>,
+    killed: Vec<(Micros, Micros, u64)>,
+    /// The workers' first operations of the kind.
+    firsts: BTreeMap<Micros, u64>,
+}
+
+impl Times {
+    fn add(&mut self, item: &Item, killed: bool) {
+        let took = item.end_us - item.from_us;
+        if killed {
+            self.killed.push((took, item.end_us, item.seq));
+            return;
         }
-        Faults { every: Starts::new(every), workers: workers.into_iter().map(Starts::new).collect() }
+        *self.counts.entry(took).or_default() += 1;
+        self.n += 1;
+        self.once = (self.n == 1).then_some((item.from_us, item.end_us));
+        let key = (took, std::cmp::Reverse(item.end_us), std::cmp::Reverse(item.seq));
+        if self.longest.is_none_or(|(t, e, s)| key > (t, std::cmp::Reverse(e), std::cmp::Reverse(s))) {
+            self.longest = Some((took, item.end_us, item.seq));
+        }
     }
 }
 
-fn under_fault(faults: &Faults, worker: Option<usize>, from: Micros, to: Micros) -> bool {
-    faults.every.hit(from, to) || worker.and_then(|w| faults.workers.get(w)).is_some_and(|s| s.hit(from, to))
+/// The machine's disturbance of one trial, as the events come.
+pub(crate) struct DisturbanceFold {
+    params: CheckParams,
+    budget: Micros,
+    seq: u64,
+    now_us: Micros,
+    faults: FaultWindows,
+    /// Workers whose first operation came (None: one no worker's).
+    started: Vec<Option<usize>>,
+    /// Each worker's last renewal step: a `renewing` and when.
+    renewing: Vec<Option<Micros>>,
+    /// Kills of the current instant, judged once it is over.
+    kills: Vec<(u64, usize, Micros)>,
+    /// Items of the current instant, and each worker's items waiting to
+    /// know whether it recovers.
+    instant: Vec<Item>,
+    waiting: Vec<Vec<Item>>,
+    times: [Times; 3],
+    /// The worst late wake and how many there were, over the budget.
+    late: Option<(Micros, Micros, u64, Option<usize>)>,
+    lates: usize,
+    /// The first fault on the lease's server or network.
+    system_faulted_us: Option<Micros>,
+    barrier: Option<(Option<u64>, Option<u64>)>,
+    trial_end: Option<(Option<u64>, Option<u64>)>,
+}
+
+fn index(op: Op) -> usize {
+    match op {
+        Op::Acquire => 0,
+        Op::Renew => 1,
+        Op::Observe => 2,
+    }
+}
+
+impl DisturbanceFold {
+    pub fn new(params: &CheckParams) -> DisturbanceFold {
+        DisturbanceFold {
+            params: *params,
+            budget: params.disturbance_budget_us,
+            seq: 0,
+            now_us: Micros::MIN,
+            faults: FaultWindows { after: params.renew_us.max(1), ..FaultWindows::default() },
+            started: Vec::new(),
+            renewing: Vec::new(),
+            kills: Vec::new(),
+            instant: Vec::new(),
+            waiting: Vec::new(),
+            times: Default::default(),
+            late: None,
+            lates: 0,
+            system_faulted_us: None,
+            barrier: None,
+            trial_end: None,
+        }
+    }
+
+    pub fn event(&mut self, e: &Event) {
+        if e.kind == EventKind::Barrier && self.barrier.is_none() {
+            self.barrier = Some((e.detail.cpu_pressure_us, e.detail.steal_us));
+        }
+        if e.kind == EventKind::TrialEnd && self.trial_end.is_none() {
+            self.trial_end = Some((e.detail.cpu_pressure_us, e.detail.steal_us));
+        }
+        if self.budget <= 0 {
+            return;
+        }
+        if e.t_us != self.now_us {
+            self.settle();
+            self.faults.pass(e.t_us);
+            self.now_us = e.t_us;
+        }
+        self.seq += 1;
+        if let Some(w) = e.worker {
+            self.faults.seen(w);
+            if w >= self.renewing.len() {
+                self.renewing.resize(w + 1, None);
+                self.waiting.resize_with(w + 1, Vec::new);
+            }
+        }
+        self.fault(e);
+        if let Some(w) = e.worker
+            && matches!(e.kind, EventKind::Renewing | EventKind::Renewed | EventKind::RenewFailed | EventKind::Acquired)
+        {
+            self.renewing[w] = (e.kind == EventKind::Renewing).then_some(e.t_us);
+        }
+        if let (Some(us), Some(op)) = (e.detail.op_us, operation(e.kind)) {
+            // A worker's first operation carries its own start-up (the
+            // first touch of the substrate, a first connection, with more
+            // workers than cores a wait for one): the start spread judges
+            // the start, not this. It only stands beside an operation done
+            // once.
+            let first = !self.started.contains(&e.worker);
+            if first {
+                self.started.push(e.worker);
+            }
+            if let Some(w) = e.worker.filter(|_| e.detail.error.is_none()) {
+                self.faults.recovered(w, e.t_us);
+                for item in std::mem::take(&mut self.waiting[w]) {
+                    self.judged(item, Hit::Yes);
+                }
+            }
+            // A failed operation took as long as its failure: a timeout the
+            // experiment set (the request's, a replica's acknowledgement),
+            // a connection the server closed. That is the system's answer,
+            // and how long it took is not the machine's. A look that read
+            // a bad lease (none, empty, corrupt) did not fail: it answered.
+            if e.detail.error.is_none() || e.kind == EventKind::Unreadable {
+                let what = What::Op { op, first, killed: false };
+                let from_us = e.t_us - us as Micros;
+                self.instant.push(Item { seq: self.seq, worker: e.worker, from_us, end_us: e.t_us, what });
+            }
+        }
+        // A worker the machine woke late for a tick of its grid acts late,
+        // however fast its operations: the built-in worker says by how
+        // much on the tick's first event. A worker stopped, or waiting on
+        // a stopped server, across its tick is the experiment.
+        if let Some(by) = e.detail.late_us {
+            let from_us = e.t_us - by as Micros;
+            self.instant.push(Item { seq: self.seq, worker: e.worker, from_us, end_us: e.t_us, what: What::Late });
+        }
+    }
+
+    fn fault(&mut self, e: &Event) {
+        if e.kind == EventKind::Failpoint {
+            return self.faults.fault(e.worker, None, e.t_us);
+        }
+        if e.kind != EventKind::Fault {
+            return;
+        }
+        let action = e.detail.action.as_deref();
+        if self.system_faulted_us.is_none() && action.is_some_and(on_the_system) {
+            self.system_faulted_us = Some(e.t_us);
+        }
+        if let Some(action) = action {
+            self.faults.closes(e.worker, action, e.t_us);
+        }
+        // A fault that never reached its target changed nothing.
+        if e.detail.error.is_some() && e.detail.error_us.is_none() {
+            return;
+        }
+        let Some(action) = action.filter(|a| !matches!(*a, "cont" | "heal" | "server-cont")) else { return };
+        self.faults.fault(e.worker, Some(action), e.t_us);
+        if let (Some(w), "kill", None) = (e.worker, action, &e.detail.error) {
+            self.kills.push((self.seq, w, e.t_us));
+        }
+    }
+
+    /// The instant is over: its faults are all in, so its items are judged.
+    fn settle(&mut self) {
+        // The renewals a kill cut short, each from its announcement to the
+        // kill. A stall that ends in a kill leaves no time of its own, yet
+        // it decided where the kill landed (inside the renewal's write,
+        // which can wedge the lock file): it is judged as far as it went.
+        for (seq, w, at) in std::mem::take(&mut self.kills) {
+            if let Some(since) = self.renewing[w] {
+                let what = What::Op { op: Op::Renew, first: false, killed: true };
+                self.instant.push(Item { seq, worker: Some(w), from_us: since, end_us: at, what });
+            }
+        }
+        for item in std::mem::take(&mut self.instant) {
+            // A cut-short renewal ran up to the kill, not through it.
+            let to = if matches!(item.what, What::Op { killed: true, .. }) { item.end_us - 1 } else { item.end_us };
+            match (self.faults.hit(item.worker, item.from_us, to), item.worker) {
+                (Hit::IfRecovers, Some(w)) => self.waiting[w].push(item),
+                (hit, _) => self.judged(item, hit),
+            }
+        }
+    }
+
+    fn judged(&mut self, item: Item, hit: Hit) {
+        if hit == Hit::Yes {
+            return;
+        }
+        match item.what {
+            What::Op { op, first: true, killed: false } => {
+                let took = item.end_us - item.from_us;
+                *self.times[index(op)].firsts.entry(took).or_default() += 1;
+            }
+            What::Op { op, killed, .. } => self.times[index(op)].add(&item, killed),
+            What::Late => {
+                let by = item.end_us - item.from_us;
+                if by > self.budget {
+                    self.lates += 1;
+                    let key = (by, std::cmp::Reverse(item.end_us), std::cmp::Reverse(item.seq));
+                    if self.late.is_none_or(|(b, e, s, _)| key > (b, std::cmp::Reverse(e), std::cmp::Reverse(s))) {
+                        self.late = Some((by, item.end_us, item.seq, item.worker));
+                    }
+                }
+            }
+        }
+    }
+
+    pub fn finish(mut self, end_us: Micros, start_spread_us: Option<Micros>, precision: &Precision) -> Disturbance {
+        let (params, budget) = (self.params, self.budget);
+        let mut d = Disturbance { budget_us: budget, ..Disturbance::default() };
+        if let (Some(b), Some(e)) = (self.barrier, self.trial_end) {
+            let delta = |a: Option<u64>, z: Option<u64>| Some(z?.saturating_sub(a?) as Micros);
+            (d.cpu_pressure_us, d.steal_us) = (delta(b.0, e.0), delta(b.1, e.1));
+        }
+        if budget <= 0 {
+            return d;
+        }
+        self.settle();
+        self.faults.pass(Micros::MAX);
+        self.faults.finish(end_us);
+        // No operation succeeded after them: no recovery held these.
+        for item in std::mem::take(&mut self.waiting).into_iter().flatten() {
+            self.judged(item, Hit::No);
+        }
+        // The worst stall of all kinds, its median, and how many there were.
+        let mut worst: Option<Stall> = None;
+        let mut stalls = 0;
+        for op in [Op::Acquire, Op::Renew, Op::Observe] {
+            if op == Op::Acquire && !params.uniform_acquisitions {
+                continue;
+            }
+            let t = &self.times[index(op)];
+            if t.n == 0 {
+                continue;
+            }
+            let mut counts = t.counts.clone();
+            // An operation done once in the trial (a watcher's takeover)
+            // would be its own median, never a stall. Beside it stand the
+            // workers' first operations of its kind, not judged: the same
+            // requests with the start-up on top, a median no stricter than
+            // its usual cost. Not once the lease's server or network took a
+            // fault: what the system then takes (a replica catching up after
+            // a heal) is its own.
+            if let Some((began, _)) = t.once.filter(|_| t.n == 1)
+                && self.system_faulted_us.is_none_or(|f| f > began)
+            {
+                for (took, n) in &t.firsts {
+                    *counts.entry(*took).or_default() += n;
+                }
+            }
+            let median = nth(&counts, (counts.values().sum::<u64>() - 1) / 2);
+            let longest = t.longest.map(|(took, end, seq)| (took, end, seq, false));
+            let candidates = longest.into_iter().chain(t.killed.iter().map(|&(took, end, seq)| (took, end, seq, true)));
+            for (took, end_us, seq, killed) in candidates {
+                let s = Stall { op, took_us: took, median_us: median, end_us, killed, seq };
+                d.op_stall_max_us = Some(d.op_stall_max_us.map_or(s.stall(), |m| m.max(s.stall())));
+                if s.stall() > budget && worst.as_ref().is_none_or(|w| s.rank() > w.rank()) {
+                    worst = Some(s);
+                }
+            }
+            stalls += t.counts.range(median + budget + 1..).map(|(_, n)| *n as usize).sum::<usize>();
+            stalls += t.killed.iter().filter(|&&(took, _, _)| took - median > budget).count();
+        }
+        if let Some(s) = worst {
+            let interval = if s.op == Op::Observe { ("watch", params.watch_us) } else { ("renew", params.renew_us) };
+            let more = more(stalls - 1, "operation");
+            let (took, at) = (ms(s.took_us), s.end_us as f64 / 1e6);
+            let what = if s.killed {
+                format!("a renewal the kill at {at:.3} s cut short had run {took} ms")
+            } else {
+                format!("{} took {took} ms at {at:.3} s", name(s.op))
+            };
+            d.causes.push(format!(
+                "{what} ({:.0} % of the {} interval; the median {} ms){more}",
+                100.0 * s.took_us as f64 / interval.1.max(1) as f64,
+                interval.0,
+                ms(s.median_us),
+            ));
+        }
+        if let Some((by, at, _, worker)) = self.late {
+            let more = more(self.lates - 1, "tick");
+            let worker = worker.map_or_else(|| "a worker".to_string(), |w| format!("worker {w}"));
+            d.causes.push(format!("{worker} woke {} ms late for its tick at {:.3} s{more}", ms(by), at as f64 / 1e6));
+        }
+        if let (Some(spread), Some(planned)) = (start_spread_us, params.planned_start_spread_us)
+            && spread - planned > budget
+        {
+            d.causes.push(format!("workers started {} ms apart (planned {} ms)", ms(spread), ms(planned)));
+        }
+        if precision.faults_over_budget > 0 {
+            let n = precision.faults_over_budget;
+            d.causes.push(format!(
+                "{n} fault{} took effect more than {} ms late (at most {} ms)",
+                if n == 1 { "" } else { "s" },
+                ms(precision.budget_us),
+                ms(precision.fault_error_max_us.unwrap_or(0))
+            ));
+        }
+        // CPU pressure is recorded, not judged: it counts the trial's own
+        // workers waiting too (thirty racers on two cores are the
+        // experiment), so it cannot tell the machine's load from the
+        // system's.
+        let length = end_us.max(1) as f64;
+        if let Some(s) = d.steal_us
+            && s as f64 > steal_share(&params, budget) * length
+            && s > STEAL_MIN_US
+        {
+            d.causes.push(format!("the hypervisor took {:.0} % of the trial", 100.0 * s as f64 / length));
+        }
+        d
+    }
+}
+
+/// An operation that took longer than the median of its kind.
+struct Stall {
+    op: Op,
+    took_us: Micros,
+    median_us: Micros,
+    end_us: Micros,
+    killed: bool,
+    seq: u64,
+}
+
+impl Stall {
+    fn stall(&self) -> Micros {
+        self.took_us - self.median_us
+    }
+
+    /// The worst is the longest stall, then the earliest; of equal ones,
+    /// the first kind (acquire, renewal, watch), a timed one before a
+    /// renewal a kill cut short, the first in the history.
+    fn rank(&self) -> impl Ord {
+        use std::cmp::Reverse;
+        (self.stall(), Reverse(self.end_us), Reverse(index(self.op)), !self.killed, Reverse(self.seq))
+    }
+}
+
+/// The `k`-th smallest (from 0) of the times counted.
+fn nth(counts: &BTreeMap<Micros, u64>, k: u64) -> Micros {
+    let mut seen = 0;
+    for (&took, &n) in counts {
+        seen += n;
+        if seen > k {
+            return took;
+        }
+    }
+    0
 }
 
 /// ", and N more <what>s" after the worst of several causes of a kind.
@@ -215,189 +643,6 @@ fn name(op: Op) -> &'static str {
     }
 }
 
-/// One operation a worker timed, outside every fault.
-struct Timed {
-    op: Op,
-    end_us: Micros,
-    took_us: Micros,
-    /// A renewal a kill ended: it ran at least `took_us`, up to the kill.
-    killed: bool,
-}
-
-/// The renewals a kill cut short, each from its announcement to the kill. A
-/// stall that ends in a kill leaves no time of its own, yet it decided
-/// where the kill landed (inside the renewal's write, which can wedge the
-/// lock file): it is judged as far as it went.
-fn cut_short(events: &[Event], by_worker: &ByWorker<'_>, faults: &Faults) -> Vec<Timed> {
-    let kills: Vec<&Event> = events
-        .iter()
-        .filter(|e| {
-            e.kind == EventKind::Fault && e.detail.action.as_deref() == Some("kill") && e.detail.error.is_none()
-        })
-        .collect();
-    kills
-        .into_iter()
-        .filter_map(|kill| {
-            let w = kill.worker?;
-            let before = upto(by_worker.of(w), kill.t_us).iter().rev();
-            let last = before.into_iter().find(|e| {
-                matches!(
-                    e.kind,
-                    EventKind::Renewing | EventKind::Renewed | EventKind::RenewFailed | EventKind::Acquired
-                )
-            })?;
-            let ran = (last.t_us, kill.t_us - 1);
-            (last.kind == EventKind::Renewing && !under_fault(faults, Some(w), ran.0, ran.1)).then_some(Timed {
-                op: Op::Renew,
-                end_us: kill.t_us,
-                took_us: kill.t_us - last.t_us,
-                killed: true,
-            })
-        })
-        .collect()
-}
-
-pub fn disturbance(
-    events: &[Event],
-    by_worker: &ByWorker<'_>,
-    params: &CheckParams,
-    start_spread_us: Option<Micros>,
-    precision: &Precision,
-    end_us: Micros,
-) -> Disturbance {
-    let budget = params.disturbance_budget_us;
-    let mut d = Disturbance { budget_us: budget, ..Disturbance::default() };
-    (d.cpu_pressure_us, d.steal_us) = machine(events);
-    if budget <= 0 {
-        return d;
-    }
-    let faults = Faults::new(&windows(events, params, end_us));
-    // A worker's first operation carries its own start-up (the first touch
-    // of the substrate, a first connection, with more workers than cores a
-    // wait for one): the start spread judges the start, not this. It only
-    // stands beside an operation done once (below).
-    let mut started = std::collections::HashSet::new();
-    let ops: Vec<(bool, Timed)> = events
-        .iter()
-        .filter_map(|e| {
-            let (us, op) = (e.detail.op_us?, operation(e.kind)?);
-            let first = started.insert(e.worker);
-            // A failed operation took as long as its failure: a timeout the
-            // experiment set (the request's, a replica's acknowledgement),
-            // a connection the server closed. That is the system's answer,
-            // and how long it took is not the machine's. A look that read
-            // a bad lease (none, empty, corrupt) did not fail: it answered.
-            if e.detail.error.is_some() && e.kind != EventKind::Unreadable {
-                return None;
-            }
-            let (from, to) = (e.t_us - us as Micros, e.t_us);
-            let hit = under_fault(&faults, e.worker, from, to);
-            (!hit).then_some((first, Timed { op, end_us: e.t_us, took_us: us as Micros, killed: false }))
-        })
-        .collect();
-    let (mut firsts, mut timed) = (Vec::new(), Vec::new());
-    for (first, t) in ops {
-        if first { firsts.push(t) } else { timed.push(t) }
-    }
-    let killed = cut_short(events, by_worker, &faults);
-    let system_faulted_us = events
-        .iter()
-        .find(|e| e.kind == EventKind::Fault && e.detail.action.as_deref().is_some_and(on_the_system))
-        .map(|e| e.t_us);
-    let mut stalls: Vec<(Micros, &Timed, Micros)> = Vec::new();
-    for op in [Op::Acquire, Op::Renew, Op::Observe] {
-        if op == Op::Acquire && !params.uniform_acquisitions {
-            continue;
-        }
-        let of_kind: Vec<&Timed> = timed.iter().filter(|t| t.op == op).collect();
-        let mut times: Vec<Micros> = of_kind.iter().map(|t| t.took_us).collect();
-        if times.is_empty() {
-            continue;
-        }
-        // An operation done once in the trial (a watcher's takeover) would
-        // be its own median, never a stall. Beside it stand the workers'
-        // first operations of its kind, not judged: the same requests with
-        // the start-up on top, a median no stricter than its usual cost.
-        // Not once the lease's server or network took a fault: what the
-        // system then takes (a replica catching up after a heal) is its own.
-        if let [once] = of_kind[..]
-            && system_faulted_us.is_none_or(|f| f > once.end_us - once.took_us)
-        {
-            times.extend(firsts.iter().filter(|t| t.op == op).map(|t| t.took_us));
-        }
-        times.sort_unstable();
-        let median = times[(times.len() - 1) / 2];
-        for t in timed.iter().chain(&killed).filter(|t| t.op == op) {
-            let stall = t.took_us - median;
-            d.op_stall_max_us = Some(d.op_stall_max_us.map_or(stall, |m| m.max(stall)));
-            if stall > budget {
-                stalls.push((stall, t, median));
-            }
-        }
-    }
-    stalls.sort_by_key(|(stall, t, _)| (std::cmp::Reverse(*stall), t.end_us));
-    if let Some((_, t, median)) = stalls.first() {
-        let interval = if t.op == Op::Observe { ("watch", params.watch_us) } else { ("renew", params.renew_us) };
-        let more = more(stalls.len() - 1, "operation");
-        let (took, at) = (ms(t.took_us), t.end_us as f64 / 1e6);
-        let what = if t.killed {
-            format!("a renewal the kill at {at:.3} s cut short had run {took} ms")
-        } else {
-            format!("{} took {took} ms at {at:.3} s", name(t.op))
-        };
-        d.causes.push(format!(
-            "{what} ({:.0} % of the {} interval; the median {} ms){more}",
-            100.0 * t.took_us as f64 / interval.1.max(1) as f64,
-            interval.0,
-            ms(*median),
-        ));
-    }
-    // A worker the machine woke late for a tick of its grid acts late,
-    // however fast its operations: the built-in worker says by how much on
-    // the tick's first event. A worker stopped, or waiting on a stopped
-    // server, across its tick is the experiment.
-    let mut late: Vec<(Micros, &Event)> = events
-        .iter()
-        .filter_map(|e| {
-            let by = e.detail.late_us? as Micros;
-            let (from, to) = (e.t_us - by, e.t_us);
-            let hit = under_fault(&faults, e.worker, from, to);
-            (!hit && by > budget).then_some((by, e))
-        })
-        .collect();
-    late.sort_by_key(|(by, e)| (std::cmp::Reverse(*by), e.t_us));
-    if let Some((by, e)) = late.first() {
-        let more = more(late.len() - 1, "tick");
-        let worker = e.worker.map_or_else(|| "a worker".to_string(), |w| format!("worker {w}"));
-        d.causes.push(format!("{worker} woke {} ms late for its tick at {:.3} s{more}", ms(*by), e.t_us as f64 / 1e6));
-    }
-    if let (Some(spread), Some(planned)) = (start_spread_us, params.planned_start_spread_us)
-        && spread - planned > budget
-    {
-        d.causes.push(format!("workers started {} ms apart (planned {} ms)", ms(spread), ms(planned)));
-    }
-    if precision.faults_over_budget > 0 {
-        let n = precision.faults_over_budget;
-        d.causes.push(format!(
-            "{n} fault{} took effect more than {} ms late (at most {} ms)",
-            if n == 1 { "" } else { "s" },
-            ms(precision.budget_us),
-            ms(precision.fault_error_max_us.unwrap_or(0))
-        ));
-    }
-    // CPU pressure is recorded, not judged: it counts the trial's own
-    // workers waiting too (thirty racers on two cores are the experiment),
-    // so it cannot tell the machine's load from the system's.
-    let length = end_us.max(1) as f64;
-    if let Some(s) = d.steal_us
-        && s as f64 > steal_share(params, budget) * length
-        && s > STEAL_MIN_US
-    {
-        d.causes.push(format!("the hypervisor took {:.0} % of the trial", 100.0 * s as f64 / length));
-    }
-    d
-}
-
 /// The share of the trial the hypervisor may take: `STEAL_SHARE`, or, where
 /// it is more, the share of its smallest interval the experiment's budget
 /// lets the machine take from a worker. Steal is a total: it cannot tell
@@ -407,14 +652,6 @@ pub fn disturbance(
 fn steal_share(params: &CheckParams, budget: Micros) -> f64 {
     let smallest = [params.lease_us, params.renew_us, params.watch_us].into_iter().filter(|i| *i > 0).min();
     smallest.map_or(STEAL_SHARE, |i| STEAL_SHARE.max(budget as f64 / i as f64))
-}
-
-/// The machine's counters' growth from the barrier to the trial's end.
-fn machine(events: &[Event]) -> (Option<Micros>, Option<Micros>) {
-    let at = |kind| events.iter().find(|e| e.kind == kind).map(|e| &e.detail);
-    let (Some(b), Some(e)) = (at(EventKind::Barrier), at(EventKind::TrialEnd)) else { return (None, None) };
-    let delta = |a: Option<u64>, z: Option<u64>| Some(z?.saturating_sub(a?) as Micros);
-    (delta(b.cpu_pressure_us, e.cpu_pressure_us), delta(b.steal_us, e.steal_us))
 }
 
 /// µs as ms with as many decimals as a budget of microseconds needs.
@@ -432,19 +669,16 @@ fn ms(us: Micros) -> String {
 #[cfg(test)]
 mod tests {
     #[test]
-    fn a_fault_window_is_found_by_search_as_a_scan_of_every_window_finds_it() {
-        // Windows on every worker and on some, nested and apart.
-        let spans = [(None, 50, 60), (Some(0), 0, 100), (Some(0), 10, 20), (Some(1), 30, 40), (Some(1), 200, 210)];
-        let windows: Vec<Window> =
-            spans.iter().map(|&(worker, from_us, to_us)| Window { worker, from_us, to_us }).collect();
-        let faults = Faults::new(&windows);
-        for worker in [None, Some(0), Some(1), Some(2)] {
-            for from in (0..230).step_by(5) {
-                for to in (from..240).step_by(7) {
-                    let scan = windows
-                        .iter()
-                        .any(|w| (w.worker.is_none() || w.worker == worker) && from <= w.to_us && w.from_us <= to);
-                    assert_eq!(under_fault(&faults, worker, from, to), scan, "{worker:?} [{from}, {to}]");
+    fn a_window_is_found_by_search_as_a_scan_of_every_window_finds_it() {
+        // Nested and apart, some added after later ones.
+        let spans = [(0, 100), (10, 20), (200, 210), (30, 40), (50, 60), (5, 8)];
+        let mut starts = super::Starts::default();
+        for (k, &(from, to)) in spans.iter().enumerate() {
+            starts.add(from, to);
+            for from_q in (0..230).step_by(3) {
+                for to_q in (from_q..240).step_by(7) {
+                    let scan = spans[..=k].iter().any(|&(a, b)| from_q <= b && a <= to_q);
+                    assert_eq!(starts.hit(from_q, to_q), scan, "[{from_q}, {to_q}] after {k}");
                 }
             }
         }
@@ -452,6 +686,19 @@ mod tests {
 
     use super::*;
     use leasequake_model::history::Detail;
+
+    /// The trial's disturbance, its events fed one at a time.
+    fn disturbance(
+        events: &[Event],
+        params: &CheckParams,
+        start_spread_us: Option<Micros>,
+        precision: &Precision,
+        end_us: Micros,
+    ) -> Disturbance {
+        let mut fold = DisturbanceFold::new(params);
+        events.iter().for_each(|e| fold.event(e));
+        fold.finish(end_us, start_spread_us, precision)
+    }
 
     fn params() -> CheckParams {
         CheckParams {
@@ -474,7 +721,7 @@ mod tests {
     }
 
     fn judge(events: &[Event]) -> Disturbance {
-        disturbance(events, &ByWorker::new(events), &params(), Some(100), &Precision::default(), 30_000_000)
+        disturbance(events, &params(), Some(100), &Precision::default(), 30_000_000)
     }
 
     /// The leader's renewals every 3 s, the watchers' looks beside them,
@@ -518,17 +765,10 @@ mod tests {
         v.push(op(28_000_000, 1, EventKind::Acquired, 46_215));
         v.sort_by_key(|e| e.t_us);
         let program = CheckParams { uniform_acquisitions: false, ..params() };
-        let d = disturbance(&v, &ByWorker::new(&v), &program, Some(100), &Precision::default(), 30_000_000);
+        let d = disturbance(&v, &program, Some(100), &Precision::default(), 30_000_000);
         assert_eq!(d.text(), "renewal took 740 ms at 9.000 s (25 % of the renew interval; the median 0.300 ms)");
         let only_takeover: Vec<Event> = v.iter().filter(|e| e.detail.op_us != Some(740_000)).cloned().collect();
-        let d = disturbance(
-            &only_takeover,
-            &ByWorker::new(&only_takeover),
-            &program,
-            Some(100),
-            &Precision::default(),
-            30_000_000,
-        );
+        let d = disturbance(&only_takeover, &program, Some(100), &Precision::default(), 30_000_000);
         assert!(!d.disturbed(), "{}", d.text());
         assert!(judge(&only_takeover).disturbed(), "the built-in worker's acquisitions are judged");
     }
@@ -739,16 +979,13 @@ mod tests {
     fn start_spread_fault_errors_and_the_machine() {
         let p = params();
         let quiet = steady(|_| 300);
-        let spread = disturbance(&quiet, &ByWorker::new(&quiet), &p, Some(45_000), &Precision::default(), 30_000_000);
+        let spread = disturbance(&quiet, &p, Some(45_000), &Precision::default(), 30_000_000);
         assert_eq!(spread.text(), "workers started 45.0 ms apart (planned 0.000 ms)");
         let staggered = CheckParams { planned_start_spread_us: Some(40_000), ..p };
-        assert!(
-            !disturbance(&quiet, &ByWorker::new(&quiet), &staggered, Some(45_000), &Precision::default(), 30_000_000)
-                .disturbed()
-        );
+        assert!(!disturbance(&quiet, &staggered, Some(45_000), &Precision::default(), 30_000_000).disturbed());
         let late = Precision { fault_error_max_us: Some(4100), faults_over_budget: 2, budget_us: 3000, undelivered: 0 };
         assert_eq!(
-            disturbance(&quiet, &ByWorker::new(&quiet), &p, None, &late, 30_000_000).text(),
+            disturbance(&quiet, &p, None, &late, 30_000_000).text(),
             "2 faults took effect more than 3.0 ms late (at most 4.1 ms)"
         );
         let counters = |t_us, kind, cpu: u64, steal: u64| {
@@ -761,37 +998,35 @@ mod tests {
         let mut busy = quiet.clone();
         busy.insert(0, counters(0, EventKind::Barrier, 1_000, 5_000));
         busy.push(counters(30_000_000, EventKind::TrialEnd, 29_001_000, 1_505_000));
-        let d = disturbance(&busy, &ByWorker::new(&busy), &p, None, &Precision::default(), 30_000_000);
+        let d = disturbance(&busy, &p, None, &Precision::default(), 30_000_000);
         // Pressure is reported, never judged: the trial's own workers wait too.
         assert_eq!((d.cpu_pressure_us, d.steal_us), (Some(29_000_000), Some(1_500_000)));
         assert!(!d.disturbed());
         busy.last_mut().unwrap().detail.steal_us = Some(3_005_001);
         assert_eq!(
-            disturbance(&busy, &ByWorker::new(&busy), &p, None, &Precision::default(), 30_000_000).text(),
+            disturbance(&busy, &p, None, &Precision::default(), 30_000_000).text(),
             "the hypervisor took 10 % of the trial"
         );
         // An experiment that lets the machine take a fifth of an interval
         // (a budget of 600 ms, renewals every 3 s) lets the hypervisor take
         // a fifth of the trial, and no more.
         let tolerant = CheckParams { disturbance_budget_us: 600_000, ..p };
-        assert!(
-            !disturbance(&busy, &ByWorker::new(&busy), &tolerant, None, &Precision::default(), 30_000_000).disturbed()
-        );
+        assert!(!disturbance(&busy, &tolerant, None, &Precision::default(), 30_000_000).disturbed());
         busy.last_mut().unwrap().detail.steal_us = Some(6_005_001);
         assert_eq!(
-            disturbance(&busy, &ByWorker::new(&busy), &tolerant, None, &Precision::default(), 30_000_000).text(),
+            disturbance(&busy, &tolerant, None, &Precision::default(), 30_000_000).text(),
             "the hypervisor took 20 % of the trial"
         );
         // One 10 ms tick of steal in a 5 ms race is no disturbance.
         let race = [counters(0, EventKind::Barrier, 0, 0), counters(5_000, EventKind::TrialEnd, 5_000, 10_000)];
-        assert!(!disturbance(&race, &ByWorker::new(&race), &p, None, &Precision::default(), 5_000).disturbed());
+        assert!(!disturbance(&race, &p, None, &Precision::default(), 5_000).disturbed());
     }
 
     #[test]
     fn no_budget_no_judgement() {
         let p = CheckParams { disturbance_budget_us: 0, ..params() };
         let events = steady(|k| if k == 3 { 740_000 } else { 300 });
-        let d = disturbance(&events, &ByWorker::new(&events), &p, None, &Precision::default(), 1);
+        let d = disturbance(&events, &p, None, &Precision::default(), 1);
         assert!(!d.disturbed());
     }
 }

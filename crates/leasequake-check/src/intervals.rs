@@ -18,7 +18,7 @@
 //! process's own order), so "acquired then exit at the same µs" still opens
 //! and closes an interval, and "the last one processed" is well defined.
 
-use super::by_worker::ByWorker;
+use super::disturbance::DisturbanceFold;
 use super::evictions::StaleBelief;
 use super::fold::Fold;
 use super::grants::GrantsFold;
@@ -55,7 +55,6 @@ pub fn check(history: &History, params: &CheckParams) -> TrialMetrics {
     }
 
     let mut metrics = sweep.finish(end_us, params);
-    let by_worker = ByWorker::new(events);
     // The analyses that already take one event at a time, in one pass.
     let (mut writes, mut latency) = (WritesFold::default(), Latency::default());
     let (mut pushes, mut precision) = (PushesFold::default(), PrecisionFold::new(params.fault_budget_us));
@@ -63,7 +62,9 @@ pub fn check(history: &History, params: &CheckParams) -> TrialMetrics {
     let (mut storm, mut last_heal) = (StormFold::new(params), LastHeal::default());
     let (mut sightings, mut grants) = (Sightings::default(), GrantsFold::new(params));
     let mut network = NetworkFold::new(params);
+    let mut disturbance = DisturbanceFold::new(params);
     for e in events {
+        disturbance.event(e);
         network.event(e);
         grants.event(e);
         sightings.event(e);
@@ -93,14 +94,7 @@ pub fn check(history: &History, params: &CheckParams) -> TrialMetrics {
     metrics.network.recovery_us = super::recovery::recovery(last_heal, &metrics.spans, &overlaps, end_us);
     metrics.network.unrecovered = usize::from(metrics.network.recovery_us.is_none() && last_heal.is_some());
     metrics.service = super::service::service(sightings, &metrics.spans.tenures, params.renew_us, end_us);
-    metrics.disturbance = super::disturbance::disturbance(
-        events,
-        &by_worker,
-        params,
-        metrics.start_spread_us,
-        &metrics.precision,
-        end_us,
-    );
+    metrics.disturbance = disturbance.finish(end_us, metrics.start_spread_us, &metrics.precision);
     metrics
 }
 

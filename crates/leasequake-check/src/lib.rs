@@ -5,7 +5,6 @@
 //! the wedge threshold). docs/metrics.md defines every metric.
 
 pub mod adaptive;
-mod by_worker;
 mod disturbance;
 mod evictions;
 mod fold;
