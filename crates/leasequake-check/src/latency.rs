@@ -2,15 +2,16 @@
 //! (`op_us` on the event that reports each operation's outcome).
 
 use super::fold::Fold;
+use super::samples::Samples;
 use leasequake_model::history::{Event, EventKind, Micros};
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Latency {
     /// Acquire and takeover attempts, won or lost.
-    pub acquire_us: Vec<u64>,
-    pub renew_us: Vec<u64>,
+    pub acquire_us: Samples,
+    pub renew_us: Samples,
     /// A watcher's look at the lease.
-    pub observe_us: Vec<u64>,
+    pub observe_us: Samples,
 }
 
 /// The three substrate operations a worker times.
@@ -69,6 +70,7 @@ mod tests {
                 ev(EventKind::WriteAccepted, Some(999)),
             ],
         );
-        assert_eq!(l, Latency { acquire_us: vec![120, 80], renew_us: vec![40, 45], observe_us: vec![30] });
+        let got = |s: &Samples| s.values().collect::<Vec<u64>>();
+        assert_eq!((got(&l.acquire_us), got(&l.renew_us), got(&l.observe_us)), (vec![80, 120], vec![40, 45], vec![30]));
     }
 }

@@ -20,6 +20,7 @@ mod precision;
 mod push;
 mod recovery;
 mod requests;
+pub mod samples;
 mod service;
 mod spans;
 pub mod stats;

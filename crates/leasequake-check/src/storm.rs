@@ -23,7 +23,7 @@ use leasequake_model::history::{Event, EventKind, Micros};
 use super::fold::Fold;
 use super::latency::operation;
 use super::params::CheckParams;
-use super::stats::percentile;
+use super::samples::Samples;
 
 /// Operation latencies right after heals and in the steady state before the
 /// first network fault. Summed over trials, the samples are concatenated:
@@ -43,8 +43,8 @@ pub struct Storm {
 /// The operations of one kind of window (of one trial, or of many summed).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct WindowOps {
-    /// Each operation's `op_us`, in the order the history reported them.
-    pub op_us: Vec<u64>,
+    /// Each operation's `op_us`.
+    pub op_us: Samples,
     /// Of those, the operations that failed: a renewal that failed, an
     /// observation that could not read the lease (a lease found missing is
     /// a successful read), an acquire whose request failed (one that lost
@@ -59,21 +59,15 @@ impl WindowOps {
 
     /// Median `op_us`, interpolated; None for no operations.
     pub fn p50(&self) -> Option<f64> {
-        self.percentile(0.5)
+        self.op_us.percentile(0.5)
     }
 
     pub fn p99(&self) -> Option<f64> {
-        self.percentile(0.99)
+        self.op_us.percentile(0.99)
     }
 
     pub fn max(&self) -> Option<u64> {
-        self.op_us.iter().copied().max()
-    }
-
-    fn percentile(&self, q: f64) -> Option<f64> {
-        let mut sorted: Vec<f64> = self.op_us.iter().map(|&us| us as f64).collect();
-        sorted.sort_unstable_by(f64::total_cmp);
-        percentile(&sorted, q)
+        self.op_us.max()
     }
 }
 
@@ -81,7 +75,7 @@ impl std::ops::Add for WindowOps {
     type Output = WindowOps;
 
     fn add(mut self, o: WindowOps) -> WindowOps {
-        self.op_us.extend(o.op_us);
+        self.op_us.extend(&o.op_us);
         self.failed += o.failed;
         self
     }
@@ -264,6 +258,11 @@ mod tests {
 
     const LEASE: f64 = 9.0;
 
+    /// A window's operation times, smallest first.
+    fn ops(w: &WindowOps) -> Vec<u64> {
+        w.op_us.values().collect()
+    }
+
     fn s(x: f64) -> i64 {
         (x * 1e6).round() as i64
     }
@@ -350,7 +349,7 @@ mod tests {
             op(32.0, 0, Renewed, 2),
         ]);
         let storm = run(v, 40.0).unwrap();
-        assert_eq!(storm.after_heal.op_us, vec![50_000]);
+        assert_eq!(ops(&storm.after_heal), [50_000]);
         // The baseline ends at the first fault.
         assert_eq!(storm.baseline.count(), 9);
     }
@@ -362,7 +361,7 @@ mod tests {
         v.push(op(10.2, 0, Renewed, 300));
         let storm = run(v, 40.0).unwrap();
         assert_eq!(storm.baseline.count(), 9);
-        assert!(!storm.baseline.op_us.contains(&300_000));
+        assert!(!ops(&storm.baseline).contains(&300_000));
     }
 
     #[test]
@@ -407,7 +406,7 @@ mod tests {
         ]);
         let storm = run(v, 40.0).unwrap();
         assert_eq!(storm.heals, 2);
-        assert_eq!((storm.after_heal.op_us.clone(), storm.after_heal.failed), (vec![100_000, 200_000], 0));
+        assert_eq!((ops(&storm.after_heal), storm.after_heal.failed), (vec![100_000, 200_000], 0));
     }
 
     #[test]
@@ -430,7 +429,7 @@ mod tests {
         ]);
         let storm = run(v, 40.0).unwrap();
         assert_eq!(storm.heals, 2);
-        assert_eq!(storm.after_heal.op_us, vec![200_000, 300_000, 100_000, 50_000]);
+        assert_eq!(ops(&storm.after_heal), [50_000, 100_000, 200_000, 300_000]);
     }
 
     #[test]
@@ -448,13 +447,21 @@ mod tests {
             op(30.1, 2, HeldBy, 60),
         ];
         let storm = run(v, 40.0).unwrap();
-        assert_eq!((storm.heals, storm.after_heal.op_us.clone()), (2, vec![40_000, 60_000]));
+        assert_eq!((storm.heals, ops(&storm.after_heal)), (2, vec![40_000, 60_000]));
     }
 
     #[test]
     fn trials_sum_by_their_samples() {
-        let a = Storm { heals: 1, after_heal: WindowOps { op_us: vec![1, 2], failed: 1 }, ..Storm::default() };
-        let b = Storm { heals: 2, after_heal: WindowOps { op_us: vec![3, 100], failed: 0 }, ..Storm::default() };
+        let a = Storm {
+            heals: 1,
+            after_heal: WindowOps { op_us: [1, 2].into_iter().collect(), failed: 1 },
+            ..Storm::default()
+        };
+        let b = Storm {
+            heals: 2,
+            after_heal: WindowOps { op_us: [3, 100].into_iter().collect(), failed: 0 },
+            ..Storm::default()
+        };
         let sum = a + b;
         assert_eq!((sum.heals, sum.after_heal.failed, sum.after_heal.count()), (3, 1, 4));
         assert_eq!((sum.after_heal.p50(), sum.after_heal.max()), (Some(2.5), Some(100)));

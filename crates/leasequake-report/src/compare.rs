@@ -5,6 +5,7 @@
 use std::fmt::Write;
 
 use crate::check::TrialMetrics;
+use crate::check::samples::Samples;
 use crate::model::history::us_to_ms;
 use crate::model::{Dur, Experiment};
 
@@ -391,20 +392,12 @@ pub fn substrates_markdown(rows: &[&super::summary::SummaryRow<'_>]) -> String {
             all.renew_us.extend(&r.summary.latency.renew_us);
             all.observe_us.extend(&r.summary.latency.observe_us);
         }
-        let cell = |v: &mut Vec<u64>| {
-            v.sort_unstable();
-            match (super::summary::pct_us(v, 0.5), super::summary::pct_us(v, 0.99)) {
-                (Some(a), Some(b)) => format!("{a} / {b} (n {})", v.len()),
-                _ => "-".into(),
-            }
+        let cell = |v: &Samples| match (super::summary::pct_us(v, 0.5), super::summary::pct_us(v, 0.99)) {
+            (Some(a), Some(b)) => format!("{a} / {b} (n {})", v.len()),
+            _ => "-".into(),
         };
-        let _ = writeln!(
-            out,
-            "| {s} | {} | {} | {} |",
-            cell(&mut all.acquire_us),
-            cell(&mut all.renew_us),
-            cell(&mut all.observe_us)
-        );
+        let _ =
+            writeln!(out, "| {s} | {} | {} | {} |", cell(&all.acquire_us), cell(&all.renew_us), cell(&all.observe_us));
     }
     out
 }

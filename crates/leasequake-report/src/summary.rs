@@ -1,6 +1,7 @@
 //! One summary row per setting, computed from the trials' metrics.
 
 use crate::check::TrialMetrics;
+use crate::check::samples::Samples;
 use crate::model::Experiment;
 use crate::model::history::us_to_ms;
 
@@ -134,10 +135,9 @@ pub struct Measured<'a> {
     pub failed: &'a [String],
 }
 
-/// A percentile of sorted µs values, rounded to whole µs.
-pub fn pct_us(sorted: &[u64], q: f64) -> Option<u64> {
-    let v: Vec<f64> = sorted.iter().map(|&x| x as f64).collect();
-    percentile(&v, q).map(|p| p.round() as u64)
+/// A percentile of µs samples, rounded to whole µs.
+pub fn pct_us(samples: &Samples, q: f64) -> Option<u64> {
+    samples.percentile(q).map(|p| p.round() as u64)
 }
 
 /// The theory's bound on the gap after a SIGKILL at a uniform moment, for
@@ -245,16 +245,13 @@ fn summarize_all(trials: &[&TrialMetrics]) -> Summary {
             v
         },
         latency: {
-            let all = |f: fn(&crate::check::Latency) -> &Vec<u64>| {
-                let mut v: Vec<u64> = trials.iter().flat_map(|t| f(&t.latency).iter().copied()).collect();
-                v.sort_unstable();
-                v
-            };
-            crate::check::Latency {
-                acquire_us: all(|l| &l.acquire_us),
-                renew_us: all(|l| &l.renew_us),
-                observe_us: all(|l| &l.observe_us),
+            let mut all = crate::check::Latency::default();
+            for t in trials {
+                all.acquire_us.extend(&t.latency.acquire_us);
+                all.renew_us.extend(&t.latency.renew_us);
+                all.observe_us.extend(&t.latency.observe_us);
             }
+            all
         },
         start_spread_p50_us: {
             let mut v: Vec<f64> = trials.iter().filter_map(|t| t.start_spread_us).map(|us| us as f64).collect();
