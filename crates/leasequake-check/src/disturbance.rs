@@ -298,8 +298,9 @@ pub(crate) struct DisturbanceFold {
     seq: u64,
     now_us: Micros,
     faults: FaultWindows,
-    /// Workers whose first operation came (None: one no worker's).
-    started: Vec<Option<usize>>,
+    /// Workers whose first operation came (and whether one no worker's did).
+    started: Vec<bool>,
+    started_none: bool,
     /// Each worker's last renewal step: a `renewing` and when.
     renewing: Vec<Option<Micros>>,
     /// Kills of the current instant, judged once it is over.
@@ -335,6 +336,7 @@ impl DisturbanceFold {
             now_us: Micros::MIN,
             faults: FaultWindows { after: params.renew_us.max(1), ..FaultWindows::default() },
             started: Vec::new(),
+            started_none: false,
             renewing: Vec::new(),
             kills: Vec::new(),
             instant: Vec::new(),
@@ -383,10 +385,16 @@ impl DisturbanceFold {
             // workers than cores a wait for one): the start spread judges
             // the start, not this. It only stands beside an operation done
             // once.
-            let first = !self.started.contains(&e.worker);
-            if first {
-                self.started.push(e.worker);
-            }
+            let started = match e.worker {
+                Some(w) => {
+                    if w >= self.started.len() {
+                        self.started.resize(w + 1, false);
+                    }
+                    &mut self.started[w]
+                }
+                None => &mut self.started_none,
+            };
+            let first = !std::mem::replace(started, true);
             if let Some(w) = e.worker.filter(|_| e.detail.error.is_none()) {
                 self.faults.recovered(w, e.t_us);
                 for item in std::mem::take(&mut self.waiting[w]) {

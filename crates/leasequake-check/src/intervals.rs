@@ -45,71 +45,115 @@ const DECOMPOSABLE: [&str; 3] = [KILL, STOP, "term"];
 
 /// Judge one trial. Pure: everything comes from `history` and `params`.
 pub fn check(history: &History, params: &CheckParams) -> TrialMetrics {
-    let events = until_trial_end(&history.events);
-    let end_us = trial_end(events);
-    let mut sweep = Sweep::new(params);
-    let mut instants = events.chunk_by(|a, b| a.t_us == b.t_us).peekable();
-    while let Some(instant) = instants.next() {
-        let next_us = instants.peek().map_or(end_us, |next| next[0].t_us);
-        sweep.instant(instant, next_us);
+    let mut checker = Checker::new(params);
+    for instant in history.events.chunk_by(|a, b| a.t_us == b.t_us) {
+        checker.instant(instant);
     }
+    checker.finish()
+}
 
-    let mut metrics = sweep.finish(end_us, params);
-    // The analyses that already take one event at a time, in one pass.
-    let (mut writes, mut latency) = (WritesFold::default(), Latency::default());
-    let (mut pushes, mut precision) = (PushesFold::default(), PrecisionFold::new(params.fault_budget_us));
-    let mut jobs = params.epoch_us.map(JobsFold::new);
-    let (mut storm, mut last_heal) = (StormFold::new(params), LastHeal::default());
-    let (mut sightings, mut grants) = (Sightings::default(), GrantsFold::new(params));
-    let mut network = NetworkFold::new(params);
-    let mut disturbance = DisturbanceFold::new(params);
-    for e in events {
-        disturbance.event(e);
-        network.event(e);
-        grants.event(e);
-        sightings.event(e);
-        storm.event(e);
-        last_heal.event(e);
-        writes.event(e);
-        latency.event(e);
-        pushes.event(e);
-        precision.event(e);
-        if let Some(jobs) = &mut jobs {
-            jobs.event(e);
+/// A trial judged as its history is read, an instant at a time: what it
+/// holds is what is open (current holders, open gaps, grants still to end,
+/// requests still to settle, the theory's predictions still to make), never
+/// the history, so a trial of any length is checked in bounded memory.
+pub struct Checker {
+    params: CheckParams,
+    sweep: Sweep,
+    /// The trial's `trial_end` came: what follows is cleanup (SIGTERMs,
+    /// exits, releases), not looked at.
+    ended: bool,
+    /// The last instant's time: the trial's end once the history is read
+    /// (its `trial_end`, else its last event; 0 for none).
+    end_us: Micros,
+    writes: WritesFold,
+    latency: Latency,
+    pushes: PushesFold,
+    precision: PrecisionFold,
+    jobs: Option<JobsFold>,
+    storm: StormFold,
+    last_heal: LastHeal,
+    sightings: Sightings,
+    grants: GrantsFold,
+    network: NetworkFold,
+    disturbance: DisturbanceFold,
+}
+
+impl Checker {
+    pub fn new(params: &CheckParams) -> Checker {
+        Checker {
+            params: *params,
+            sweep: Sweep::new(params),
+            ended: false,
+            end_us: 0,
+            writes: WritesFold::default(),
+            latency: Latency::default(),
+            pushes: PushesFold::default(),
+            precision: PrecisionFold::new(params.fault_budget_us),
+            jobs: params.epoch_us.map(JobsFold::new),
+            storm: StormFold::new(params),
+            last_heal: LastHeal::default(),
+            sightings: Sightings::default(),
+            grants: GrantsFold::new(params),
+            network: NetworkFold::new(params),
+            disturbance: DisturbanceFold::new(params),
         }
     }
-    let (storm, last_heal) = (storm.finish(end_us), last_heal.finish(end_us));
-    let sightings = sightings.finish(end_us);
-    if let Some(jobs) = jobs {
-        metrics.jobs = jobs.finish(end_us);
-    }
-    metrics.writes = writes.finish(end_us);
-    metrics.latency = latency.finish(end_us);
-    metrics.pushes = pushes.finish(end_us);
-    metrics.precision = precision.finish(end_us);
-    metrics.network = network.finish(end_us, &metrics.spans.tenures);
-    metrics.network.storm = storm;
-    let (double_grants, overlaps) = grants.finish(end_us);
-    metrics.network.double_grants = double_grants;
-    metrics.network.recovery_us = super::recovery::recovery(last_heal, &metrics.spans, &overlaps, end_us);
-    metrics.network.unrecovered = usize::from(metrics.network.recovery_us.is_none() && last_heal.is_some());
-    metrics.service = super::service::service(sightings, &metrics.spans.tenures, params.renew_us, end_us);
-    metrics.disturbance = disturbance.finish(end_us, metrics.start_spread_us, &metrics.precision);
-    metrics
-}
 
-/// The events the checker looks at: everything up to and including the first
-/// `trial_end` (what follows is cleanup: SIGTERMs, exits, releases).
-fn until_trial_end(events: &[Event]) -> &[Event] {
-    match events.iter().position(|e| e.kind == EventKind::TrialEnd) {
-        Some(i) => &events[..=i],
-        None => events,
+    /// The events of one instant (they share a µs), in the history's
+    /// order; instants come in time order.
+    pub fn instant(&mut self, instant: &[Event]) {
+        if self.ended || instant.is_empty() {
+            return;
+        }
+        // Up to and including the first `trial_end`.
+        let instant = match instant.iter().position(|e| e.kind == EventKind::TrialEnd) {
+            Some(i) => {
+                self.ended = true;
+                &instant[..=i]
+            }
+            None => instant,
+        };
+        self.end_us = instant[0].t_us;
+        self.sweep.instant(instant);
+        for e in instant {
+            self.disturbance.event(e);
+            self.network.event(e);
+            self.grants.event(e);
+            self.sightings.event(e);
+            self.storm.event(e);
+            self.last_heal.event(e);
+            self.writes.event(e);
+            self.latency.event(e);
+            self.pushes.event(e);
+            self.precision.event(e);
+            if let Some(jobs) = &mut self.jobs {
+                jobs.event(e);
+            }
+        }
     }
-}
 
-/// The `trial_end` event's time, else the last event's (0 for no events).
-fn trial_end(events: &[Event]) -> Micros {
-    events.last().map_or(0, |e| e.t_us)
+    pub fn finish(self) -> TrialMetrics {
+        let (params, end_us) = (&self.params, self.end_us);
+        let mut metrics = self.sweep.finish(end_us, params);
+        let (storm, last_heal) = (self.storm.finish(end_us), self.last_heal.finish(end_us));
+        let sightings = self.sightings.finish(end_us);
+        if let Some(jobs) = self.jobs {
+            metrics.jobs = jobs.finish(end_us);
+        }
+        metrics.writes = self.writes.finish(end_us);
+        metrics.latency = self.latency.finish(end_us);
+        metrics.pushes = self.pushes.finish(end_us);
+        metrics.precision = self.precision.finish(end_us);
+        metrics.network = self.network.finish(end_us, &metrics.spans.tenures);
+        metrics.network.storm = storm;
+        let (double_grants, overlaps) = self.grants.finish(end_us);
+        metrics.network.double_grants = double_grants;
+        metrics.network.recovery_us = super::recovery::recovery(last_heal, &metrics.spans, &overlaps, end_us);
+        metrics.network.unrecovered = usize::from(metrics.network.recovery_us.is_none() && last_heal.is_some());
+        metrics.service = super::service::service(sightings, &metrics.spans.tenures, params.renew_us, end_us);
+        metrics.disturbance = self.disturbance.finish(end_us, metrics.start_spread_us, &metrics.precision);
+        metrics
+    }
 }
 
 /// What the history tells about one worker at the current instant.
@@ -179,6 +223,11 @@ struct Sweep {
     lookback: Lookback,
     /// The first and last `start`.
     starts: Option<(Micros, Micros)>,
+    /// Workers believing they lead, and of those the ones not paused.
+    believers: usize,
+    active: usize,
+    /// The last instant's time.
+    last_us: Option<Micros>,
     /// The theory's predictions, and the stale believers, told of each
     /// tenure and pause as it starts and ends.
     theory: Theory,
@@ -209,6 +258,9 @@ impl Sweep {
             spans: Spans::default(),
             lookback: Lookback::new(params.watch_us),
             starts: None,
+            believers: 0,
+            active: 0,
+            last_us: None,
             theory: Theory::new(*params),
             stale: StaleBelief::default(),
         }
@@ -221,10 +273,11 @@ impl Sweep {
         &mut self.workers[w]
     }
 
-    /// Apply all events of one instant, update gaps, then measure the state
-    /// over `[t, next_us)`.
-    fn instant(&mut self, instant: &[Event], next_us: Micros) {
+    /// Measure the state over the stretch since the last instant up to
+    /// this one, then apply all events of this instant and update gaps.
+    fn instant(&mut self, instant: &[Event]) {
         let t = instant[0].t_us;
+        self.measure(t);
         // Tie-breaks: the holder is the last worker to lose active leadership
         // at this instant; the gap's ender is the first to gain it and keep it
         // (one that acquired and died within the instant ended nothing).
@@ -248,7 +301,7 @@ impl Sweep {
             }
         }
 
-        let active = self.workers.iter().filter(|w| w.active()).count();
+        let active = self.active;
         if self.first_leader_us.is_some() {
             if self.open_gap.is_none() && active == 0 {
                 self.open_gap(t, last_deactivated);
@@ -258,22 +311,28 @@ impl Sweep {
             }
         }
 
-        let span = next_us - t;
+        self.last_us = Some(t);
+        self.theory.instant_done(t);
+    }
+
+    /// The state as the last instant left it, over `[last, until_us)`.
+    fn measure(&mut self, until_us: Micros) {
+        let Some(from) = self.last_us else { return };
+        let span = until_us - from;
         if span > 0 {
-            let believers = self.workers.iter().filter(|w| w.leader_since.is_some()).count();
+            let believers = self.believers;
             self.max_leaders = self.max_leaders.max(believers);
             if believers >= 2 {
                 self.double_leader_us += span;
                 match self.spans.double_leader.last_mut() {
-                    Some(last) if last.1 == t => last.1 = next_us,
-                    _ => self.spans.double_leader.push((t, next_us)),
+                    Some(last) if last.1 == from => last.1 = until_us,
+                    _ => self.spans.double_leader.push((from, until_us)),
                 }
             }
-            if active >= 2 {
+            if self.active >= 2 {
                 self.double_leader_active_us += span;
             }
         }
-        self.theory.instant_done(t);
     }
 
     /// Update one worker's state; report whether its active-leader status
@@ -350,6 +409,9 @@ impl Sweep {
             self.pause_ended(Span { worker: w, start_us: paused_since, end_us: event.t_us }, None);
         }
         let state = &self.workers[w];
+        // Kept as they change, not counted over the workers each instant.
+        self.believers = self.believers + usize::from(now_leader) - usize::from(leader_since.is_some());
+        self.active = self.active + usize::from(state.active()) - usize::from(was_active);
         match (was_active, state.active()) {
             (false, true) => Some(Transition::Activated(w)),
             (true, false) => Some(Transition::Deactivated(Deactivation {
@@ -424,6 +486,7 @@ impl Sweep {
     }
 
     fn finish(mut self, end_us: Micros, params: &CheckParams) -> TrialMetrics {
+        self.measure(end_us);
         // A gap still open at trial end lasts until then. A gap that opened
         // exactly at the trial end has no length and is no gap.
         if self.open_gap.is_some() {

@@ -33,7 +33,7 @@ mod writes;
 
 pub use disturbance::{Disturbance, STEAL_MIN_US, STEAL_SHARE};
 pub use grants::DoubleGrants;
-pub use intervals::check;
+pub use intervals::{Checker, check};
 pub use jobs::Jobs;
 pub use latency::Latency;
 pub use metrics::{Evictions, Gap, KILL_MID_RENEWAL, Network, PauseOutcome, TrialMetrics};
