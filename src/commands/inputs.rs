@@ -4,11 +4,12 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::check::{CheckParams, TrialMetrics, check};
+use crate::check::{CheckParams, Checker, TrialMetrics};
 use crate::error::Error;
 use crate::experiment::{Overrides, load};
 use crate::model::Experiment;
-use crate::model::history::History;
+use crate::model::history::{Event, EventKind, History};
+use crate::report::read::TrialReader;
 use crate::report::thresholds::checks as expectation_checks;
 use crate::sayln;
 
@@ -176,11 +177,12 @@ pub fn proxied(exp: &Experiment) -> bool {
 
 /// The metrics of a results directory's finished trials, re-checked from
 /// their histories one trial at a time (never the whole history in
-/// memory), in trial order: the trials its trials.csv lists (each of which
-/// must be whole, and within the experiment), or every trial of a history
-/// put together by hand (no trials.csv). `keep` is handed each history
-/// after its check, for what a caller keeps of them. `what` names the
-/// command in the errors.
+/// memory: each is judged as it is read), in trial order: the trials its
+/// trials.csv lists (each of which must be whole, and within the
+/// experiment), or every trial of a history put together by hand (no
+/// trials.csv). `keep` is handed what a timeline draws of each history
+/// (its faults and exits) after its check. `what` names the command in the
+/// errors.
 pub fn finished_metrics(
     dir: &Path,
     exp: &Experiment,
@@ -203,7 +205,7 @@ fn metrics_of(
     only: Option<usize>,
     mut keep: impl FnMut(u32, History),
 ) -> Result<Vec<(u32, usize, TrialMetrics)>, Error> {
-    use crate::report::read::{each_history, finished_trials};
+    use crate::report::read::{finished_trials, read_trials};
     let units = exp.units();
     let listed = if dir.join("trials.csv").exists() { Some(finished_trials(dir)?) } else { None };
     if let Some(listed) = &listed {
@@ -217,16 +219,10 @@ fn metrics_of(
     }
     let mine = |t: u32| only.is_none_or(|u| exp.unit_of(units.len(), t) == u);
     let listed = listed.map(|l| l.into_iter().filter(|&t| mine(t)).collect::<std::collections::BTreeSet<u32>>());
-    let mut metrics = Vec::new();
-    each_history(dir, listed.as_ref(), most_workers(exp), |t, history| {
-        if !mine(t) {
-            return Ok(());
-        }
-        let unit = exp.unit_of(units.len(), t);
-        metrics.push((t, unit, check(&history, &CheckParams::of(units[unit].0))));
-        keep(t, history);
-        Ok::<(), Error>(())
-    })?;
+    let mut judge =
+        Judge { exp, units: &units, mine, current: None, drawn: Vec::new(), metrics: Vec::new(), keep: &mut keep };
+    read_trials(dir, listed.as_ref(), most_workers(exp), &mut judge)?;
+    let mut metrics = judge.metrics;
     metrics.sort_by_key(|(t, _, _)| *t);
     if let Some(listed) = &listed {
         let found: std::collections::BTreeSet<u32> = metrics.iter().map(|(t, _, _)| *t).collect();
@@ -242,6 +238,48 @@ fn metrics_of(
         }
     }
     Ok(metrics)
+}
+
+/// Trials judged as their histories are read.
+struct Judge<'a, M, K> {
+    exp: &'a Experiment,
+    units: &'a [(&'a Experiment, String)],
+    mine: M,
+    /// The trial being read, its unit and its checker.
+    current: Option<(u32, usize, Checker)>,
+    /// Its faults and exits, what a timeline draws.
+    drawn: Vec<Event>,
+    metrics: Vec<(u32, usize, TrialMetrics)>,
+    keep: &'a mut K,
+}
+
+impl<M: Fn(u32) -> bool, K: FnMut(u32, History)> TrialReader for Judge<'_, M, K> {
+    type Error = Error;
+
+    fn begin(&mut self, trial: u32) -> Result<(), Error> {
+        self.current = (self.mine)(trial).then(|| {
+            let unit = self.exp.unit_of(self.units.len(), trial);
+            (trial, unit, Checker::new(&CheckParams::of(self.units[unit].0)))
+        });
+        self.drawn.clear();
+        Ok(())
+    }
+
+    fn instant(&mut self, events: Vec<Event>) -> Result<(), Error> {
+        if let Some((_, _, checker)) = &mut self.current {
+            checker.instant(&events);
+            self.drawn.extend(events.into_iter().filter(|e| matches!(e.kind, EventKind::Fault | EventKind::Exit)));
+        }
+        Ok(())
+    }
+
+    fn end(&mut self, _trial: u32) -> Result<(), Error> {
+        if let Some((t, unit, checker)) = self.current.take() {
+            self.metrics.push((t, unit, checker.finish()));
+            (self.keep)(t, History { events: std::mem::take(&mut self.drawn) });
+        }
+        Ok(())
+    }
 }
 
 /// The unit (sweep point) of a run named as trials.csv's `setting` names

@@ -116,44 +116,83 @@ pub fn read_histories(
 
 /// Each trial's history in `dir/events.csv` handed to `each` as soon as it
 /// is read, in file order: one trial in memory at a time, however long the
-/// run. A run writes a trial's rows together, so a trial's rows that come
-/// apart (another trial's between them) are refused. With `only` (the
-/// trials trials.csv lists as finished), just those trials, each of which
-/// must be whole. Every row is read the same way whatever its trial: one
-/// that cannot be read is refused at its line, never skipped. Worker
-/// indices must be below `workers`, the most any of the experiment's
-/// trials ran.
+/// run. See `read_trials`, which this is over.
 pub fn each_history<E: From<ReadError>>(
     dir: &Path,
     only: Option<&BTreeSet<u32>>,
     workers: usize,
-    mut each: impl FnMut(u32, History) -> Result<(), E>,
+    each: impl FnMut(u32, History) -> Result<(), E>,
 ) -> Result<(), E> {
+    struct Collect<F> {
+        events: Vec<Event>,
+        each: F,
+    }
+    impl<E: From<ReadError>, F: FnMut(u32, History) -> Result<(), E>> TrialReader for Collect<F> {
+        type Error = E;
+        fn begin(&mut self, _trial: u32) -> Result<(), E> {
+            self.events.clear();
+            Ok(())
+        }
+        fn instant(&mut self, events: Vec<Event>) -> Result<(), E> {
+            self.events.extend(events);
+            Ok(())
+        }
+        fn end(&mut self, trial: u32) -> Result<(), E> {
+            (self.each)(trial, History { events: std::mem::take(&mut self.events) })
+        }
+    }
+    read_trials(dir, only, workers, &mut Collect { events: Vec::new(), each })
+}
+
+/// What takes a trial's history as it is read.
+pub trait TrialReader {
+    type Error: From<ReadError>;
+    /// A trial's rows begin.
+    fn begin(&mut self, trial: u32) -> Result<(), Self::Error>;
+    /// Its events that share a µs, in the order the run wrote them; each
+    /// instant after the one before in time.
+    fn instant(&mut self, events: Vec<Event>) -> Result<(), Self::Error>;
+    /// Its rows are all read, and it is whole.
+    fn end(&mut self, trial: u32) -> Result<(), Self::Error>;
+}
+
+/// Rows of a trial sorted by time in memory, if they are not in order
+/// already; a longer trial's rows must be in time order (a run writes them
+/// so), and are handed on as they are read.
+pub const SORT_ROWS: usize = 1 << 16;
+
+/// Each trial's history in `dir/events.csv` handed to `reader` as it is
+/// read, in file order, an instant at a time: what is held is one instant
+/// (or, for a trial of at most `SORT_ROWS` rows, the trial, sorted by time
+/// as a history is), however long the run. A run writes a trial's rows
+/// together, so a trial's rows that come apart (another trial's between
+/// them) are refused. With `only` (the trials trials.csv lists as
+/// finished), just those trials, each of which must be whole. Every row is
+/// read the same way whatever its trial: one that cannot be read is refused
+/// at its line, never skipped. Worker indices must be below `workers`, the
+/// most any of the experiment's trials ran.
+pub fn read_trials<R: TrialReader>(
+    dir: &Path,
+    only: Option<&BTreeSet<u32>>,
+    workers: usize,
+    reader: &mut R,
+) -> Result<(), R::Error> {
     let path = dir.join("events.csv");
     let csv_err = |source| ReadError::Csv { path: path.clone(), source };
     let lines = whole_lines(&path).map_err(|e| csv_err(e.into()))?;
-    let mut reader = csv::Reader::from_reader(lines);
+    let mut rows = csv::Reader::from_reader(lines);
     let mut record = csv::StringRecord::new();
-    let headers = reader.headers().map_err(csv_err)?.clone();
+    let headers = rows.headers().map_err(csv_err)?.clone();
     same_header(&path, &headers, &header_of::<EventRow>())?;
-    // The trial being read, its rows so far, and the trials done with.
-    let mut current: Option<(u32, Vec<(u64, Event)>)> = None;
+    let row_err = |line: u64, message: String| ReadError::Row { path: path.clone(), line, message };
+    // The trial being read (None: one skipped), and the trials done with.
+    let mut current: Option<(u32, Option<Trial>)> = None;
     let mut seen = BTreeSet::new();
-    let mut done = |trial: u32, events: Vec<(u64, Event)>| -> Result<(), E> {
-        if only.is_some_and(|only| !only.contains(&trial)) {
-            return Ok(());
-        }
-        whole(trial, &events, only.is_some()).map_err(|(line, message)| ReadError::Row {
-            path: path.clone(),
-            line,
-            message,
-        })?;
-        each(trial, History::new(events.into_iter().map(|(_, e)| e).collect()))
-    };
-    while reader.read_record(&mut record).map_err(csv_err)? {
+    let finished = only.is_some();
+    while rows.read_record(&mut record).map_err(csv_err)? {
         let line = record.position().map_or(0, |p| p.line());
         let row: EventRow = record.deserialize(Some(&headers)).map_err(csv_err)?;
-        let bad = |message: String| ReadError::Row { path: path.clone(), line, message };
+        let bad = |message: String| row_err(line, message);
         if row.trial == 0 {
             return Err(bad("trial 0: trials are numbered from 1".into()).into());
         }
@@ -165,8 +204,8 @@ pub fn each_history<E: From<ReadError>>(
         }
         let kind = EventKind::from_name(&row.event).ok_or_else(|| bad(format!("unknown event {:?}", row.event)))?;
         if current.as_ref().is_none_or(|(t, _)| *t != row.trial) {
-            if let Some((t, events)) = current.take() {
-                done(t, events)?;
+            if let Some((t, Some(trial))) = current.take() {
+                trial.end(t, finished, reader).map_err(|e| e.into_error(&row_err))?;
             }
             if !seen.insert(row.trial) {
                 let msg = format!(
@@ -175,21 +214,148 @@ pub fn each_history<E: From<ReadError>>(
                 );
                 return Err(bad(msg).into());
             }
-            current = Some((row.trial, Vec::new()));
+            let kept = only.is_none_or(|only| only.contains(&row.trial));
+            if kept {
+                reader.begin(row.trial)?;
+            }
+            current = Some((row.trial, kept.then(Trial::default)));
         }
-        if only.is_some_and(|only| !only.contains(&row.trial)) {
-            continue;
-        }
+        let Some((t, Some(trial))) = current.as_mut() else { continue };
         let detail = Detail::from_json(&row.detail).map_err(|e| bad(format!("bad detail: {e}")))?;
         let event = Event { t_us: ms_to_us(row.t_ms), worker: row.worker, pid: row.pid, kind, detail };
-        if let Some((_, events)) = current.as_mut() {
-            events.push((line, event));
-        }
+        trial.row(*t, line, event, reader).map_err(|e| e.into_error(&row_err))?;
     }
-    if let Some((t, events)) = current.take() {
-        done(t, events)?;
+    if let Some((t, Some(trial))) = current.take() {
+        trial.end(t, finished, reader).map_err(|e| e.into_error(&row_err))?;
     }
     Ok(())
+}
+
+/// A reader's error, or a row's (line, why).
+enum TrialError<E> {
+    Reader(E),
+    Row(u64, String),
+}
+
+impl<E: From<ReadError>> TrialError<E> {
+    fn into_error(self, row: &impl Fn(u64, String) -> ReadError) -> E {
+        match self {
+            TrialError::Reader(e) => e,
+            TrialError::Row(line, message) => row(line, message).into(),
+        }
+    }
+}
+
+/// One trial as it is read.
+#[derive(Default)]
+struct Trial {
+    /// What the harness writes once, where it was first written.
+    once: BTreeMap<(&'static str, Option<usize>), u64>,
+    /// Its rows so far while it may still be sorted in memory.
+    rows: Vec<(u64, Event)>,
+    /// Past `SORT_ROWS`: its rows in time order, the current instant's.
+    streaming: bool,
+    instant: Vec<Event>,
+    last_line: u64,
+}
+
+impl Trial {
+    fn row<R: TrialReader>(
+        &mut self,
+        trial: u32,
+        line: u64,
+        event: Event,
+        reader: &mut R,
+    ) -> Result<(), TrialError<R::Error>> {
+        self.last_line = line;
+        // What the harness writes once in a trial (its barrier, its end) or
+        // once per worker (its spawn, its exit) is there at most once, a
+        // copied row being damage.
+        let once = match event.kind {
+            EventKind::Barrier | EventKind::TrialEnd => Some((event.kind.name(), None)),
+            EventKind::Spawn | EventKind::Exit => Some((event.kind.name(), event.worker)),
+            _ => None,
+        };
+        if let Some(key) = once
+            && let Some(before) = self.once.insert(key, line)
+        {
+            let whose = event.worker.map_or(String::new(), |w| format!(" of worker {w}"));
+            let what = event.kind.name();
+            let message = format!("a second {what}{whose} in trial {trial} (the first at line {before}): a row copied");
+            return Err(TrialError::Row(line, message));
+        }
+        if !self.streaming {
+            self.rows.push((line, event));
+            if self.rows.len() <= SORT_ROWS {
+                return Ok(());
+            }
+            // Too long to sort in memory: in time order, handed on.
+            if let Some(w) = self.rows.windows(2).find(|w| w[1].1.t_us < w[0].1.t_us) {
+                let message = format!(
+                    "trial {trial} has more than {SORT_ROWS} rows, and this one is earlier than the row before it: \
+                     a run writes a trial's rows in time order"
+                );
+                return Err(TrialError::Row(w[1].0, message));
+            }
+            self.streaming = true;
+            for (_, e) in std::mem::take(&mut self.rows) {
+                self.push(e, reader)?;
+            }
+            return Ok(());
+        }
+        if self.instant.last().is_some_and(|last| event.t_us < last.t_us) {
+            let message = format!(
+                "trial {trial} has more than {SORT_ROWS} rows, and this one is earlier than the row before it: \
+                 a run writes a trial's rows in time order"
+            );
+            return Err(TrialError::Row(line, message));
+        }
+        self.push(event, reader)
+    }
+
+    /// The next event in time order: a new instant hands on the last.
+    fn push<R: TrialReader>(&mut self, event: Event, reader: &mut R) -> Result<(), TrialError<R::Error>> {
+        if self.instant.last().is_some_and(|last| last.t_us != event.t_us) {
+            reader.instant(std::mem::take(&mut self.instant)).map_err(TrialError::Reader)?;
+        }
+        self.instant.push(event);
+        Ok(())
+    }
+
+    /// The trial's rows are all read: a `finished` trial has its end and
+    /// an exit for every worker it spawned (a history cut short is refused,
+    /// not re-checked as a shorter trial).
+    fn end<R: TrialReader>(mut self, trial: u32, finished: bool, reader: &mut R) -> Result<(), TrialError<R::Error>> {
+        if finished {
+            let cut = |what: String| {
+                let message =
+                    format!("trial {trial} is finished (trials.csv) but its history has no {what}: it was cut short");
+                Err(TrialError::Row(self.last_line, message))
+            };
+            let (end, spawn, exit) = (EventKind::TrialEnd.name(), EventKind::Spawn.name(), EventKind::Exit.name());
+            if !self.once.contains_key(&(end, None)) {
+                return cut(end.into());
+            }
+            for (kind, worker) in self.once.keys() {
+                if *kind == spawn && !self.once.contains_key(&(exit, *worker)) {
+                    return cut(format!("exit of worker {}", worker.map_or("?".into(), |w| w.to_string())));
+                }
+            }
+        }
+        if !self.streaming {
+            // As a history holds them: by time, in the run's order within
+            // a µs.
+            let mut rows = std::mem::take(&mut self.rows);
+            rows.sort_by_key(|(_, e)| e.t_us);
+            for (_, e) in rows {
+                self.push(e, reader)?;
+            }
+        }
+        if !self.instant.is_empty() {
+            reader.instant(std::mem::take(&mut self.instant)).map_err(TrialError::Reader)?;
+        }
+        reader.end(trial).map_err(TrialError::Reader)
+    }
 }
 
 /// A table's header must be the one a run writes, by name and in order: a
@@ -204,50 +370,6 @@ fn same_header(path: &Path, found: &csv::StringRecord, wanted: &[String]) -> Res
         line: 1,
         message: format!("the header is {:?}, not the {:?} a run writes", found.join(","), wanted.join(",")),
     })
-}
-
-/// What the harness writes once in a trial (its barrier, its end) or once
-/// per worker (its spawn, its exit) is there at most once, a copied row
-/// being damage; and a `finished` trial has its end and an exit for every
-/// worker it spawned: a history cut short is refused, not re-checked as a
-/// shorter trial. The error is (line, why).
-fn whole(trial: u32, events: &[(u64, Event)], finished: bool) -> Result<(), (u64, String)> {
-    let mut first: BTreeMap<(&str, Option<usize>), u64> = BTreeMap::new();
-    for (line, e) in events {
-        let once = match e.kind {
-            EventKind::Barrier | EventKind::TrialEnd => Some((e.kind.name(), None)),
-            EventKind::Spawn | EventKind::Exit => Some((e.kind.name(), e.worker)),
-            _ => None,
-        };
-        let Some(key) = once else { continue };
-        if let Some(before) = first.insert(key, *line) {
-            let whose = e.worker.map_or(String::new(), |w| format!(" of worker {w}"));
-            return Err((
-                *line,
-                format!(
-                    "a second {}{whose} in trial {trial} (the first at line {before}): a row copied",
-                    e.kind.name()
-                ),
-            ));
-        }
-    }
-    if !finished {
-        return Ok(());
-    }
-    let last = events.last().map_or(0, |(line, _)| *line);
-    let cut = |what: String| {
-        Err((last, format!("trial {trial} is finished (trials.csv) but its history has no {what}: it was cut short")))
-    };
-    let (end, spawn, exit) = (EventKind::TrialEnd.name(), EventKind::Spawn.name(), EventKind::Exit.name());
-    if !first.contains_key(&(end, None)) {
-        return cut(end.into());
-    }
-    for (kind, worker) in first.keys() {
-        if *kind == spawn && !first.contains_key(&(exit, *worker)) {
-            return cut(format!("exit of worker {}", worker.map_or("?".into(), |w| w.to_string())));
-        }
-    }
-    Ok(())
 }
 
 /// trial → `worker_outcomes` from `dir/trials.csv` (empty if unreadable).
@@ -304,6 +426,35 @@ mod tests {
         kinds.iter().enumerate().map(|(i, (k, w))| (i as u64 + 2, event(*k, *w))).collect()
     }
 
+    /// A reader that takes what it is handed and does nothing with it.
+    struct Ignore;
+
+    impl TrialReader for Ignore {
+        type Error = ReadError;
+        fn begin(&mut self, _: u32) -> Result<(), ReadError> {
+            Ok(())
+        }
+        fn instant(&mut self, _: Vec<Event>) -> Result<(), ReadError> {
+            Ok(())
+        }
+        fn end(&mut self, _: u32) -> Result<(), ReadError> {
+            Ok(())
+        }
+    }
+
+    /// Whether a trial's rows are whole: (line, why) if not.
+    fn whole(t: u32, rows: &[(u64, Event)], finished: bool) -> Result<(), (u64, String)> {
+        let mut trial = Trial::default();
+        let fails = |e: TrialError<ReadError>| match e {
+            TrialError::Row(line, why) => (line, why),
+            TrialError::Reader(e) => (0, e.to_string()),
+        };
+        for (line, e) in rows {
+            trial.row(t, *line, e.clone(), &mut Ignore).map_err(fails)?;
+        }
+        trial.end(t, finished, &mut Ignore).map_err(fails)
+    }
+
     #[test]
     fn a_table_is_read_to_its_last_newline_however_far_back() {
         use std::io::Read;
@@ -350,6 +501,51 @@ mod tests {
         write("1,0.000,0,8,spawn,\n2,0.000,0,7,spawn,\n1,1.000,,,barrier,\n");
         let e = read_histories(dir.path(), None, 1).unwrap_err().to_string();
         assert!(e.contains("events.csv:4: trial 1 again, after other trials' rows"), "{e}");
+    }
+
+    #[test]
+    fn a_long_trial_is_handed_on_an_instant_at_a_time_and_must_be_in_time_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let header = header_of::<EventRow>().join(",");
+        let rows = |n: usize, swap: Option<usize>| {
+            let mut t: Vec<usize> = (0..n).map(|k| k / 2).collect();
+            if let Some(k) = swap {
+                t.swap(k, k + 2);
+            }
+            let body: String = t.iter().map(|ms| format!("1,{ms}.000,0,7,held_by,\n")).collect();
+            std::fs::write(dir.path().join("events.csv"), format!("{header}\n{body}")).unwrap();
+        };
+        struct Count(Vec<usize>);
+        impl TrialReader for Count {
+            type Error = ReadError;
+            fn begin(&mut self, _: u32) -> Result<(), ReadError> {
+                Ok(())
+            }
+            fn instant(&mut self, events: Vec<Event>) -> Result<(), ReadError> {
+                assert!(events.iter().all(|e| e.t_us == events[0].t_us), "an instant shares its µs");
+                self.0.push(events.len());
+                Ok(())
+            }
+            fn end(&mut self, _: u32) -> Result<(), ReadError> {
+                Ok(())
+            }
+        }
+        let long = SORT_ROWS + 10;
+        rows(long, None);
+        let mut count = Count(Vec::new());
+        read_trials(dir.path(), None, 1, &mut count).unwrap();
+        assert_eq!((count.0.len(), count.0.iter().sum::<usize>()), (long / 2, long));
+        // Out of order past what is sorted in memory: refused at its row
+        // (rows k and k + 2 swapped, two to a ms: row k + 2, on its line
+        // k + 4 after the header, is the first earlier than the one before).
+        let k = SORT_ROWS + 3;
+        rows(long, Some(k));
+        let e = read_trials(dir.path(), None, 1, &mut Count(Vec::new())).unwrap_err().to_string();
+        assert!(e.contains(&format!("events.csv:{}: trial 1 has more than", k + 4)), "{e}");
+        // A short trial out of order is sorted, as a history is.
+        rows(10, Some(2));
+        let h = read_histories(dir.path(), None, 1).unwrap();
+        assert!(h[&1].events.is_sorted_by_key(|e| e.t_us));
     }
 
     #[test]
