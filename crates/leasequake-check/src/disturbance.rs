@@ -16,6 +16,7 @@ use leasequake_model::history::{Event, EventKind, Micros};
 use super::latency::{Op, operation};
 use super::params::CheckParams;
 use super::precision::Precision;
+use super::samples::Samples;
 
 /// Steal above this share of the trial (summed over CPUs) disturbs it: the
 /// hypervisor ran something else instead of this machine, well beyond the
@@ -259,10 +260,10 @@ enum What {
 /// One kind of operation's times, outside every fault.
 #[derive(Default)]
 struct Times {
-    /// Each time (µs) and how many took it: the median and the count over
-    /// a bound are exact, and what it holds grows with the distinct times,
+    /// The times (µs), counted by value: the median and the count over a
+    /// bound are exact, and what it holds grows with the distinct times,
     /// not the operations.
-    counts: BTreeMap<Micros, u64>,
+    counts: Samples,
     n: u64,
     /// The one operation, while there is one: when it began and ended.
     once: Option<(Micros, Micros)>,
@@ -271,7 +272,7 @@ struct Times {
     longest: Option<(Micros, Micros, u64)>,
     killed: Vec<(Micros, Micros, u64)>,
     /// The workers' first operations of the kind.
-    firsts: BTreeMap<Micros, u64>,
+    firsts: Samples,
 }
 
 impl Times {
@@ -281,7 +282,7 @@ impl Times {
             self.killed.push((took, item.end_us, item.seq));
             return;
         }
-        *self.counts.entry(took).or_default() += 1;
+        self.counts.push(took as u64);
         self.n += 1;
         self.once = (self.n == 1).then_some((item.from_us, item.end_us));
         let key = (took, std::cmp::Reverse(item.end_us), std::cmp::Reverse(item.seq));
@@ -476,7 +477,7 @@ impl DisturbanceFold {
         match item.what {
             What::Op { op, first: true, killed: false } => {
                 let took = item.end_us - item.from_us;
-                *self.times[index(op)].firsts.entry(took).or_default() += 1;
+                self.times[index(op)].firsts.push(took as u64);
             }
             What::Op { op, killed, .. } => self.times[index(op)].add(&item, killed),
             What::Late => {
@@ -531,11 +532,9 @@ impl DisturbanceFold {
             if let Some((began, _)) = t.once.filter(|_| t.n == 1)
                 && self.system_faulted_us.is_none_or(|f| f > began)
             {
-                for (took, n) in &t.firsts {
-                    *counts.entry(*took).or_default() += n;
-                }
+                counts.extend(&t.firsts);
             }
-            let median = nth(&counts, (counts.values().sum::<u64>() - 1) / 2);
+            let median = counts.nth((counts.len() as u64 - 1) / 2).unwrap_or(0) as Micros;
             let longest = t.longest.map(|(took, end, seq)| (took, end, seq, false));
             let candidates = longest.into_iter().chain(t.killed.iter().map(|&(took, end, seq)| (took, end, seq, true)));
             for (took, end_us, seq, killed) in candidates {
@@ -545,7 +544,7 @@ impl DisturbanceFold {
                     worst = Some(s);
                 }
             }
-            stalls += t.counts.range(median + budget + 1..).map(|(_, n)| *n as usize).sum::<usize>();
+            stalls += t.counts.above((median + budget).max(0) as u64);
             stalls += t.killed.iter().filter(|&&(took, _, _)| took - median > budget).count();
         }
         if let Some(s) = worst {
@@ -620,18 +619,6 @@ impl Stall {
         use std::cmp::Reverse;
         (self.stall(), Reverse(self.end_us), Reverse(index(self.op)), !self.killed, Reverse(self.seq))
     }
-}
-
-/// The `k`-th smallest (from 0) of the times counted.
-fn nth(counts: &BTreeMap<Micros, u64>, k: u64) -> Micros {
-    let mut seen = 0;
-    for (&took, &n) in counts {
-        seen += n;
-        if seen > k {
-            return took;
-        }
-    }
-    0
 }
 
 /// ", and N more <what>s" after the worst of several causes of a kind.

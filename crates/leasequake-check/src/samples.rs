@@ -9,7 +9,8 @@
 //! is then off by less than 0.1 %, and the counts never hold more than
 //! 1024 values per power of two.
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 /// How many distinct values are kept exactly.
 pub const EXACT: usize = 1 << 16;
@@ -17,11 +18,34 @@ pub const EXACT: usize = 1 << 16;
 /// Significant bits a value keeps once the samples are coarse.
 const BITS: u32 = 11;
 
+/// Counted by a hash of the value, for speed (each operation of a trial
+/// is counted); ordered only when a percentile is asked for.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Samples {
-    counts: BTreeMap<u64, u64>,
+    counts: HashMap<u64, u64, BuildHasherDefault<Mix>>,
     n: u64,
     coarse: bool,
+}
+
+/// A multiplicative hash of a value, all a count by value needs (no
+/// adversary chooses the durations).
+#[derive(Default)]
+pub struct Mix(u64);
+
+impl Hasher for Mix {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
 }
 
 /// `v` to its `BITS` leading bits.
@@ -76,13 +100,20 @@ impl Samples {
     }
 
     pub fn max(&self) -> Option<u64> {
-        self.counts.keys().next_back().copied()
+        self.counts.keys().max().copied()
     }
 
-    /// The `k`-th smallest (from 0).
-    fn nth(&self, k: u64) -> Option<u64> {
+    /// The values and their counts, smallest first.
+    fn sorted(&self) -> Vec<(u64, u64)> {
+        let mut v: Vec<(u64, u64)> = self.counts.iter().map(|(&v, &n)| (v, n)).collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// The `k`-th smallest (from 0) of `sorted`.
+    fn nth_of(sorted: &[(u64, u64)], k: u64) -> Option<u64> {
         let mut seen = 0;
-        for (&v, &n) in &self.counts {
+        for &(v, n) in sorted {
             seen += n;
             if seen > k {
                 return Some(v);
@@ -91,26 +122,38 @@ impl Samples {
         None
     }
 
+    /// The `k`-th smallest (from 0).
+    pub fn nth(&self, k: u64) -> Option<u64> {
+        Samples::nth_of(&self.sorted(), k)
+    }
+
+    /// How many are above `v`.
+    pub fn above(&self, v: u64) -> usize {
+        self.counts.iter().filter(|(x, _)| **x > v).map(|(_, n)| *n as usize).sum()
+    }
+
     /// The linear-interpolated percentile (R's type 7, numpy's default, as
     /// `stats::percentile`), `q` in [0, 1]; None for no samples.
     pub fn percentile(&self, q: f64) -> Option<f64> {
-        let first = *self.counts.keys().next()? as f64;
+        let sorted = self.sorted();
+        let first = sorted.first()?.0 as f64;
         if self.n == 1 || q <= 0.0 {
             return Some(first);
         }
         if q >= 1.0 {
-            return self.max().map(|m| m as f64);
+            return sorted.last().map(|m| m.0 as f64);
         }
         let pos = q * (self.n - 1) as f64;
         let lo = pos.floor() as u64;
         let frac = pos - lo as f64;
-        let (a, b) = (self.nth(lo)? as f64, self.nth((lo + 1).min(self.n - 1))? as f64);
+        let a = Samples::nth_of(&sorted, lo)? as f64;
+        let b = Samples::nth_of(&sorted, (lo + 1).min(self.n - 1))? as f64;
         Some(a + (b - a) * frac)
     }
 
     /// Every sample, smallest first.
-    pub fn values(&self) -> impl Iterator<Item = u64> + '_ {
-        self.counts.iter().flat_map(|(&v, &n)| std::iter::repeat_n(v, n as usize))
+    pub fn values(&self) -> impl Iterator<Item = u64> {
+        self.sorted().into_iter().flat_map(|(v, n)| std::iter::repeat_n(v, n as usize))
     }
 }
 

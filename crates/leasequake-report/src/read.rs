@@ -191,7 +191,7 @@ pub fn read_trials<R: TrialReader>(
     let finished = only.is_some();
     while rows.read_record(&mut record).map_err(csv_err)? {
         let line = record.position().map_or(0, |p| p.line());
-        let row: EventRow = record.deserialize(Some(&headers)).map_err(csv_err)?;
+        let row: RowRef<'_> = record.deserialize(Some(&headers)).map_err(csv_err)?;
         let bad = |message: String| row_err(line, message);
         if row.trial == 0 {
             return Err(bad("trial 0: trials are numbered from 1".into()).into());
@@ -202,7 +202,7 @@ pub fn read_trials<R: TrialReader>(
         if let Some(w) = row.worker.filter(|&w| w >= workers) {
             return Err(bad(format!("worker {w}: the experiment has {workers} worker(s), numbered from 0")).into());
         }
-        let kind = EventKind::from_name(&row.event).ok_or_else(|| bad(format!("unknown event {:?}", row.event)))?;
+        let kind = EventKind::from_name(row.event).ok_or_else(|| bad(format!("unknown event {:?}", row.event)))?;
         if current.as_ref().is_none_or(|(t, _)| *t != row.trial) {
             if let Some((t, Some(trial))) = current.take() {
                 trial.end(t, finished, reader).map_err(|e| e.into_error(&row_err))?;
@@ -221,7 +221,7 @@ pub fn read_trials<R: TrialReader>(
             current = Some((row.trial, kept.then(Trial::default)));
         }
         let Some((t, Some(trial))) = current.as_mut() else { continue };
-        let detail = Detail::from_json(&row.detail).map_err(|e| bad(format!("bad detail: {e}")))?;
+        let detail = Detail::from_json(row.detail).map_err(|e| bad(format!("bad detail: {e}")))?;
         let event = Event { t_us: ms_to_us(row.t_ms), worker: row.worker, pid: row.pid, kind, detail };
         trial.row(*t, line, event, reader).map_err(|e| e.into_error(&row_err))?;
     }
@@ -229,6 +229,18 @@ pub fn read_trials<R: TrialReader>(
         trial.end(t, finished, reader).map_err(|e| e.into_error(&row_err))?;
     }
     Ok(())
+}
+
+/// An events.csv row as read, its text borrowed from the record: an
+/// `EventRow` without a copy of its strings (every row of a history is read).
+#[derive(serde::Deserialize)]
+struct RowRef<'a> {
+    trial: u32,
+    t_ms: f64,
+    worker: Option<usize>,
+    pid: Option<i32>,
+    event: &'a str,
+    detail: &'a str,
 }
 
 /// A reader's error, or a row's (line, why).
