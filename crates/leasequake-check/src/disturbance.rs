@@ -260,9 +260,9 @@ enum What {
 /// One kind of operation's times, outside every fault.
 #[derive(Default)]
 struct Times {
-    /// The times (µs), counted by value: the median and the count over a
-    /// bound are exact, and what it holds grows with the distinct times,
-    /// not the operations.
+    /// The times (µs), counted by value (exact up to `samples::EXACT`
+    /// distinct ones): what it holds grows with the distinct times, not
+    /// the operations.
     counts: Samples,
     n: u64,
     /// The one operation, while there is one: when it began and ended.

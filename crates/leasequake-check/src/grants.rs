@@ -201,8 +201,8 @@ impl GrantsFold {
 
     /// A possible grant of a settled lost-reply request: from its reply to
     /// a lease after it was sent, ended by the worker's first over since
-    /// (the trial's end cuts it at the sweep's end).
-    /// One still open until an over of its worker or its end.
+    /// (an over still to come ends it too; the trial's end cuts it at the
+    /// sweep's end).
     fn maybe(&mut self, w: usize, r: LostRequest) {
         let overs = &self.worker(w).overs;
         let over = overs.get(overs.partition_point(|&o| o < r.reply_us)).copied();
@@ -245,8 +245,8 @@ impl Fold for GrantsFold {
             self.advance(e.t_us);
             self.now_us = e.t_us;
         }
-        if e.kind == EventKind::Barrier && self.barrier_wall_us.is_none() {
-            self.barrier_wall_us = barrier_wall_us(std::slice::from_ref(e));
+        if self.barrier_wall_us.is_none() {
+            self.barrier_wall_us = barrier_wall_us(e);
         }
         if e.kind == EventKind::Acquired {
             match e.detail.token {

@@ -55,7 +55,8 @@ pub fn check(history: &History, params: &CheckParams) -> TrialMetrics {
 /// A trial judged as its history is read, an instant at a time: what it
 /// holds is what is open (current holders, open gaps, grants still to end,
 /// requests still to settle, the theory's predictions still to make), never
-/// the history, so a trial of any length is checked in bounded memory.
+/// the history, so a trial's length does not make it hold more (docs/metrics.md
+/// says what a silent worker holds open meanwhile).
 pub struct Checker {
     params: CheckParams,
     sweep: Sweep,
@@ -105,6 +106,10 @@ impl Checker {
         if self.ended || instant.is_empty() {
             return;
         }
+        debug_assert!(
+            instant.iter().all(|e| e.t_us == instant[0].t_us) && self.sweep.last_us.is_none_or(|t| t < instant[0].t_us),
+            "an instant is whole and after the one before"
+        );
         // Up to and including the first `trial_end`.
         let instant = match instant.iter().position(|e| e.kind == EventKind::TrialEnd) {
             Some(i) => {

@@ -258,8 +258,8 @@ impl NetworkFold {
             self.settle_ends(e.t_us);
             self.now_us = e.t_us;
         }
-        if e.kind == EventKind::Barrier && self.barrier_wall_us.is_none() {
-            self.barrier_wall_us = barrier_wall_us(std::slice::from_ref(e));
+        if self.barrier_wall_us.is_none() {
+            self.barrier_wall_us = barrier_wall_us(e);
         }
         if let Some(w) = e.worker {
             self.worker(w);

@@ -9,8 +9,8 @@ use leasequake_model::history::{Event, EventKind, Micros};
 
 /// The harness's wall clock at the barrier, µs since the Unix epoch: where
 /// a `lease_until` is put on the trial's axis.
-pub(crate) fn barrier_wall_us(events: &[Event]) -> Option<i64> {
-    events.iter().find(|e| e.kind == EventKind::Barrier).and_then(|e| e.detail.wall_ns).map(|ns| ns.div_euclid(1000))
+pub(crate) fn barrier_wall_us(e: &Event) -> Option<i64> {
+    (e.kind == EventKind::Barrier).then_some(e.detail.wall_ns?.div_euclid(1000))
 }
 
 /// When the lease an `acquired`/`renewed` wrote ends: its `lease_until` on
@@ -55,8 +55,9 @@ pub(crate) struct LostRequest {
 #[derive(Debug, Default)]
 pub(crate) struct LostReplies {
     workers: Vec<Asks>,
-    /// Workers with unsettled failures.
+    /// Workers with unsettled failures, and when those were sent (counted).
     unsettled: Vec<usize>,
+    failed_sent: BTreeMap<Micros, usize>,
     /// Sends of requests not yet reported, at the earliest, by worker:
     /// the renewal awaiting its outcome, else its last outcome (counted,
     /// live workers only).
@@ -86,6 +87,10 @@ struct Asks {
     /// Requests that failed, in the order their failures came: when each
     /// was sent, and whether it was a renewal.
     failed: VecDeque<(Micros, bool)>,
+    /// Listed among the workers with unsettled failures, and among those
+    /// whose pin may lapse.
+    listed: bool,
+    lapse_listed: bool,
 }
 
 impl Asks {
@@ -182,12 +187,14 @@ impl LostReplies {
         };
         if let Some(f) = failed {
             asks.failed.push_back(f);
-            if !self.unsettled.contains(&w) {
+            *self.failed_sent.entry(f.0).or_default() += 1;
+            if !std::mem::replace(&mut asks.listed, true) {
                 self.unsettled.push(w);
             }
         }
         self.count(w, e.t_us);
-        if self.workers[w].lapsing() && self.workers[w].counted.is_some() && !self.lapsing.contains(&w) {
+        let asks = &mut self.workers[w];
+        if asks.lapsing() && asks.counted.is_some() && !std::mem::replace(&mut asks.lapse_listed, true) {
             self.lapsing.push(w);
         }
         self.workers[w].prune(e.t_us, self.longest_op_us);
@@ -201,11 +208,7 @@ impl LostReplies {
             return;
         }
         if let Some(before) = asks.counted {
-            let n = self.in_flight.get_mut(&before).expect("counted");
-            *n -= 1;
-            if *n == 0 {
-                self.in_flight.remove(&before);
-            }
+            forget(&mut self.in_flight, before);
         }
         if let Some(t) = now {
             *self.in_flight.entry(t).or_default() += 1;
@@ -216,33 +219,46 @@ impl LostReplies {
     fn settle(&mut self, now_us: Micros, out: &mut Vec<(usize, LostRequest)>) {
         for w in std::mem::take(&mut self.lapsing) {
             self.count(w, now_us);
-            if self.workers[w].lapsing() && self.workers[w].counted.is_some() {
+            let asks = &mut self.workers[w];
+            asks.lapse_listed = asks.lapsing() && asks.counted.is_some();
+            if asks.lapse_listed {
                 self.lapsing.push(w);
             }
         }
-        let passed = now_us - self.longest_op_us;
+        let margin = self.longest_op_us;
+        let passed = now_us - margin;
         for &w in &self.unsettled {
             let asks = &mut self.workers[w];
+            // A worker dead past the margin sends nothing more.
+            let silent = asks.died.is_some_and(|d| now_us - d > margin);
             while let Some(&(sent_us, renewal)) = asks.failed.front() {
-                let Some(next) = asks.next_send(sent_us).filter(|&n| n < passed) else { break };
+                let next = match asks.next_send(sent_us) {
+                    Some(n) if n < passed || silent => n,
+                    None if silent => Micros::MAX,
+                    _ => break,
+                };
                 asks.failed.pop_front();
+                forget(&mut self.failed_sent, sent_us);
                 if let Some(reply_us) = asks.answer(sent_us, next) {
                     out.push((w, LostRequest { sent_us, reply_us, renewal }));
                 }
             }
-            asks.prune(now_us, self.longest_op_us);
+            asks.prune(now_us, margin);
         }
-        let workers = &self.workers;
-        self.unsettled.retain(|&w| !workers[w].failed.is_empty());
+        let workers = &mut self.workers;
+        self.unsettled.retain(|&w| {
+            workers[w].listed = !workers[w].failed.is_empty();
+            workers[w].listed
+        });
     }
 
     /// No request yet to be settled was sent before this: the oldest
     /// unsettled one, and the earliest a request still to be reported may
     /// have been sent.
     pub fn horizon(&self, now_us: Micros) -> Micros {
-        let unsettled = self.unsettled.iter().flat_map(|&w| self.workers[w].failed.iter().map(|f| f.0));
+        let unsettled = self.failed_sent.first_key_value().map(|(t, _)| *t);
         let in_flight = self.in_flight.first_key_value().map(|(t, _)| *t);
-        unsettled.chain(in_flight).fold(now_us - self.longest_op_us, Micros::min)
+        unsettled.into_iter().chain(in_flight).fold(now_us - self.longest_op_us, Micros::min)
     }
 
     /// The history ended: settle every failure against what was sent.
@@ -255,6 +271,16 @@ impl LostReplies {
                     out.push((w, LostRequest { sent_us, reply_us, renewal }));
                 }
             }
+        }
+    }
+}
+
+/// One count of `t` less.
+fn forget(counts: &mut BTreeMap<Micros, usize>, t: Micros) {
+    if let Some(n) = counts.get_mut(&t) {
+        *n -= 1;
+        if *n == 0 {
+            counts.remove(&t);
         }
     }
 }
@@ -362,5 +388,21 @@ mod tests {
         // a send may be reported that much after it was made.
         assert_eq!(lost.horizon(s(6.0)), s(6.0 - 3.002));
         assert!(out.is_empty());
+    }
+
+    #[test]
+    fn a_dead_workers_failure_is_settled_and_holds_nothing_back() {
+        use EventKind::*;
+        let failed = ev(1.3, 0, RenewFailed).with_detail(Detail { error: Some("x".into()), ..Detail::default() });
+        let events =
+            [ev(1.0, 0, Renewing), ev(1.1, 0, ReplyLost), failed, ev(2.0, 0, Exit), op(9.0, 1, HeldBy, 0.001, false)];
+        let (mut lost, mut out) = (LostReplies::default(), Vec::new());
+        for e in &events {
+            lost.event(e, &mut out);
+        }
+        // It will send nothing more: its renewal is matched, and the history
+        // is no longer held back for it.
+        assert_eq!(out, [(0, LostRequest { sent_us: s(1.0), reply_us: s(1.1), renewal: true })]);
+        assert!(lost.horizon(s(9.0)) > s(2.0), "{}", lost.horizon(s(9.0)));
     }
 }

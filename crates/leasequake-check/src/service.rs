@@ -88,8 +88,8 @@ struct Stretch {
 }
 
 /// The service's sightings and the workers' acquisitions, as the events
-/// come: a change of what the service holds, not every look, so what it
-/// keeps grows with the grants, not the history.
+/// come: the harness records a change of what the service holds, not
+/// every look, so what this keeps grows with the grants, not the history.
 #[derive(Default)]
 pub(crate) struct Sightings {
     seen: Vec<(Micros, Micros, Held)>,

@@ -20,10 +20,11 @@
 //! past, a paused believer's resume once its pause is over. What it holds
 //! is each worker's latest phases and the predictions still open.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 
 use super::metrics::{Gap, KILL, KILL_MID_RENEWAL, PauseOutcome};
 use super::params::CheckParams;
+use super::requests::barrier_wall_us;
 use super::spans::Span;
 use leasequake_model::history::{Event, EventKind, Micros, ms_to_us};
 use leasequake_model::settings::Push;
@@ -68,9 +69,21 @@ struct Watcher {
     /// Another worker began a tenure since its pause began, up to the
     /// pause's end.
     replaced: bool,
-    /// A pause that ended in the current instant before its start was
-    /// judged: its place, end, resumed, believing.
-    just_ended: Option<(Micros, usize, Micros, bool, bool)>,
+    /// Its pauses that ended in the current instant, to be judged once it
+    /// is over (another worker's tenure may yet begin at that very µs).
+    ended_now: Vec<Ended>,
+}
+
+/// A pause that ended: its start, place among the trial's pauses, end,
+/// whether a `cont` ended it, still believing, and replaced meanwhile.
+#[derive(Clone, Copy, Debug)]
+struct Ended {
+    start_us: Micros,
+    slot: usize,
+    end_us: Micros,
+    resumed: bool,
+    believing: bool,
+    replaced: bool,
 }
 
 impl Watcher {
@@ -85,7 +98,9 @@ impl Watcher {
 
     /// Paused at `at_us`, as far as the history has gone.
     fn paused_at(&self, at_us: Micros) -> bool {
-        self.paused_since.is_some_and(|s| s <= at_us) || self.pauses.iter().any(|&(s, e)| s <= at_us && at_us < e)
+        // Its pauses follow one another: the last to begin by then.
+        let begun = self.pauses.partition_point(|&(s, _)| s <= at_us);
+        self.paused_since.is_some_and(|s| s <= at_us) || begun > 0 && at_us < self.pauses[begun - 1].1
     }
 }
 
@@ -171,11 +186,8 @@ struct PauseCase {
     start_us: Micros,
     visible: Option<Window>,
     takeover: Option<Takeover>,
-    /// Once it has ended: its place among the trial's pauses, its end,
-    /// resumed (a `cont` ended it), still believing; and once that instant
-    /// is over, whether another worker took the lease meanwhile.
-    ended: Option<(usize, Micros, bool, bool)>,
-    replaced: Option<bool>,
+    /// Once it has ended, and that instant is over.
+    ended: Option<Ended>,
 }
 
 /// The theory of one trial, fed as the sweep goes.
@@ -187,7 +199,7 @@ pub(crate) struct Theory {
     last_writer: Option<usize>,
     gaps: Vec<GapCase>,
     /// Each gap's prediction, by its index: its end, the resume at its end.
-    decided: Vec<(usize, Option<End>, bool)>,
+    decided: BTreeMap<usize, (Option<End>, bool)>,
     pauses: Vec<PauseCase>,
     /// Pauses that began and that ended in the current instant.
     pausing: Vec<(usize, Micros)>,
@@ -204,7 +216,7 @@ impl Theory {
             watchers: Vec::new(),
             last_writer: None,
             gaps: Vec::new(),
-            decided: Vec::new(),
+            decided: BTreeMap::new(),
             pauses: Vec::new(),
             pausing: Vec::new(),
             unpausing: Vec::new(),
@@ -225,10 +237,11 @@ impl Theory {
         self.read_grids(|known| known < t_us, Micros::MAX);
     }
 
-    /// One event, after the sweep applied it.
+    /// One event, before the sweep applies it (a pause the sweep ends is
+    /// judged with the `cont` that ended it in).
     pub fn event(&mut self, e: &Event) {
-        if e.kind == EventKind::Barrier && self.barrier_wall_us.is_none() {
-            self.barrier_wall_us = e.detail.wall_ns.map(|ns| ns.div_euclid(1000));
+        if self.barrier_wall_us.is_none() {
+            self.barrier_wall_us = barrier_wall_us(e);
         }
         let Some(w) = e.worker else { return };
         if matches!(e.kind, EventKind::Acquired | EventKind::Renewed) {
@@ -284,12 +297,13 @@ impl Theory {
 
     pub fn tenure_started(&mut self, w: usize, at_us: Micros) {
         self.watcher(w).leading_since = Some(at_us);
-        for (o, watcher) in self.watchers.iter_mut().enumerate() {
+        for (_, watcher) in self.watchers.iter_mut().enumerate().filter(|(o, _)| *o != w) {
             // Paused since before, or resumed at this very instant.
-            let paused = watcher.paused_since.is_some_and(|s| s < at_us)
-                || watcher.pauses.last().is_some_and(|&(s, e)| s < at_us && e == at_us);
-            if o != w && paused {
+            if watcher.paused_since.is_some_and(|s| s < at_us) {
                 watcher.replaced = true;
+            }
+            for e in watcher.ended_now.iter_mut().filter(|e| e.start_us < at_us && e.end_us == at_us) {
+                e.replaced = true;
             }
         }
     }
@@ -333,19 +347,18 @@ impl Theory {
         }
         let slot = self.outcomes.len();
         self.outcomes.push(None);
-        match self.pauses.iter_mut().find(|c| c.worker == w && c.start_us == p.start_us && c.ended.is_none()) {
-            Some(case) => case.ended = Some((slot, p.end_us, resumed, believing)),
-            // Begun in this very instant: judged once it is over.
-            None => self.watchers[w].just_ended = Some((p.start_us, slot, p.end_us, resumed, believing)),
+        let replaced = self.watchers[w].replaced;
+        let ended = Ended { start_us: p.start_us, slot, end_us: p.end_us, resumed, believing, replaced };
+        self.watchers[w].ended_now.push(ended);
+        if !self.unpausing.contains(&w) {
+            self.unpausing.push(w);
         }
-        self.unpausing.push(w);
     }
 
     /// The instant at `t_us` is applied: the pauses it began are judged
     /// from the phases as they stand, and what was waiting for it is read.
     pub fn instant_done(&mut self, t_us: Micros) {
         self.pauses_done();
-        self.read_grids(|known| known <= t_us, Micros::MAX);
         self.settle(t_us, None);
     }
 
@@ -353,7 +366,6 @@ impl Theory {
     fn pauses_done(&mut self) {
         for (w, start) in std::mem::take(&mut self.pausing) {
             let watcher = &self.watchers[w];
-            let ended = watcher.just_ended.filter(|j| j.0 == start).map(|(_, slot, end, r, b)| (slot, end, r, b));
             // Only a leader's pause (its tenure covers the start), as the
             // instant left it.
             let leading = watcher.leading_since.is_some_and(|s| s <= start)
@@ -364,14 +376,15 @@ impl Theory {
             let visible =
                 if self.params.expires { self.last_write(w).and_then(|w| self.visible_expiry(w)) } else { None };
             let takeover = visible.map(|v| Takeover::new(start, v));
-            self.pauses.push(PauseCase { worker: w, start_us: start, visible, takeover, ended, replaced: None });
+            self.pauses.push(PauseCase { worker: w, start_us: start, visible, takeover, ended: None });
         }
         for w in std::mem::take(&mut self.unpausing) {
-            let watcher = &mut self.watchers[w];
-            watcher.just_ended = None;
-            let Some(&(start, _)) = watcher.pauses.last() else { continue };
-            if let Some(case) = self.pauses.iter_mut().find(|c| c.worker == w && c.start_us == start) {
-                case.replaced.get_or_insert(watcher.replaced);
+            for e in std::mem::take(&mut self.watchers[w].ended_now) {
+                let case =
+                    self.pauses.iter_mut().find(|c| c.worker == w && c.start_us == e.start_us && c.ended.is_none());
+                if let Some(case) = case {
+                    case.ended = Some(e);
+                }
             }
         }
     }
@@ -407,9 +420,9 @@ impl Theory {
 
     /// A gap opened (at the end of its instant: the phases as they stand).
     pub fn gap_opened(&mut self, index: usize, gap: &Gap) {
-        let (Some(holder), start) = (gap.holder, gap.start_us) else { return self.decided.push((index, None, false)) };
+        let (Some(holder), start) = (gap.holder, gap.start_us) else { return self.decide(index, None, false) };
         if gap.cause.starts_with("lock-") || gap.cause == KILL_MID_RENEWAL {
-            return self.decided.push((index, None, false));
+            return self.decide(index, None, false);
         }
         let watcher = self.watcher(holder);
         let (exited_now, released_now) = (watcher.exit_us == Some(start), watcher.released_us == Some(start));
@@ -453,12 +466,16 @@ impl Theory {
         });
     }
 
+    fn decide(&mut self, index: usize, end: Option<End>, resumed_at_end: bool) {
+        self.decided.insert(index, (end, resumed_at_end));
+    }
+
     pub fn gap_closed(&mut self, index: usize, gap: &Gap) {
         let resumed = gap.ended_by.is_some_and(|w| self.watchers.get(w).is_some_and(|x| x.cont_us == Some(gap.end_us)));
         if let Some(case) = self.gaps.iter_mut().find(|c| c.index == index) {
             case.resumed_at_end = resumed;
-        } else if let Some(d) = self.decided.iter_mut().find(|d| d.0 == index) {
-            d.2 = resumed;
+        } else if let Some(d) = self.decided.get_mut(&index) {
+            d.1 = resumed;
         }
     }
 
@@ -482,7 +499,9 @@ impl Theory {
     /// Settle what the history has passed (`trial_end_us` once it is over).
     fn settle(&mut self, now_us: Micros, trial_end_us: Option<Micros>) {
         let watchers = &self.watchers;
-        let over = |t: Micros| trial_end_us.is_some() || t <= now_us;
+        // What falls on the current instant waits for the next: it may be
+        // the trial's end, which ends no tenure or pause before it.
+        let over = |t: Micros| trial_end_us.is_some() || t < now_us;
         let mut pending: Vec<&mut Takeover> = Vec::new();
         for case in &mut self.gaps {
             if let Ok(Some(t)) = &mut case.otherwise {
@@ -503,20 +522,20 @@ impl Theory {
         while i < self.gaps.len() {
             let case = &self.gaps[i];
             let ready = (trial_end_us.is_some() || !case.awaiting_death)
-                && case.resumes.iter().all(|(_, r)| r.is_some())
+                && case.resumes.iter().all(|(_, r)| r.is_some_and(|r| r.is_none_or(&over)))
                 && case.otherwise.as_ref().map_or(true, |t| t.as_ref().is_none_or(|t| t.result.is_some()));
             if !ready {
                 i += 1;
                 continue;
             }
             let case = self.gaps.swap_remove(i);
-            self.decided.push((case.index, case.end(), case.resumed_at_end));
+            self.decided.insert(case.index, (case.end(trial_end_us), case.resumed_at_end));
         }
         // Pauses that ended and whose takeover is known.
         let mut i = 0;
         while i < self.pauses.len() {
             let case = &self.pauses[i];
-            if case.replaced.is_none() || case.takeover.as_ref().is_some_and(|t| t.result.is_none()) {
+            if case.ended.is_none() || case.takeover.as_ref().is_some_and(|t| t.result.is_none()) {
                 i += 1;
                 continue;
             }
@@ -537,10 +556,9 @@ impl Theory {
     /// in the sweep's order.
     pub fn finish(mut self, end_us: Micros, gaps: &mut [Gap]) -> Vec<PauseOutcome> {
         self.pauses_done();
-        self.read_grids(|_| true, end_us);
         self.settle(end_us, Some(end_us));
         let watch = self.params.watch_us;
-        for (index, end, resumed_at_end) in self.decided {
+        for (index, (end, resumed_at_end)) in self.decided {
             if let (Some(gap), Some(end)) = (gaps.get_mut(index), end) {
                 (gap.predicted_end_us, gap.anomaly) = judge(gap, end, resumed_at_end, watch, end_us);
             }
@@ -550,9 +568,11 @@ impl Theory {
 }
 
 impl GapCase {
-    /// How the theory expects the gap to end, all its parts known.
-    fn end(&self) -> Option<End> {
-        let resume = self.resumes.iter().filter_map(|(_, r)| r.flatten()).min();
+    /// How the theory expects the gap to end, all its parts known (a
+    /// resume at the trial's end, `trial_end_us`, is no resume).
+    fn end(&self, trial_end_us: Option<Micros>) -> Option<End> {
+        let before_end = |r: &Micros| trial_end_us.is_none_or(|end| *r < end);
+        let resume = self.resumes.iter().filter_map(|(_, r)| r.flatten()).filter(before_end).min();
         let takeover = match &self.otherwise {
             Err(()) => return None,
             Ok(None) => None,
@@ -574,11 +594,11 @@ impl PauseCase {
     /// The theory's outcome of the pause, measured beside it: (its slot,
     /// the outcome).
     fn outcome(self, params: &CheckParams) -> (usize, PauseOutcome) {
-        let (slot, end_us, resumed, believing) = self.ended.expect("an ended pause");
+        let Ended { slot, end_us, resumed, believing, replaced, .. } = self.ended.expect("an ended pause");
         // Resumed still believing, another worker having taken the lease
         // meanwhile: a false eviction.
         let resumed = resumed && believing;
-        let evicted = resumed && self.replaced == Some(true);
+        let evicted = resumed && replaced;
         let mut out = PauseOutcome {
             worker: self.worker,
             start_us: self.start_us,

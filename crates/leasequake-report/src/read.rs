@@ -243,6 +243,14 @@ struct RowRef<'a> {
     detail: &'a str,
 }
 
+/// Why a long trial's row out of time order is refused.
+fn out_of_order(trial: u32) -> String {
+    format!(
+        "trial {trial} has more than {SORT_ROWS} rows, and this one is earlier than the row before it: a run writes \
+         a trial's rows in time order (sort a history put together by hand by t_ms within each trial)"
+    )
+}
+
 /// A reader's error, or a row's (line, why).
 enum TrialError<E> {
     Reader(E),
@@ -303,11 +311,7 @@ impl Trial {
             }
             // Too long to sort in memory: in time order, handed on.
             if let Some(w) = self.rows.windows(2).find(|w| w[1].1.t_us < w[0].1.t_us) {
-                let message = format!(
-                    "trial {trial} has more than {SORT_ROWS} rows, and this one is earlier than the row before it: \
-                     a run writes a trial's rows in time order"
-                );
-                return Err(TrialError::Row(w[1].0, message));
+                return Err(TrialError::Row(w[1].0, out_of_order(trial)));
             }
             self.streaming = true;
             for (_, e) in std::mem::take(&mut self.rows) {
@@ -316,11 +320,7 @@ impl Trial {
             return Ok(());
         }
         if self.instant.last().is_some_and(|last| event.t_us < last.t_us) {
-            let message = format!(
-                "trial {trial} has more than {SORT_ROWS} rows, and this one is earlier than the row before it: \
-                 a run writes a trial's rows in time order"
-            );
-            return Err(TrialError::Row(line, message));
+            return Err(TrialError::Row(line, out_of_order(trial)));
         }
         self.push(event, reader)
     }
