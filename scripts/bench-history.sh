@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The checker against a history's length, written to
 # results/bench/history/README.md and history.csv with the host and build:
-# for a synthetic soak's history (benches/history.rs: 100 workers on the
-# blog's lease, the leader paused past its lease about once a minute) of
-# 10^5 to 10^8 events, `leasequake check`'s wall time, the events
-# it checked a second, and its peak RSS (GNU time). The histories are made
+# for a synthetic soak's history (benches/history.rs: 1000 workers on the
+# blog's lease, the leader paused past its lease about once a minute; with
+# fewer, 10^8 events would last longer than a trial may) of
+# 10^5 to 10^8 events, `leasequake check`'s wall time (the fastest of
+# three), the events it checked a second, and its peak RSS (GNU time). The histories are made
 # in a temporary directory and removed; none is committed.
 #
 #   scripts/bench-history.sh            10^5, 10^6, 10^7, 10^8
@@ -17,7 +18,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-results/bench/history}
 powers=${POWERS:-5 6 7 8}
-workers=100
+workers=1000
 cargo build --release --quiet
 bin=./target/release/leasequake
 # The generator, built as a bench target; cargo names its executable.
@@ -48,13 +49,22 @@ for p in $powers; do
     "$gen" "$dir" "$n" "$workers" >/dev/null
     events=$(($(wc -l <"$dir/events.csv") - 1))
     size_mb=$(du -m "$dir/events.csv" | cut -f1)
-    if ! /usr/bin/time -f '%M %e' -o "$scratch/time" "$bin" check "$dir" --out "$scratch/checked-$p" \
-        >/dev/null 2>"$scratch/check.err"; then
-        echo "error: check of 10^$p events failed:" >&2
-        cat "$scratch/check.err" "$scratch/time" >&2
-        exit 1
-    fi
-    read -r rss_kb secs < <(tail -n 1 "$scratch/time")
+    # The fastest of three checks (one for 10^8): this machine's CPU time
+    # varies from run to run by a fifth; the peak RSS is the largest seen.
+    runs=$((p >= 8 ? 1 : 3))
+    secs="" rss_kb=0
+    for _ in $(seq "$runs"); do
+        rm -rf "$scratch/checked-$p"
+        if ! /usr/bin/time -f '%M %e' -o "$scratch/time" "$bin" check "$dir" --out "$scratch/checked-$p" \
+            >/dev/null 2>"$scratch/check.err"; then
+            echo "error: check of 10^$p events failed:" >&2
+            cat "$scratch/check.err" "$scratch/time" >&2
+            exit 1
+        fi
+        read -r run_kb run_s < <(tail -n 1 "$scratch/time")
+        rss_kb=$((run_kb > rss_kb ? run_kb : rss_kb))
+        secs=$(awk -v a="$secs" -v b="$run_s" 'BEGIN { print (a == "" || b < a) ? b : a }')
+    done
     rate=$(awk -v n="$events" -v s="$secs" 'BEGIN { printf "%.0f", n / (s > 0 ? s : 0.01) }')
     echo "$events,$workers,$size_mb,$secs,$rate,$((rss_kb / 1024))" >>"$new/history.csv"
     rows+=("| $events | $secs s | $rate | $((rss_kb / 1024)) MB |")
@@ -69,14 +79,16 @@ done
     echo
     echo "One trial of a synthetic soak (\`benches/history.rs\`): $workers workers on the blog's lease (9 s, renewed and"
     echo "watched every 3 s), the leader paused past its lease at Poisson moments about once a minute; checked with"
-    echo "\`leasequake check DIR --out OUT\` (reading events.csv, the checker, the tables and pages written)."
-    echo "history.csv has the same figures."
+    echo "\`leasequake check DIR --out OUT\` (reading events.csv, the checker, the tables and pages written), the"
+    echo "fastest of three checks (one for 10^8) with the largest peak RSS of them. history.csv has the same figures."
     echo
     echo "| events | check | events a second | peak RSS |"
     echo "|---|---|---|---|"
     printf '%s\n' "${rows[@]}"
     echo
-    echo "A trial's history is held whole in memory while it is checked: the peak grows with its length."
+    echo "A trial is checked as it is read, an instant at a time: what the checker holds is what is still open (the"
+    echo "current holders, open gaps, grants and requests still to end or settle, the theory's predictions still to"
+    echo "make) and what it reports (a gap, a tenure, a pause each; latencies counted by value), not the history."
 } >"$new/README.md"
 rm -rf "$out"
 mkdir -p "$(dirname "$out")"
