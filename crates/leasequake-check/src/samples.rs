@@ -10,6 +10,8 @@
 //! 1024 values per power of two.
 
 use std::collections::HashMap;
+
+use super::stats::percentile_of;
 use std::hash::{BuildHasherDefault, Hasher};
 
 /// How many distinct values are kept exactly.
@@ -133,19 +135,7 @@ impl Samples {
     /// `stats::percentile`), `q` in [0, 1]; None for no samples.
     pub fn percentile(&self, q: f64) -> Option<f64> {
         let sorted = self.sorted();
-        let first = sorted.first()?.0 as f64;
-        if self.n == 1 || q <= 0.0 {
-            return Some(first);
-        }
-        if q >= 1.0 {
-            return sorted.last().map(|m| m.0 as f64);
-        }
-        let pos = q * (self.n - 1) as f64;
-        let lo = pos.floor() as u64;
-        let frac = pos - lo as f64;
-        let a = Samples::nth_of(&sorted, lo)? as f64;
-        let b = Samples::nth_of(&sorted, (lo + 1).min(self.n - 1))? as f64;
-        Some(a + (b - a) * frac)
+        percentile_of(self.n, q, |k| Samples::nth_of(&sorted, k).unwrap_or(0) as f64)
     }
 
     /// Every sample, smallest first.

@@ -3,17 +3,26 @@
 /// Linear-interpolated percentile of sorted values (R's type 7, numpy's
 /// default), `q` in [0, 1]. None for no values.
 pub fn percentile(sorted: &[f64], q: f64) -> Option<f64> {
-    let (first, last) = (sorted.first()?, sorted.last()?);
-    if sorted.len() == 1 || q <= 0.0 {
-        return Some(*first);
+    percentile_of(sorted.len() as u64, q, |k| sorted[k as usize])
+}
+
+/// The same over `n` values known by rank: `nth(k)` is the `k`-th smallest
+/// (from 0), asked for at most twice.
+pub fn percentile_of(n: u64, q: f64, nth: impl Fn(u64) -> f64) -> Option<f64> {
+    if n == 0 {
+        return None;
+    }
+    if n == 1 || q <= 0.0 {
+        return Some(nth(0));
     }
     if q >= 1.0 {
-        return Some(*last);
+        return Some(nth(n - 1));
     }
-    let pos = q * (sorted.len() - 1) as f64;
-    let lo = pos.floor() as usize;
+    let pos = q * (n - 1) as f64;
+    let lo = pos.floor() as u64;
     let frac = pos - lo as f64;
-    Some(sorted[lo] + (sorted[(lo + 1).min(sorted.len() - 1)] - sorted[lo]) * frac)
+    let a = nth(lo);
+    Some(a + (nth((lo + 1).min(n - 1)) - a) * frac)
 }
 
 /// Wilson score interval for k successes in n trials at 95 %: honest for
