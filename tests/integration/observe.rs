@@ -38,10 +38,12 @@ fn a_program_that_claims_a_lease_the_service_never_gave_it_is_caught() {
         assert!(r.f64("unbacked_belief_max_ms") > 500.0, "{:?}", r.0);
     }
     // The service named the holder: the flock(1) process, in worker 0's
-    // process group.
+    // process group (a look between flock(1)'s create and its lock sees an
+    // empty file that names nobody yet).
     let events = done.table("events.csv");
     let held: Vec<_> = events.iter().filter(|e| e.get("event") == "lease_held").collect();
-    assert!(!held.is_empty() && held.iter().all(|e| e.get("worker") == "0"), "{events:?}");
+    assert!(held.iter().any(|e| e.get("worker") == "0"), "{events:?}");
+    assert!(held.iter().all(|e| ["0", ""].contains(&e.get("worker"))), "{events:?}");
     let summary = done.table("summary-service.csv");
     assert_eq!((summary[0].get("grants"), summary[0].get("unbacked_beliefs")), ("2", "2"));
 }

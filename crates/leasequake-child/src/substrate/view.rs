@@ -84,6 +84,10 @@ pub struct FileView {
     /// (a renewal may rewrite the file), forgotten when another holder or
     /// nobody is seen, so that a pid acquiring again is a new grant.
     named: Option<(i32, String)>,
+    /// The kernel lock held now (as its holder names it) and its grant:
+    /// the grant of the file it locks where that file was seen empty just
+    /// before (flock(1) creates the file, then locks it: one grant).
+    locked: Option<(String, String)>,
     /// Grants named so far: a new one gets the next number.
     grants: u32,
 }
@@ -92,7 +96,7 @@ impl FileView {
     pub fn new(lock: &Path) -> FileView {
         let dir = lock.parent().unwrap_or(Path::new(".")).to_path_buf();
         let name = lock.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        FileView { dir, name, kernel_locked: false, created: None, named: None, grants: 0 }
+        FileView { dir, name, kernel_locked: false, created: None, named: None, locked: None, grants: 0 }
     }
 }
 
@@ -109,7 +113,7 @@ impl LeaseView for FileView {
             })
             .collect();
         if files.is_empty() {
-            self.named = None;
+            (self.named, self.locked) = (None, None);
             return Look::Free;
         }
         files.sort_by(|a, b| a.0.cmp(&b.0));
@@ -119,9 +123,18 @@ impl LeaseView for FileView {
             if let Some(l) = lock_holders(&locks, meta.dev(), meta.ino(), &["FLOCK", "POSIX", "OFDLCK"]).first() {
                 self.kernel_locked = true;
                 let pid = (l.pid > 0).then_some(l.pid as i32);
-                return Look::Held { grant: format!("{name} locked by {}", l.pid), pid, ttl_ms: None };
+                let own = format!("{name} locked by {}", l.pid);
+                let file = format!("{name} {}", born(meta));
+                let grant = match (self.created.take(), self.locked.take()) {
+                    (Some((f, g)), _) if f == file => g,
+                    (_, Some((o, g))) if o == own => g,
+                    _ => own.clone(),
+                };
+                self.locked = Some((own, grant.clone()));
+                return Look::Held { grant, pid, ttl_ms: None };
             }
         }
+        self.locked = None;
         for (name, meta) in &files {
             if meta.is_dir() {
                 return Look::Held { grant: format!("{name}/ {}", born(meta)), pid: None, ttl_ms: None };
@@ -549,15 +562,20 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let lock = tmp.path().join("leader.lock");
         let mut view = FileView::new(&lock);
+        let me = std::process::id() as i32;
         let f = std::fs::File::create(&lock).unwrap();
         // Before anyone locked it, an empty file may be an existence lock.
-        assert!(matches!(view.look(), Look::Held { pid: None, .. }));
-        nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusiveNonblock)
-            .map(|held| {
-                assert!(matches!(view.look(), Look::Held { pid: Some(p), .. } if p == std::process::id() as i32));
-                drop(held);
-            })
-            .unwrap();
+        let Look::Held { grant: created, pid: None, .. } = view.look() else { panic!("not held") };
+        let lock_it = |f| nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusiveNonblock).unwrap();
+        let held = lock_it(f);
+        // Locked a moment after it was made (as flock(1) does): one grant,
+        // now naming its holder.
+        assert_eq!(view.look(), Look::Held { grant: created.clone(), pid: Some(me), ttl_ms: None });
+        assert_eq!(view.look(), Look::Held { grant: created.clone(), pid: Some(me), ttl_ms: None });
+        let f = held.unlock().unwrap();
         assert_eq!(view.look(), Look::Free);
+        // Locked again: a new grant.
+        let _held = lock_it(f);
+        assert!(matches!(view.look(), Look::Held { grant, pid: Some(p), .. } if p == me && grant != created));
     }
 }
