@@ -131,11 +131,11 @@ echo
 
 echo "## Memory against events"
 echo
-echo "The checker is a pure function of one trial's whole history, so a trial's"
-echo "events are held in memory until it is checked; its rows"
-echo "are then written and flushed and the history dropped before the next trial"
-echo "starts. Peak RSS (GNU time) of the chatty run with fewer lines per program,"
-echo "and of ten trials in a row:"
+echo "A trial's events are written as they come, each held only until no"
+echo "earlier one can still arrive (2 s, or 65,536 events, whichever is less),"
+echo "and the trial is checked from its file an instant at a time: a run's"
+echo "memory does not grow with its trials' length. Peak RSS (GNU time) of the"
+echo "chatty run with fewer lines per program, and of ten trials in a row:"
 echo
 echo "| run | events | peak RSS |"
 echo "|---|---|---|"
@@ -151,10 +151,10 @@ memory_run 100 1
 memory_run 300 1
 echo "| 1000 programs × 1000 lines, 1 trial (above) | 1000000 | $((rss2 / 1024)) MB |"
 memory_run 100 10
-# What an event held costs: the peak's growth from 10 to 1000 lines a
-# program, over the events it added.
+# What an event costs the run's peak: its growth from 10 to 1000 lines a
+# program, over the events it added (the flood's hold, not the history).
 figure bytes_per_event "$(awk -v a="$(cat "$scratch/time-10-1")" -v b="$rss2" 'BEGIN { printf "%.0f", (b - a) * 1024 / (1000000 - 10000) }')"
 echo
-echo "Held in memory until checked: about $(tail -n 1 "$out/figures.csv" | cut -d, -f2) B an event (the peak's growth from 10 to 1000 lines a program)."
+echo "The peak's growth from 10 to 1000 lines a program: about $(tail -n 1 "$out/figures.csv" | cut -d, -f2) B an event added, the events a flood holds while they wait, whatever the trial's length."
 } > "$out/README.md"
 cat "$out/README.md"

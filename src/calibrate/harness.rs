@@ -15,7 +15,7 @@ use nix::unistd::Pid;
 use crate::error::Error;
 use crate::experiment::{Overrides, load_str};
 use crate::model::clock::wall_ns;
-use crate::model::history::EventKind;
+use crate::model::history::{EventKind, History};
 use crate::trial::{Servers, Stop, TrialEnv, TrialGroup, poll_stopped, run_trial};
 
 /// Start spread (µs) of `n` built-in workers released by the barrier, over
@@ -28,15 +28,13 @@ pub fn start_spread(n: usize, trials: u32, dir: &Path) -> Result<Vec<f64>, Error
     let stop = AtomicBool::new(false);
     let mut out = Vec::new();
     for t in 1..=trials {
-        let r = run_trial(
-            &exp,
-            t,
-            u64::from(t),
-            &dir.join(format!("spread-{n}-{t}")),
-            &env(&exe, &stop, &TrialGroup::new(t)),
-        )
-        .map_err(|source| Error::Trial { trial: t, source })?;
-        let metrics = crate::check::check(&r.history, &crate::check::CheckParams::of(&exp));
+        // A calibration trial is short: its history is kept whole.
+        let mut events = Vec::new();
+        let group = TrialGroup::new(t);
+        let dir = dir.join(format!("spread-{n}-{t}"));
+        run_trial(&exp, t, u64::from(t), &dir, &env(&exe, &stop, &group), &mut events)
+            .map_err(|source| Error::Trial { trial: t, source })?;
+        let metrics = crate::check::check(&History::new(events), &crate::check::CheckParams::of(&exp));
         out.extend(metrics.start_spread_us.map(|us| us as f64));
     }
     Ok(out)
@@ -76,11 +74,14 @@ pub fn fault_error(trials: u32, dir: &Path) -> Result<[(String, Vec<f64>); 4], E
     let stop = AtomicBool::new(false);
     let (mut term, mut stp, mut kill, mut teardown) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for t in 1..=trials {
-        let r =
-            run_trial(&exp, t, u64::from(t), &dir.join(format!("faults-{t}")), &env(&exe, &stop, &TrialGroup::new(t)))
-                .map_err(|source| Error::Trial { trial: t, source })?;
+        let mut events = Vec::new();
+        let group = TrialGroup::new(t);
+        let dir = dir.join(format!("faults-{t}"));
+        let r = run_trial(&exp, t, u64::from(t), &dir, &env(&exe, &stop, &group), &mut events)
+            .map_err(|source| Error::Trial { trial: t, source })?;
+        let history = History::new(events);
         let first = |w: usize, kind: EventKind| {
-            r.history.events.iter().find(|e| e.worker == Some(w) && e.kind == kind).map(|e| e.t_us)
+            history.events.iter().find(|e| e.worker == Some(w) && e.kind == kind).map(|e| e.t_us)
         };
         let delivered = |action: &str| r.deliveries.iter().find(|d| d.action == action && d.error.is_none());
         if let Some(d) = delivered("term")

@@ -280,13 +280,12 @@ pub(super) fn write_derived(
     let mut w = ResultsWriter::create(out, exp, Tables::Derived)?;
     // The derived tables are written from the metrics alone: the history,
     // which only the history tables take, is not kept to write them.
-    let none = History::default();
     for (trial, unit, m) in metrics {
         let (unit_exp, label) = &units[*unit];
         let local = (trial - 1) % trials_per_unit + 1;
         let said = outcomes.get(trial).map_or("", String::as_str);
         let seed = exp.trial_seed(local);
-        let data = TrialData { trial: *trial, seed, history: &none, faults: &[], metrics: m, outcomes: said };
+        let data = TrialData { trial: *trial, seed, events: None, faults: &[], metrics: m, outcomes: said };
         w.append(exp, (unit_exp, &unit_exp.setting_label(label)), data)?;
     }
     w.write_summary(exp, &per_unit(&units, metrics))?;

@@ -8,7 +8,7 @@ use crate::check::{CheckParams, Checker, TrialMetrics};
 use crate::error::Error;
 use crate::experiment::{Overrides, load};
 use crate::model::Experiment;
-use crate::model::history::{Event, EventKind, History};
+use crate::model::history::{Event, History};
 use crate::report::read::TrialReader;
 use crate::report::thresholds::checks as expectation_checks;
 use crate::sayln;
@@ -240,6 +240,31 @@ fn metrics_of(
     Ok(metrics)
 }
 
+/// Trial `trial` of a run of `exp` judged from its events file at `path`
+/// (a running trial's own, once it is over): its metrics, and what a
+/// timeline draws of it. It must be whole (its end, every exit).
+pub fn judge_trial(path: &Path, exp: &Experiment, trial: u32) -> Result<(TrialMetrics, History), Error> {
+    let units = exp.units();
+    let mut drawn = None;
+    let mut keep = |_, history| drawn = Some(history);
+    let mut judge = Judge {
+        exp,
+        units: &units,
+        mine: |_| true,
+        current: None,
+        drawn: Vec::new(),
+        metrics: Vec::new(),
+        keep: &mut keep,
+    };
+    let only = std::collections::BTreeSet::from([trial]);
+    crate::report::read::read_trials_at(path, Some(&only), most_workers(exp), &mut judge)?;
+    let metrics = judge.metrics.pop();
+    match (metrics, drawn) {
+        (Some((_, _, metrics)), Some(drawn)) => Ok((metrics, drawn)),
+        _ => Err(Error::Path { path: path.into(), problem: format!("holds no events of trial {trial}") }),
+    }
+}
+
 /// Trials judged as their histories are read.
 struct Judge<'a, M, K> {
     exp: &'a Experiment,
@@ -268,7 +293,7 @@ impl<M: Fn(u32) -> bool, K: FnMut(u32, History)> TrialReader for Judge<'_, M, K>
     fn instant(&mut self, events: Vec<Event>) -> Result<(), Error> {
         if let Some((_, _, checker)) = &mut self.current {
             checker.instant(&events);
-            self.drawn.extend(events.into_iter().filter(|e| matches!(e.kind, EventKind::Fault | EventKind::Exit)));
+            self.drawn.extend(events.into_iter().filter(crate::report::timeline::draws));
         }
         Ok(())
     }

@@ -85,20 +85,21 @@ pub fn experiment(
     // each is drawn as it is read, then dropped (all of them at once was
     // the whole run's history, for a run of a few long trials).
     let mut timelines = Vec::new();
-    let drawn = crate::report::read::each_history(dir, Some(&first), workers, |t, history| {
-        let Some((_, unit, m)) = metrics.iter().find(|(x, _, _)| *x == t) else { return Ok(()) };
-        let (unit_exp, label) = &units[*unit];
-        let what = if label.is_empty() {
-            String::new()
-        } else {
-            format!(", {}", crate::report::suite::own_label(label, exp.time_scale))
-        };
-        let title = format!("trial {t}{what}");
-        if let Ok(svg) = crate::report::timeline::svg(&title, &history, m, unit_exp.workers, exp.time_scale) {
-            timelines.push((t, format!("{title}: {}", m.outcome()), svg));
-        }
-        Ok::<(), crate::report::read::ReadError>(())
-    });
+    let drawn =
+        crate::report::read::each_history(dir, Some(&first), workers, crate::report::timeline::draws, |t, history| {
+            let Some((_, unit, m)) = metrics.iter().find(|(x, _, _)| *x == t) else { return Ok(()) };
+            let (unit_exp, label) = &units[*unit];
+            let what = if label.is_empty() {
+                String::new()
+            } else {
+                format!(", {}", crate::report::suite::own_label(label, exp.time_scale))
+            };
+            let title = format!("trial {t}{what}");
+            if let Ok(svg) = crate::report::timeline::svg(&title, &history, m, unit_exp.workers, exp.time_scale) {
+                timelines.push((t, format!("{title}: {}", m.outcome()), svg));
+            }
+            Ok::<(), crate::report::read::ReadError>(())
+        });
     // A history that cannot be read again leaves the page without timelines
     // (the run's own check refused it, or it was damaged since).
     if drawn.is_err() {

@@ -11,13 +11,15 @@ use std::sync::{Arc, Mutex};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::inputs::{most_workers, proxied};
-use crate::check::{CheckParams, TrialMetrics, check};
+use crate::check::TrialMetrics;
 use crate::error::{Error, exit};
 use crate::experiment::to_yaml;
 use crate::model::Experiment;
 use crate::model::clock::wall_ns;
+use crate::model::history::History;
 use crate::report::csv::{ResultsWriter, Tables, TrialData};
 use crate::report::host::RunFacts;
+use crate::report::spool::EventSpool;
 use crate::report::summary::{Summary, per_unit, summarize};
 use crate::report::{host, terminal, timeline};
 use crate::trial::{TrialError, TrialRecord, run_trial_within_limit};
@@ -343,17 +345,37 @@ fn run_trials(
             let trial = index + 1;
             let (unit_exp, label) = &plan.units[unit];
             let trial_dir = trials_dir.join(format!("{trial:04}"));
-            let result =
-                run_trial_within_limit(unit_exp, trial, exp.trial_seed(local), &trial_dir, &ctx.exe, stop, servers);
-            let mut sink = sink.lock().unwrap_or_else(|p| p.into_inner());
+            let spool = EventSpool::new(trial_dir.join("events.csv"), trial);
+            let seeded = (trial, exp.trial_seed(local));
+            let result = run_trial_within_limit(unit_exp, seeded, &trial_dir, &ctx.exe, stop, servers, spool);
             match result {
-                Ok(record) => {
-                    // The trial hands back its history; judging it is ours.
-                    let metrics = check(&record.history, &CheckParams::of(unit_exp));
+                Ok((record, spool)) => {
+                    // Judged from what is on disk: the very history a
+                    // reader of the results gets.
+                    let judged = spool.close().map_err(Error::from).and_then(|events| {
+                        let events = events.unwrap_or_else(|| trial_dir.join("events.csv"));
+                        let (metrics, drawn) = super::inputs::judge_trial(&events, exp, trial)?;
+                        Ok((events, metrics, drawn))
+                    });
+                    let mut sink = sink.lock().unwrap_or_else(|p| p.into_inner());
+                    let (events, metrics, drawn) = match judged {
+                        Ok(judged) => judged,
+                        Err(e) => {
+                            sink.error.get_or_insert(e);
+                            stop.store(true, Ordering::SeqCst);
+                            return;
+                        }
+                    };
                     let outcome = metrics.outcome();
-                    if let Err(e) = sink.record(exp, &plan.units, unit, record, metrics) {
-                        sink.error.get_or_insert(e);
-                        stop.store(true, Ordering::SeqCst);
+                    match sink.record(exp, &plan.units, unit, (record, &events, &drawn), metrics) {
+                        // Its rows are in events.csv now.
+                        Ok(()) => {
+                            let _ = std::fs::remove_file(&events);
+                        }
+                        Err(e) => {
+                            sink.error.get_or_insert(e);
+                            stop.store(true, Ordering::SeqCst);
+                        }
                     }
                     plan.settle(exp, &sink.metrics, unit);
                     let n = plan.units.len();
@@ -365,6 +387,7 @@ fn run_trials(
                 }
                 Err(TrialError::Interrupted) => return,
                 Err(source) => {
+                    let mut sink = sink.lock().unwrap_or_else(|p| p.into_inner());
                     sink.error.get_or_insert(Error::Trial { trial, source });
                     stop.store(true, Ordering::SeqCst);
                     return;
@@ -510,27 +533,28 @@ struct Sink {
 }
 
 impl Sink {
-    /// Write the trial and a fresh summary before anything else happens.
+    /// Write the trial (its record, its events file, what its timeline
+    /// draws) and a fresh summary before anything else happens.
     fn record(
         &mut self,
         run: &Experiment,
         units: &[(&Experiment, String)],
         unit: usize,
-        r: TrialRecord,
+        (r, events, drawn): (TrialRecord, &Path, &History),
         metrics: TrialMetrics,
     ) -> Result<(), Error> {
         let (exp, label) = &units[unit];
         let trial = TrialData {
             trial: r.trial,
             seed: r.seed,
-            history: &r.history,
+            events: Some(events),
             faults: &r.deliveries,
             metrics: &metrics,
             outcomes: &r.outcomes.join("; "),
         };
         self.writer.append(run, (exp, &exp.setting_label(label)), trial)?;
         if r.trial == 1 {
-            timeline::trial_one(&self.dir, exp, &r.history, &metrics);
+            timeline::trial_one(&self.dir, exp, drawn, &metrics);
         }
         self.metrics.push((r.trial, unit, metrics));
         let rows = per_unit(units, &self.metrics);

@@ -144,10 +144,11 @@ fn a_directory_turned_read_only_mid_run_stops_it_cleanly_and_resume_completes() 
     assert_eq!(output.status.code(), Some(3), "bound {bound}: {stderr}");
     // The trial that met the read-only directory names it: it could not
     // make its own directory, or made it but could not create its workers'
-    // logs in it, or its workers could not start in it.
-    let named = ["trial directory", "cannot create worker log", "exited before the barrier"]
-        .iter()
-        .any(|place| stderr.contains(place));
+    // logs or its events file in it, or its workers could not start in it.
+    let named =
+        ["trial directory", "cannot create worker log", "cannot keep the trial's events", "exited before the barrier"]
+            .iter()
+            .any(|place| stderr.contains(place));
     assert!(named && stderr.contains(&t.to_string()), "{stderr}");
     let kept = finished_trials_are_whole(&out);
     assert!((2..40).contains(&kept), "kept {kept}");

@@ -322,6 +322,22 @@ impl Event {
     }
 }
 
+/// Where a trial's events go as the harness records them: in time order,
+/// but for an event that reached the harness later than the events after
+/// it had already gone (a sink that needs order sorts what it was given).
+/// An error stops the trial: a history that cannot be kept is no
+/// measurement.
+pub trait EventSink: Send {
+    fn event(&mut self, event: Event) -> std::io::Result<()>;
+}
+
+impl EventSink for Vec<Event> {
+    fn event(&mut self, event: Event) -> std::io::Result<()> {
+        self.push(event);
+        Ok(())
+    }
+}
+
 /// All events of one trial, ordered by time (stable for equal times, so the
 /// order in which one process reported its events is kept).
 #[derive(Clone, Debug, Default, PartialEq)]

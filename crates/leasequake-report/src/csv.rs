@@ -11,8 +11,8 @@ use serde::Serialize;
 
 use super::columns::{Features, Swept, header_of, settings};
 use super::measures::{
-    event_row, eviction_counts, eviction_rate, job_counts, latency, network_counts, service_counts, stats,
-    summed_evictions, write_counts,
+    eviction_counts, eviction_rate, job_counts, latency, network_counts, service_counts, stats, summed_evictions,
+    write_counts,
 };
 use super::rows::{
     EventRow, EvictionCounts, EvictionRate, FaultCsvRow, GapRow, JobCounts, JobTrials, LatencyRow, NetworkCounts,
@@ -21,7 +21,6 @@ use super::rows::{
 };
 use super::summary::SummaryRow;
 use crate::check::TrialMetrics;
-use crate::model::history::History;
 use crate::model::{Experiment, FaultRow};
 
 #[derive(Debug, thiserror::Error)]
@@ -51,22 +50,33 @@ struct Table {
 /// whatever came in between, a line no reader can split into its columns.
 struct Stops<W> {
     inner: W,
-    failed: bool,
+    /// A cell: bytes copied in past the csv writer (`Table::copy_in`) can
+    /// fail too.
+    failed: std::cell::Cell<bool>,
+}
+
+impl<W> Stops<W> {
+    fn new(inner: W) -> Stops<W> {
+        Stops { inner, failed: std::cell::Cell::new(false) }
+    }
+
+    fn check(&self) -> io::Result<()> {
+        if self.failed.get() {
+            return Err(io::Error::other("an earlier write to this file failed"));
+        }
+        Ok(())
+    }
 }
 
 impl<W: io::Write> io::Write for Stops<W> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        if self.failed {
-            return Err(io::Error::other("an earlier write to this file failed"));
-        }
-        self.inner.write(buf).inspect_err(|_| self.failed = true)
+        self.check()?;
+        self.inner.write(buf).inspect_err(|_| self.failed.set(true))
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        if self.failed {
-            return Err(io::Error::other("an earlier write to this file failed"));
-        }
-        self.inner.flush().inspect_err(|_| self.failed = true)
+        self.check()?;
+        self.inner.flush().inspect_err(|_| self.failed.set(true))
     }
 }
 
@@ -75,34 +85,51 @@ impl Table {
         let path = dir.join(name);
         let file = File::create(&path).map_err(io_err(&path))?;
         // Rows may be tuples of row types: the header is written here.
-        let mut writer = csv::WriterBuilder::new().has_headers(false).from_writer(Stops { inner: file, failed: false });
+        let mut writer = csv::WriterBuilder::new().has_headers(false).from_writer(Stops::new(file));
         writer.write_record(header).map_err(csv_err(&path))?;
         writer.flush().map_err(io_err(&path))?;
         Ok(Table { path, writer })
     }
 
-    /// Reopen a table for appending with the rows `kept` (a trial's rows
-    /// in the order they were written), in trial order.
-    fn reopen(dir: &Path, name: &str, header: &[String], mut kept: Rows) -> Result<Table, WriteError> {
+    /// Reopen a table for appending with what it `kept` of its rows, in
+    /// trial order (a trial's own rows in the order they were written).
+    fn reopen(dir: &Path, name: &str, header: &[String], kept: Kept) -> Result<Table, WriteError> {
         let path = dir.join(name);
-        // Stable: a trial's own rows keep their order.
-        kept.sort_by_key(|(t, _)| *t);
-        let kept = kept.into_iter().map(|(_, r)| r);
         // Written beside the original and renamed over it: a crash now
         // loses nothing. The open handle follows the file through the rename.
         let tmp_name = format!(".{name}.tmp");
         let mut table = Table::create(dir, &tmp_name, header)?;
-        for r in kept {
-            // Columns added at the end since the run began (network.csv's
-            // storm) are left empty in the rows it wrote.
-            let mut r: Vec<String> = r.iter().map(str::to_string).collect();
-            r.resize(r.len().max(header.len()), String::new());
-            table.writer.write_record(&r).map_err(csv_err(&table.path))?;
+        match kept {
+            Kept::Rows(mut rows) => {
+                // Stable: a trial's own rows keep their order.
+                rows.sort_by_key(|(t, _)| *t);
+                for (_, r) in rows {
+                    // Columns added at the end since the run began
+                    // (network.csv's storm) are left empty in the rows it
+                    // wrote.
+                    let mut r: Vec<String> = r.iter().map(str::to_string).collect();
+                    r.resize(r.len().max(header.len()), String::new());
+                    table.writer.write_record(&r).map_err(csv_err(&table.path))?;
+                }
+            }
+            Kept::Stretches(from, stretches) => {
+                table.copy_in(|to| super::stretches::copy(&from, &stretches, to))?;
+            }
         }
         table.flush()?;
         std::fs::rename(&table.path, &path).map_err(io_err(&path))?;
         table.path = path;
         Ok(table)
+    }
+
+    /// Bytes written straight to the file after the rows so far (a history
+    /// table's rows copied whole); a failure stops the table as a row's
+    /// would.
+    fn copy_in(&mut self, write: impl FnOnce(&mut &File) -> io::Result<()>) -> Result<(), WriteError> {
+        self.flush()?;
+        let stops = self.writer.get_ref();
+        stops.check().map_err(io_err(&self.path))?;
+        write(&mut &stops.inner).inspect_err(|_| stops.failed.set(true)).map_err(io_err(&self.path))
     }
 
     fn row(&mut self, row: impl Serialize) -> Result<(), WriteError> {
@@ -117,6 +144,19 @@ impl Table {
 /// A table's rows, by trial.
 type Rows = Vec<(u32, csv::StringRecord)>;
 
+/// What a table keeps when it is rewritten: a derived table's rows (one a
+/// trial, or a gap), or a history table's stretches of the file at the
+/// path, copied as they are, never held.
+enum Kept {
+    Rows(Rows),
+    Stretches(PathBuf, Vec<super::stretches::Stretch>),
+}
+
+/// Whether a table is the history itself, which is copied, not read.
+fn is_history(name: &str) -> bool {
+    HISTORY_TABLES.contains(&name)
+}
+
 /// A table read whole: its header, its rows of the trials in `keep` and
 /// those of the others (the trial is the first column), each in file
 /// order. Every row is read the same way: one whose trial cannot be read
@@ -125,22 +165,12 @@ type Rows = Vec<(u32, csv::StringRecord)>;
 fn rows_of(path: &Path, keep: &BTreeSet<u32>) -> io::Result<(csv::StringRecord, Rows, Rows)> {
     let mut reader = csv::Reader::from_reader(super::read::whole_lines(path)?);
     let header = reader.headers().map_err(io::Error::other)?.clone();
-    if header.get(0) != Some("trial") {
-        return Err(io::Error::other(format!(
-            "line 1: the first column is {:?}, not \"trial\"",
-            header.get(0).unwrap_or("")
-        )));
-    }
+    super::stretches::trial_first(&header)?;
     let (mut kept, mut other) = (Vec::new(), Vec::new());
     for record in reader.records() {
         let record = record.map_err(io::Error::other)?;
         let line = record.position().map_or(0, |p| p.line());
-        let field = record.get(0).unwrap_or("");
-        let t = field
-            .parse::<u32>()
-            .ok()
-            .filter(|t| *t > 0)
-            .ok_or_else(|| io::Error::other(format!("line {line}: {field:?} is not a trial number")))?;
+        let t = super::stretches::trial_of(record.get(0).unwrap_or(""), line)?;
         if keep.contains(&t) { kept.push((t, record)) } else { other.push((t, record)) }
     }
     Ok((header, kept, other))
@@ -148,26 +178,52 @@ fn rows_of(path: &Path, keep: &BTreeSet<u32>) -> io::Result<(csv::StringRecord, 
 
 /// The rows of a trial that did not finish, moved into its directory
 /// (`trials/NNNN/<table>`), which its rerun sets aside whole: what the
-/// interrupted attempt wrote is kept with it, not deleted.
-fn set_aside(dir: &Path, name: &str, header: &csv::StringRecord, rows: &Rows) -> Result<(), WriteError> {
-    let mut by_trial: std::collections::BTreeMap<u32, Vec<&csv::StringRecord>> = Default::default();
-    for (t, r) in rows {
-        by_trial.entry(*t).or_default().push(r);
+/// interrupted attempt wrote is kept with it, not deleted. A trial's own
+/// events.csv there (its events as they came, written before any row of
+/// the run's) already holds every row the run's has of it.
+fn set_aside(dir: &Path, name: &str, header: &csv::StringRecord, rows: Kept) -> Result<(), WriteError> {
+    let mut by_trial: std::collections::BTreeMap<u32, Kept> = Default::default();
+    match rows {
+        Kept::Rows(rows) => {
+            for (t, r) in rows {
+                match by_trial.entry(t).or_insert_with(|| Kept::Rows(Vec::new())) {
+                    Kept::Rows(mine) => mine.push((t, r)),
+                    Kept::Stretches(..) => unreachable!("rows only"),
+                }
+            }
+        }
+        Kept::Stretches(from, stretches) => {
+            for s in stretches {
+                match by_trial.entry(s.trial).or_insert_with(|| Kept::Stretches(from.clone(), Vec::new())) {
+                    Kept::Stretches(_, mine) => mine.push(s),
+                    Kept::Rows(_) => unreachable!("stretches only"),
+                }
+            }
+        }
     }
     for (t, rows) in by_trial {
         let trial_dir = dir.join("trials").join(format!("{t:04}"));
-        std::fs::create_dir_all(&trial_dir).map_err(io_err(&trial_dir))?;
         let path = trial_dir.join(name);
         let new = !path.exists();
-        let file = std::fs::OpenOptions::new().create(true).append(true).open(&path).map_err(io_err(&path))?;
-        let mut w = csv::WriterBuilder::new().has_headers(false).from_writer(file);
+        if !new && name == "events.csv" && matches!(rows, Kept::Stretches(..)) {
+            continue;
+        }
+        std::fs::create_dir_all(&trial_dir).map_err(io_err(&trial_dir))?;
+        let mut file = std::fs::OpenOptions::new().create(true).append(true).open(&path).map_err(io_err(&path))?;
+        let mut w = csv::WriterBuilder::new().has_headers(false).from_writer(&mut file);
         if new {
             w.write_record(header).map_err(csv_err(&path))?;
         }
-        for r in rows {
-            w.write_record(r).map_err(csv_err(&path))?;
+        if let Kept::Rows(rows) = &rows {
+            for (_, r) in rows {
+                w.write_record(r).map_err(csv_err(&path))?;
+            }
         }
         w.flush().map_err(io_err(&path))?;
+        drop(w);
+        if let Kept::Stretches(from, stretches) = &rows {
+            super::stretches::copy(from, stretches, &mut file).map_err(io_err(&path))?;
+        }
     }
     Ok(())
 }
@@ -183,22 +239,25 @@ pub const HISTORY_TABLES: [&str; 2] = ["events.csv", "faults.csv"];
 /// is written).
 pub fn merge_history(out: &Path, sources: &[(&Path, &BTreeSet<u32>)]) -> Result<(), WriteError> {
     for name in HISTORY_TABLES {
-        let path = out.join(name);
         let mut header = Vec::new();
-        let mut rows = Vec::new();
+        let mut picked = Vec::new();
         for (dir, trials) in sources {
             let from = dir.join(name);
-            let (h, mut kept, _) = rows_of(&from, trials).map_err(io_err(&from))?;
+            let s = super::stretches::stretches_of(&from).map_err(io_err(&from))?;
             if header.is_empty() {
-                header = h.iter().map(str::to_string).collect();
+                header = s.header.iter().map(str::to_string).collect();
             }
-            rows.append(&mut kept);
+            picked.extend(s.sorted(|t| trials.contains(&t)).into_iter().map(|st| (st, from.clone())));
         }
-        rows.sort_by_key(|(t, _)| *t);
+        // Stable: a trial's stretches keep their source's and file's order.
+        picked.sort_by_key(|(st, _)| st.trial);
         let mut table = Table::create(out, name, &header)?;
-        for (_, r) in rows {
-            table.writer.write_record(&r).map_err(csv_err(&path))?;
-        }
+        table.copy_in(|to| {
+            for (st, from) in &picked {
+                super::stretches::copy(from, std::slice::from_ref(st), to)?;
+            }
+            Ok(())
+        })?;
         table.flush()?;
     }
     Ok(())
@@ -303,7 +362,15 @@ impl ResultsWriter {
         for (name, header) in layout.tables(Tables::All) {
             let path = dir.join(name);
             let rows = if path.exists() {
-                let (found, kept, other) = rows_of(&path, completed).map_err(io_err(&path))?;
+                let (found, kept, other) = if is_history(name) {
+                    let s = super::stretches::stretches_of(&path).map_err(io_err(&path))?;
+                    let kept = Kept::Stretches(path.clone(), s.sorted(|t| completed.contains(&t)));
+                    let other = Kept::Stretches(path.clone(), s.sorted(|t| !completed.contains(&t)));
+                    (s.header, kept, other)
+                } else {
+                    let (found, kept, other) = rows_of(&path, completed).map_err(io_err(&path))?;
+                    (found, Kept::Rows(kept), Kept::Rows(other))
+                };
                 // Columns may have been added at the end since the run began.
                 if found.len() > header.len() || !found.iter().zip(&header).all(|(a, b)| a == b) {
                     let problem = format!(
@@ -323,10 +390,10 @@ impl ResultsWriter {
         for (name, header, rows) in read {
             let kept = match rows {
                 Some((found, kept, other)) => {
-                    set_aside(dir, name, &found, &other)?;
+                    set_aside(dir, name, &found, other)?;
                     kept
                 }
-                None => Vec::new(),
+                None => Kept::Rows(Vec::new()),
             };
             open.insert(name, Table::reopen(dir, name, &header, kept)?);
         }
@@ -343,8 +410,16 @@ impl ResultsWriter {
         }
         for (name, table) in self.tables.iter_mut() {
             table.flush()?;
-            let all: BTreeSet<u32> = (0..=self.last).collect();
-            let (header, kept, _) = rows_of(&table.path, &all).map_err(io_err(&table.path))?;
+            let path = table.path.clone();
+            let (header, kept) = if is_history(name) {
+                let s = super::stretches::stretches_of(&path).map_err(io_err(&path))?;
+                let kept = s.sorted(|_| true);
+                (s.header, Kept::Stretches(path, kept))
+            } else {
+                let all: BTreeSet<u32> = (0..=self.last).collect();
+                let (header, kept, _) = rows_of(&path, &all).map_err(io_err(&path))?;
+                (header, Kept::Rows(kept))
+            };
             let header: Vec<String> = header.iter().map(str::to_string).collect();
             *table = Table::reopen(&self.dir, name, &header, kept)?;
         }
@@ -366,13 +441,11 @@ impl ResultsWriter {
         trial: TrialData<'_>,
     ) -> Result<(), WriteError> {
         let (exp, setting) = unit;
-        let TrialData { trial, seed, history, faults, metrics: m, outcomes } = trial;
+        let TrialData { trial, seed, events, faults, metrics: m, outcomes } = trial;
         self.in_order &= trial > self.last;
         self.last = self.last.max(trial);
-        if let Some(t) = self.table("events.csv") {
-            for e in &history.events {
-                t.row(event_row(trial, e))?;
-            }
+        if let (Some(t), Some(from)) = (self.table("events.csv"), events) {
+            t.copy_in(|to| super::spool::copy_rows(from, to))?;
         }
         if let Some(t) = self.table("faults.csv") {
             for f in faults {
@@ -585,7 +658,9 @@ impl ResultsWriter {
 pub struct TrialData<'a> {
     pub trial: u32,
     pub seed: u64,
-    pub history: &'a History,
+    /// Its events in time order, in events.csv's format (see `spool`):
+    /// none where the history is not rewritten.
+    pub events: Option<&'a Path>,
     pub faults: &'a [FaultRow],
     pub metrics: &'a TrialMetrics,
     /// What became of each worker, in words.
@@ -595,6 +670,28 @@ pub struct TrialData<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_history_table_is_put_in_trial_order_and_its_unfinished_trials_set_aside_by_copying() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        let header: Vec<String> = ["trial", "t_ms", "x"].map(String::from).into();
+        let table = "trial,t_ms,x\n3,0,a\n1,0,b\n1,1,\"c\nd\"\n4,0,e\n2,0,f\n3,1,g\n4,1,tor";
+        let path = dir.join("faults.csv");
+        std::fs::write(&path, table).unwrap();
+        // A resume that has trials 1 to 3 of it: 4 goes to its directory.
+        let s = super::super::stretches::stretches_of(&path).unwrap();
+        let done = |t: u32| t <= 3;
+        set_aside(dir, "faults.csv", &s.header, Kept::Stretches(path.clone(), s.sorted(|t| !done(t)))).unwrap();
+        let mut reopened =
+            Table::reopen(dir, "faults.csv", &header, Kept::Stretches(path.clone(), s.sorted(done))).unwrap();
+        reopened.row((5, 0.5, "h")).unwrap();
+        reopened.flush().unwrap();
+        let read = |p: &Path| std::fs::read_to_string(p).unwrap();
+        assert_eq!(read(&path), "trial,t_ms,x\n1,0,b\n1,1,\"c\nd\"\n2,0,f\n3,0,a\n3,1,g\n5,0.5,h\n");
+        assert_eq!(read(&dir.join("trials/0004/faults.csv")), "trial,t_ms,x\n4,0,e\n");
+        assert_eq!(std::fs::read_dir(dir).unwrap().count(), 2, "no temporary file left");
+    }
 
     #[test]
     fn headers_come_from_the_row_types() {

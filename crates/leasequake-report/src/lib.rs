@@ -23,6 +23,8 @@ pub mod read;
 mod replicated;
 pub mod rows;
 pub mod shrunk;
+pub mod spool;
+mod stretches;
 pub mod suite;
 pub mod summary;
 pub mod terminal;

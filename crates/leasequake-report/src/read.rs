@@ -107,24 +107,33 @@ pub fn read_histories(
     workers: usize,
 ) -> Result<BTreeMap<u32, History>, ReadError> {
     let mut out = BTreeMap::new();
-    each_history(dir, only, workers, |trial, history| {
-        out.insert(trial, history);
-        Ok::<(), ReadError>(())
-    })?;
+    each_history(
+        dir,
+        only,
+        workers,
+        |_| true,
+        |trial, history| {
+            out.insert(trial, history);
+            Ok::<(), ReadError>(())
+        },
+    )?;
     Ok(out)
 }
 
 /// Each trial's history in `dir/events.csv` handed to `each` as soon as it
-/// is read, in file order: one trial in memory at a time, however long the
-/// run. See `read_trials`, which this is over.
+/// is read, in file order, of its events those `keep` keeps: one trial in
+/// memory at a time, however long the run. See `read_trials`, which this
+/// is over.
 pub fn each_history<E: From<ReadError>>(
     dir: &Path,
     only: Option<&BTreeSet<u32>>,
     workers: usize,
+    keep: fn(&Event) -> bool,
     each: impl FnMut(u32, History) -> Result<(), E>,
 ) -> Result<(), E> {
     struct Collect<F> {
         events: Vec<Event>,
+        keep: fn(&Event) -> bool,
         each: F,
     }
     impl<E: From<ReadError>, F: FnMut(u32, History) -> Result<(), E>> TrialReader for Collect<F> {
@@ -134,14 +143,14 @@ pub fn each_history<E: From<ReadError>>(
             Ok(())
         }
         fn instant(&mut self, events: Vec<Event>) -> Result<(), E> {
-            self.events.extend(events);
+            self.events.extend(events.into_iter().filter(self.keep));
             Ok(())
         }
         fn end(&mut self, trial: u32) -> Result<(), E> {
             (self.each)(trial, History { events: std::mem::take(&mut self.events) })
         }
     }
-    read_trials(dir, only, workers, &mut Collect { events: Vec::new(), each })
+    read_trials(dir, only, workers, &mut Collect { events: Vec::new(), keep, each })
 }
 
 /// What takes a trial's history as it is read.
@@ -177,7 +186,18 @@ pub fn read_trials<R: TrialReader>(
     workers: usize,
     reader: &mut R,
 ) -> Result<(), R::Error> {
-    let path = dir.join("events.csv");
+    read_trials_at(&dir.join("events.csv"), only, workers, reader)
+}
+
+/// `read_trials` of the events file at `path` (a run's, or a running
+/// trial's own).
+pub fn read_trials_at<R: TrialReader>(
+    path: &Path,
+    only: Option<&BTreeSet<u32>>,
+    workers: usize,
+    reader: &mut R,
+) -> Result<(), R::Error> {
+    let path = path.to_path_buf();
     let csv_err = |source| ReadError::Csv { path: path.clone(), source };
     let lines = whole_lines(&path).map_err(|e| csv_err(e.into()))?;
     let mut rows = csv::Reader::from_reader(lines);
@@ -496,19 +516,31 @@ mod tests {
         // Trials finish out of order with --jobs: each one's rows together.
         write("2,0.000,0,7,spawn,\n2,1.000,,,barrier,\n1,0.000,0,8,spawn,\n3,0.000,0,9,spawn,\n");
         let mut order = Vec::new();
-        each_history(dir.path(), None, 1, |t, h| {
-            order.push((t, h.events.len()));
-            Ok::<(), ReadError>(())
-        })
+        each_history(
+            dir.path(),
+            None,
+            1,
+            |_| true,
+            |t, h| {
+                order.push((t, h.events.len()));
+                Ok::<(), ReadError>(())
+            },
+        )
         .unwrap();
         assert_eq!(order, [(2, 2), (1, 1), (3, 1)]);
         // Only the listed trials are handed on; the others are still read.
         let mut listed = Vec::new();
         let only = BTreeSet::from([1]);
-        let e = each_history(dir.path(), Some(&only), 1, |t, _| {
-            listed.push(t);
-            Ok::<(), ReadError>(())
-        });
+        let e = each_history(
+            dir.path(),
+            Some(&only),
+            1,
+            |_| true,
+            |t, _| {
+                listed.push(t);
+                Ok::<(), ReadError>(())
+            },
+        );
         assert!(e.unwrap_err().to_string().contains("it was cut short"), "trial 1 has no trial_end");
         write("1,0.000,0,8,spawn,\n2,0.000,0,7,spawn,\n1,1.000,,,barrier,\n");
         let e = read_histories(dir.path(), None, 1).unwrap_err().to_string();

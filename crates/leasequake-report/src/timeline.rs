@@ -8,7 +8,13 @@ use std::path::Path;
 use plotters::prelude::*;
 
 use crate::check::TrialMetrics;
-use crate::model::history::{EventKind, History, Micros};
+use crate::model::history::{Event, EventKind, History, Micros};
+
+/// What a timeline draws of a history: its faults and deaths (the rest
+/// comes from the trial's metrics), all a reader need keep of it.
+pub fn draws(event: &Event) -> bool {
+    matches!(event.kind, EventKind::Fault | EventKind::Exit)
+}
 
 const TENURE: RGBColor = RGBColor(46, 110, 190);
 const PAUSED: RGBColor = RGBColor(150, 150, 150);

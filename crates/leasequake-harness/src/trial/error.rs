@@ -47,4 +47,6 @@ pub enum TrialError {
     Proxy(std::io::Error),
     #[error("cannot observe the lease: {0}")]
     Observe(String),
+    #[error("cannot keep the trial's events: {0}")]
+    Events(std::io::Error),
 }

@@ -27,6 +27,8 @@ pub fn to_us(ns: i64) -> i64 {
 }
 
 /// An event with its absolute monotonic time, before the barrier is known.
+#[derive(Debug)]
+#[cfg_attr(test, derive(Clone))]
 pub struct RawEvent {
     pub(super) t_ns: i64,
     pub(super) worker: Option<usize>,
@@ -66,7 +68,12 @@ pub struct Hit<'a> {
 pub struct Run<'o> {
     pub(super) os: &'o dyn Os,
     pub(super) rx: Receiver<Msg>,
-    pub(super) raw: Vec<RawEvent>,
+    /// Where the events go, in time order, as the trial runs.
+    pub(super) rec: super::record::Recorder<'o>,
+    /// How each worker exited (its time, code or signal), once it has.
+    pub(super) exits: Vec<Option<(i64, Detail)>>,
+    /// Whether each worker said anything of its own.
+    pub(super) said: Vec<bool>,
     pub(super) live: Live,
     pub(super) exited: usize,
     pub(super) ready: usize,
@@ -144,7 +151,12 @@ impl<'o> Run<'o> {
                 if let Some(n) = nemesis {
                     n.on_event(worker, event.event, event.t_ns, &self.live);
                 }
-                self.raw.push(RawEvent::harness(event.t_ns, Some(worker), Some(pid), event.event, event.detail));
+                if let Some(said) = self.said.get_mut(worker)
+                    && !matches!(event.event, EventKind::Spawn | EventKind::Start | EventKind::Exit | EventKind::Fault)
+                {
+                    *said = true;
+                }
+                self.rec.push(RawEvent::harness(event.t_ns, Some(worker), Some(pid), event.event, event.detail));
             }
             Msg::Garbage { worker, line } => {
                 self.garbage += 1;
@@ -160,8 +172,12 @@ impl<'o> Run<'o> {
                     ExitStatus::Code(c) => Detail { code: Some(c), ..Detail::default() },
                     ExitStatus::Signal(s) => Detail { signal: Some(s), ..Detail::default() },
                 };
-                self.raw.push(RawEvent::harness(t_ns, Some(worker), Some(pid), EventKind::Exit, detail));
+                if let Some(exit) = self.exits.get_mut(worker) {
+                    *exit = Some((t_ns, detail.clone()));
+                }
+                self.rec.push(RawEvent::harness(t_ns, Some(worker), Some(pid), EventKind::Exit, detail));
             }
+            Msg::Observed(raw) => self.rec.push(*raw),
         }
     }
 
@@ -188,7 +204,7 @@ impl<'o> Run<'o> {
                 error_us: held_to_budget(d).then(|| (d.actual_ns - d.scheduled_ns) / 1000),
                 ..Detail::default()
             };
-            self.raw.push(RawEvent::harness(d.actual_ns, d.worker, d.pid, EventKind::Fault, detail));
+            self.rec.push(RawEvent::harness(d.actual_ns, d.worker, d.pid, EventKind::Fault, detail));
         }
         self.deliveries.extend(deliveries);
     }
@@ -262,13 +278,13 @@ impl<'o> Run<'o> {
         // Both clocks read back to back: the wall clock at t0, to the µs.
         let wall_at_t0 = t0 + (self.os.wall_ns() - self.os.mono_ns());
         let at = Detail { mono_ns: Some(t0), wall_ns: Some(wall_at_t0), ..super::machine::counters() };
-        self.raw.push(RawEvent::harness(t0, None, None, EventKind::Barrier, at));
+        self.rec.push(RawEvent::harness(t0, None, None, EventKind::Barrier, at));
         if exp.program.is_some() {
             // A program starts at its stdin's EOF: here, or when its late
             // start comes.
             let late: Vec<usize> = self.late_starts.iter().map(|l| l.worker).collect();
             for p in procs.iter().filter(|p| !late.contains(&p.index)) {
-                self.raw.push(RawEvent::harness(
+                self.rec.push(RawEvent::harness(
                     t0,
                     Some(p.index),
                     Some(p.pid.as_raw()),
@@ -286,7 +302,7 @@ impl<'o> Run<'o> {
             drop(late.release);
             let at = self.os.mono_ns();
             let pid = procs.get(late.worker).map(|p| p.pid.as_raw());
-            self.raw.push(RawEvent::harness(at, Some(late.worker), pid, EventKind::Start, Detail::default()));
+            self.rec.push(RawEvent::harness(at, Some(late.worker), pid, EventKind::Start, Detail::default()));
         }
     }
 
@@ -304,6 +320,7 @@ impl<'o> Run<'o> {
         'o: 'h,
     {
         let end = t0 + exp.duration.as_ns() as i64;
+        self.rec.start(t0);
         let mut nemesis = Nemesis::new(self.os, exp, (t0, seed), hit.lock, hit.server, (hit.proxy, hit.service));
         loop {
             if stop.load(Ordering::SeqCst) {
@@ -320,6 +337,10 @@ impl<'o> Run<'o> {
             let now = self.os.mono_ns();
             if now >= end || self.settled(&nemesis) {
                 break;
+            }
+            self.rec.release(now);
+            if let Some(e) = self.rec.take_error() {
+                return Err(TrialError::Events(e));
             }
             // Wake for the next fault, the end, or at least every 50 ms to
             // notice Ctrl-C.
@@ -344,7 +365,7 @@ impl<'o> Run<'o> {
             }
         }
         self.end_ns = self.os.mono_ns();
-        self.raw.push(RawEvent::harness(self.end_ns, None, None, EventKind::TrialEnd, super::machine::counters()));
+        self.rec.push(RawEvent::harness(self.end_ns, None, None, EventKind::TrialEnd, super::machine::counters()));
         // Faults still waiting for their moment never happened: say so.
         let never = nemesis.never_fired(self.end_ns);
         self.record(never);

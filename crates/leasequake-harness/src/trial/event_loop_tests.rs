@@ -29,7 +29,10 @@ fn run<'o>(os: &'o FakeOs, rx: Receiver<Msg>, workers: usize) -> Run<'o> {
     Run {
         os,
         rx,
-        raw: Vec::new(),
+        // What the recorder hands on is not looked at here: its `all` is.
+        rec: super::super::record::Recorder::new(Box::leak(Box::new(Vec::<Event>::new()))),
+        exits: vec![None; workers],
+        said: vec![false; workers],
         live: Live::new(workers),
         exited: 0,
         ready: workers,
@@ -66,7 +69,8 @@ impl Run<'_> {
     /// (ms, worker, kind) of every recorded event but the faults, in time order.
     fn events(&self) -> Vec<(i64, Option<usize>, EventKind)> {
         let mut events: Vec<_> = self
-            .raw
+            .rec
+            .all
             .iter()
             .filter(|e| e.kind != EventKind::Fault)
             .map(|e| ((e.t_ns - T0) / MS, e.worker, e.kind))
@@ -77,7 +81,7 @@ impl Run<'_> {
 
     /// The fault events' budget errors (µs), in order.
     fn error_us(&self) -> Vec<Option<i64>> {
-        self.raw.iter().filter(|e| e.kind == EventKind::Fault).map(|e| e.detail.error_us).collect()
+        self.rec.all.iter().filter(|e| e.kind == EventKind::Fault).map(|e| e.detail.error_us).collect()
     }
 }
 

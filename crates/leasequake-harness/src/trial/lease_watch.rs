@@ -4,12 +4,15 @@
 //! names a process. Its sightings become `lease_held`, `lease_free` and
 //! `lease_unseen` events of the history.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{SyncSender, TrySendError};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use super::event_loop::RawEvent;
+use super::msg::Msg;
 use crate::model::clock::mono_ns;
 use crate::model::history::{Detail, EventKind};
 use crate::substrate::view::{LeaseView, Look};
@@ -36,7 +39,7 @@ pub struct Sighting {
 
 impl Sighting {
     /// The history's event for it.
-    pub(super) fn into_raw(self) -> RawEvent {
+    fn into_raw(self) -> RawEvent {
         let since_us = Some(((self.t_ns - self.before_ns).max(0) / 1_000) as u64);
         let (kind, detail) = match self.look {
             Look::Free => (EventKind::LeaseFree, Detail { since_us, ..Detail::default() }),
@@ -61,33 +64,49 @@ const MAX_GRANT: usize = 200;
 
 pub struct LeaseWatch {
     stop: Arc<AtomicBool>,
-    thread: JoinHandle<(Vec<Sighting>, bool)>,
+    thread: JoinHandle<(Vec<RawEvent>, bool)>,
 }
 
 impl LeaseWatch {
     /// Start looking; `groups` are the workers' process groups (each
-    /// worker leads its own), by worker index.
-    pub fn start(mut view: Box<dyn LeaseView>, groups: Vec<i32>) -> std::io::Result<LeaseWatch> {
+    /// worker leads its own), by worker index. Each change goes to the
+    /// trial loop through `tx` as it is seen (never waiting for room: what
+    /// the loop has no room for yet waits here).
+    pub fn start(mut view: Box<dyn LeaseView>, groups: Vec<i32>, tx: SyncSender<Msg>) -> std::io::Result<LeaseWatch> {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&stop);
         let thread = std::thread::Builder::new().name("lease-watch".into()).spawn(move || {
-            let mut seen: Vec<Sighting> = Vec::new();
+            let mut last: Option<Look> = None;
+            let mut kept = 0;
+            let mut unsent: VecDeque<RawEvent> = VecDeque::new();
             let mut full = false;
             let mut next = mono_ns();
             let mut before_ns = next;
             while !flag.load(Ordering::Relaxed) {
                 let t_ns = mono_ns();
                 let look = view.look();
-                if seen.last().is_none_or(|s| !s.look.same(&look)) {
-                    if seen.len() == MAX_SIGHTINGS {
+                if last.as_ref().is_none_or(|l| !l.same(&look)) {
+                    if kept == MAX_SIGHTINGS {
                         full = true;
                         break;
                     }
+                    kept += 1;
                     let worker = match &look {
                         Look::Held { pid: Some(pid), .. } => worker_of(*pid, &groups),
                         _ => None,
                     };
-                    seen.push(Sighting { t_ns, before_ns, look, worker });
+                    last = Some(look.clone());
+                    unsent.push_back(Sighting { t_ns, before_ns, look, worker }.into_raw());
+                }
+                while let Some(raw) = unsent.pop_front() {
+                    match tx.try_send(Msg::Observed(Box::new(raw))) {
+                        Ok(()) => {}
+                        Err(TrySendError::Full(Msg::Observed(raw))) => {
+                            unsent.push_front(*raw);
+                            break;
+                        }
+                        Err(_) => {}
+                    }
                 }
                 before_ns = t_ns;
                 next += PERIOD.as_nanos() as i64;
@@ -98,14 +117,15 @@ impl LeaseWatch {
                 }
                 std::thread::sleep(Duration::from_nanos((next - now) as u64));
             }
-            (seen, full)
+            (unsent.into(), full)
         })?;
         Ok(LeaseWatch { stop, thread })
     }
 
-    /// Stop looking: every change seen, and whether the watch stopped
-    /// early because it had kept as many as it may.
-    pub fn stop(self) -> (Vec<Sighting>, bool) {
+    /// Stop looking: the changes not yet handed to the trial loop, and
+    /// whether the watch stopped early because it had kept as many as it
+    /// may.
+    pub fn stop(self) -> (Vec<RawEvent>, bool) {
         self.stop.store(true, Ordering::Relaxed);
         self.thread.join().unwrap_or_default()
     }
@@ -156,15 +176,30 @@ mod tests {
     }
 
     #[test]
-    fn only_changes_are_kept() {
+    fn only_changes_are_kept_and_those_the_loop_has_no_room_for_wait() {
         let held = |g: &str, ttl| Look::Held { grant: g.into(), pid: None, ttl_ms: Some(ttl) };
         let script = vec![Look::Free, Look::Free, held("a", 9), held("a", 5), held("b", 9), Look::Unseen];
         let (done, played) = std::sync::mpsc::channel();
-        let watch = LeaseWatch::start(Box::new(Script(script, done)), vec![]).unwrap();
+        let (tx, rx) = std::sync::mpsc::sync_channel(2);
+        let watch = LeaseWatch::start(Box::new(Script(script, done)), vec![], tx).unwrap();
         played.recv().unwrap();
-        let (seen, full) = watch.stop();
-        let looks: Vec<Look> = seen.into_iter().map(|s| s.look).collect();
-        assert_eq!(looks, vec![Look::Free, held("a", 9), held("b", 9), Look::Unseen]);
+        let (unsent, full) = watch.stop();
+        let mut seen: Vec<RawEvent> = rx
+            .try_iter()
+            .map(|m| match m {
+                Msg::Observed(raw) => *raw,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!((seen.len(), unsent.len()), (2, 2));
+        seen.extend(unsent);
+        let looks: Vec<(EventKind, Option<String>, Option<f64>)> =
+            seen.into_iter().map(|r| (r.kind, r.detail.grant, r.detail.expires_in_ms)).collect();
+        let held = |g: &str| (EventKind::LeaseHeld, Some(g.to_string()), Some(9.0));
+        assert_eq!(
+            looks,
+            vec![(EventKind::LeaseFree, None, None), held("a"), held("b"), (EventKind::LeaseUnseen, None, None)]
+        );
         assert!(!full);
     }
 }

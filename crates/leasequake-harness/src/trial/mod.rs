@@ -1,6 +1,6 @@
 //! One trial: spawn N workers in a fresh directory, release them together,
-//! inject the scheduled faults, collect every event into one history, clean
-//! up. The history goes back to the caller, which checks it.
+//! inject the scheduled faults, hand every event on in time order as the
+//! trial runs, clean up. The caller keeps and checks the history.
 //!
 //! The trial owns its children from spawn to reap. Whatever happens (an
 //! error, Ctrl-C, a panic) they are SIGCONTed, SIGTERMed, given a grace
@@ -22,6 +22,7 @@ mod nemesis;
 mod os;
 mod outcome;
 mod program;
+mod record;
 mod run;
 mod schedule;
 mod server;

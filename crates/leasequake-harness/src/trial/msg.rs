@@ -22,6 +22,8 @@ pub enum Msg {
         t_ns: i64,
         status: ExitStatus,
     },
+    /// What the harness saw on the service itself (`substrate.observe`).
+    Observed(Box<super::event_loop::RawEvent>),
     /// Lines that came faster than they were taken, sent together (one
     /// wake-up of the trial loop, not one per line).
     Batch(Vec<Msg>),

@@ -6,7 +6,6 @@ use super::error::TrialError;
 use super::event_loop::Run;
 use super::msg::ExitStatus;
 use super::spawn::Workers;
-use crate::model::history::EventKind;
 
 impl Run<'_> {
     /// A worker that died by itself (non-zero exit, or a signal we did not
@@ -14,16 +13,16 @@ impl Run<'_> {
     pub(super) fn check_exits(&self, workers: &Workers) -> Result<(), TrialError> {
         let killed: Vec<usize> =
             self.deliveries.iter().filter(|d| d.action == "kill").filter_map(|d| d.worker).collect();
-        for e in self.raw.iter().filter(|e| e.kind == EventKind::Exit) {
-            let Some(worker) = e.worker else { continue };
-            let expected = match (&e.detail.code, &e.detail.signal) {
+        for (worker, exit) in self.exits.iter().enumerate() {
+            let Some((t_ns, detail)) = exit else { continue };
+            let expected = match (&detail.code, &detail.signal) {
                 (Some(0), _) => true,
                 // SIGKILL: a kill fault, or cleanup after the grace period.
-                (_, Some(s)) if s == "SIGKILL" => killed.contains(&worker) || e.t_ns >= self.end_ns,
+                (_, Some(s)) if s == "SIGKILL" => killed.contains(&worker) || *t_ns >= self.end_ns,
                 _ => false,
             };
             if !expected {
-                let status = match (&e.detail.code, &e.detail.signal) {
+                let status = match (&detail.code, &detail.signal) {
                     (Some(c), _) => ExitStatus::Code(*c),
                     (_, Some(s)) => ExitStatus::Signal(s.clone()),
                     _ => ExitStatus::Code(-1),
@@ -45,8 +44,8 @@ impl Run<'_> {
             .iter()
             .map(|p| {
                 let w = p.index;
-                let exit = self.raw.iter().find(|e| e.kind == EventKind::Exit && e.worker == Some(w));
-                let mut text = match exit.map(|e| (e.t_ns, e.detail.code, e.detail.signal.as_deref())) {
+                let exit = self.exits.get(w).and_then(Option::as_ref);
+                let mut text = match exit.map(|(t, d)| (*t, d.code, d.signal.as_deref())) {
                     None => "never exited".to_string(),
                     Some((t, _, Some("SIGKILL"))) if t < self.end_ns && killed.contains(&w) => {
                         format!("killed by a fault at {:.3} s", secs(t))
@@ -59,12 +58,7 @@ impl Run<'_> {
                     Some((_, _, Some("SIGKILL"))) => "ignored SIGTERM: killed after the grace period".to_string(),
                     Some(_) => "ok".to_string(),
                 };
-                let said = self.raw.iter().any(|e| {
-                    e.worker == Some(w)
-                        && e.pid.is_some()
-                        && !matches!(e.kind, EventKind::Spawn | EventKind::Start | EventKind::Exit | EventKind::Fault)
-                });
-                if !said {
+                if !self.said.get(w).copied().unwrap_or(false) {
                     text += ", silent: no events";
                 }
                 let (lines, dropped, unmatched) = (

@@ -9,19 +9,20 @@ use super::error::TrialError;
 use super::event_loop::{Hit, RawEvent, Run, to_us};
 use super::msg::EVENT_BACKLOG;
 use super::nemesis;
+use super::record::Recorder;
 use super::schedule::Live;
 use super::server;
 use super::setup::{Addresses, placeholder_values, write_worker_config};
 use super::spawn::{self, SpawnSpec};
-use crate::model::history::{Detail, Event, EventKind, History};
+use crate::model::history::{Detail, EventKind, EventSink};
 use crate::model::{Experiment, FaultRow};
 
-/// Everything one trial produced.
+/// Everything one trial produced but its events, which went to the sink
+/// as it ran.
 #[derive(Debug)]
 pub struct TrialRecord {
     pub trial: u32,
     pub seed: u64,
-    pub history: History,
     pub deliveries: Vec<FaultRow>,
     /// Lines on a worker's stdout that were not protocol events.
     pub garbage_lines: usize,
@@ -41,13 +42,15 @@ pub struct TrialEnv<'a> {
 
 /// Run trial number `trial` (1-based, unique in the run) in `dir` with the
 /// randomness of `seed` (the points of a sweep share seeds trial by trial,
-/// so that they differ only in their settings).
+/// so that they differ only in their settings). Its events go to `events`
+/// as it runs (see `record`); a trial that fails leaves there what it had.
 pub fn run_trial(
     exp: &Experiment,
     trial: u32,
     seed: u64,
     dir: &Path,
     env: &TrialEnv<'_>,
+    events: &mut dyn EventSink,
 ) -> Result<TrialRecord, TrialError> {
     let TrialEnv { exe, stop, group, servers } = *env;
     fresh_dir(dir).map_err(|source| TrialError::Dir { path: dir.into(), source })?;
@@ -119,11 +122,10 @@ pub fn run_trial(
     } else {
         None
     };
-    let mut raw: Vec<RawEvent> = Vec::new();
+    let mut rec = Recorder::new(events);
     let (mut workers, barrier) = spawn::spawn(&spec, &tx)?;
-    drop(tx);
     for p in &workers.procs {
-        raw.push(RawEvent::harness(
+        rec.push(RawEvent::harness(
             p.spawned_ns,
             Some(p.index),
             Some(p.pid.as_raw()),
@@ -136,14 +138,16 @@ pub fn run_trial(
     // before the release: the lease's first grant is seen.
     let watch = view.and_then(|view| {
         let groups = workers.procs.iter().map(|p| p.pid.as_raw()).collect();
-        super::lease_watch::LeaseWatch::start(view, groups)
+        super::lease_watch::LeaseWatch::start(view, groups, tx)
             .inspect_err(|e| crate::warnln!("warning: trial {trial}: the lease is not observed: {e}"))
             .ok()
     });
     let mut run = Run {
         os: &super::os::RealOs,
         rx,
-        raw,
+        rec,
+        exits: vec![None; exp.workers],
+        said: vec![false; exp.workers],
         live: Live::new(exp.workers),
         exited: 0,
         ready: 0,
@@ -169,13 +173,15 @@ pub fn run_trial(
     };
     let outcome = run.drive(exp, seed, &workers, barrier, stop, hit);
     if let Some(watch) = watch {
-        let (seen, full) = watch.stop();
+        let (unsent, full) = watch.stop();
         if full {
             crate::warnln!(
                 "warning: trial {trial}: the lease changed too often to keep every change; the rest was not kept"
             );
         }
-        run.raw.extend(seen.into_iter().map(super::lease_watch::Sighting::into_raw));
+        for raw in unsent {
+            run.rec.push(raw);
+        }
     }
     run.recheck_shims(&workers.procs);
     // Undo every fault still in force before the clean-up, so that the
@@ -209,7 +215,7 @@ pub fn run_trial(
     for (i, lost) in losses.into_iter().enumerate() {
         let pid = workers.procs.get(i).map(|w| w.pid.as_raw());
         for t_ns in lost {
-            run.raw.push(RawEvent::harness(t_ns, Some(i), pid, EventKind::ReplyLost, Detail::default()));
+            run.rec.push(RawEvent::harness(t_ns, Some(i), pid, EventKind::ReplyLost, Detail::default()));
         }
     }
     let shared = server.shared();
@@ -231,8 +237,10 @@ pub fn run_trial(
         outcomes.push("processes left running by the workers: killed at the end of the trial".into());
     }
 
-    let events: Vec<Event> = run.raw.into_iter().map(|r| r.into_event(t0)).collect();
-    let history = History::new(events);
+    run.rec.finish();
+    if let Some(e) = run.rec.take_error() {
+        return Err(TrialError::Events(e));
+    }
     let deliveries = run
         .deliveries
         .into_iter()
@@ -247,7 +255,7 @@ pub fn run_trial(
             error: d.error,
         })
         .collect();
-    Ok(TrialRecord { trial, seed, history, deliveries, garbage_lines: run.garbage, outcomes })
+    Ok(TrialRecord { trial, seed, deliveries, garbage_lines: run.garbage, outcomes })
 }
 
 /// The proxy between the workers and `server`: a link per worker.

@@ -15,6 +15,7 @@ use super::error::{KILL_TIMEOUT, READY_TIMEOUT, TrialError};
 use super::run::{TrialEnv, TrialRecord, run_trial};
 use super::server::Servers;
 use crate::model::Experiment;
+use crate::model::history::EventSink;
 
 /// Beyond the trial's own waits: start-up, the server, the clean-up.
 const MARGIN: Duration = Duration::from_secs(30);
@@ -54,16 +55,17 @@ fn server_faults(exp: &Experiment) -> u32 {
     u32::try_from(scripted + drawn.ceil() as u64).unwrap_or(u32::MAX).min(10_000)
 }
 
-/// `run_trial`, killed whole if it overruns `time_limit`.
-pub fn run_trial_within_limit(
+/// `run_trial`, killed whole if it overruns `time_limit`; the sink comes
+/// back with the record (a trial that overran keeps it).
+pub fn run_trial_within_limit<S: EventSink + 'static>(
     exp: &Experiment,
-    trial: u32,
-    seed: u64,
+    (trial, seed): (u32, u64),
     dir: &Path,
     exe: &Path,
     stop: &Arc<AtomicBool>,
     servers: &Arc<Servers>,
-) -> Result<TrialRecord, TrialError> {
+    mut events: S,
+) -> Result<(TrialRecord, S), TrialError> {
     let limit = time_limit(exp);
     let group = Arc::new(TrialGroup::new(trial));
     let (tx, rx) = std::sync::mpsc::channel();
@@ -76,7 +78,8 @@ pub fn run_trial_within_limit(
         .spawn(move || {
             let (exp, dir, exe, stop, group, servers) = owned;
             let env = TrialEnv { exe: &exe, stop: &stop, group: &group, servers: &servers };
-            let _ = tx.send(run_trial(&exp, trial, seed, &dir, &env));
+            let record = run_trial(&exp, trial, seed, &dir, &env, &mut events);
+            let _ = tx.send(record.map(|r| (r, events)));
         })
         .map_err(TrialError::Thread)?;
     match rx.recv_timeout(limit) {
