@@ -150,6 +150,12 @@ pub enum Command {
     Report {
         /// A results directory (with experiment.yaml), or a suite's.
         dir: PathBuf,
+        /// Write the page to PAGE instead, reading an experiment's results
+        /// directory without writing into it: also while a run is writing
+        /// it (a soak), when the page shows the trials finished so far and
+        /// each running trial judged up to its latest events.
+        #[arg(long, value_name = "PAGE")]
+        out: Option<PathBuf>,
     },
     /// Redraw a results directory's plots (dial.svg, histograms.svg) from
     /// its CSVs alone.

@@ -219,8 +219,7 @@ fn metrics_of(
     }
     let mine = |t: u32| only.is_none_or(|u| exp.unit_of(units.len(), t) == u);
     let listed = listed.map(|l| l.into_iter().filter(|&t| mine(t)).collect::<std::collections::BTreeSet<u32>>());
-    let mut judge =
-        Judge { exp, units: &units, mine, current: None, drawn: Vec::new(), metrics: Vec::new(), keep: &mut keep };
+    let mut judge = Judge::new(exp, &units, mine, &mut keep);
     read_trials(dir, listed.as_ref(), most_workers(exp), &mut judge)?;
     let mut metrics = judge.metrics;
     metrics.sort_by_key(|(t, _, _)| *t);
@@ -241,27 +240,20 @@ fn metrics_of(
 }
 
 /// Trial `trial` of a run of `exp` judged from its events file at `path`
-/// (a running trial's own, once it is over): its metrics, and what a
-/// timeline draws of it. It must be whole (its end, every exit).
-pub fn judge_trial(path: &Path, exp: &Experiment, trial: u32) -> Result<(TrialMetrics, History), Error> {
+/// (a trial's own): its metrics, and what a timeline draws of it. A
+/// `whole` trial must have its end and every exit; one still running is
+/// judged up to its latest events.
+pub fn judge_trial(path: &Path, exp: &Experiment, trial: u32, whole: bool) -> Result<(TrialMetrics, History), Error> {
     let units = exp.units();
     let mut drawn = None;
     let mut keep = |_, history| drawn = Some(history);
-    let mut judge = Judge {
-        exp,
-        units: &units,
-        mine: |_| true,
-        current: None,
-        drawn: Vec::new(),
-        metrics: Vec::new(),
-        keep: &mut keep,
-    };
+    let mut judge = Judge::new(exp, &units, |_| true, &mut keep);
     let only = std::collections::BTreeSet::from([trial]);
-    crate::report::read::read_trials_at(path, Some(&only), most_workers(exp), &mut judge)?;
+    crate::report::read::read_trials_at(path, whole.then_some(&only), most_workers(exp), &mut judge)?;
     let metrics = judge.metrics.pop();
     match (metrics, drawn) {
-        (Some((_, _, metrics)), Some(drawn)) => Ok((metrics, drawn)),
-        _ => Err(Error::Path { path: path.into(), problem: format!("holds no events of trial {trial}") }),
+        (Some((t, _, metrics)), Some(drawn)) if t == trial => Ok((metrics, drawn)),
+        _ => Err(Error::Path { path: path.into(), problem: format!("holds no events of trial {trial} alone") }),
     }
 }
 
@@ -276,6 +268,12 @@ struct Judge<'a, M, K> {
     drawn: Vec<Event>,
     metrics: Vec<(u32, usize, TrialMetrics)>,
     keep: &'a mut K,
+}
+
+impl<'a, M, K> Judge<'a, M, K> {
+    fn new(exp: &'a Experiment, units: &'a [(&'a Experiment, String)], mine: M, keep: &'a mut K) -> Self {
+        Judge { exp, units, mine, current: None, drawn: Vec::new(), metrics: Vec::new(), keep }
+    }
 }
 
 impl<M: Fn(u32) -> bool, K: FnMut(u32, History)> TrialReader for Judge<'_, M, K> {

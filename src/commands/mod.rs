@@ -61,7 +61,7 @@ pub fn dispatch(cli: Cli) -> u8 {
         }
         Command::Merge { out, dirs } => merge::merge(&out, &dirs),
         Command::Plot { dir } => plot(&dir),
-        Command::Report { dir } => report::report(&dir),
+        Command::Report { dir, out } => report::report(&dir, out.as_deref()),
         Command::Completions { shell } => {
             let mut cmd = crate::cli::public_command();
             let mut out = Vec::new();

@@ -31,6 +31,60 @@ pub struct Held {
 
 /// Hold `dir` for `how`, or say who holds it.
 pub fn hold(dir: &Path, how: Use) -> Result<Held, Error> {
+    try_hold(dir, how)?
+        .map_err(|holders| Error::Path { path: dir.to_path_buf(), problem: refusal(how, &holders, &command_line) })
+}
+
+/// How a command that only reads finds a directory.
+#[derive(Debug)]
+pub enum Reading {
+    /// No one writes it: held for reading until dropped.
+    Held(#[allow(dead_code)] Held),
+    /// A process is writing it: read what it has written so far, without a
+    /// lock, which would stop it.
+    Live(Writer),
+}
+
+/// The process writing a directory.
+#[derive(Debug)]
+pub struct Writer {
+    /// As a refusal names it: its pid and command line.
+    pub who: String,
+    /// When it started (wall clock), where /proc tells.
+    pub started: Option<std::time::SystemTime>,
+}
+
+/// Hold `dir` for reading, or name the process writing it.
+pub fn read_or_watch(dir: &Path) -> Result<Reading, Error> {
+    Ok(match try_hold(dir, Use::Read)? {
+        Ok(held) => Reading::Held(held),
+        Err(holders) => Reading::Live(match holders.iter().find(|(_, exclusive)| *exclusive) {
+            Some((pid, _)) => Writer { who: whom(*pid, &command_line), started: started(*pid) },
+            None => Writer { who: "another process".into(), started: None },
+        }),
+    })
+}
+
+/// When process `pid` started: the boot time plus its start in clock ticks
+/// after boot (/proc/PID/stat's 22nd field, after the command in
+/// parentheses).
+fn started(pid: u32) -> Option<std::time::SystemTime> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let ticks: u64 = stat[stat.rfind(')')? + 1..].split_whitespace().nth(19)?.parse().ok()?;
+    let boot: u64 = std::fs::read_to_string("/proc/stat")
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("btime "))?
+        .trim()
+        .parse()
+        .ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let hz = u64::try_from(unsafe { libc::sysconf(libc::_SC_CLK_TCK) }).ok().filter(|h| *h > 0)?;
+    Some(std::time::UNIX_EPOCH + std::time::Duration::from_millis(boot * 1000 + ticks * 1000 / hz))
+}
+
+/// Hold `dir` for `how`, or the processes holding it (pid, exclusively).
+fn try_hold(dir: &Path, how: Use) -> Result<Result<Held, Vec<(u32, bool)>>, Error> {
     let path_err = |problem: String| Error::Path { path: dir.to_path_buf(), problem };
     // std opens with O_CLOEXEC: no child the command spawns inherits the lock.
     let file = File::open(dir).map_err(|e| path_err(format!("cannot open the directory: {e}")))?;
@@ -41,7 +95,7 @@ pub fn hold(dir: &Path, how: Use) -> Result<Held, Error> {
     loop {
         // SAFETY: flock on a descriptor this function owns.
         if unsafe { libc::flock(file.as_raw_fd(), op | libc::LOCK_NB) } == 0 {
-            return Ok(Held { _dir: file });
+            return Ok(Ok(Held { _dir: file }));
         }
         let e = std::io::Error::last_os_error();
         match e.raw_os_error() {
@@ -49,8 +103,7 @@ pub fn hold(dir: &Path, how: Use) -> Result<Held, Error> {
             Some(libc::EWOULDBLOCK) => {
                 let meta = file.metadata().map_err(|e| path_err(e.to_string()))?;
                 let locks = std::fs::read_to_string("/proc/locks").unwrap_or_default();
-                let holders = holders(&locks, meta.dev(), meta.ino());
-                return Err(path_err(refusal(how, &holders, &command_line)));
+                return Ok(Err(holders(&locks, meta.dev(), meta.ino())));
             }
             _ => return Err(path_err(format!("cannot lock the directory: {e}"))),
         }
@@ -74,13 +127,18 @@ fn command_line(pid: u32) -> Option<String> {
     (!words.is_empty()).then(|| words.join(" "))
 }
 
+/// A process as a refusal names it: its pid and command line.
+fn whom(pid: u32, command: &dyn Fn(u32) -> Option<String>) -> String {
+    match command(pid) {
+        Some(c) => format!("process {pid} ({c})"),
+        None => format!("process {pid}"),
+    }
+}
+
 /// Why `how` is refused, naming who holds the directory.
 fn refusal(how: Use, holders: &[(u32, bool)], command: &dyn Fn(u32) -> Option<String>) -> String {
     let writer = holders.iter().find(|(_, w)| *w);
-    let whom = |pid: u32| match command(pid) {
-        Some(c) => format!("process {pid} ({c})"),
-        None => format!("process {pid}"),
-    };
+    let whom = |pid: u32| whom(pid, command);
     match (how, writer) {
         (_, Some((pid, _))) => format!(
             "{} is writing into it; one command at a time may write a results directory (wait for it, or stop it)",
@@ -116,7 +174,18 @@ mod tests {
         let e = hold(dir.path(), Use::Write).unwrap_err().to_string();
         assert!(e.contains(&format!("process {me} (")) && e.contains("reading it"), "{e}");
         drop((r1, _r2));
-        hold(dir.path(), Use::Write).unwrap();
+        let w = hold(dir.path(), Use::Write).unwrap();
+        // A reader that would not stop the writer reads along, naming it.
+        match read_or_watch(dir.path()).unwrap() {
+            Reading::Live(w) => {
+                assert!(w.who.starts_with(&format!("process {me} (")), "{}", w.who);
+                let since = std::time::SystemTime::now().duration_since(w.started.unwrap()).unwrap();
+                assert!(since < std::time::Duration::from_secs(24 * 3600), "{since:?}");
+            }
+            Reading::Held(_) => panic!("held for reading while written"),
+        }
+        drop(w);
+        assert!(matches!(read_or_watch(dir.path()).unwrap(), Reading::Held(_)));
     }
 
     #[test]

@@ -54,7 +54,19 @@ pub fn experiment(
     metrics: &[(u32, usize, TrialMetrics)],
     failed: &[String],
 ) -> Result<(), Error> {
-    let io = |source| Error::Io { path: dir.join("report.html"), source };
+    let page = experiment_page(dir, exp, metrics, failed, "");
+    write_whole(&dir.join("report.html"), &page).map_err(|source| Error::Io { path: dir.join("report.html"), source })
+}
+
+/// One experiment's page from its trials' metrics; `live` says, where a
+/// run is still writing the directory, what the page was read from.
+fn experiment_page(
+    dir: &Path,
+    exp: &Experiment,
+    metrics: &[(u32, usize, TrialMetrics)],
+    failed: &[String],
+    live: &str,
+) -> String {
     let all: Vec<&TrialMetrics> = metrics.iter().map(|(_, _, m)| m).collect();
     let summary = summarize(&all);
     let units = exp.units();
@@ -65,8 +77,12 @@ pub fn experiment(
     } else {
         format!(" Time scale {}: every duration is in the experiment's own time.", exp.time_scale)
     };
-    let md =
-        crate::report::suite::readme(&format!("leasequake: {}", exp.name), &(preamble(dir) + &scale), &[run], &points);
+    let md = crate::report::suite::readme(
+        &format!("leasequake: {}", exp.name),
+        &(preamble(dir) + &scale + live),
+        &[run],
+        &points,
+    );
     let mut sections = Vec::new();
     for (file, heading) in [("dial.svg", "The dial"), ("histograms.svg", "Gaps per setting")] {
         if let Ok(svg) = crate::files::read_text(&dir.join(file), MAX_TEXT_BYTES) {
@@ -112,7 +128,7 @@ pub fn experiment(
     if let Ok(host) = crate::files::read_text(&dir.join("host.json"), MAX_TEXT_BYTES) {
         sections.push(Section::Text { heading: "Host and calibration (host.json)".into(), text: host });
     }
-    write_whole(&dir.join("report.html"), &page(&exp.name, &md, &sections)).map_err(io)
+    page(&exp.name, &md, &sections)
 }
 
 /// Write `out/report.html` for a suite from its README.md, linking each
@@ -130,8 +146,14 @@ pub fn suite(out: &Path, names: &[String]) -> Result<(), Error> {
 }
 
 /// `leasequake report DIR`: (re)write report.html from the files alone, for
-/// an experiment's directory or a suite's (and each of its experiments).
-pub fn report(dir: &Path) -> Result<(), Error> {
+/// an experiment's directory or a suite's (and each of its experiments);
+/// with `out`, write an experiment's page there instead (see `live`).
+pub fn report(dir: &Path, out: Option<&Path>) -> Result<(), Error> {
+    if let Some(page) = out {
+        live(dir, page)?;
+        crate::sayln!("{}", page.display());
+        return Ok(());
+    }
     let _held = super::owner::hold(dir, super::owner::Use::Write)?;
     if dir.join("experiment.yaml").exists() {
         let written = one(dir)?;
@@ -157,6 +179,82 @@ pub fn report(dir: &Path) -> Result<(), Error> {
     suite(dir, &names)?;
     crate::sayln!("{}", dir.join("report.html").display());
     Ok(())
+}
+
+/// `report DIR --out PAGE`: an experiment's page written to PAGE, its
+/// directory only read: while a run writes it, what the run has written so
+/// far (finished trials, each whole), and each running trial judged from
+/// its own events file up to its latest events (its open gaps and tenures
+/// end there, as at a trial's end).
+fn live(dir: &Path, page: &Path) -> Result<(), Error> {
+    if !dir.join("experiment.yaml").exists() {
+        let problem = "--out takes an experiment's results directory (with experiment.yaml); a suite's page \
+                       links its experiments' own pages, which only `report DIR` writes"
+            .into();
+        return Err(Error::Path { path: dir.to_path_buf(), problem });
+    }
+    let real = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let parent = page.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    if real(parent).starts_with(real(dir)) {
+        let problem = format!("--out: inside {}, which it only reads; write the page elsewhere", dir.display());
+        return Err(Error::Path { path: page.to_path_buf(), problem });
+    }
+    let reading = super::owner::read_or_watch(dir)?;
+    super::inputs::same_format(dir)?;
+    let exp = crate::experiment::load_record(dir).map_err(|e| Error::Experiments(vec![e]))?;
+    let mut metrics = super::inputs::finished_metrics(dir, &exp, "report", |_, _| {})?;
+    // Expectations are judged on finished trials only.
+    let by_trial: Vec<(u32, &TrialMetrics)> = metrics.iter().map(|(t, _, m)| (*t, m)).collect();
+    let failed = crate::report::thresholds::failures(&exp, &by_trial);
+    let mut note = String::new();
+    if let super::owner::Reading::Live(writer) = &reading {
+        let finished: BTreeSet<u32> = metrics.iter().map(|(t, _, _)| *t).collect();
+        let units = exp.units();
+        let mut running = Vec::new();
+        for (trial, events) in running_trials(dir, &finished, writer.started) {
+            match super::inputs::judge_trial(&events, &exp, trial, false) {
+                Ok((m, _)) => {
+                    running.push(format!("trial {trial} up to {:.1} s", m.end_us as f64 / 1e6));
+                    metrics.push((trial, exp.unit_of(units.len(), trial), m));
+                }
+                Err(e) => running.push(format!("trial {trial} not yet readable ({e})")),
+            }
+        }
+        let running = if running.is_empty() { "none".to_string() } else { running.join(", ") };
+        note = format!(
+            "\n\nLive: read while {} writes this directory: {} trial(s) finished; running, judged up to their \
+             latest events (in the tables, not in the expectations): {running}.",
+            writer.who,
+            finished.len()
+        );
+    }
+    let html = experiment_page(dir, &exp, &metrics, &failed, &note);
+    write_whole(page, &html).map_err(|source| Error::Io { path: page.to_path_buf(), source })
+}
+
+/// The trials a run is still running in `dir`: each one's number and its
+/// own events file, for the trials not `finished` whose file was written
+/// since the run `started` (an earlier run's failed trial left its own).
+fn running_trials(
+    dir: &Path,
+    finished: &BTreeSet<u32>,
+    started: Option<std::time::SystemTime>,
+) -> Vec<(u32, std::path::PathBuf)> {
+    // A second's slack: file times and the start time are not to the tick.
+    let since = started.map(|s| s - std::time::Duration::from_secs(1));
+    let mut found: Vec<(u32, std::path::PathBuf)> = std::fs::read_dir(dir.join("trials"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let trial = e.file_name().to_str()?.parse::<u32>().ok()?;
+            let events = e.path().join("events.csv");
+            let written = std::fs::metadata(&events).and_then(|m| m.modified()).ok()?;
+            (!finished.contains(&trial) && since.is_none_or(|s| written >= s)).then_some((trial, events))
+        })
+        .collect();
+    found.sort();
+    found
 }
 
 /// One experiment's report, its history re-checked.

@@ -17,9 +17,10 @@ use crate::experiment::to_yaml;
 use crate::model::Experiment;
 use crate::model::clock::wall_ns;
 use crate::model::history::History;
+use crate::report::csv::WriteError;
 use crate::report::csv::{ResultsWriter, Tables, TrialData};
 use crate::report::host::RunFacts;
-use crate::report::spool::EventSpool;
+use crate::report::spool::{EventSpool, Spooling};
 use crate::report::summary::{Summary, per_unit, summarize};
 use crate::report::{host, terminal, timeline};
 use crate::trial::{TrialError, TrialRecord, run_trial_within_limit};
@@ -345,16 +346,29 @@ fn run_trials(
             let trial = index + 1;
             let (unit_exp, label) = &plan.units[unit];
             let trial_dir = trials_dir.join(format!("{trial:04}"));
-            let spool = EventSpool::new(trial_dir.join("events.csv"), trial);
+            let events = trial_dir.join("events.csv");
+            let spool = match Spooling::start(EventSpool::new(events.clone(), trial)) {
+                Ok(spool) => spool,
+                Err(source) => {
+                    let mut sink = sink.lock().unwrap_or_else(|p| p.into_inner());
+                    sink.error.get_or_insert(Error::Thread { what: "a trial's events writer", source });
+                    stop.store(true, Ordering::SeqCst);
+                    return;
+                }
+            };
             let seeded = (trial, exp.trial_seed(local));
             let result = run_trial_within_limit(unit_exp, seeded, &trial_dir, &ctx.exe, stop, servers, spool);
             match result {
                 Ok((record, spool)) => {
                     // Judged from what is on disk: the very history a
                     // reader of the results gets.
-                    let judged = spool.close().map_err(Error::from).and_then(|events| {
-                        let events = events.unwrap_or_else(|| trial_dir.join("events.csv"));
-                        let (metrics, drawn) = super::inputs::judge_trial(&events, exp, trial)?;
+                    let written = spool.finish().map_err(|source| WriteError { path: events.clone(), source });
+                    let judged = written.and_then(EventSpool::close).map_err(Error::from).and_then(|closed| {
+                        let events = closed.ok_or_else(|| Error::Path {
+                            path: events.clone(),
+                            problem: format!("trial {trial} recorded no event"),
+                        })?;
+                        let (metrics, drawn) = super::inputs::judge_trial(&events, exp, trial, true)?;
                         Ok((events, metrics, drawn))
                     });
                     let mut sink = sink.lock().unwrap_or_else(|p| p.into_inner());

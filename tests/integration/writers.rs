@@ -83,3 +83,31 @@ fn runs_at_once_into_one_results_root_each_keep_a_directory_of_their_own() {
     assert_eq!(dirs, 10, "ten runs, ten directories");
     assert!(Path::new(&parent).join("latest").exists());
 }
+
+#[test]
+fn a_page_of_a_running_run_is_written_elsewhere_and_shows_the_trial_so_far() {
+    let lab = Lab::new();
+    // One long trial whose leader is killed at once: a takeover to see.
+    let file = lab
+        .file("s.yaml", "name: s\nworkers: 3\nduration: 600s\nfaults:\n  - {at: 2s, target: leader, action: kill}\n");
+    let (child, out) = lab.run(&file).scale(0.1).trials(1).spawn();
+    let events = out.join("trials").join("0001").join("events.csv");
+    wait_for(Duration::from_secs(60), "the running trial's takeover on disk", || {
+        let text = std::fs::read_to_string(&events).ok()?;
+        (text.matches(",acquired,").count() >= 2).then_some(())
+    });
+    let page = lab.path().join("live.html");
+    let done = Command::new(bin()).arg("report").arg(&out).arg("--out").arg(&page).output().unwrap();
+    let inside = Command::new(bin()).arg("report").arg(&out).arg("--out").arg(out.join("x.html")).output().unwrap();
+    // The run writes its own page only as it ends.
+    let untouched = !out.join("report.html").exists() && !out.join("x.html").exists();
+    let pid = child.id();
+    kill(Pid::from_raw(pid as i32), Signal::SIGINT).unwrap();
+    child.wait_with_output().unwrap();
+    assert_eq!(done.status.code(), Some(0), "{}", String::from_utf8_lossy(&done.stderr));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains(&format!("read while process {pid} (")) && html.contains("trial 1 up to"), "{html}");
+    assert!(untouched, "the run's directory was written into");
+    assert_eq!(inside.status.code(), Some(2), "{}", String::from_utf8_lossy(&inside.stderr));
+    assert!(String::from_utf8_lossy(&inside.stderr).contains("--out: inside"));
+}

@@ -322,6 +322,10 @@ impl Event {
     }
 }
 
+/// No trial lasts a year: a time further from its barrier is not one a run
+/// wrote (a program's own stamp from another clock).
+pub const MAX_TRIAL_US: Micros = 365 * 86_400_000_000;
+
 /// Where a trial's events go as the harness records them: in time order,
 /// but for an event that reached the harness later than the events after
 /// it had already gone (a sink that needs order sorts what it was given).

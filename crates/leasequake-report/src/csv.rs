@@ -397,6 +397,11 @@ impl ResultsWriter {
             };
             open.insert(name, Table::reopen(dir, name, &header, kept)?);
         }
+        // A finished trial's own events file, left by a stop between its
+        // rows' append and its removal: its rows are in events.csv.
+        for t in completed {
+            let _ = std::fs::remove_file(dir.join("trials").join(format!("{t:04}")).join("events.csv"));
+        }
         let last = completed.iter().next_back().copied().unwrap_or(0);
         Ok(ResultsWriter::with(dir, exp, layout.features, open, last))
     }

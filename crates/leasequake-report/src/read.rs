@@ -39,7 +39,7 @@ pub fn results_format(dir: &Path) -> Result<u32, ReadError> {
 }
 
 /// No trial lasts a year: a time beyond it is not one a run wrote.
-const MAX_T_MS: f64 = 365.0 * 86_400_000.0;
+const MAX_T_MS: f64 = crate::model::history::MAX_TRIAL_US as f64 / 1000.0;
 
 /// A results table up to its last complete line, to be read as it is
 /// parsed (a table is as large as its run made it: never read whole into

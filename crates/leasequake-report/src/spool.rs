@@ -1,14 +1,18 @@
 //! A running trial's events on disk (`trials/NNNN/events.csv`, in
 //! events.csv's own format), written as the harness hands them on: a trial
-//! of any length is never held in memory. Once the trial is over its rows
-//! are put in time order, if any came out of it, and the run appends them
-//! to its events.csv.
+//! of any length is never held in memory. An event that comes after a
+//! later one has been written goes to a file of late events beside it;
+//! once the trial is over the late ones are sorted and merged in, and the
+//! run appends the rows to its events.csv. `Spooling` does the writing on a
+//! thread of its own, off the trial loop.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, BufWriter, Write};
+use std::io::{self, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender};
+use std::time::Duration;
 
 use super::columns::header_of;
 use super::csv::WriteError;
@@ -17,43 +21,75 @@ use super::read::SORT_ROWS;
 use super::rows::EventRow;
 use crate::model::history::{Event, EventSink, ms_to_us};
 
+/// Files merged at once, at most: a long trial's late events sorted in many
+/// runs are merged in rounds, never holding a descriptor per run.
+const FAN_IN: usize = 64;
+
+type Rows = csv::Writer<BufWriter<File>>;
+
 pub struct EventSpool {
     path: PathBuf,
     trial: u32,
     /// Opened at the first event: the harness makes the trial's directory.
-    writer: Option<csv::Writer<BufWriter<File>>>,
+    writer: Option<Rows>,
+    /// Events that came after a later one had been written, in arrival
+    /// order (no header): `.events.csv.late` beside it.
+    late: Option<Rows>,
     last_us: i64,
-    /// Whether every event came after the one before it in time.
-    sorted: bool,
 }
 
 impl EventSpool {
     pub fn new(path: PathBuf, trial: u32) -> EventSpool {
-        EventSpool { path, trial, writer: None, last_us: i64::MIN, sorted: true }
+        EventSpool { path, trial, writer: None, late: None, last_us: i64::MIN }
+    }
+
+    fn late_path(&self) -> PathBuf {
+        let name = self.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        self.path.with_file_name(format!(".{name}.late"))
     }
 
     fn write(&mut self, event: &Event) -> io::Result<()> {
-        if self.writer.is_none() {
-            let file = BufWriter::new(File::create(&self.path)?);
-            let mut w = csv::WriterBuilder::new().has_headers(false).from_writer(file);
-            w.write_record(header_of::<EventRow>())?;
-            self.writer = Some(w);
-        }
-        let w = self.writer.as_mut().expect("opened above");
-        w.serialize(event_row(self.trial, event))?;
+        let open = |path: &Path| -> io::Result<Rows> {
+            Ok(csv::WriterBuilder::new().has_headers(false).from_writer(BufWriter::new(File::create(path)?)))
+        };
+        let out = if event.t_us >= self.last_us || self.writer.is_none() {
+            self.last_us = event.t_us;
+            if self.writer.is_none() {
+                let mut w = open(&self.path)?;
+                w.write_record(header_of::<EventRow>())?;
+                self.writer = Some(w);
+            }
+            self.writer.as_mut()
+        } else {
+            if self.late.is_none() {
+                self.late = Some(open(&self.late_path())?);
+            }
+            self.late.as_mut()
+        };
+        out.expect("opened above").serialize(event_row(self.trial, event))?;
         Ok(())
     }
 
-    /// Its rows on disk in time order (a trial's rows at one µs in the
-    /// order the harness handed them on): the file, or None if no event
-    /// came.
+    /// What was written so far on disk (a live reader sees it).
+    pub fn flush(&mut self) -> io::Result<()> {
+        for w in [&mut self.writer, &mut self.late].into_iter().flatten() {
+            w.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Its rows on disk in time order (the rows of one µs as the harness
+    /// handed them on, the late ones after them): the file, or None if no
+    /// event came.
     pub fn close(mut self) -> Result<Option<PathBuf>, WriteError> {
-        let err = |source| WriteError { path: self.path.clone(), source };
-        let Some(mut w) = self.writer.take() else { return Ok(None) };
-        w.flush().map_err(err)?;
+        let path = self.path.clone();
+        let err = |source| WriteError { path: path.clone(), source };
+        self.flush().map_err(err)?;
+        let Some(w) = self.writer.take() else { return Ok(None) };
         drop(w);
-        if !self.sorted {
-            sort_rows(&self.path, SORT_ROWS).map_err(err)?;
+        if let Some(late) = self.late.take() {
+            drop(late);
+            merge_late(&self.path, &self.late_path(), SORT_ROWS).map_err(err)?;
         }
         Ok(Some(self.path))
     }
@@ -61,9 +97,67 @@ impl EventSpool {
 
 impl EventSink for EventSpool {
     fn event(&mut self, event: Event) -> io::Result<()> {
-        self.sorted &= event.t_us >= self.last_us;
-        self.last_us = self.last_us.max(event.t_us);
         self.write(&event).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", self.path.display())))
+    }
+}
+
+/// An `EventSpool` written by a thread of its own: the trial loop hands an
+/// event over (waiting only when the thread is that far behind), and what
+/// was written is flushed whenever a second passes without an event.
+pub struct Spooling {
+    tx: Option<SyncSender<Event>>,
+    thread: Option<std::thread::JoinHandle<Result<EventSpool, io::Error>>>,
+}
+
+/// Events handed over and not yet written, at most.
+const BACKLOG: usize = 1 << 14;
+
+impl Spooling {
+    pub fn start(spool: EventSpool) -> io::Result<Spooling> {
+        let (tx, rx) = std::sync::mpsc::sync_channel(BACKLOG);
+        let thread = std::thread::Builder::new().name("events".into()).spawn(move || spool_from(spool, &rx))?;
+        Ok(Spooling { tx: Some(tx), thread: Some(thread) })
+    }
+
+    /// Every event handed over written: the spool, or why it failed.
+    pub fn finish(mut self) -> io::Result<EventSpool> {
+        self.stop()
+    }
+
+    fn stop(&mut self) -> io::Result<EventSpool> {
+        drop(self.tx.take());
+        match self.thread.take().map(std::thread::JoinHandle::join) {
+            Some(Ok(spool)) => spool,
+            Some(Err(_)) => Err(io::Error::other("the thread writing the events panicked")),
+            None => Err(io::Error::other("already finished")),
+        }
+    }
+}
+
+fn spool_from(mut spool: EventSpool, rx: &Receiver<Event>) -> Result<EventSpool, io::Error> {
+    loop {
+        match rx.recv_timeout(Duration::from_secs(1)) {
+            Ok(event) => spool.event(event)?,
+            Err(RecvTimeoutError::Timeout) => spool.flush()?,
+            Err(RecvTimeoutError::Disconnected) => return Ok(spool),
+        }
+    }
+}
+
+impl EventSink for Spooling {
+    fn event(&mut self, event: Event) -> io::Result<()> {
+        let sent = self.tx.as_ref().is_some_and(|tx| tx.send(event).is_ok());
+        if sent {
+            return Ok(());
+        }
+        // The thread stopped at an error: that is the answer.
+        Err(self.stop().err().unwrap_or_else(|| io::Error::other("the events file was closed")))
+    }
+}
+
+impl Drop for Spooling {
+    fn drop(&mut self) {
+        let _ = self.stop();
     }
 }
 
@@ -73,17 +167,58 @@ fn time_of(record: &csv::ByteRecord) -> io::Result<i64> {
     t.map(ms_to_us).ok_or_else(|| io::Error::other(format!("a row without a time: {record:?}")))
 }
 
-/// Sort an events file's rows by time, stably, in place (a new file renamed
-/// over it): runs of `chunk` rows sorted in memory, each to a file of its
-/// own beside it, then merged.
-fn sort_rows(path: &Path, chunk: usize) -> io::Result<()> {
-    let mut reader = csv::ReaderBuilder::new().has_headers(true).from_path(path)?;
-    let header = reader.byte_headers()?.clone();
-    let with_name = |suffix: String| {
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        path.with_file_name(format!(".{name}.{suffix}"))
-    };
-    let mut runs: Vec<PathBuf> = Vec::new();
+/// Merge the late events (rows without a header, in arrival order) into
+/// the events file at `path` (in time order), in place: the late ones
+/// sorted in runs of `chunk` rows, the runs merged in rounds of at most
+/// `FAN_IN`, everything in a scratch directory beside the file (removed
+/// whatever happens) and the result renamed over it.
+fn merge_late(path: &Path, late: &Path, chunk: usize) -> io::Result<()> {
+    let parent = path.parent().unwrap_or(Path::new("."));
+    let scratch = tempfile::Builder::new().prefix(".events-sort").tempdir_in(parent)?;
+    let mut runs = sorted_runs(File::open(late)?, chunk, scratch.path())?;
+    let mut round = 0;
+    while runs.len() + 1 > FAN_IN {
+        let mut merged = Vec::new();
+        for (i, group) in runs.chunks(FAN_IN).enumerate() {
+            let out = scratch.path().join(format!("round-{round}-{i}"));
+            let mut w = csv::WriterBuilder::new().has_headers(false).from_path(&out)?;
+            merge(group.iter().map(|p| headless(p)).collect::<io::Result<_>>()?, &mut w)?;
+            w.flush()?;
+            merged.push(out);
+        }
+        for r in &runs {
+            std::fs::remove_file(r)?;
+        }
+        runs = merged;
+        round += 1;
+    }
+    let mut main: csv::Reader<Box<dyn Read>> =
+        csv::ReaderBuilder::new().has_headers(true).from_reader(Box::new(File::open(path)?));
+    let header = main.byte_headers()?.clone();
+    let sorted = scratch.path().join("sorted");
+    let mut w = csv::WriterBuilder::new().has_headers(false).from_path(&sorted)?;
+    w.write_byte_record(&header)?;
+    let mut inputs = vec![main];
+    for r in &runs {
+        inputs.push(headless(r)?);
+    }
+    merge(inputs, &mut w)?;
+    w.flush()?;
+    drop(w);
+    std::fs::rename(&sorted, path)?;
+    std::fs::remove_file(late)
+}
+
+/// A headerless rows file to merge.
+fn headless(path: &Path) -> io::Result<csv::Reader<Box<dyn Read>>> {
+    Ok(csv::ReaderBuilder::new().has_headers(false).from_reader(Box::new(File::open(path)?)))
+}
+
+/// Rows (no header) sorted by time, stably, into files of `chunk` rows
+/// each in `dir`.
+fn sorted_runs(from: impl Read, chunk: usize, dir: &Path) -> io::Result<Vec<PathBuf>> {
+    let mut reader = csv::ReaderBuilder::new().has_headers(false).from_reader(from);
+    let mut runs = Vec::new();
     let mut rows: Vec<(i64, csv::ByteRecord)> = Vec::new();
     let mut record = csv::ByteRecord::new();
     let mut more = true;
@@ -94,7 +229,7 @@ fn sort_rows(path: &Path, chunk: usize) -> io::Result<()> {
         }
         if rows.len() == chunk || (!more && !rows.is_empty()) {
             rows.sort_by_key(|(t, _)| *t);
-            let run = with_name(format!("run-{}", runs.len()));
+            let run = dir.join(format!("run-{}", runs.len()));
             let mut w = csv::WriterBuilder::new().has_headers(false).from_path(&run)?;
             for (_, r) in rows.drain(..) {
                 w.write_byte_record(&r)?;
@@ -103,42 +238,36 @@ fn sort_rows(path: &Path, chunk: usize) -> io::Result<()> {
             runs.push(run);
         }
     }
-    let sorted = with_name("sorted".into());
-    let mut out = csv::WriterBuilder::new().has_headers(false).from_path(&sorted)?;
-    out.write_byte_record(&header)?;
-    let mut readers: Vec<csv::Reader<File>> =
-        runs.iter().map(|r| csv::ReaderBuilder::new().has_headers(false).from_path(r)).collect::<Result<_, _>>()?;
-    // The earliest head of each run; equal times by run, the earlier run's
-    // rows having come first.
+    Ok(runs)
+}
+
+/// Rows in time order from each input merged into `out`, stably: equal
+/// times in the order of the inputs.
+fn merge<R: Read, W: Write>(mut inputs: Vec<csv::Reader<R>>, out: &mut csv::Writer<W>) -> io::Result<()> {
     let mut heads = BinaryHeap::new();
-    let mut current: Vec<csv::ByteRecord> = vec![csv::ByteRecord::new(); readers.len()];
-    for (i, r) in readers.iter_mut().enumerate() {
+    let mut current: Vec<csv::ByteRecord> = vec![csv::ByteRecord::new(); inputs.len()];
+    for (i, r) in inputs.iter_mut().enumerate() {
         if r.read_byte_record(&mut current[i])? {
             heads.push(Reverse((time_of(&current[i])?, i)));
         }
     }
     while let Some(Reverse((_, i))) = heads.pop() {
         out.write_byte_record(&current[i])?;
-        if readers[i].read_byte_record(&mut current[i])? {
+        if inputs[i].read_byte_record(&mut current[i])? {
             heads.push(Reverse((time_of(&current[i])?, i)));
         }
     }
-    out.flush()?;
-    drop(out);
-    for run in &runs {
-        std::fs::remove_file(run)?;
-    }
-    std::fs::rename(&sorted, path)
+    Ok(())
 }
 
 /// Copy an events file's rows (all but its header line) to `to`.
 pub fn copy_rows(from: &Path, to: &mut impl Write) -> io::Result<()> {
     let reading = |e: io::Error| io::Error::new(e.kind(), format!("reading {}: {e}", from.display()));
-    let mut reader = BufReader::new(File::open(from).map_err(reading)?);
-    let mut header = Vec::new();
-    reader.read_until(b'\n', &mut header).map_err(reading)?;
-    io::copy(&mut reader, to)?;
-    Ok(())
+    let mut reader = csv::Reader::from_path(from).map_err(|e| reading(io::Error::other(e)))?;
+    reader.byte_headers().map_err(|e| reading(io::Error::other(e)))?;
+    let start = reader.position().byte();
+    let end = std::fs::metadata(from).map_err(reading)?.len();
+    super::stretches::copy(from, &[super::stretches::Stretch { trial: 0, start, end }], to)
 }
 
 #[cfg(test)]
@@ -153,6 +282,10 @@ mod tests {
     fn times(path: &Path) -> Vec<(String, String)> {
         let mut r = csv::Reader::from_path(path).unwrap();
         r.records().map(|r| r.unwrap()).map(|r| (r[1].to_string(), r[2].to_string())).collect()
+    }
+
+    fn pairs(list: &[(i64, usize)]) -> Vec<(String, String)> {
+        list.iter().map(|(t, w)| (format!("{t}.0"), w.to_string())).collect()
     }
 
     #[test]
@@ -170,30 +303,51 @@ mod tests {
     }
 
     #[test]
-    fn rows_out_of_order_are_sorted_stably_however_many_runs_they_take() {
+    fn late_events_are_merged_in_by_time_after_those_of_their_instant() {
         let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().join("events.csv");
-        let mut spool = EventSpool::new(path.clone(), 1);
-        // Worker numbers say the order of arrival within a time.
-        let arrivals = [(5, 0), (1, 1), (3, 2), (1, 3), (5, 4), (2, 5), (1, 6)];
+        let mut spool = Spooling::start(EventSpool::new(path.clone(), 1)).unwrap();
+        // Worker numbers say the order of arrival.
+        let arrivals = [(1, 0), (3, 1), (2, 2), (5, 3), (1, 4), (3, 5), (4, 6), (6, 7)];
         for (t, w) in arrivals {
             spool.event(event(t * 1000, w)).unwrap();
         }
-        drop(spool.writer.take().map(|mut w| w.flush()));
-        let want: Vec<(String, String)> = [(1, 1), (1, 3), (1, 6), (2, 5), (3, 2), (5, 0), (5, 4)]
-            .map(|(t, w)| (format!("{t}.0"), w.to_string()))
-            .into();
-        for chunk in [1, 2, 3, 100] {
-            sort_rows(&path, chunk).unwrap();
-            assert_eq!(times(&path), want, "runs of {chunk}");
-            assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 1, "no run left behind");
+        spool.finish().unwrap().close().unwrap();
+        let want = [(1, 0), (1, 4), (2, 2), (3, 1), (3, 5), (4, 6), (5, 3), (6, 7)];
+        assert_eq!(times(&path), pairs(&want));
+        assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 1, "nothing left beside it");
+    }
+
+    #[test]
+    fn many_runs_are_merged_in_rounds_stably() {
+        let tmp = tempfile::tempdir().unwrap();
+        let late = tmp.path().join("late");
+        let arrivals: Vec<(i64, usize)> = (0..300).map(|i| ((i * 7919 % 50) as i64, i as usize)).collect();
+        let mut w = csv::WriterBuilder::new().has_headers(false).from_path(&late).unwrap();
+        for (t, i) in &arrivals {
+            w.serialize(event_row(1, &event(t * 1000, *i))).unwrap();
         }
+        w.flush().unwrap();
+        let path = tmp.path().join("events.csv");
+        std::fs::write(&path, "trial,t_ms,worker,pid,event,detail\n").unwrap();
+        // Runs of one row each: 300 runs, more than FAN_IN at once.
+        assert!(arrivals.len() > FAN_IN * 2);
+        merge_late(&path, &late, 1).unwrap();
+        let mut want = arrivals.clone();
+        want.sort_by_key(|(t, _)| *t);
+        assert_eq!(times(&path), pairs(&want));
     }
 
     #[test]
     fn a_spool_that_cannot_be_written_is_an_error_naming_it() {
         let mut spool = EventSpool::new(PathBuf::from("/nonexistent/dir/events.csv"), 1);
         let e = spool.event(event(0, 0)).unwrap_err();
+        assert!(e.to_string().contains("/nonexistent/dir/events.csv"), "{e}");
+        let mut threaded = Spooling::start(EventSpool::new(PathBuf::from("/nonexistent/dir/events.csv"), 1)).unwrap();
+        let first = threaded.event(event(0, 0));
+        std::thread::sleep(Duration::from_millis(50));
+        let second = threaded.event(event(1, 0));
+        let e = first.and(second).unwrap_err();
         assert!(e.to_string().contains("/nonexistent/dir/events.csv"), "{e}");
     }
 }

@@ -136,6 +136,12 @@ impl<'o> Run<'o> {
                     self.absorb(m, nemesis.as_deref_mut());
                 }
             }
+            // What only the harness records (a spawn, an exit, the trial's
+            // end) said by a worker is not an event of its own.
+            Msg::Event { worker, event, .. } if !event.event.is_worker_event() => {
+                let line = format!("{{\"event\":\"{}\"}}", event.event.name());
+                self.absorb(Msg::Garbage { worker, line }, nemesis);
+            }
             Msg::Event { worker, pid, event } => {
                 if event.event == EventKind::Ready {
                     self.ready += 1;
@@ -338,14 +344,17 @@ impl<'o> Run<'o> {
             if now >= end || self.settled(&nemesis) {
                 break;
             }
-            self.rec.release(now);
-            if let Some(e) = self.rec.take_error() {
-                return Err(TrialError::Events(e));
-            }
             // Wake for the next fault, the end, or at least every 50 ms to
             // notice Ctrl-C.
             let start = self.late_starts.first().map_or(end, |l| l.at_ns);
             let due = nemesis.next_due().unwrap_or(end).min(start).min(end);
+            if due - now >= SPIN_NS {
+                // Not in the last stretch before a moment: events go out.
+                self.rec.release(now);
+                if let Some(e) = self.rec.take_error() {
+                    return Err(TrialError::Events(e));
+                }
+            }
             if due - now < SPIN_NS {
                 // A timed wait can oversleep, more so on a VM; for the
                 // last stretch before a fault, poll instead.

@@ -20,10 +20,6 @@ use crate::substrate::view::{LeaseView, Look};
 /// How often the lease is looked at.
 const PERIOD: Duration = Duration::from_micros(crate::model::settings::OBSERVE_PERIOD_US as u64);
 
-/// At most this many changes are kept a trial: a lease that changes every
-/// period for ten minutes; past it, the watch stops keeping and says so.
-const MAX_SIGHTINGS: usize = 120_000;
-
 /// One change seen on the service.
 #[derive(Debug)]
 pub struct Sighting {
@@ -64,7 +60,7 @@ const MAX_GRANT: usize = 200;
 
 pub struct LeaseWatch {
     stop: Arc<AtomicBool>,
-    thread: JoinHandle<(Vec<RawEvent>, bool)>,
+    thread: JoinHandle<Vec<RawEvent>>,
 }
 
 impl LeaseWatch {
@@ -77,20 +73,13 @@ impl LeaseWatch {
         let flag = Arc::clone(&stop);
         let thread = std::thread::Builder::new().name("lease-watch".into()).spawn(move || {
             let mut last: Option<Look> = None;
-            let mut kept = 0;
             let mut unsent: VecDeque<RawEvent> = VecDeque::new();
-            let mut full = false;
             let mut next = mono_ns();
             let mut before_ns = next;
             while !flag.load(Ordering::Relaxed) {
                 let t_ns = mono_ns();
                 let look = view.look();
                 if last.as_ref().is_none_or(|l| !l.same(&look)) {
-                    if kept == MAX_SIGHTINGS {
-                        full = true;
-                        break;
-                    }
-                    kept += 1;
                     let worker = match &look {
                         Look::Held { pid: Some(pid), .. } => worker_of(*pid, &groups),
                         _ => None,
@@ -117,15 +106,13 @@ impl LeaseWatch {
                 }
                 std::thread::sleep(Duration::from_nanos((next - now) as u64));
             }
-            (unsent.into(), full)
+            unsent.into()
         })?;
         Ok(LeaseWatch { stop, thread })
     }
 
-    /// Stop looking: the changes not yet handed to the trial loop, and
-    /// whether the watch stopped early because it had kept as many as it
-    /// may.
-    pub fn stop(self) -> (Vec<RawEvent>, bool) {
+    /// Stop looking: the changes not yet handed to the trial loop.
+    pub fn stop(self) -> Vec<RawEvent> {
         self.stop.store(true, Ordering::Relaxed);
         self.thread.join().unwrap_or_default()
     }
@@ -183,7 +170,7 @@ mod tests {
         let (tx, rx) = std::sync::mpsc::sync_channel(2);
         let watch = LeaseWatch::start(Box::new(Script(script, done)), vec![], tx).unwrap();
         played.recv().unwrap();
-        let (unsent, full) = watch.stop();
+        let unsent = watch.stop();
         let mut seen: Vec<RawEvent> = rx
             .try_iter()
             .map(|m| match m {
@@ -200,6 +187,5 @@ mod tests {
             looks,
             vec![(EventKind::LeaseFree, None, None), held("a"), held("b"), (EventKind::LeaseUnseen, None, None)]
         );
-        assert!(!full);
     }
 }

@@ -15,7 +15,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use super::event_loop::{RawEvent, to_us};
-use crate::model::history::{Event, EventSink};
+use crate::model::history::{Event, EventSink, MAX_TRIAL_US};
 
 /// How far behind the trial loop's clock an event may arrive and still be
 /// written in order: far more than a pipe and a reader thread take on a
@@ -35,8 +35,11 @@ pub struct Recorder<'s> {
     /// as a history keeps it).
     held: BinaryHeap<Reverse<Held>>,
     arrivals: u64,
-    /// The sink's first error: nothing is handed on after it.
+    /// The sink's first error, until taken; nothing is handed on after it.
     error: Option<std::io::Error>,
+    failed: bool,
+    /// Events stamped further than a trial lasts from its barrier, dropped.
+    pub(super) unplaceable: usize,
     /// Every event pushed, for the event loop's tests.
     #[cfg(test)]
     pub(super) all: Vec<RawEvent>,
@@ -73,6 +76,8 @@ impl<'s> Recorder<'s> {
             held: BinaryHeap::new(),
             arrivals: 0,
             error: None,
+            failed: false,
+            unplaceable: 0,
             #[cfg(test)]
             all: Vec::new(),
         }
@@ -88,6 +93,10 @@ impl<'s> Recorder<'s> {
     }
 
     fn hold(&mut self, event: Event) {
+        if event.t_us.abs() > MAX_TRIAL_US {
+            self.unplaceable += 1;
+            return;
+        }
         self.arrivals += 1;
         self.held.push(Reverse(Held { key: (event.t_us, self.arrivals), event }));
         if self.held.len() > MAX_HELD {
@@ -124,10 +133,10 @@ impl<'s> Recorder<'s> {
 
     fn out(&mut self) {
         if let Some(Reverse(held)) = self.held.pop()
-            && self.error.is_none()
+            && !self.failed
             && let Err(e) = self.sink.event(held.event)
         {
-            self.error = Some(e);
+            (self.error, self.failed) = (Some(e), true);
         }
     }
 
@@ -188,6 +197,9 @@ mod tests {
         rec.finish();
         assert_eq!(rec.take_error().map(|e| e.to_string()), Some("no room".into()));
         assert!(rec.take_error().is_none());
+        rec.push(raw(4, 0));
+        rec.finish();
+        assert!(rec.take_error().is_none(), "a failed sink is given nothing more");
         drop(rec);
         assert_eq!(sink.0, 0);
     }
@@ -203,6 +215,20 @@ mod tests {
         assert_eq!(rec.held.len(), MAX_HELD);
         drop(rec);
         assert_eq!(out.len(), 10);
+    }
+
+    #[test]
+    fn an_event_stamped_beyond_any_trial_is_dropped_and_counted() {
+        let mut out: Vec<Event> = Vec::new();
+        let mut rec = Recorder::new(&mut out);
+        rec.start(0);
+        // A program's own stamp from the wall clock: decades after boot.
+        rec.push(raw(1_765_000_000_000, 0));
+        rec.push(raw(1, 0));
+        rec.finish();
+        assert_eq!(rec.unplaceable, 1);
+        drop(rec);
+        assert_eq!(out.len(), 1);
     }
 
     #[test]

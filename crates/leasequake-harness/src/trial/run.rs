@@ -173,13 +173,7 @@ pub fn run_trial(
     };
     let outcome = run.drive(exp, seed, &workers, barrier, stop, hit);
     if let Some(watch) = watch {
-        let (unsent, full) = watch.stop();
-        if full {
-            crate::warnln!(
-                "warning: trial {trial}: the lease changed too often to keep every change; the rest was not kept"
-            );
-        }
-        for raw in unsent {
+        for raw in watch.stop() {
             run.rec.push(raw);
         }
     }
@@ -218,6 +212,9 @@ pub fn run_trial(
             run.rec.push(RawEvent::harness(t_ns, Some(i), pid, EventKind::ReplyLost, Detail::default()));
         }
     }
+    // Every event is in: handed on whatever became of the trial (a failed
+    // one's file keeps what explains it, its exits).
+    run.rec.finish();
     let shared = server.shared();
     drop(server);
     if shared && let Some(address) = &address {
@@ -237,9 +234,15 @@ pub fn run_trial(
         outcomes.push("processes left running by the workers: killed at the end of the trial".into());
     }
 
-    run.rec.finish();
     if let Some(e) = run.rec.take_error() {
         return Err(TrialError::Events(e));
+    }
+    if run.rec.unplaceable > 0 {
+        crate::warnln!(
+            "warning: trial {trial}: {} events stamped more than a year from the trial's start were not kept (a \
+             program's own times must be CLOCK_MONOTONIC nanoseconds)",
+            run.rec.unplaceable
+        );
     }
     let deliveries = run
         .deliveries
