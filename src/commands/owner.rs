@@ -65,22 +65,12 @@ pub fn read_or_watch(dir: &Path) -> Result<Reading, Error> {
     })
 }
 
-/// When process `pid` started: the boot time plus its start in clock ticks
-/// after boot (/proc/PID/stat's 22nd field, after the command in
-/// parentheses).
+/// When process `pid` started (wall clock).
 fn started(pid: u32) -> Option<std::time::SystemTime> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let ticks: u64 = stat[stat.rfind(')')? + 1..].split_whitespace().nth(19)?.parse().ok()?;
-    let boot: u64 = std::fs::read_to_string("/proc/stat")
-        .ok()?
-        .lines()
-        .find_map(|l| l.strip_prefix("btime "))?
-        .trim()
-        .parse()
-        .ok()?;
-    // SAFETY: sysconf has no preconditions.
-    let hz = u64::try_from(unsafe { libc::sysconf(libc::_SC_CLK_TCK) }).ok().filter(|h| *h > 0)?;
-    Some(std::time::UNIX_EPOCH + std::time::Duration::from_millis(boot * 1000 + ticks * 1000 / hz))
+    let process = procfs::process::Process::new(i32::try_from(pid).ok()?).ok()?;
+    let stat = process.stat().ok()?;
+    let after_boot = std::time::Duration::from_millis(stat.starttime * 1000 / procfs::ticks_per_second());
+    Some(std::time::UNIX_EPOCH + std::time::Duration::from_secs(procfs::boot_time_secs().ok()?) + after_boot)
 }
 
 /// Hold `dir` for `how`, or the processes holding it (pid, exclusively).

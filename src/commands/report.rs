@@ -54,18 +54,20 @@ pub fn experiment(
     metrics: &[(u32, usize, TrialMetrics)],
     failed: &[String],
 ) -> Result<(), Error> {
-    let page = experiment_page(dir, exp, metrics, failed, "");
+    let page = experiment_page(dir, exp, metrics, failed, ("", &BTreeSet::new()));
     write_whole(&dir.join("report.html"), &page).map_err(|source| Error::Io { path: dir.join("report.html"), source })
 }
 
-/// One experiment's page from its trials' metrics; `live` says, where a
-/// run is still writing the directory, what the page was read from.
+/// One experiment's page from its trials' metrics; where a run is still
+/// writing the directory, `live` says what the page was read from and
+/// which trials are still running (their rows are not in events.csv yet:
+/// no timeline).
 fn experiment_page(
     dir: &Path,
     exp: &Experiment,
     metrics: &[(u32, usize, TrialMetrics)],
     failed: &[String],
-    live: &str,
+    (live, running): (&str, &BTreeSet<u32>),
 ) -> String {
     let all: Vec<&TrialMetrics> = metrics.iter().map(|(_, _, m)| m).collect();
     let summary = summarize(&all);
@@ -94,8 +96,14 @@ fn experiment_page(
     // trial 1's).
     let events = std::fs::metadata(dir.join("events.csv")).map_or(0, |m| m.len());
     let take = if events > MAX_EVENTS_BYTES { 0 } else { TIMELINES };
-    let first: BTreeSet<u32> =
-        metrics.iter().map(|(t, _, _)| *t).collect::<BTreeSet<u32>>().into_iter().take(take).collect();
+    let first: BTreeSet<u32> = metrics
+        .iter()
+        .map(|(t, _, _)| *t)
+        .filter(|t| !running.contains(t))
+        .collect::<BTreeSet<u32>>()
+        .into_iter()
+        .take(take)
+        .collect();
     let workers = super::inputs::most_workers(exp);
     // One pass over the history, one trial's history in memory at a time:
     // each is drawn as it is read, then dropped (all of them at once was
@@ -207,6 +215,7 @@ fn live(dir: &Path, page: &Path) -> Result<(), Error> {
     let by_trial: Vec<(u32, &TrialMetrics)> = metrics.iter().map(|(t, _, m)| (*t, m)).collect();
     let failed = crate::report::thresholds::failures(&exp, &by_trial);
     let mut note = String::new();
+    let mut judged = BTreeSet::new();
     if let super::owner::Reading::Live(writer) = &reading {
         let finished: BTreeSet<u32> = metrics.iter().map(|(t, _, _)| *t).collect();
         let units = exp.units();
@@ -214,6 +223,7 @@ fn live(dir: &Path, page: &Path) -> Result<(), Error> {
         for (trial, events) in running_trials(dir, &finished, writer.started) {
             match super::inputs::judge_trial(&events, &exp, trial, false) {
                 Ok((m, _)) => {
+                    judged.insert(trial);
                     running.push(format!("trial {trial} up to {:.1} s", m.end_us as f64 / 1e6));
                     metrics.push((trial, exp.unit_of(units.len(), trial), m));
                 }
@@ -228,7 +238,7 @@ fn live(dir: &Path, page: &Path) -> Result<(), Error> {
             finished.len()
         );
     }
-    let html = experiment_page(dir, &exp, &metrics, &failed, &note);
+    let html = experiment_page(dir, &exp, &metrics, &failed, (&note, &judged));
     write_whole(page, &html).map_err(|source| Error::Io { path: page.to_path_buf(), source })
 }
 

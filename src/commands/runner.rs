@@ -17,7 +17,6 @@ use crate::experiment::to_yaml;
 use crate::model::Experiment;
 use crate::model::clock::wall_ns;
 use crate::model::history::History;
-use crate::report::csv::WriteError;
 use crate::report::csv::{ResultsWriter, Tables, TrialData};
 use crate::report::host::RunFacts;
 use crate::report::spool::{EventSpool, Spooling};
@@ -357,20 +356,23 @@ fn run_trials(
                 }
             };
             let seeded = (trial, exp.trial_seed(local));
-            let result = run_trial_within_limit(unit_exp, seeded, &trial_dir, &ctx.exe, stop, servers, spool);
+            let (result, spool) = run_trial_within_limit(unit_exp, seeded, &trial_dir, &ctx.exe, stop, servers, spool);
+            // Every event handed over written and the late ones merged in,
+            // whatever became of the trial: a failed one's file is whole too.
+            let closed = spool.map(|s| s.finish().and_then(EventSpool::close));
             match result {
-                Ok((record, spool)) => {
+                Ok(record) => {
                     // Judged from what is on disk: the very history a
                     // reader of the results gets.
-                    let written = spool.finish().map_err(|source| WriteError { path: events.clone(), source });
-                    let judged = written.and_then(EventSpool::close).map_err(Error::from).and_then(|closed| {
-                        let events = closed.ok_or_else(|| Error::Path {
+                    let judged = match closed {
+                        Some(Ok(Some(events))) => super::inputs::judge_trial(&events, exp, trial, true)
+                            .map(|(metrics, drawn)| (events, metrics, drawn)),
+                        Some(Err(e)) => Err(Error::Trial { trial, source: TrialError::Events(e) }),
+                        Some(Ok(None)) | None => Err(Error::Path {
                             path: events.clone(),
                             problem: format!("trial {trial} recorded no event"),
-                        })?;
-                        let (metrics, drawn) = super::inputs::judge_trial(&events, exp, trial, true)?;
-                        Ok((events, metrics, drawn))
-                    });
+                        }),
+                    };
                     let mut sink = sink.lock().unwrap_or_else(|p| p.into_inner());
                     let (events, metrics, drawn) = match judged {
                         Ok(judged) => judged,
@@ -401,6 +403,9 @@ fn run_trials(
                 }
                 Err(TrialError::Interrupted) => return,
                 Err(source) => {
+                    if let Some(Err(e)) = closed {
+                        warnln!("warning: trial {trial}: {e}");
+                    }
                     let mut sink = sink.lock().unwrap_or_else(|p| p.into_inner());
                     sink.error.get_or_insert(Error::Trial { trial, source });
                     stop.store(true, Ordering::SeqCst);

@@ -15,7 +15,6 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender};
 use std::time::Duration;
 
 use super::columns::header_of;
-use super::csv::WriteError;
 use super::measures::event_row;
 use super::read::SORT_ROWS;
 use super::rows::EventRow;
@@ -80,16 +79,16 @@ impl EventSpool {
 
     /// Its rows on disk in time order (the rows of one µs as the harness
     /// handed them on, the late ones after them): the file, or None if no
-    /// event came.
-    pub fn close(mut self) -> Result<Option<PathBuf>, WriteError> {
+    /// event came. An error names the file.
+    pub fn close(mut self) -> io::Result<Option<PathBuf>> {
         let path = self.path.clone();
-        let err = |source| WriteError { path: path.clone(), source };
-        self.flush().map_err(err)?;
+        let named = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", path.display()));
+        self.flush().map_err(named)?;
         let Some(w) = self.writer.take() else { return Ok(None) };
         drop(w);
         if let Some(late) = self.late.take() {
             drop(late);
-            merge_late(&self.path, &self.late_path(), SORT_ROWS).map_err(err)?;
+            merge_late(&self.path, &self.late_path(), SORT_ROWS).map_err(named)?;
         }
         Ok(Some(self.path))
     }
@@ -103,7 +102,7 @@ impl EventSink for EventSpool {
 
 /// An `EventSpool` written by a thread of its own: the trial loop hands an
 /// event over (waiting only when the thread is that far behind), and what
-/// was written is flushed whenever a second passes without an event.
+/// was written is flushed every second.
 pub struct Spooling {
     tx: Option<SyncSender<Event>>,
     thread: Option<std::thread::JoinHandle<Result<EventSpool, io::Error>>>,
@@ -135,11 +134,18 @@ impl Spooling {
 }
 
 fn spool_from(mut spool: EventSpool, rx: &Receiver<Event>) -> Result<EventSpool, io::Error> {
+    const EVERY: Duration = Duration::from_secs(1);
+    let mut flushed = std::time::Instant::now();
     loop {
-        match rx.recv_timeout(Duration::from_secs(1)) {
+        let wait = EVERY.saturating_sub(flushed.elapsed());
+        match rx.recv_timeout(wait) {
             Ok(event) => spool.event(event)?,
-            Err(RecvTimeoutError::Timeout) => spool.flush()?,
+            Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => return Ok(spool),
+        }
+        if flushed.elapsed() >= EVERY {
+            spool.flush().map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", spool.path.display())))?;
+            flushed = std::time::Instant::now();
         }
     }
 }
@@ -344,10 +350,9 @@ mod tests {
         let e = spool.event(event(0, 0)).unwrap_err();
         assert!(e.to_string().contains("/nonexistent/dir/events.csv"), "{e}");
         let mut threaded = Spooling::start(EventSpool::new(PathBuf::from("/nonexistent/dir/events.csv"), 1)).unwrap();
-        let first = threaded.event(event(0, 0));
-        std::thread::sleep(Duration::from_millis(50));
-        let second = threaded.event(event(1, 0));
-        let e = first.and(second).unwrap_err();
+        // Handed over, then found unwritable by the thread: finishing says so.
+        let _ = threaded.event(event(0, 0));
+        let e = threaded.finish().err().unwrap();
         assert!(e.to_string().contains("/nonexistent/dir/events.csv"), "{e}");
     }
 }

@@ -348,9 +348,12 @@ impl<'o> Run<'o> {
             // notice Ctrl-C.
             let start = self.late_starts.first().map_or(end, |l| l.at_ns);
             let due = nemesis.next_due().unwrap_or(end).min(start).min(end);
-            if due - now >= SPIN_NS {
-                // Not in the last stretch before a moment: events go out.
-                self.rec.release(now);
+            // Events go out only outside the last stretch before a moment,
+            // and only until it begins.
+            self.rec.quiet = due - now < SPIN_NS;
+            if !self.rec.quiet {
+                let os = self.os;
+                self.rec.release(now, due - SPIN_NS, &|| os.mono_ns());
                 if let Some(e) = self.rec.take_error() {
                     return Err(TrialError::Events(e));
                 }
@@ -373,6 +376,7 @@ impl<'o> Run<'o> {
                 Err(RecvTimeoutError::Disconnected) => self.os.sleep(wait),
             }
         }
+        self.rec.quiet = false;
         self.end_ns = self.os.mono_ns();
         self.rec.push(RawEvent::harness(self.end_ns, None, None, EventKind::TrialEnd, super::machine::counters()));
         // Faults still waiting for their moment never happened: say so.

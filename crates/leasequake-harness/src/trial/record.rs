@@ -40,6 +40,9 @@ pub struct Recorder<'s> {
     failed: bool,
     /// Events stamped further than a trial lasts from its barrier, dropped.
     pub(super) unplaceable: usize,
+    /// In the last stretch before a moment the trial loop must keep:
+    /// nothing is handed on, not even past `MAX_HELD`.
+    pub(super) quiet: bool,
     /// Every event pushed, for the event loop's tests.
     #[cfg(test)]
     pub(super) all: Vec<RawEvent>,
@@ -78,6 +81,7 @@ impl<'s> Recorder<'s> {
             error: None,
             failed: false,
             unplaceable: 0,
+            quiet: false,
             #[cfg(test)]
             all: Vec::new(),
         }
@@ -99,7 +103,7 @@ impl<'s> Recorder<'s> {
         }
         self.arrivals += 1;
         self.held.push(Reverse(Held { key: (event.t_us, self.arrivals), event }));
-        if self.held.len() > MAX_HELD {
+        if self.held.len() > MAX_HELD && !self.quiet {
             self.out();
         }
     }
@@ -114,12 +118,18 @@ impl<'s> Recorder<'s> {
         }
     }
 
-    /// Hand on what is `HOLD_NS` older than `now_ns`.
-    pub fn release(&mut self, now_ns: i64) {
+    /// Hand on what is `HOLD_NS` older than `now_ns`, until `clock` says
+    /// `deadline_ns` has come (the rest goes at the next call).
+    pub fn release(&mut self, now_ns: i64, deadline_ns: i64, clock: &dyn Fn() -> i64) {
         let Some(t0) = self.t0 else { return };
         let before = to_us(now_ns - HOLD_NS - t0);
+        let mut handed = 0u32;
         while self.held.peek().is_some_and(|h| h.0.key.0 < before) {
             self.out();
+            handed += 1;
+            if handed.is_multiple_of(64) && clock() >= deadline_ns {
+                return;
+            }
         }
     }
 
@@ -164,10 +174,10 @@ mod tests {
         rec.push(raw(3, 1));
         rec.push(raw(3, 2));
         rec.push(raw(1, 3));
-        rec.release(2_003_000_000);
+        rec.release(2_003_000_000, i64::MAX, &|| 0);
         // Before 3 ms only: what is still within the hold stays.
         rec.push(raw(2, 4));
-        rec.release(2_010_000_000);
+        rec.release(2_010_000_000, i64::MAX, &|| 0);
         rec.push(raw(4, 5));
         rec.finish();
         drop(rec);
@@ -218,6 +228,26 @@ mod tests {
     }
 
     #[test]
+    fn nothing_goes_out_in_the_stretch_before_a_moment_nor_past_the_deadline() {
+        let mut out: Vec<Event> = Vec::new();
+        let mut rec = Recorder::new(&mut out);
+        rec.start(0);
+        rec.quiet = true;
+        for i in 0..MAX_HELD + 10 {
+            rec.push(raw(1, i % 3));
+        }
+        assert_eq!(rec.held.len(), MAX_HELD + 10, "a flood waits out the stretch");
+        rec.quiet = false;
+        // The deadline has come: the first 64 go, then it stops.
+        rec.release(10_000_000_000, 0, &|| 1);
+        assert_eq!(rec.held.len(), MAX_HELD + 10 - 64);
+        rec.release(10_000_000_000, i64::MAX, &|| 1);
+        assert!(rec.held.is_empty());
+        drop(rec);
+        assert_eq!(out.len(), MAX_HELD + 10);
+    }
+
+    #[test]
     fn an_event_stamped_beyond_any_trial_is_dropped_and_counted() {
         let mut out: Vec<Event> = Vec::new();
         let mut rec = Recorder::new(&mut out);
@@ -236,7 +266,7 @@ mod tests {
         let mut out: Vec<Event> = Vec::new();
         let mut rec = Recorder::new(&mut out);
         rec.push(raw(1, 0));
-        rec.release(i64::MAX / 2);
+        rec.release(i64::MAX / 2, i64::MAX, &|| 0);
         rec.finish();
         drop(rec);
         assert!(out.is_empty());

@@ -221,10 +221,20 @@ pub fn run_trial(
         // A shared server keeps the lease after the trial: remove it.
         crate::substrate::forget(exp.substrate.kind, address, &crate::model::worker_config::lease_key(&lock));
     }
+    if run.rec.unplaceable > 0 {
+        crate::warnln!(
+            "warning: trial {trial}: {} events stamped more than a year from the trial's start were not kept (a \
+             program's own times must be CLOCK_MONOTONIC nanoseconds)",
+            run.rec.unplaceable
+        );
+    }
     // What went wrong first is the error: a trial that failed is then
     // cleaned up, and a clean-up failure after it is the lesser news.
     let t0 = outcome?;
     let left_behind = cleaned?;
+    if let Some(e) = run.rec.take_error() {
+        return Err(TrialError::Events(e));
+    }
     if exp.program.is_none() {
         run.check_exits(&workers)?;
     }
@@ -234,16 +244,6 @@ pub fn run_trial(
         outcomes.push("processes left running by the workers: killed at the end of the trial".into());
     }
 
-    if let Some(e) = run.rec.take_error() {
-        return Err(TrialError::Events(e));
-    }
-    if run.rec.unplaceable > 0 {
-        crate::warnln!(
-            "warning: trial {trial}: {} events stamped more than a year from the trial's start were not kept (a \
-             program's own times must be CLOCK_MONOTONIC nanoseconds)",
-            run.rec.unplaceable
-        );
-    }
     let deliveries = run
         .deliveries
         .into_iter()

@@ -56,7 +56,8 @@ fn server_faults(exp: &Experiment) -> u32 {
 }
 
 /// `run_trial`, killed whole if it overruns `time_limit`; the sink comes
-/// back with the record (a trial that overran keeps it).
+/// back whatever became of the trial (but from a trial stuck past the
+/// kill, which keeps it).
 pub fn run_trial_within_limit<S: EventSink + 'static>(
     exp: &Experiment,
     (trial, seed): (u32, u64),
@@ -65,7 +66,7 @@ pub fn run_trial_within_limit<S: EventSink + 'static>(
     stop: &Arc<AtomicBool>,
     servers: &Arc<Servers>,
     mut events: S,
-) -> Result<(TrialRecord, S), TrialError> {
+) -> (Result<TrialRecord, TrialError>, Option<S>) {
     let limit = time_limit(exp);
     let group = Arc::new(TrialGroup::new(trial));
     let (tx, rx) = std::sync::mpsc::channel();
@@ -73,29 +74,31 @@ pub fn run_trial_within_limit<S: EventSink + 'static>(
         (exp.clone(), dir.to_path_buf(), exe.to_path_buf(), Arc::clone(stop), Arc::clone(&group), Arc::clone(servers));
     // The workers are tied to the thread that spawns them (PR_SET_PDEATHSIG
     // is per thread): this one lives from their spawn to their reap.
-    let thread = std::thread::Builder::new()
-        .name(format!("trial-{trial}"))
-        .spawn(move || {
-            let (exp, dir, exe, stop, group, servers) = owned;
-            let env = TrialEnv { exe: &exe, stop: &stop, group: &group, servers: &servers };
-            let record = run_trial(&exp, trial, seed, &dir, &env, &mut events);
-            let _ = tx.send(record.map(|r| (r, events)));
-        })
-        .map_err(TrialError::Thread)?;
+    let spawned = std::thread::Builder::new().name(format!("trial-{trial}")).spawn(move || {
+        let (exp, dir, exe, stop, group, servers) = owned;
+        let env = TrialEnv { exe: &exe, stop: &stop, group: &group, servers: &servers };
+        let record = run_trial(&exp, trial, seed, &dir, &env, &mut events);
+        let _ = tx.send((record, events));
+    });
+    let thread = match spawned {
+        Ok(thread) => thread,
+        Err(e) => return (Err(TrialError::Thread(e)), None),
+    };
     match rx.recv_timeout(limit) {
-        Ok(result) => {
+        Ok((result, events)) => {
             let _ = thread.join();
-            result
+            (result, Some(events))
         }
         Err(_) => {
             group.kill_all();
             // Its processes gone, the trial usually winds up at once; if it
             // is stuck in a call that nothing can interrupt, it is left
             // behind (the run stops, and the process exits around it).
-            if rx.recv_timeout(KILL_TIMEOUT).is_ok() {
+            let events = rx.recv_timeout(KILL_TIMEOUT).ok().map(|(_, events)| {
                 let _ = thread.join();
-            }
-            Err(TrialError::TimedOut(limit))
+                events
+            });
+            (Err(TrialError::TimedOut(limit)), events)
         }
     }
 }
