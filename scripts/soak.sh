@@ -107,7 +107,7 @@ echo
 echo "The run's summary:"
 echo
 echo '```'
-cat "$scratch/summary.txt"
+grep -v '^  results: ' "$scratch/summary.txt"
 echo '```'
 } >"$new/README.md"
 rm -rf "$out"
