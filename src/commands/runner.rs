@@ -403,7 +403,8 @@ fn run_trials(
                 }
                 Err(TrialError::Interrupted) => return,
                 Err(source) => {
-                    if let Some(Err(e)) = closed {
+                    // A writer's failure is the trial's error already.
+                    if let (Some(Err(e)), false) = (closed, matches!(source, TrialError::Events(_))) {
                         warnln!("warning: trial {trial}: {e}");
                     }
                     let mut sink = sink.lock().unwrap_or_else(|p| p.into_inner());

@@ -87,9 +87,10 @@ fn runs_at_once_into_one_results_root_each_keep_a_directory_of_their_own() {
 #[test]
 fn a_page_of_a_running_run_is_written_elsewhere_and_shows_the_trial_so_far() {
     let lab = Lab::new();
-    // One long trial whose leader is killed at once: a takeover to see.
+    // One trial far longer than the test (which stops it), its leader
+    // killed at once: a takeover to see.
     let file = lab
-        .file("s.yaml", "name: s\nworkers: 3\nduration: 600s\nfaults:\n  - {at: 2s, target: leader, action: kill}\n");
+        .file("s.yaml", "name: s\nworkers: 3\nduration: 6000s\nfaults:\n  - {at: 2s, target: leader, action: kill}\n");
     let (child, out) = lab.run(&file).scale(0.1).trials(1).spawn();
     let events = out.join("trials").join("0001").join("events.csv");
     wait_for(Duration::from_secs(60), "the running trial's takeover on disk", || {

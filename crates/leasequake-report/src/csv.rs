@@ -178,54 +178,67 @@ fn rows_of(path: &Path, keep: &BTreeSet<u32>) -> io::Result<(csv::StringRecord, 
 
 /// The rows of a trial that did not finish, moved into its directory
 /// (`trials/NNNN/<table>`), which its rerun sets aside whole: what the
-/// interrupted attempt wrote is kept with it, not deleted. A trial's own
-/// events.csv there (its events as they came, written before any row of
-/// the run's) already holds every row the run's has of it.
+/// interrupted attempt wrote is kept with it, not deleted.
 fn set_aside(dir: &Path, name: &str, header: &csv::StringRecord, rows: Kept) -> Result<(), WriteError> {
-    let mut by_trial: std::collections::BTreeMap<u32, Kept> = Default::default();
     match rows {
         Kept::Rows(rows) => {
-            for (t, r) in rows {
-                match by_trial.entry(t).or_insert_with(|| Kept::Rows(Vec::new())) {
-                    Kept::Rows(mine) => mine.push((t, r)),
-                    Kept::Stretches(..) => unreachable!("rows only"),
-                }
+            let mut by_trial: std::collections::BTreeMap<u32, Vec<&csv::StringRecord>> = Default::default();
+            for (t, r) in &rows {
+                by_trial.entry(*t).or_default().push(r);
+            }
+            for (t, rows) in by_trial {
+                aside(dir, t, name, header, |file| {
+                    let mut w = csv::WriterBuilder::new().has_headers(false).from_writer(file);
+                    for r in rows {
+                        w.write_record(r)?;
+                    }
+                    w.flush()
+                })?;
             }
         }
         Kept::Stretches(from, stretches) => {
+            let mut by_trial: std::collections::BTreeMap<u32, Vec<super::stretches::Stretch>> = Default::default();
             for s in stretches {
-                match by_trial.entry(s.trial).or_insert_with(|| Kept::Stretches(from.clone(), Vec::new())) {
-                    Kept::Stretches(_, mine) => mine.push(s),
-                    Kept::Rows(_) => unreachable!("stretches only"),
+                by_trial.entry(s.trial).or_default().push(s);
+            }
+            for (t, mine) in by_trial {
+                // A trial's own events.csv there (its events as they came,
+                // written before any row of the run's) already holds every
+                // row the run's has of it.
+                if name == "events.csv" && trial_dir(dir, t).join(name).exists() {
+                    continue;
                 }
+                aside(dir, t, name, header, |file| super::stretches::copy(&from, &mine, file))?;
             }
-        }
-    }
-    for (t, rows) in by_trial {
-        let trial_dir = dir.join("trials").join(format!("{t:04}"));
-        let path = trial_dir.join(name);
-        let new = !path.exists();
-        if !new && name == "events.csv" && matches!(rows, Kept::Stretches(..)) {
-            continue;
-        }
-        std::fs::create_dir_all(&trial_dir).map_err(io_err(&trial_dir))?;
-        let mut file = std::fs::OpenOptions::new().create(true).append(true).open(&path).map_err(io_err(&path))?;
-        let mut w = csv::WriterBuilder::new().has_headers(false).from_writer(&mut file);
-        if new {
-            w.write_record(header).map_err(csv_err(&path))?;
-        }
-        if let Kept::Rows(rows) = &rows {
-            for (_, r) in rows {
-                w.write_record(r).map_err(csv_err(&path))?;
-            }
-        }
-        w.flush().map_err(io_err(&path))?;
-        drop(w);
-        if let Kept::Stretches(from, stretches) = &rows {
-            super::stretches::copy(from, stretches, &mut file).map_err(io_err(&path))?;
         }
     }
     Ok(())
+}
+
+fn trial_dir(dir: &Path, trial: u32) -> PathBuf {
+    dir.join("trials").join(format!("{trial:04}"))
+}
+
+/// Append to `trials/NNNN/<name>` (its header first, if it is new) what
+/// `write` writes.
+fn aside(
+    dir: &Path,
+    trial: u32,
+    name: &str,
+    header: &csv::StringRecord,
+    write: impl FnOnce(&mut File) -> io::Result<()>,
+) -> Result<(), WriteError> {
+    let trial_dir = trial_dir(dir, trial);
+    let path = trial_dir.join(name);
+    let new = !path.exists();
+    std::fs::create_dir_all(&trial_dir).map_err(io_err(&trial_dir))?;
+    let mut file = std::fs::OpenOptions::new().create(true).append(true).open(&path).map_err(io_err(&path))?;
+    if new {
+        let mut w = csv::WriterBuilder::new().has_headers(false).from_writer(&mut file);
+        w.write_record(header).map_err(csv_err(&path))?;
+        w.flush().map_err(io_err(&path))?;
+    }
+    write(&mut file).map_err(io_err(&path))
 }
 
 /// The tables that are the history itself, as a run wrote them: nothing
@@ -400,7 +413,7 @@ impl ResultsWriter {
         // A finished trial's own events file, left by a stop between its
         // rows' append and its removal: its rows are in events.csv.
         for t in completed {
-            let _ = std::fs::remove_file(dir.join("trials").join(format!("{t:04}")).join("events.csv"));
+            let _ = std::fs::remove_file(trial_dir(dir, *t).join("events.csv"));
         }
         let last = completed.iter().next_back().copied().unwrap_or(0);
         Ok(ResultsWriter::with(dir, exp, layout.features, open, last))
@@ -450,7 +463,7 @@ impl ResultsWriter {
         self.in_order &= trial > self.last;
         self.last = self.last.max(trial);
         if let (Some(t), Some(from)) = (self.table("events.csv"), events) {
-            t.copy_in(|to| super::spool::copy_rows(from, to))?;
+            t.copy_in(|to| super::stretches::copy_rows(from, to))?;
         }
         if let Some(t) = self.table("faults.csv") {
             for f in faults {

@@ -101,11 +101,14 @@ impl EventSink for EventSpool {
 }
 
 /// An `EventSpool` written by a thread of its own: the trial loop hands an
-/// event over (waiting only when the thread is that far behind), and what
-/// was written is flushed every second.
+/// event over (waiting only when the thread is `BACKLOG` events behind, a
+/// disk that stalls that long), and what was written is flushed every
+/// second.
 pub struct Spooling {
     tx: Option<SyncSender<Event>>,
     thread: Option<std::thread::JoinHandle<Result<EventSpool, io::Error>>>,
+    /// What the thread ended with, once joined.
+    ended: Option<io::Result<EventSpool>>,
 }
 
 /// Events handed over and not yet written, at most.
@@ -115,20 +118,20 @@ impl Spooling {
     pub fn start(spool: EventSpool) -> io::Result<Spooling> {
         let (tx, rx) = std::sync::mpsc::sync_channel(BACKLOG);
         let thread = std::thread::Builder::new().name("events".into()).spawn(move || spool_from(spool, &rx))?;
-        Ok(Spooling { tx: Some(tx), thread: Some(thread) })
+        Ok(Spooling { tx: Some(tx), thread: Some(thread), ended: None })
     }
 
-    /// Every event handed over written: the spool, or why it failed.
+    /// Every event handed over written: the spool, or why it failed (a
+    /// failed thread leaves the file as far as it got).
     pub fn finish(mut self) -> io::Result<EventSpool> {
-        self.stop()
+        self.stop();
+        self.ended.take().unwrap_or_else(|| Err(io::Error::other("the events writer did not end")))
     }
 
-    fn stop(&mut self) -> io::Result<EventSpool> {
+    fn stop(&mut self) {
         drop(self.tx.take());
-        match self.thread.take().map(std::thread::JoinHandle::join) {
-            Some(Ok(spool)) => spool,
-            Some(Err(_)) => Err(io::Error::other("the thread writing the events panicked")),
-            None => Err(io::Error::other("already finished")),
+        if let Some(thread) = self.thread.take() {
+            self.ended = Some(thread.join().unwrap_or_else(|_| Err(io::Error::other("the events writer panicked"))));
         }
     }
 }
@@ -152,18 +155,22 @@ fn spool_from(mut spool: EventSpool, rx: &Receiver<Event>) -> Result<EventSpool,
 
 impl EventSink for Spooling {
     fn event(&mut self, event: Event) -> io::Result<()> {
-        let sent = self.tx.as_ref().is_some_and(|tx| tx.send(event).is_ok());
-        if sent {
+        if self.tx.as_ref().is_some_and(|tx| tx.send(event).is_ok()) {
             return Ok(());
         }
-        // The thread stopped at an error: that is the answer.
-        Err(self.stop().err().unwrap_or_else(|| io::Error::other("the events file was closed")))
+        // The thread stopped at an error: that is the answer (and
+        // `finish` gives it again).
+        self.stop();
+        Err(match &self.ended {
+            Some(Err(e)) => io::Error::new(e.kind(), e.to_string()),
+            _ => io::Error::other("the events file was closed"),
+        })
     }
 }
 
 impl Drop for Spooling {
     fn drop(&mut self) {
-        let _ = self.stop();
+        self.stop();
     }
 }
 
@@ -264,16 +271,6 @@ fn merge<R: Read, W: Write>(mut inputs: Vec<csv::Reader<R>>, out: &mut csv::Writ
         }
     }
     Ok(())
-}
-
-/// Copy an events file's rows (all but its header line) to `to`.
-pub fn copy_rows(from: &Path, to: &mut impl Write) -> io::Result<()> {
-    let reading = |e: io::Error| io::Error::new(e.kind(), format!("reading {}: {e}", from.display()));
-    let mut reader = csv::Reader::from_path(from).map_err(|e| reading(io::Error::other(e)))?;
-    reader.byte_headers().map_err(|e| reading(io::Error::other(e)))?;
-    let start = reader.position().byte();
-    let end = std::fs::metadata(from).map_err(reading)?.len();
-    super::stretches::copy(from, &[super::stretches::Stretch { trial: 0, start, end }], to)
 }
 
 #[cfg(test)]

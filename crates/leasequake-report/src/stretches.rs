@@ -85,6 +85,16 @@ pub fn copy(from: &Path, stretches: &[Stretch], to: &mut impl Write) -> io::Resu
     Ok(())
 }
 
+/// Copy an events file's rows (all but its header line) to `to`.
+pub fn copy_rows(from: &Path, to: &mut impl Write) -> io::Result<()> {
+    let reading = |e: io::Error| io::Error::new(e.kind(), format!("reading {}: {e}", from.display()));
+    let mut reader = csv::Reader::from_path(from).map_err(|e| reading(io::Error::other(e)))?;
+    reader.byte_headers().map_err(|e| reading(io::Error::other(e)))?;
+    let start = reader.position().byte();
+    let end = std::fs::metadata(from).map_err(reading)?.len();
+    copy(from, &[Stretch { trial: 0, start, end }], to)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -136,12 +136,6 @@ impl<'o> Run<'o> {
                     self.absorb(m, nemesis.as_deref_mut());
                 }
             }
-            // What only the harness records (a spawn, an exit, the trial's
-            // end) said by a worker is not an event of its own.
-            Msg::Event { worker, event, .. } if !event.event.is_worker_event() => {
-                let line = format!("{{\"event\":\"{}\"}}", event.event.name());
-                self.absorb(Msg::Garbage { worker, line }, nemesis);
-            }
             Msg::Event { worker, pid, event } => {
                 if event.event == EventKind::Ready {
                     self.ready += 1;
@@ -157,8 +151,9 @@ impl<'o> Run<'o> {
                 if let Some(n) = nemesis {
                     n.on_event(worker, event.event, event.t_ns, &self.live);
                 }
+                // The readers let only a worker's own kinds through.
                 if let Some(said) = self.said.get_mut(worker)
-                    && !matches!(event.event, EventKind::Spawn | EventKind::Start | EventKind::Exit | EventKind::Fault)
+                    && event.event != EventKind::Start
                 {
                     *said = true;
                 }

@@ -235,7 +235,9 @@ pub fn read_protocol(
     std::thread::Builder::new().name(format!("protocol-{worker}")).spawn(move || {
         read_lines(BufReader::new(File::from(read)), &counts, tx, |line, now| {
             match serde_json::from_str::<ProgramLine>(&line) {
-                Ok(l) => {
+                // What only the harness records, said by a program, falls
+                // to the arm for lines that are not events.
+                Ok(l) if l.event.is_worker_event() => {
                     let t_ns = match (stamp, l.t_ns) {
                         (Stamp::Program, Some(t)) => t,
                         _ => now,
@@ -244,7 +246,7 @@ pub fn read_protocol(
                     Some(Msg::Event { worker, pid, event: Box::new(event) })
                 }
                 Err(_) if line.trim().is_empty() => None,
-                Err(_) => {
+                _ => {
                     counts.unmatched.fetch_add(1, Ordering::Relaxed);
                     Some(Msg::Garbage { worker, line })
                 }

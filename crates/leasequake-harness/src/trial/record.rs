@@ -136,6 +136,7 @@ impl<'s> Recorder<'s> {
     /// The trial is over: hand on everything (nothing, if it was never
     /// released: a trial that failed before its barrier has no history).
     pub fn finish(&mut self) {
+        self.quiet = false;
         while !self.held.is_empty() {
             self.out();
         }

@@ -329,9 +329,13 @@ fn spawn_reader(
     std::thread::Builder::new().name(format!("reader-{worker}")).spawn(move || {
         for line in BufReader::new(stdout).lines() {
             let Ok(line) = line else { break };
+            // What only the harness records (a spawn, an exit, the trial's
+            // end), said by a worker, is a line that is not an event.
             let msg = match WireEvent::parse(&line) {
-                Ok(event) => Msg::Event { worker, pid: pid.as_raw(), event: Box::new(event) },
-                Err(_) => Msg::Garbage { worker, line },
+                Ok(event) if event.event.is_worker_event() => {
+                    Msg::Event { worker, pid: pid.as_raw(), event: Box::new(event) }
+                }
+                _ => Msg::Garbage { worker, line },
             };
             if tx.send(msg).is_err() {
                 break;
