@@ -15,43 +15,12 @@ use super::error::{KILL_TIMEOUT, READY_TIMEOUT, TrialError};
 use super::msg::{ExitStatus, Msg};
 use super::nemesis::{Delivery, Nemesis, ServerControl};
 use super::os::Os;
+use super::record::RawEvent;
 use super::schedule::Live;
 use super::server;
 use super::spawn::{WorkerProc, Workers};
 use crate::model::Experiment;
-use crate::model::history::{Detail, Event, EventKind};
-
-pub fn to_us(ns: i64) -> i64 {
-    // Round half away from zero, so -0.5 µs and 0.5 µs are symmetric.
-    (ns as f64 / 1000.0).round() as i64
-}
-
-/// An event with its absolute monotonic time, before the barrier is known.
-#[derive(Debug)]
-#[cfg_attr(test, derive(Clone))]
-pub struct RawEvent {
-    pub(super) t_ns: i64,
-    pub(super) worker: Option<usize>,
-    pub(super) pid: Option<i32>,
-    pub(super) kind: EventKind,
-    pub(super) detail: Detail,
-}
-
-impl RawEvent {
-    pub(super) fn harness(
-        t_ns: i64,
-        worker: Option<usize>,
-        pid: Option<i32>,
-        kind: EventKind,
-        detail: Detail,
-    ) -> RawEvent {
-        RawEvent { t_ns, worker, pid, kind, detail }
-    }
-
-    pub(super) fn into_event(self, t0: i64) -> Event {
-        Event { t_us: to_us(self.t_ns - t0), worker: self.worker, pid: self.pid, kind: self.kind, detail: self.detail }
-    }
-}
+use crate::model::history::{Detail, EventKind};
 
 /// What faults other than signals to workers hit: the lock file, the
 /// managed server.

@@ -30,7 +30,7 @@ fn run<'o>(os: &'o FakeOs, rx: Receiver<Msg>, workers: usize) -> Run<'o> {
         os,
         rx,
         // What the recorder hands on is not looked at here: its `all` is.
-        rec: super::super::record::Recorder::new(Box::leak(Box::new(Vec::<Event>::new()))),
+        rec: super::super::record::Recorder::new(Box::leak(Box::new(Vec::<crate::model::history::Event>::new()))),
         exits: vec![None; workers],
         said: vec![false; workers],
         live: Live::new(workers),

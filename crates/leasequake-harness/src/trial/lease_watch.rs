@@ -11,8 +11,8 @@ use std::sync::mpsc::{SyncSender, TrySendError};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use super::event_loop::RawEvent;
 use super::msg::Msg;
+use super::record::RawEvent;
 use crate::model::clock::mono_ns;
 use crate::model::history::{Detail, EventKind};
 use crate::substrate::view::{LeaseView, Look};

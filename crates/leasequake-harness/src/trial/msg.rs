@@ -23,7 +23,7 @@ pub enum Msg {
         status: ExitStatus,
     },
     /// What the harness saw on the service itself (`substrate.observe`).
-    Observed(Box<super::event_loop::RawEvent>),
+    Observed(Box<super::record::RawEvent>),
     /// Lines that came faster than they were taken, sent together (one
     /// wake-up of the trial loop, not one per line).
     Batch(Vec<Msg>),

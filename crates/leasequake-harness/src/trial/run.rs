@@ -6,10 +6,11 @@ use std::sync::mpsc;
 
 use super::contain::TrialGroup;
 use super::error::TrialError;
-use super::event_loop::{Hit, RawEvent, Run, to_us};
+use super::event_loop::{Hit, Run};
 use super::msg::EVENT_BACKLOG;
 use super::nemesis;
 use super::record::Recorder;
+use super::record::{RawEvent, to_us};
 use super::schedule::Live;
 use super::server;
 use super::setup::{Addresses, placeholder_values, write_worker_config};
