@@ -11,6 +11,7 @@ mod inputs;
 mod merge;
 mod owner;
 mod plan;
+mod progress;
 mod report;
 mod run;
 mod runner;

@@ -8,9 +8,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
-use indicatif::{ProgressBar, ProgressStyle};
-
 use super::inputs::{most_workers, proxied};
+use super::progress::Progress;
 use crate::check::TrialMetrics;
 use crate::error::{Error, exit};
 use crate::experiment::to_yaml;
@@ -281,42 +280,6 @@ impl<'e> TrialPlan<'e> {
     }
 }
 
-/// The bar on a terminal; in a log, where indicatif draws nothing, a line
-/// now and then.
-struct Progress {
-    bar: ProgressBar,
-    log: Option<LogProgress>,
-}
-
-impl Progress {
-    fn new(exp: &Experiment, total: u32, todo: usize, quiet: bool) -> Progress {
-        let already = u64::from(total) - todo as u64;
-        let bar = if quiet { ProgressBar::hidden() } else { ProgressBar::new(u64::from(total)) };
-        bar.set_position(already);
-        bar.set_style(
-            ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} trials, {elapsed} (ETA {eta}) {msg}")
-                .expect("static template")
-                .progress_chars("=> "),
-        );
-        bar.set_prefix(exp.name.clone());
-        let log = (!quiet && !std::io::IsTerminal::is_terminal(&std::io::stderr()))
-            .then(|| LogProgress::new(&exp.name, u64::from(total), already));
-        Progress { bar, log }
-    }
-
-    fn finished_one(&self, message: String) {
-        self.bar.set_message(message);
-        self.bar.inc(1);
-        if let Some(log) = &self.log {
-            log.finished_one();
-        }
-    }
-
-    fn finish(&self) {
-        self.bar.finish_and_clear();
-    }
-}
-
 /// The plan's trials, `exp.jobs` at once, each checked and written as it
 /// finishes; the first error stops the rest.
 fn run_trials(
@@ -499,46 +462,6 @@ fn conclude(
 
 pub(super) fn flags_signalled(ctx: &Ctx) -> bool {
     ctx.flags.signalled.load(Ordering::SeqCst)
-}
-
-/// Progress as lines, for a log that no bar can be drawn in (CI): one at
-/// most every 10 s, and one for the last trial, with an ETA from the pace
-/// of this run so far (trials at once included).
-struct LogProgress {
-    name: String,
-    total: u64,
-    /// Trials done before this run started (a resume), and since.
-    before: u64,
-    done: AtomicU32,
-    started: std::time::Instant,
-    last: Mutex<std::time::Instant>,
-}
-
-impl LogProgress {
-    fn new(name: &str, total: u64, before: u64) -> LogProgress {
-        let now = std::time::Instant::now();
-        LogProgress {
-            name: name.to_string(),
-            total,
-            before,
-            done: AtomicU32::new(0),
-            started: now,
-            last: Mutex::new(now),
-        }
-    }
-
-    fn finished_one(&self) {
-        let done = u64::from(self.done.fetch_add(1, Ordering::SeqCst) + 1);
-        let all = self.before + done;
-        let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
-        if last.elapsed() < std::time::Duration::from_secs(10) && all < self.total {
-            return;
-        }
-        *last = std::time::Instant::now();
-        let elapsed = self.started.elapsed().as_secs_f64();
-        let eta = elapsed / done as f64 * (self.total - all) as f64;
-        warnln!("leasequake: {}: {all}/{} trials, {elapsed:.0} s, ETA {eta:.0} s", self.name, self.total);
-    }
 }
 
 /// The trials a resumed run already has: (trial, unit, metrics).
