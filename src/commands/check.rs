@@ -276,15 +276,13 @@ pub(super) fn write_derived(
     outcomes: &BTreeMap<u32, String>,
 ) -> Result<(), Error> {
     let units = exp.units();
-    let trials_per_unit = exp.trials.max(1);
     let mut w = ResultsWriter::create(out, exp, Tables::Derived)?;
     // The derived tables are written from the metrics alone: the history,
     // which only the history tables take, is not kept to write them.
     for (trial, unit, m) in metrics {
         let (unit_exp, label) = &units[*unit];
-        let local = (trial - 1) % trials_per_unit + 1;
         let said = outcomes.get(trial).map_or("", String::as_str);
-        let seed = exp.trial_seed(local);
+        let seed = exp.seed_of(*trial);
         let data = TrialData { trial: *trial, seed, events: None, faults: &[], metrics: m, outcomes: said };
         w.append(exp, (unit_exp, &unit_exp.setting_label(label)), data)?;
     }

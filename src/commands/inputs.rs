@@ -209,8 +209,8 @@ fn metrics_of(
     let units = exp.units();
     let listed = if dir.join("trials.csv").exists() { Some(finished_trials(dir)?) } else { None };
     if let Some(listed) = &listed {
-        let most = units.len() as u64 * u64::from(exp.trials);
-        if let Some(beyond) = listed.iter().find(|t| u64::from(**t) > most) {
+        let most = exp.most_trials();
+        if let Some(beyond) = listed.iter().find(|t| **t > most) {
             return Err(Error::Path {
                 path: dir.join("trials.csv"),
                 problem: format!("{what}: lists trial {beyond}, but the experiment has {most} trial(s)"),

@@ -18,6 +18,7 @@ mod runner;
 pub mod shard;
 mod shrink;
 mod validate;
+mod window;
 
 use crate::cli::{Cli, Command};
 use crate::error::{Error, exit};

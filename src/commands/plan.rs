@@ -76,6 +76,9 @@ fn one(exp: &Experiment, trials: u64, seconds: f64) -> String {
         (exp.jobs as u64).min(trials).max(1),
         human(seconds)
     );
+    if let Some(w) = exp.window {
+        out += &format!("  kept in windows of {}: a stopped run resumes from its last whole one\n", own(w));
+    }
     out += &points(exp);
     out += &schedule(exp);
     for w in warnings(exp) {

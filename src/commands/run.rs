@@ -171,6 +171,13 @@ fn shards(args: &RunArgs, exps: &[Experiment]) -> Result<Option<Vec<ShardRecord>
                 exp.source.display()
             )));
         }
+        if exp.window.is_some() {
+            return Err(Error::Conflict(format!(
+                "--shard: {} is one long trial kept in windows (`window:`), which no shard can share; run it \
+                 whole",
+                exp.source.display()
+            )));
+        }
         out.push(ShardRecord { index: shard.index, count: shard.count, first_unit });
         first_unit += exp.units().len() as u64 * u64::from(exp.trials);
     }

@@ -178,7 +178,11 @@ pub(super) fn run_experiment(
         Ok(w) => w,
         Err(e) => return failed(e),
     };
-    let plan = TrialPlan::new(exp, &done, shard);
+    let mut sink = Sink { writer, dir: dir.to_path_buf(), metrics: done, error: None };
+    if resuming && let Err(e) = keep_stopped(exp, &mut sink, ctx) {
+        return failed(e);
+    }
+    let plan = TrialPlan::new(exp, &sink.metrics, shard);
     if !ctx.quiet {
         let what =
             if resuming { format!("{} missing of {}", plan.todo.len(), plan.total) } else { plan.total.to_string() };
@@ -193,7 +197,7 @@ pub(super) fn run_experiment(
         Ok(s) => Arc::new(s),
         Err(e) => return failed(Error::Server { experiment: exp.source.clone(), source: e }),
     };
-    let sink = Mutex::new(Sink { writer, dir: dir.to_path_buf(), metrics: done, error: None });
+    let sink = Mutex::new(sink);
     {
         let sink = sink.lock().unwrap_or_else(|p| p.into_inner());
         for unit in 0..plan.units.len() {
@@ -204,6 +208,19 @@ pub(super) fn run_experiment(
     progress.finish();
     let sink = sink.into_inner().unwrap_or_else(|p| p.into_inner());
     conclude(exp, dir, ctx, &plan, sink, began)
+}
+
+/// The trial a stopped run of a soak kept in windows was in, kept up to
+/// its last whole window and written as a finished trial.
+fn keep_stopped(exp: &Experiment, sink: &mut Sink, ctx: &Ctx) -> Result<(), Error> {
+    let Some(kept) = super::window::keep_stopped(exp, &sink.dir, &sink.metrics)? else { return Ok(()) };
+    let (trial, end) = (kept.record.trial, crate::model::Dur::from_us(kept.metrics.end_us.max(0) as u64));
+    sink.record(exp, &exp.units(), 0, (kept.record, &kept.events, &kept.drawn), kept.metrics)?;
+    let _ = std::fs::remove_file(&kept.events);
+    if !ctx.quiet {
+        warnln!("leasequake: trial {trial} of {} kept up to {end}, its last whole window", exp.name);
+    }
+    Ok(())
 }
 
 /// The results directory made ready (or a resumed one reopened) and its
@@ -241,22 +258,40 @@ struct TrialPlan<'e> {
     /// enough starts no more trials (those already running finish and are
     /// kept).
     unit_done: Vec<AtomicBool>,
+    /// A soak kept in windows: its trials are its stretches, one after
+    /// another (each a resume after a stop).
+    windowed: bool,
+    /// What the soak's next trial runs once its first was cut: the rest
+    /// of it.
+    rest: Option<Experiment>,
 }
 
 impl<'e> TrialPlan<'e> {
     fn new(exp: &'e Experiment, done: &Done, shard: Option<host::ShardRecord>) -> TrialPlan<'e> {
         let units = exp.units();
+        let unit_done = (0..units.len()).map(|_| AtomicBool::new(false)).collect();
+        if exp.window.is_some() {
+            let next = super::window::rest(done);
+            let todo: Vec<u32> = next.iter().map(|(trial, _)| trial - 1).collect();
+            let total = done.len() as u32 + todo.len() as u32;
+            let rest = next
+                .filter(|(_, start)| *start > crate::model::Dur::ZERO)
+                .map(|(_, start)| crate::trial::rest_of_soak(exp, start));
+            return TrialPlan { units, trials_per_unit: 1, total, todo, unit_done, windowed: true, rest };
+        }
         let total = units.len() as u32 * exp.trials;
         let finished: std::collections::HashSet<u32> = done.iter().map(|(t, _, _)| *t).collect();
         let todo = (0..total)
             .filter(|i| !finished.contains(&(i + 1)) && shard.is_none_or(|s| s.owns(u64::from(*i))))
             .collect();
-        let unit_done = (0..units.len()).map(|_| AtomicBool::new(false)).collect();
-        TrialPlan { units, trials_per_unit: exp.trials, total, todo, unit_done }
+        TrialPlan { units, trials_per_unit: exp.trials, total, todo, unit_done, windowed: false, rest: None }
     }
 
     /// Trial `index`'s (0-based) unit and its number within the unit.
     fn place(&self, index: u32) -> (usize, u32) {
+        if self.windowed {
+            return (0, index + 1);
+        }
         ((index / self.trials_per_unit) as usize, index % self.trials_per_unit + 1)
     }
 
@@ -307,6 +342,7 @@ fn run_trials(
             }
             let trial = index + 1;
             let (unit_exp, label) = &plan.units[unit];
+            let unit_exp = plan.rest.as_ref().unwrap_or(unit_exp);
             let trial_dir = trials_dir.join(format!("{trial:04}"));
             let events = trial_dir.join("events.csv");
             let spool = match Spooling::start(EventSpool::new(events.clone(), trial)) {

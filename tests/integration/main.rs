@@ -38,6 +38,7 @@ mod report;
 mod shard;
 mod shrink;
 mod signals;
+mod soak;
 mod substrates;
 mod verdicts;
 mod worker;

@@ -37,7 +37,7 @@ use super::storm::StormFold;
 use super::theory::Theory;
 use super::writes::WritesFold;
 use leasequake_model::history::{Event, EventKind};
-use leasequake_model::history::{History, Micros};
+use leasequake_model::history::{History, Micros, TRIAL_CUT};
 
 /// Holder faults after which `gap = lease_remainder + detection_lag` holds:
 /// the holder stops renewing at the fault, so the lease runs out on its own.
@@ -63,6 +63,8 @@ pub struct Checker {
     /// The trial's `trial_end` came: what follows is cleanup (SIGTERMs,
     /// exits, releases), not looked at.
     ended: bool,
+    /// Its `trial_end` says it was cut at a soak's window.
+    cut: bool,
     /// The last instant's time: the trial's end once the history is read
     /// (its `trial_end`, else its last event; 0 for none).
     end_us: Micros,
@@ -85,6 +87,7 @@ impl Checker {
             params: *params,
             sweep: Sweep::new(params),
             ended: false,
+            cut: false,
             end_us: 0,
             writes: WritesFold::default(),
             latency: Latency::default(),
@@ -114,6 +117,7 @@ impl Checker {
         let instant = match instant.iter().position(|e| e.kind == EventKind::TrialEnd) {
             Some(i) => {
                 self.ended = true;
+                self.cut = instant[i].detail.reason.as_deref() == Some(TRIAL_CUT);
                 &instant[..=i]
             }
             None => instant,
@@ -140,6 +144,7 @@ impl Checker {
     pub fn finish(self) -> TrialMetrics {
         let (params, end_us) = (&self.params, self.end_us);
         let mut metrics = self.sweep.finish(end_us, params);
+        metrics.cut = self.cut;
         let (storm, last_heal) = (self.storm.finish(end_us), self.last_heal.finish(end_us));
         let sightings = self.sightings.finish(end_us);
         if let Some(jobs) = self.jobs {
@@ -539,6 +544,7 @@ impl Sweep {
             gaps: self.gaps,
             wedged,
             end_us,
+            cut: false,
             evictions: super::evictions::evictions(pauses, self.stale),
             writes: Default::default(),
             jobs: Default::default(),

@@ -64,6 +64,9 @@ pub struct TrialMetrics {
     pub wedged: bool,
     /// Trial end (the `trial_end` event, else the last event).
     pub end_us: Micros,
+    /// A soak's trial kept up to its last whole window when its run was
+    /// stopped: it ends there, and the soak goes on in the next trial.
+    pub cut: bool,
     /// The intervals behind the numbers, for timelines.
     pub spans: Spans,
     /// Leader pauses and the false evictions among them.

@@ -121,6 +121,7 @@ pub(super) fn build(
     check_stagger_fits(place, &raw, start, workers, duration)?;
     let expect = expect(place, &raw, scale)?;
     let jobs = jobs(place, &raw, overrides)?;
+    let window = window(place, &raw, (trials, until.is_some()), duration)?;
     let seed_drawn = overrides.seed.or(raw.seed).is_none();
     let seed = overrides.seed.or(raw.seed).unwrap_or_else(rand::random);
     let scaled = Scaled { place, raw: &raw, overrides, scale };
@@ -160,8 +161,38 @@ pub(super) fn build(
         program,
         reference: raw.reference,
         points: Vec::new(),
+        window: window.map(sc),
     })
 }
+
+/// `window:` keeps one long trial (a soak) in windows shorter than it.
+fn window(
+    place: &Place,
+    raw: &RawExperiment,
+    (trials, until): (u32, bool),
+    duration: Dur,
+) -> Result<Option<Dur>, ExperimentError> {
+    let Some(w) = &raw.window else { return Ok(None) };
+    let refuse = |msg: String| Err(place.span(&w.referenced, msg));
+    if trials != 1 || until {
+        return refuse(format!("window keeps one long trial in windows, not {trials} trials: set `trials: 1`"));
+    }
+    if w.value < MIN_WINDOW || w.value >= duration {
+        let msg = format!("window is {}; at least {MIN_WINDOW} and shorter than the trial ({duration})", w.value);
+        return refuse(msg);
+    }
+    // Each a trial of its own once a resume cuts the soak there.
+    let windows = duration.as_us().div_ceil(w.value.as_us());
+    if windows > super::load::MAX_TRIALS {
+        let most = super::load::MAX_TRIALS;
+        return refuse(format!("window is {}; the trial is {windows} of them, at most {most} in one run", w.value));
+    }
+    Ok(Some(w.value))
+}
+
+/// The shortest soak window: what a resume keeps is on disk a moment after
+/// it happened, a couple of seconds at most.
+const MIN_WINDOW: Dur = Dur::from_secs(1);
 
 /// The time scale to apply (from the file or `--time-scale`, not both), and
 /// the one a resolved file's durations already carry (`scaled_by`).

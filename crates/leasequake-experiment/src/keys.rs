@@ -75,6 +75,13 @@ pub fn keys() -> Vec<Key> {
         ),
         key("seed", Int(0), "random, recorded", "20261129", "Base seed: trial i uses seed + i, at every sweep point."),
         key("duration", Duration, &defaults::DURATION.to_string(), "30s", "How long each trial runs."),
+        key(
+            "window",
+            Duration,
+            "",
+            "1m",
+            "A soak (`trials: 1`, no sweep) kept in windows this long (at least 1s): a run stopped at any moment, `kill -9` included, keeps its trial up to the last whole window when `--resume` finds it, and the resume runs the rest of the soak, with fresh processes, as the next trial.",
+        ),
         key("lease", Duration, &lease.lease.to_string(), "9s", "Lease length."),
         key("renew", Duration, &lease.renew.to_string(), "3s", "The leader renews this often; shorter than the lease."),
         key("watch", Duration, &lease.watch.to_string(), "3s", "Watchers look at the lease this often."),

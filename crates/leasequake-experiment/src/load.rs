@@ -83,6 +83,12 @@ pub fn load_str(path: &Path, text: &str, overrides: &Overrides) -> Result<Experi
         return Ok(exp);
     };
 
+    if let Some(w) = &raw.window {
+        return Err(err_at(
+            &w.referenced,
+            "window keeps one long trial in windows, and a sweep runs many: drop one".into(),
+        ));
+    }
     raw.substrate_swept = sweep.iter().any(|(key, values)| {
         key == "substrate" || (key == "points" && values.value.iter().any(|p| p.get("substrate").is_some()))
     });

@@ -162,3 +162,28 @@ fn campaign_errors_name_line_and_column() {
     let e = load_text("name: t\nworkers: 3\nfaults: 3\n").unwrap_err();
     assert!(e.contains("t.yaml:3:") && e.contains("random"), "{e}");
 }
+
+#[test]
+fn a_soak_window_is_one_trials_and_shorter_than_it() {
+    let soak = "name: t\nworkers: 3\ntrials: 1\nduration: 10m\n";
+    let e = load_text(&format!("{soak}window: 1m\n")).unwrap();
+    assert_eq!((e.window, e.most_trials()), (Some(Dur::from_secs(60)), 10));
+    let o = Overrides { time_scale: Some(0.5), ..Overrides::default() };
+    let e = load_str(Path::new("t.yaml"), &format!("{soak}window: 1m\n"), &o).unwrap();
+    assert_eq!(e.window, Some(Dur::from_secs(30)), "scaled as the trial is");
+    for (text, want) in [
+        (format!("{soak}window: 10m\n"), "t.yaml:5:9: window is 600s; at least 1s and shorter than the trial (600s)"),
+        (format!("{soak}window: 500ms\n"), "t.yaml:5:9: window is 500ms; at least 1s"),
+        (
+            "name: t\nworkers: 3\ntrials: 4\nwindow: 1s\n".into(),
+            "t.yaml:4:9: window keeps one long trial in windows, not 4",
+        ),
+        (
+            format!("{soak}window: 1m\nsweep:\n  lease: [5s, 9s]\n"),
+            "t.yaml:5:9: window keeps one long trial in windows, and a sweep",
+        ),
+    ] {
+        let e = load_text(&text).unwrap_err();
+        assert!(e.starts_with(want), "{text}: {e}");
+    }
+}

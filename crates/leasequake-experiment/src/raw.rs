@@ -76,6 +76,8 @@ pub(super) struct RawExperiment {
     #[serde(default)]
     pub(super) jobs: Option<Spanned<usize>>,
     #[serde(default)]
+    pub(super) window: Option<Spanned<Dur>>,
+    #[serde(default)]
     pub(super) reference: Option<Reference>,
     #[serde(default)]
     pub(super) substrate: SubstrateSettings,

@@ -110,6 +110,9 @@ pub fn to_yaml(e: &Experiment) -> String {
     let _ = writeln!(w, "initial_lock: {}", setting_name(&e.initial_lock));
     let _ = writeln!(w, "grace: {}", e.grace);
     let _ = writeln!(w, "jobs: {}", e.jobs);
+    if let Some(window) = e.window {
+        let _ = writeln!(w, "window: {window}");
+    }
     if let Some(b) = e.fault_budget {
         let _ = writeln!(w, "fault_budget: {b}");
     }

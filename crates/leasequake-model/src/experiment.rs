@@ -147,6 +147,10 @@ pub struct Experiment {
     /// A sweep's points (empty for a plain experiment): each a complete
     /// experiment with some settings replaced.
     pub points: Vec<Point>,
+    /// A soak (one trial) kept in windows this long (scaled): a stopped
+    /// run's `--resume` keeps its trial up to the last whole window and
+    /// runs the rest of the soak as the next trial.
+    pub window: Option<Dur>,
 }
 
 /// One point of a sweep.
@@ -185,6 +189,26 @@ impl Experiment {
     /// `label`, or the experiment's name.
     pub fn setting_label(&self, label: &str) -> String {
         if label.is_empty() { self.name.clone() } else { label.to_string() }
+    }
+
+    /// The most trials a run of it can hold: a trial per sweep point and
+    /// count, or for a soak kept in windows, a trial per window (each
+    /// resume starts the rest of the soak as a new trial).
+    pub fn most_trials(&self) -> u32 {
+        match self.window {
+            Some(w) => u32::try_from(self.duration.as_us().div_ceil(w.as_us().max(1))).unwrap_or(u32::MAX),
+            None => (self.units().len() as u32).saturating_mul(self.trials),
+        }
+    }
+
+    /// Seed of the run's trial `trial` (numbered across the sweep's points,
+    /// 1-based): the seed of its number within its point, or of a soak's
+    /// own trials (its stretches), its number.
+    pub fn seed_of(&self, trial: u32) -> u64 {
+        match self.window {
+            Some(_) => self.trial_seed(trial),
+            None => self.trial_seed((trial.max(1) - 1) % self.trials.max(1) + 1),
+        }
     }
 
     /// Seed of trial `i` (1-based): distinct, reproducible, printed in trials.csv.

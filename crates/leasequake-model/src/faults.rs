@@ -210,6 +210,20 @@ impl Fault {
         self.every.map_or(1, |e| end.as_us().saturating_sub(self.at.as_us()) / e.as_us().max(1) + 1)
     }
 
+    /// The fault as a trial that begins `start` into this one sees it (the
+    /// rest of a soak after a resume): a fault due before `start` (or whose
+    /// jitter window had begun) is gone, having fired or been waiting; one
+    /// that repeats keeps its period from its next firing.
+    pub fn from_start(&self, start: Dur) -> Option<Fault> {
+        let (at, start) = (self.at.as_us(), start.as_us());
+        let at = match self.every.map(Dur::as_us) {
+            _ if at >= start => at - start,
+            Some(every) if every > 0 => (at + (start - at).div_ceil(every) * every) - start,
+            _ => return None,
+        };
+        Some(Fault { at: Dur::from_us(at), ..self.clone() })
+    }
+
     /// Every duration of the fault multiplied by `s` (the time scale).
     pub fn scaled(&self, s: f64) -> Fault {
         Fault {
@@ -347,6 +361,30 @@ mod tests {
     use rand::SeedableRng;
 
     use super::*;
+
+    #[test]
+    fn a_fault_seen_from_later_in_the_trial_is_moved_earlier_or_gone() {
+        let at = |s| Fault {
+            at: Dur::from_secs(s),
+            jitter: Dur::ZERO,
+            after: None,
+            target: Target::Leader,
+            action: Action::Kill,
+            duration: None,
+            every: None,
+            net: None,
+            skew: None,
+        };
+        let from = |f: &Fault, s| f.from_start(Dur::from_secs(s)).map(|f| f.at.as_us() / 1_000_000);
+        assert_eq!(from(&at(90), 60), Some(30));
+        assert_eq!(from(&at(60), 60), Some(0), "due at the start: fires at once");
+        assert_eq!(from(&at(30), 60), None, "fired (or waited) before the start");
+        let every = Fault { every: Some(Dur::from_secs(25)), ..at(10) };
+        // It fires at 10, 35, 60, 85, …: from 70 on, 15 s in and every 25 s.
+        assert_eq!(from(&every, 70), Some(15));
+        assert_eq!(from(&every, 60), Some(0));
+        assert_eq!(every.from_start(Dur::from_secs(70)).unwrap().every, every.every);
+    }
 
     #[test]
     fn every_target_name_reads_back_as_itself() {

@@ -12,6 +12,10 @@ use serde::{Deserialize, Serialize};
 /// Microseconds since the barrier release.
 pub type Micros = i64;
 
+/// The `reason` of the `trial_end` of a soak's trial kept up to its last
+/// whole window after its run was stopped: no worker exits in it.
+pub const TRIAL_CUT: &str = "cut";
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EventKind {

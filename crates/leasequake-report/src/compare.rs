@@ -438,6 +438,7 @@ mod tests {
                 .collect(),
             wedged: false,
             end_us: 3_000_000,
+            cut: false,
             spans: Spans::default(),
             evictions: Default::default(),
             network: Default::default(),

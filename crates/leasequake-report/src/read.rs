@@ -5,7 +5,7 @@ use std::path::Path;
 
 use super::columns::header_of;
 use super::rows::EventRow;
-use crate::model::history::{Detail, Event, EventKind, History, ms_to_us};
+use crate::model::history::{Detail, Event, EventKind, History, TRIAL_CUT, ms_to_us};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
@@ -297,6 +297,9 @@ struct Trial {
     streaming: bool,
     instant: Vec<Event>,
     last_line: u64,
+    /// Its end says it was cut (a soak's trial kept up to its last whole
+    /// window when its run was stopped): no worker exited in it.
+    cut: bool,
 }
 
 impl Trial {
@@ -323,6 +326,9 @@ impl Trial {
             let what = event.kind.name();
             let message = format!("a second {what}{whose} in trial {trial} (the first at line {before}): a row copied");
             return Err(TrialError::Row(line, message));
+        }
+        if event.kind == EventKind::TrialEnd {
+            self.cut = event.detail.reason.as_deref() == Some(TRIAL_CUT);
         }
         if !self.streaming {
             self.rows.push((line, event));
@@ -368,7 +374,7 @@ impl Trial {
             if !self.once.contains_key(&(end, None)) {
                 return cut(end.into());
             }
-            for (kind, worker) in self.once.keys() {
+            for (kind, worker) in self.once.keys().filter(|_| !self.cut) {
                 if *kind == spawn && !self.once.contains_key(&(exit, *worker)) {
                     return cut(format!("exit of worker {}", worker.map_or("?".into(), |w| w.to_string())));
                 }
@@ -622,6 +628,16 @@ mod tests {
             // Unfinished (a trial interrupted), it is what a kill left.
             assert_eq!(whole(1, &trial(&full[..n]), false), Ok(()));
         }
+    }
+
+    #[test]
+    fn a_soaks_trial_cut_at_a_window_has_its_end_and_no_exit() {
+        use EventKind::*;
+        let mut rows = trial(&[(Spawn, Some(0)), (Spawn, Some(1)), (Barrier, None), (TrialEnd, None)]);
+        assert!(whole(1, &rows, true).is_err(), "an end without exits is a history cut short");
+        rows[3].1.detail.reason = Some(TRIAL_CUT.into());
+        assert_eq!(whole(1, &rows, true), Ok(()));
+        assert!(whole(1, &rows[..3], true).is_err(), "a cut trial still has its end");
     }
 
     #[test]

@@ -18,7 +18,7 @@ use super::columns::header_of;
 use super::measures::event_row;
 use super::read::SORT_ROWS;
 use super::rows::EventRow;
-use crate::model::history::{Event, EventSink, ms_to_us};
+use crate::model::history::{Detail, Event, EventKind, EventSink, TRIAL_CUT, ms_to_us};
 
 /// Files merged at once, at most: a long trial's late events sorted in many
 /// runs are merged in rounds, never holding a descriptor per run.
@@ -42,11 +42,6 @@ impl EventSpool {
         EventSpool { path, trial, writer: None, late: None, last_us: i64::MIN }
     }
 
-    fn late_path(&self) -> PathBuf {
-        let name = self.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        self.path.with_file_name(format!(".{name}.late"))
-    }
-
     fn write(&mut self, event: &Event) -> io::Result<()> {
         let open = |path: &Path| -> io::Result<Rows> {
             Ok(csv::WriterBuilder::new().has_headers(false).from_writer(BufWriter::new(File::create(path)?)))
@@ -61,7 +56,7 @@ impl EventSpool {
             self.writer.as_mut()
         } else {
             if self.late.is_none() {
-                self.late = Some(open(&self.late_path())?);
+                self.late = Some(open(&late_path(&self.path))?);
             }
             self.late.as_mut()
         };
@@ -88,7 +83,7 @@ impl EventSpool {
         drop(w);
         if let Some(late) = self.late.take() {
             drop(late);
-            merge_late(&self.path, &self.late_path(), SORT_ROWS).map_err(named)?;
+            merge_late(&self.path, &late_path(&self.path), SORT_ROWS).map_err(named)?;
         }
         Ok(Some(self.path))
     }
@@ -172,6 +167,83 @@ impl Drop for Spooling {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// The file of late events beside an events file.
+fn late_path(path: &Path) -> PathBuf {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    path.with_file_name(format!(".{name}.late"))
+}
+
+/// A soak's trial whose run was stopped (`kill -9` included), kept up to its
+/// last whole window: the rows before the last multiple of `window_us`
+/// that a written row reached (and short of `most_us`, where the trial
+/// would have ended), the late rows before it merged in, and a `trial_end`
+/// there whose reason is `cut`. Returns where it was cut, or None if no
+/// window was whole (the trial is then run again from its start). A row
+/// the stop left half-written is not read; an event stamped before the cut
+/// and not yet on disk when the run stopped is not there to keep.
+/// Cutting a file cut before cuts it where it was.
+pub fn keep_whole_windows(path: &Path, trial: u32, window_us: i64, most_us: i64) -> io::Result<Option<i64>> {
+    cut_at_window(path, trial, window_us, most_us)
+        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))
+}
+
+fn cut_at_window(path: &Path, trial: u32, window_us: i64, most_us: i64) -> io::Result<Option<i64>> {
+    if !path.exists() {
+        return Ok(None);
+    }
+    let rows = || -> io::Result<csv::Reader<std::io::Take<File>>> {
+        Ok(csv::ReaderBuilder::new().has_headers(true).from_reader(super::read::whole_lines(path)?))
+    };
+    let mut last = None;
+    let mut record = csv::ByteRecord::new();
+    let mut reader = rows()?;
+    while reader.read_byte_record(&mut record)? {
+        last = Some(time_of(&record)?);
+    }
+    let window_us = window_us.max(1);
+    let Some(cut) = last.map(|t| t.min(most_us - 1).div_euclid(window_us) * window_us).filter(|c| *c > 0) else {
+        return Ok(None);
+    };
+    let parent = path.parent().unwrap_or(Path::new("."));
+    // The late rows first: a stop between the two steps leaves the events
+    // file as it was, to be cut again.
+    let late = late_path(path);
+    if late.exists() {
+        let mut kept = tempfile::NamedTempFile::new_in(parent)?;
+        {
+            let mut w = csv::WriterBuilder::new().has_headers(false).from_writer(kept.as_file_mut());
+            let from = super::read::whole_lines(&late)?;
+            let mut reader = csv::ReaderBuilder::new().has_headers(false).from_reader(from);
+            while reader.read_byte_record(&mut record)? {
+                if time_of(&record)? < cut {
+                    w.write_byte_record(&record)?;
+                }
+            }
+            w.flush()?;
+        }
+        kept.persist(&late).map_err(|e| e.error)?;
+    }
+    let mut kept = tempfile::NamedTempFile::new_in(parent)?;
+    {
+        let mut w = csv::WriterBuilder::new().has_headers(false).from_writer(kept.as_file_mut());
+        let mut reader = rows()?;
+        w.write_byte_record(reader.byte_headers()?)?;
+        // In time order: the rows before the cut come first.
+        while reader.read_byte_record(&mut record)? && time_of(&record)? < cut {
+            w.write_byte_record(&record)?;
+        }
+        let detail = Detail { reason: Some(TRIAL_CUT.into()), ..Detail::default() };
+        let end = Event::new(cut, None, EventKind::TrialEnd).with_detail(detail);
+        w.serialize(event_row(trial, &end))?;
+        w.flush()?;
+    }
+    kept.persist(path).map_err(|e| e.error)?;
+    if late.exists() {
+        merge_late(path, &late, SORT_ROWS)?;
+    }
+    Ok(Some(cut))
 }
 
 /// An events.csv row's time, µs.
@@ -339,6 +411,39 @@ mod tests {
         let mut want = arrivals.clone();
         want.sort_by_key(|(t, _)| *t);
         assert_eq!(times(&path), pairs(&want));
+    }
+
+    #[test]
+    fn a_stopped_soaks_trial_is_kept_up_to_its_last_whole_window() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("events.csv");
+        let mut spool = EventSpool::new(path.clone(), 4);
+        // Rows up to 2.5 s, two of them late (one before the cut, one after).
+        for (t, w) in [(-5_000, 0), (0, 1), (900_000, 0), (1_500_000, 1), (2_100_000, 0), (1_800_000, 1)] {
+            spool.event(event(t, w)).unwrap();
+        }
+        spool.event(event(950_000, 0)).unwrap();
+        spool.event(event(2_500_000, 1)).unwrap();
+        spool.flush().unwrap();
+        drop(spool);
+        // The stop left half a row.
+        std::fs::OpenOptions::new().append(true).open(&path).unwrap().write_all(b"4,2600.0,1,wat").unwrap();
+        let kept = [(-5_000, 0), (0, 1), (900_000, 0), (950_000, 0), (1_500_000, 1), (1_800_000, 1)];
+        let mut rows: Vec<(String, String)> =
+            kept.iter().map(|(t, w)| (format!("{:?}", *t as f64 / 1000.0), w.to_string())).collect();
+        rows.push(("2000.0".into(), String::new()));
+        for again in [false, true] {
+            assert_eq!(keep_whole_windows(&path, 4, 1_000_000, 60_000_000).unwrap(), Some(2_000_000), "{again}");
+            assert_eq!(times(&path), rows, "cut twice, cut where it was: {again}");
+            assert!(!late_path(&path).exists());
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let end = text.lines().last().unwrap();
+        assert!(end.contains("trial_end") && end.contains(TRIAL_CUT), "{end}");
+        // Short of where the trial would have ended; nothing whole, nothing kept.
+        assert_eq!(keep_whole_windows(&path, 4, 1_000_000, 1_500_000).unwrap(), Some(1_000_000));
+        assert_eq!(keep_whole_windows(&path, 4, 5_000_000, 60_000_000).unwrap(), None);
+        assert_eq!(keep_whole_windows(&dir.path().join("none.csv"), 4, 1, 10).unwrap(), None);
     }
 
     #[test]

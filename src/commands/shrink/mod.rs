@@ -182,7 +182,13 @@ fn prepare(dir: &Path, trial: u32, how: &ShrinkHow, jobs: Option<usize>) -> Resu
     let mut base = units[unit].0.clone();
     base.points.clear();
     base.jobs = jobs.unwrap_or(exp.jobs);
-    let seed = exp.trial_seed((trial - 1) % exp.trials + 1);
+    if exp.window.is_some() && trial > 1 {
+        return Err(Error::Conflict(format!(
+            "--trial {trial}: the rest of a soak after a resume (its faults are the soak's from where the trial \
+             before it was cut), which a shrink cannot replay alone; shrink trial 1"
+        )));
+    }
+    let seed = exp.seed_of(trial);
     let workers = super::inputs::most_workers(&exp);
     let history = read_histories(dir, Some(&[trial].into()), workers)?.remove(&trial).ok_or_else(|| Error::Path {
         path: dir.join("events.csv"),
@@ -244,6 +250,8 @@ fn candidate(plan: &Plan, faults: &[Fault], trials: u32, first_seed: u64, name: 
         trials,
         until: None,
         seed: first_seed.wrapping_sub(1),
+        // Its trials are the candidate's repeats, not one soak's windows.
+        window: None,
         ..plan.base.clone()
     }
 }

@@ -1,0 +1,119 @@
+//! A soak kept in windows (`window:`): a run stopped at any moment, `kill
+//! -9` included, keeps its trial up to the last whole window when `--resume`
+//! finds it, and the rest of the soak runs as the next trial, with fresh
+//! processes and the soak's own faults from there on.
+
+use std::path::{Path, PathBuf};
+
+use super::runner::Done;
+use crate::error::Error;
+use crate::model::history::{EventKind, History};
+use crate::model::{Dur, Experiment, FaultRow};
+use crate::trial::{TrialError, TrialRecord};
+
+/// Where the rest of the soak starts, into it, and the trial that runs it:
+/// after the trials it has, each cut at a window but the last, which ran
+/// to the end (None: the soak is whole).
+pub(super) fn rest(done: &Done) -> Option<(u32, Dur)> {
+    let mut trials: Vec<_> = done.iter().map(|(t, _, m)| (*t, m)).collect();
+    trials.sort_by_key(|(t, _)| *t);
+    if trials.last().is_some_and(|(_, m)| !m.cut) {
+        return None;
+    }
+    let start: i64 = trials.iter().map(|(_, m)| m.end_us.max(0)).sum();
+    Some((trials.last().map_or(1, |(t, _)| t + 1), Dur::from_us(start as u64)))
+}
+
+/// A stopped soak's trial kept up to its last whole window, judged and
+/// ready to be written as a finished trial.
+pub(super) struct Kept {
+    pub(super) record: TrialRecord,
+    pub(super) events: PathBuf,
+    pub(super) metrics: crate::check::TrialMetrics,
+    pub(super) drawn: History,
+}
+
+/// The trial of `exp` (a soak kept in windows) that a stopped run of it
+/// was in, kept up to its last whole window; None if it has no whole
+/// window (it is run again from its start) or none was running.
+pub(super) fn keep_stopped(exp: &Experiment, dir: &Path, done: &Done) -> Result<Option<Kept>, Error> {
+    let (Some(window), Some((trial, start))) = (exp.window, rest(done)) else { return Ok(None) };
+    let events = dir.join("trials").join(format!("{trial:04}")).join("events.csv");
+    let rest_us = exp.duration.as_us().saturating_sub(start.as_us()) as i64;
+    let kept = crate::report::spool::keep_whole_windows(&events, trial, window.as_us() as i64, rest_us)
+        .map_err(|e| Error::Trial { trial, source: TrialError::Events(e) })?;
+    let Some(cut_us) = kept else { return Ok(None) };
+    let (metrics, drawn) = super::inputs::judge_trial(&events, exp, trial, true)?;
+    let faults = crate::trial::rest_of_soak(exp, start).faults;
+    let cut = Dur::from_us(cut_us as u64);
+    let record = TrialRecord {
+        trial,
+        seed: exp.trial_seed(trial),
+        deliveries: fault_rows(&drawn, &faults),
+        garbage_lines: 0,
+        outcomes: vec![format!("cut at {cut} (the run was stopped; kept up to its last whole window)")],
+    };
+    Ok(Some(Kept { record, events, metrics, drawn }))
+}
+
+/// faults.csv's rows of a trial from its `fault` events (the trial's own
+/// record of them went with its run): scheduled where the harness
+/// measured how late a fault was, else when it took effect.
+fn fault_rows(history: &History, faults: &[crate::model::Fault]) -> Vec<FaultRow> {
+    let delivered = history.events.iter().filter(|e| e.kind == EventKind::Fault);
+    delivered
+        .map(|e| {
+            let fault = e.detail.fault.unwrap_or_default();
+            FaultRow {
+                fault,
+                action: e.detail.action.clone().unwrap_or_default(),
+                target: faults.get(fault).map(|f| f.target.to_string()).unwrap_or_default(),
+                worker: e.worker,
+                pid: e.pid,
+                scheduled_us: e.t_us - e.detail.error_us.unwrap_or(0),
+                actual_us: e.t_us,
+                error: e.detail.error.clone(),
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::TrialMetrics;
+    use crate::model::history::{Detail, Event};
+
+    fn soak() -> Experiment {
+        let yaml = "name: soak\nworkers: 3\ntrials: 1\nduration: 10m\nwindow: 1m\nfaults:\n  \
+                    - {at: 1m, action: pause, target: leader, duration: 5s}\n  - {at: 2m, action: kill, target: 2}\n";
+        crate::experiment::load_str(Path::new("soak.yaml"), yaml, &Default::default()).expect("a valid soak")
+    }
+
+    fn trial(end_s: i64, cut: bool) -> TrialMetrics {
+        let events = vec![Event::new(end_s * 1_000_000, None, EventKind::TrialEnd)];
+        TrialMetrics { cut, ..crate::check::check(&History::new(events), &crate::check::CheckParams::of(&soak())) }
+    }
+
+    #[test]
+    fn the_rest_of_a_soak_starts_where_its_cut_trials_end() {
+        assert_eq!(rest(&Vec::new()), Some((1, Dur::ZERO)));
+        let cut = vec![(1, 0, trial(120, true)), (2, 0, trial(60, true))];
+        assert_eq!(rest(&cut), Some((3, Dur::from_secs(180))));
+        let whole = vec![(2, 0, trial(60, true)), (1, 0, trial(120, true)), (3, 0, trial(300, false))];
+        assert_eq!(rest(&whole), None, "its last trial ran to the end");
+    }
+
+    #[test]
+    fn a_cut_trials_faults_are_its_fault_events() {
+        let kill = |t, late| {
+            let detail = Detail { fault: Some(1), action: Some("kill".into()), error_us: late, ..Detail::default() };
+            Event { pid: Some(42), ..Event::new(t, Some(2), EventKind::Fault).with_detail(detail) }
+        };
+        let history = History::new(vec![kill(5_000_000, Some(300)), kill(9_000_000, None)]);
+        let rows = fault_rows(&history, &soak().faults);
+        assert_eq!((rows[0].scheduled_us, rows[0].actual_us, rows[0].worker), (4_999_700, 5_000_000, Some(2)));
+        assert_eq!((rows[1].scheduled_us, rows[1].pid, rows[1].action.as_str()), (9_000_000, Some(42), "kill"));
+        assert_eq!(rows[1].target, "2", "the target as written");
+    }
+}
