@@ -179,7 +179,7 @@ pub(super) fn run_experiment(
         Err(e) => return failed(e),
     };
     let mut sink = Sink { writer, dir: dir.to_path_buf(), metrics: done, error: None };
-    if resuming && let Err(e) = keep_stopped(exp, &mut sink, ctx) {
+    if resuming && let Err(e) = record_stopped(exp, &mut sink, ctx) {
         return failed(e);
     }
     let plan = TrialPlan::new(exp, &sink.metrics, shard);
@@ -211,14 +211,16 @@ pub(super) fn run_experiment(
 }
 
 /// The trial a stopped run of a soak kept in windows was in, kept up to
-/// its last whole window and written as a finished trial.
-fn keep_stopped(exp: &Experiment, sink: &mut Sink, ctx: &Ctx) -> Result<(), Error> {
+/// its last whole window (or whole) and written as a finished trial.
+fn record_stopped(exp: &Experiment, sink: &mut Sink, ctx: &Ctx) -> Result<(), Error> {
     let Some(kept) = super::window::keep_stopped(exp, &sink.dir, &sink.metrics)? else { return Ok(()) };
-    let (trial, end) = (kept.record.trial, crate::model::Dur::from_us(kept.metrics.end_us.max(0) as u64));
+    let (trial, cut) = (kept.record.trial, kept.metrics.cut);
+    let end = crate::model::Dur::from_us(kept.metrics.end_us.max(0) as u64);
     sink.record(exp, &exp.units(), 0, (kept.record, &kept.events, &kept.drawn), kept.metrics)?;
     let _ = std::fs::remove_file(&kept.events);
     if !ctx.quiet {
-        warnln!("leasequake: trial {trial} of {} kept up to {end}, its last whole window", exp.name);
+        let how = if cut { format!("kept up to {end}, its last whole window") } else { "kept whole".into() };
+        warnln!("leasequake: trial {trial} of {}, stopped, {how}", exp.name);
     }
     Ok(())
 }

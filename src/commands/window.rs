@@ -9,6 +9,7 @@ use super::runner::Done;
 use crate::error::Error;
 use crate::model::history::{EventKind, History};
 use crate::model::{Dur, Experiment, FaultRow};
+use crate::report::spool::Kept::{Cut, Whole};
 use crate::trial::{TrialError, TrialRecord};
 
 /// Where the rest of the soak starts, into it, and the trial that runs it:
@@ -24,8 +25,8 @@ pub(super) fn rest(done: &Done) -> Option<(u32, Dur)> {
     Some((trials.last().map_or(1, |(t, _)| t + 1), Dur::from_us(start as u64)))
 }
 
-/// A stopped soak's trial kept up to its last whole window, judged and
-/// ready to be written as a finished trial.
+/// A stopped soak's trial kept, judged and ready to be written as a
+/// finished trial.
 pub(super) struct Kept {
     pub(super) record: TrialRecord,
     pub(super) events: PathBuf,
@@ -34,26 +35,65 @@ pub(super) struct Kept {
 }
 
 /// The trial of `exp` (a soak kept in windows) that a stopped run of it
-/// was in, kept up to its last whole window; None if it has no whole
-/// window (it is run again from its start) or none was running.
+/// was in, kept up to its last whole window (or whole, where it had run
+/// to its end); None if it has no whole window (it is run again from its
+/// start) or none was running. Refused where the trials the soak has are
+/// not one soak's.
 pub(super) fn keep_stopped(exp: &Experiment, dir: &Path, done: &Done) -> Result<Option<Kept>, Error> {
-    let (Some(window), Some((trial, start))) = (exp.window, rest(done)) else { return Ok(None) };
+    let Some(window) = exp.window else { return Ok(None) };
+    one_soak(dir, done)?;
+    let Some((trial, start)) = rest(done) else { return Ok(None) };
     let events = dir.join("trials").join(format!("{trial:04}")).join("events.csv");
     let rest_us = exp.duration.as_us().saturating_sub(start.as_us()) as i64;
-    let kept = crate::report::spool::keep_whole_windows(&events, trial, window.as_us() as i64, rest_us)
-        .map_err(|e| Error::Trial { trial, source: TrialError::Events(e) })?;
-    let Some(cut_us) = kept else { return Ok(None) };
-    let (metrics, drawn) = super::inputs::judge_trial(&events, exp, trial, true)?;
+    let keep = |whole| {
+        crate::report::spool::keep_stopped(&events, trial, window.as_us() as i64, rest_us, whole)
+            .map_err(|e| Error::Trial { trial, source: TrialError::Events(e) })
+    };
+    let (kept, (metrics, drawn)) = match keep(true)? {
+        None => return Ok(None),
+        // Ended, but not every exit on disk: cut like any other.
+        Some(Whole) => match super::inputs::judge_trial(&events, exp, trial, true) {
+            Ok(judged) => (Whole, judged),
+            Err(_) => match keep(false)? {
+                Some(kept) => (kept, super::inputs::judge_trial(&events, exp, trial, true)?),
+                None => return Ok(None),
+            },
+        },
+        Some(kept) => (kept, super::inputs::judge_trial(&events, exp, trial, true)?),
+    };
     let faults = crate::trial::rest_of_soak(exp, start).faults;
-    let cut = Dur::from_us(cut_us as u64);
+    let said = match kept {
+        Whole => "ran to its end; its run stopped before writing it down, and the resume kept it whole".to_string(),
+        Cut(at) => {
+            format!("cut at {} (the run was stopped; kept up to its last whole window)", Dur::from_us(at as u64))
+        }
+    };
     let record = TrialRecord {
         trial,
-        seed: exp.trial_seed(trial),
+        seed: exp.seed_of(trial),
         deliveries: fault_rows(&drawn, &faults),
         garbage_lines: 0,
-        outcomes: vec![format!("cut at {cut} (the run was stopped; kept up to its last whole window)")],
+        outcomes: vec![said],
     };
     Ok(Some(Kept { record, events, metrics, drawn }))
+}
+
+/// The trials a resumed soak has are one soak's: numbered from 1 on, each
+/// but the last cut at a window.
+fn one_soak(dir: &Path, done: &Done) -> Result<(), Error> {
+    let mut trials: Vec<_> = done.iter().map(|(t, _, m)| (*t, m.cut)).collect();
+    trials.sort_unstable();
+    let wrong = trials.iter().enumerate().find(|(i, (t, cut))| *t != *i as u32 + 1 || (!cut && i + 1 < trials.len()));
+    match wrong {
+        None => Ok(()),
+        Some((_, (t, _))) => Err(Error::Path {
+            path: dir.join("trials.csv"),
+            problem: format!(
+                "--resume: trial {t} is not where a soak kept in windows puts it (trials 1, 2, … each but the last \
+                 cut at a window); this is not as a run left it"
+            ),
+        }),
+    }
 }
 
 /// faults.csv's rows of a trial from its `fault` events (the trial's own
@@ -62,9 +102,9 @@ pub(super) fn keep_stopped(exp: &Experiment, dir: &Path, done: &Done) -> Result<
 fn fault_rows(history: &History, faults: &[crate::model::Fault]) -> Vec<FaultRow> {
     let delivered = history.events.iter().filter(|e| e.kind == EventKind::Fault);
     delivered
-        .map(|e| {
-            let fault = e.detail.fault.unwrap_or_default();
-            FaultRow {
+        .filter_map(|e| {
+            let fault = e.detail.fault?;
+            Some(FaultRow {
                 fault,
                 action: e.detail.action.clone().unwrap_or_default(),
                 target: faults.get(fault).map(|f| f.target.to_string()).unwrap_or_default(),
@@ -73,7 +113,7 @@ fn fault_rows(history: &History, faults: &[crate::model::Fault]) -> Vec<FaultRow
                 scheduled_us: e.t_us - e.detail.error_us.unwrap_or(0),
                 actual_us: e.t_us,
                 error: e.detail.error.clone(),
-            }
+            })
         })
         .collect()
 }

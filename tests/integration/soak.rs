@@ -49,7 +49,7 @@ fn a_soak_stopped_by_kill_9_keeps_its_whole_windows_and_resumes_with_the_rest() 
     let cut = trials[0].f64("end_ms");
     assert_eq!(cut, (reached / 1000.0).floor() * 1000.0, "{trials:?}");
     assert!(trials[0].get("worker_outcomes").starts_with(&format!("cut at {}s", cut / 1000.0)), "{trials:?}");
-    assert!(said.contains(&format!("trial 1 of soak kept up to {}s", cut / 1000.0)), "{said}");
+    assert!(said.contains(&format!("trial 1 of soak, stopped, kept up to {}s", cut / 1000.0)), "{said}");
     // The rest of the soak: to its end, no further.
     let rest = trials[1].f64("end_ms");
     assert!(rest >= 10_000.0 - cut && rest < 10_000.0 - cut + 1000.0, "{trials:?}");

@@ -121,7 +121,7 @@ pub(super) fn build(
     check_stagger_fits(place, &raw, start, workers, duration)?;
     let expect = expect(place, &raw, scale)?;
     let jobs = jobs(place, &raw, overrides)?;
-    let window = window(place, &raw, (trials, until.is_some()), duration)?;
+    let window = window(place, &raw, overrides, scale)?;
     let seed_drawn = overrides.seed.or(raw.seed).is_none();
     let seed = overrides.seed.or(raw.seed).unwrap_or_else(rand::random);
     let scaled = Scaled { place, raw: &raw, overrides, scale };
@@ -161,37 +161,47 @@ pub(super) fn build(
         program,
         reference: raw.reference,
         points: Vec::new(),
-        window: window.map(sc),
+        window,
     })
 }
 
-/// `window:` keeps one long trial (a soak) in windows shorter than it.
+/// `window:` keeps one long trial (a soak) in windows: a whole number of
+/// them, each at least `MIN_WINDOW` as it runs (scaled).
 fn window(
     place: &Place,
     raw: &RawExperiment,
-    (trials, until): (u32, bool),
-    duration: Dur,
+    overrides: &Overrides,
+    scale: f64,
 ) -> Result<Option<Dur>, ExperimentError> {
     let Some(w) = &raw.window else { return Ok(None) };
     let refuse = |msg: String| Err(place.span(&w.referenced, msg));
-    if trials != 1 || until {
-        return refuse(format!("window keeps one long trial in windows, not {trials} trials: set `trials: 1`"));
+    let (trials, until) = trials(place, raw, overrides)?;
+    if until.is_some() {
+        return refuse("window keeps one long trial in windows, not trials run until a rate is known".into());
     }
-    if w.value < MIN_WINDOW || w.value >= duration {
-        let msg = format!("window is {}; at least {MIN_WINDOW} and shorter than the trial ({duration})", w.value);
+    if trials != 1 {
+        let msg = format!("window keeps one long trial in windows, not {trials} trials");
+        return match overrides.trials {
+            Some(_) => Err(place.at(0, 0, format!("--trials: {msg}"))),
+            None => refuse(format!("{msg}: set `trials: 1`")),
+        };
+    }
+    let (window, duration) =
+        (w.value.scaled(scale), raw.duration.as_ref().map_or(defaults::DURATION, |d| d.value).scaled(scale));
+    if window < MIN_WINDOW || window >= duration || duration.as_us() % window.as_us() != 0 {
+        let msg = format!(
+            "window is {window}; at least {MIN_WINDOW}, and a whole number of them make the trial ({duration})"
+        );
         return refuse(msg);
     }
-    // Each a trial of its own once a resume cuts the soak there.
-    let windows = duration.as_us().div_ceil(w.value.as_us());
-    if windows > super::load::MAX_TRIALS {
-        let most = super::load::MAX_TRIALS;
-        return refuse(format!("window is {}; the trial is {windows} of them, at most {most} in one run", w.value));
-    }
-    Ok(Some(w.value))
+    // Each a trial of its own once a resume cuts the soak there: at most
+    // MAX_DURATION / MIN_WINDOW of them, well under MAX_TRIALS.
+    Ok(Some(window))
 }
 
-/// The shortest soak window: what a resume keeps is on disk a moment after
-/// it happened, a couple of seconds at most.
+/// The shortest soak window, as it runs: a window is what a stop may lose,
+/// and what reaches the disk lags the trial by a couple of seconds (the
+/// events' hold and the writer's flush), so a shorter one keeps no more.
 const MIN_WINDOW: Dur = Dur::from_secs(1);
 
 /// The time scale to apply (from the file or `--time-scale`, not both), and

@@ -164,26 +164,40 @@ fn campaign_errors_name_line_and_column() {
 }
 
 #[test]
-fn a_soak_window_is_one_trials_and_shorter_than_it() {
+fn a_soak_window_is_one_trials_and_a_whole_part_of_it() {
     let soak = "name: t\nworkers: 3\ntrials: 1\nduration: 10m\n";
     let e = load_text(&format!("{soak}window: 1m\n")).unwrap();
     assert_eq!((e.window, e.most_trials()), (Some(Dur::from_secs(60)), 10));
     let o = Overrides { time_scale: Some(0.5), ..Overrides::default() };
     let e = load_str(Path::new("t.yaml"), &format!("{soak}window: 1m\n"), &o).unwrap();
     assert_eq!(e.window, Some(Dur::from_secs(30)), "scaled as the trial is");
+    // As a run writes it down, read back the same.
+    let again = load_str(Path::new("experiment.yaml"), &crate::to_yaml(&e), &Overrides::default()).unwrap();
+    assert_eq!((again.window, again.duration), (e.window, e.duration));
+    let whole = "the trial (600s)";
     for (text, want) in [
-        (format!("{soak}window: 10m\n"), "t.yaml:5:9: window is 600s; at least 1s and shorter than the trial (600s)"),
-        (format!("{soak}window: 500ms\n"), "t.yaml:5:9: window is 500ms; at least 1s"),
+        (
+            format!("{soak}window: 10m\n"),
+            format!("t.yaml:5:9: window is 600s; at least 1s, and a whole number of them make {whole}"),
+        ),
+        (format!("{soak}window: 7m\n"), "t.yaml:5:9: window is 420s".into()),
+        (format!("{soak}window: 500ms\n"), "t.yaml:5:9: window is 500ms; at least 1s".into()),
         (
             "name: t\nworkers: 3\ntrials: 4\nwindow: 1s\n".into(),
-            "t.yaml:4:9: window keeps one long trial in windows, not 4",
+            "t.yaml:4:9: window keeps one long trial in windows, not 4 trials: set `trials: 1`".into(),
         ),
         (
             format!("{soak}window: 1m\nsweep:\n  lease: [5s, 9s]\n"),
-            "t.yaml:5:9: window keeps one long trial in windows, and a sweep",
+            "t.yaml:5:9: window keeps one long trial in windows, and a sweep".into(),
         ),
     ] {
         let e = load_text(&text).unwrap_err();
-        assert!(e.starts_with(want), "{text}: {e}");
+        assert!(e.starts_with(&want), "{text}: {e}");
     }
+    let o = Overrides { trials: Some(3), ..Overrides::default() };
+    let e = load_str(Path::new("t.yaml"), &format!("{soak}window: 1m\n"), &o).unwrap_err().to_string();
+    assert!(e.contains("--trials: window keeps one long trial in windows, not 3 trials"), "{e}");
+    let o = Overrides { time_scale: Some(0.05), ..Overrides::default() };
+    let e = load_str(Path::new("t.yaml"), &format!("{soak}window: 10s\n"), &o).unwrap_err().to_string();
+    assert!(e.contains("window is 500ms; at least 1s"), "checked as it runs: {e}");
 }

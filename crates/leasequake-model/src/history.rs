@@ -13,7 +13,8 @@ use serde::{Deserialize, Serialize};
 pub type Micros = i64;
 
 /// The `reason` of the `trial_end` of a soak's trial kept up to its last
-/// whole window after its run was stopped: no worker exits in it.
+/// whole window after its run was stopped: the workers still alive there
+/// have no `exit` (they died with the run, later).
 pub const TRIAL_CUT: &str = "cut";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -266,7 +267,8 @@ pub struct Detail {
     /// Consecutive failure count (renew_failed).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub count: Option<u32>,
-    /// Why (stepped_down): failures | other-holder.
+    /// Why (stepped_down): failures | other-holder; on a `trial_end`,
+    /// `cut` (TRIAL_CUT).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// Error text, for failed operations or undeliverable faults.

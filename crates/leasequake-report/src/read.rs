@@ -298,7 +298,8 @@ struct Trial {
     instant: Vec<Event>,
     last_line: u64,
     /// Its end says it was cut (a soak's trial kept up to its last whole
-    /// window when its run was stopped): no worker exited in it.
+    /// window when its run was stopped): the workers alive there have no
+    /// exit.
     cut: bool,
 }
 
@@ -374,8 +375,8 @@ impl Trial {
             if !self.once.contains_key(&(end, None)) {
                 return cut(end.into());
             }
-            for (kind, worker) in self.once.keys().filter(|_| !self.cut) {
-                if *kind == spawn && !self.once.contains_key(&(exit, *worker)) {
+            for (kind, worker) in self.once.keys() {
+                if !self.cut && *kind == spawn && !self.once.contains_key(&(exit, *worker)) {
                     return cut(format!("exit of worker {}", worker.map_or("?".into(), |w| w.to_string())));
                 }
             }

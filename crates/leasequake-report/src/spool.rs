@@ -66,7 +66,9 @@ impl EventSpool {
 
     /// What was written so far on disk (a live reader sees it).
     pub fn flush(&mut self) -> io::Result<()> {
-        for w in [&mut self.writer, &mut self.late].into_iter().flatten() {
+        // The late rows first: rows on disk after them never stand for a
+        // late one still in memory.
+        for w in [&mut self.late, &mut self.writer].into_iter().flatten() {
             w.flush()?;
         }
         Ok(())
@@ -175,75 +177,124 @@ fn late_path(path: &Path) -> PathBuf {
     path.with_file_name(format!(".{name}.late"))
 }
 
-/// A soak's trial whose run was stopped (`kill -9` included), kept up to its
-/// last whole window: the rows before the last multiple of `window_us`
-/// that a written row reached (and short of `most_us`, where the trial
-/// would have ended), the late rows before it merged in, and a `trial_end`
-/// there whose reason is `cut`. Returns where it was cut, or None if no
-/// window was whole (the trial is then run again from its start). A row
-/// the stop left half-written is not read; an event stamped before the cut
-/// and not yet on disk when the run stopped is not there to keep.
-/// Cutting a file cut before cuts it where it was.
-pub fn keep_whole_windows(path: &Path, trial: u32, window_us: i64, most_us: i64) -> io::Result<Option<i64>> {
-    cut_at_window(path, trial, window_us, most_us)
+/// How a soak's trial that its run was stopped in is kept.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Kept {
+    /// It had run to its end (the run stopped before writing it down):
+    /// kept whole.
+    Whole,
+    /// Kept up to here (µs), its last whole window.
+    Cut(i64),
+}
+
+/// A soak's trial whose run was stopped (`kill -9` included), kept: whole
+/// if `whole` allows and its file ends it at `most_us` or later (where it
+/// was to end), else up to its last whole window: the rows before the last
+/// multiple of `window_us` that a written row reached, short of where the
+/// harness saw the stop (its `trial_end`) and of `most_us`, the late rows
+/// before it merged in, and a `trial_end` there whose reason is `cut`.
+/// None if no window was whole (the trial is then run again from its
+/// start). A row the stop left half-written is not read; an event stamped
+/// before the cut and not yet on disk when the run stopped is not there to
+/// keep. The file as the stop left it is kept beside as
+/// `events.stopped.csv` (and its late rows as `.events.stopped.csv.late`),
+/// and every cut is made from it: cutting again gives the same file.
+pub fn keep_stopped(path: &Path, trial: u32, window_us: i64, most_us: i64, whole: bool) -> io::Result<Option<Kept>> {
+    cut_at_window(path, trial, (window_us.max(1), most_us), whole)
         .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))
 }
 
-fn cut_at_window(path: &Path, trial: u32, window_us: i64, most_us: i64) -> io::Result<Option<i64>> {
-    if !path.exists() {
-        return Ok(None);
-    }
-    let rows = || -> io::Result<csv::Reader<std::io::Take<File>>> {
-        Ok(csv::ReaderBuilder::new().has_headers(true).from_reader(super::read::whole_lines(path)?))
-    };
-    let mut last = None;
-    let mut record = csv::ByteRecord::new();
-    let mut reader = rows()?;
-    while reader.read_byte_record(&mut record)? {
-        last = Some(time_of(&record)?);
-    }
-    let window_us = window_us.max(1);
-    let Some(cut) = last.map(|t| t.min(most_us - 1).div_euclid(window_us) * window_us).filter(|c| *c > 0) else {
-        return Ok(None);
-    };
+fn cut_at_window(path: &Path, trial: u32, (window_us, most_us): (i64, i64), whole: bool) -> io::Result<Option<Kept>> {
     let parent = path.parent().unwrap_or(Path::new("."));
-    // The late rows first: a stop between the two steps leaves the events
-    // file as it was, to be cut again.
-    let late = late_path(path);
-    if late.exists() {
-        let mut kept = tempfile::NamedTempFile::new_in(parent)?;
-        {
-            let mut w = csv::WriterBuilder::new().has_headers(false).from_writer(kept.as_file_mut());
-            let from = super::read::whole_lines(&late)?;
-            let mut reader = csv::ReaderBuilder::new().has_headers(false).from_reader(from);
-            while reader.read_byte_record(&mut record)? {
-                if time_of(&record)? < cut {
-                    w.write_byte_record(&record)?;
-                }
-            }
-            w.flush()?;
+    finish_merge(path)?;
+    // What an earlier cut left unfinished.
+    for entry in std::fs::read_dir(parent)?.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with(".events-sort") || name.starts_with(".events-cut") {
+            let _ = std::fs::remove_dir_all(entry.path());
         }
-        kept.persist(&late).map_err(|e| e.error)?;
     }
-    let mut kept = tempfile::NamedTempFile::new_in(parent)?;
-    {
-        let mut w = csv::WriterBuilder::new().has_headers(false).from_writer(kept.as_file_mut());
-        let mut reader = rows()?;
+    let (stopped, late) = (path.with_file_name(STOPPED), late_path(path));
+    let stopped_late = late_path(&stopped);
+    // The late rows first: a stop between the two leaves the events file
+    // where it was, to be moved next time.
+    if late.exists() && !stopped_late.exists() {
+        std::fs::rename(&late, &stopped_late)?;
+    }
+    if !stopped.exists() {
+        if !path.exists() {
+            return Ok(None);
+        }
+        std::fs::rename(path, &stopped)?;
+    }
+    let (last, end) = last_and_end(&stopped)?;
+    let Some(last) = last else { return Ok(None) };
+    let kept = match end {
+        Some(end) if whole && end >= most_us => Kept::Whole,
+        _ => {
+            let cut = end.unwrap_or(last).min(last).min(most_us - 1).div_euclid(window_us) * window_us;
+            if cut <= 0 {
+                return Ok(None);
+            }
+            Kept::Cut(cut)
+        }
+    };
+    let limit = if let Kept::Cut(cut) = kept { cut } else { i64::MAX };
+    let scratch = tempfile::Builder::new().prefix(".events-cut").tempdir_in(parent)?;
+    let (out, out_late) = (scratch.path().join("events.csv"), scratch.path().join("late"));
+    let mut rows = copy_before(&stopped, &out, limit, true)?;
+    if stopped_late.exists() {
+        copy_before(&stopped_late, &out_late, limit, false)?;
+        merge_late(&out, &out_late, SORT_ROWS)?;
+    }
+    if let Kept::Cut(cut) = kept {
+        rows = csv::WriterBuilder::new()
+            .has_headers(false)
+            .from_writer(std::fs::OpenOptions::new().append(true).open(&out).map(BufWriter::new)?);
+        let detail = Detail { reason: Some(TRIAL_CUT.into()), ..Detail::default() };
+        rows.serialize(event_row(trial, &Event::new(cut, None, EventKind::TrialEnd).with_detail(detail)))?;
+    }
+    rows.flush()?;
+    drop(rows);
+    std::fs::rename(&out, path)?;
+    Ok(Some(kept))
+}
+
+/// The file a stopped trial's events are kept in, as the stop left them.
+pub const STOPPED: &str = "events.stopped.csv";
+
+/// The last whole row's time in an events file, and its `trial_end`'s
+/// (where the harness saw the trial end, or the run stop), if it has one.
+fn last_and_end(path: &Path) -> io::Result<(Option<i64>, Option<i64>)> {
+    let mut reader = csv::ReaderBuilder::new().has_headers(true).from_reader(super::read::whole_lines(path)?);
+    let (mut last, mut end) = (None, None);
+    let mut record = csv::ByteRecord::new();
+    while reader.read_byte_record(&mut record)? {
+        let t = time_of(&record)?;
+        last = Some(t);
+        if end.is_none() && record.get(4) == Some(EventKind::TrialEnd.name().as_bytes()) {
+            end = Some(t);
+        }
+    }
+    Ok((last, end))
+}
+
+/// The whole rows of `from` (with its header if `header`) before `limit`
+/// into a new file `to`, whose writer is returned for more.
+fn copy_before(from: &Path, to: &Path, limit: i64, header: bool) -> io::Result<csv::Writer<BufWriter<File>>> {
+    let mut reader = csv::ReaderBuilder::new().has_headers(header).from_reader(super::read::whole_lines(from)?);
+    let mut w = csv::WriterBuilder::new().has_headers(false).from_writer(BufWriter::new(File::create(to)?));
+    if header {
         w.write_byte_record(reader.byte_headers()?)?;
-        // In time order: the rows before the cut come first.
-        while reader.read_byte_record(&mut record)? && time_of(&record)? < cut {
+    }
+    let mut record = csv::ByteRecord::new();
+    while reader.read_byte_record(&mut record)? {
+        if time_of(&record)? < limit {
             w.write_byte_record(&record)?;
         }
-        let detail = Detail { reason: Some(TRIAL_CUT.into()), ..Detail::default() };
-        let end = Event::new(cut, None, EventKind::TrialEnd).with_detail(detail);
-        w.serialize(event_row(trial, &end))?;
-        w.flush()?;
     }
-    kept.persist(path).map_err(|e| e.error)?;
-    if late.exists() {
-        merge_late(path, &late, SORT_ROWS)?;
-    }
-    Ok(Some(cut))
+    w.flush()?;
+    Ok(w)
 }
 
 /// An events.csv row's time, µs.
@@ -290,8 +341,30 @@ fn merge_late(path: &Path, late: &Path, chunk: usize) -> io::Result<()> {
     merge(inputs, &mut w)?;
     w.flush()?;
     drop(w);
-    std::fs::rename(&sorted, path)?;
-    std::fs::remove_file(late)
+    // Whole, it takes a name beside the file; from then on a stop is
+    // rolled forward (`finish_merge`): the late rows are never merged twice.
+    std::fs::rename(&sorted, merged_path(path))?;
+    finish_merge(path)
+}
+
+/// The events file with its late rows merged in, before it replaces it.
+fn merged_path(path: &Path) -> PathBuf {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    path.with_file_name(format!(".{name}.merged"))
+}
+
+/// A merge that was whole when its run stopped, finished: the late rows
+/// removed, the merged file put in place.
+fn finish_merge(path: &Path) -> io::Result<()> {
+    let merged = merged_path(path);
+    if merged.exists() {
+        let late = late_path(path);
+        if late.exists() {
+            std::fs::remove_file(late)?;
+        }
+        std::fs::rename(merged, path)?;
+    }
+    Ok(())
 }
 
 /// A headerless rows file to merge.
@@ -413,37 +486,87 @@ mod tests {
         assert_eq!(times(&path), pairs(&want));
     }
 
-    #[test]
-    fn a_stopped_soaks_trial_is_kept_up_to_its_last_whole_window() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("events.csv");
+    /// A stopped trial's spool: rows up to 2.5 s, two of them late (one
+    /// before 2 s, one after), and half a row the stop left.
+    fn stopped(dir: &Path, more: &[(i64, EventKind)]) -> PathBuf {
+        let path = dir.join("events.csv");
         let mut spool = EventSpool::new(path.clone(), 4);
-        // Rows up to 2.5 s, two of them late (one before the cut, one after).
         for (t, w) in [(-5_000, 0), (0, 1), (900_000, 0), (1_500_000, 1), (2_100_000, 0), (1_800_000, 1)] {
             spool.event(event(t, w)).unwrap();
         }
         spool.event(event(950_000, 0)).unwrap();
         spool.event(event(2_500_000, 1)).unwrap();
+        for (t, kind) in more {
+            spool.event(Event::new(*t, None, *kind)).unwrap();
+        }
         spool.flush().unwrap();
         drop(spool);
-        // The stop left half a row.
         std::fs::OpenOptions::new().append(true).open(&path).unwrap().write_all(b"4,2600.0,1,wat").unwrap();
-        let kept = [(-5_000, 0), (0, 1), (900_000, 0), (950_000, 0), (1_500_000, 1), (1_800_000, 1)];
-        let mut rows: Vec<(String, String)> =
-            kept.iter().map(|(t, w)| (format!("{:?}", *t as f64 / 1000.0), w.to_string())).collect();
+        path
+    }
+
+    fn ms(list: &[(i64, usize)]) -> Vec<(String, String)> {
+        list.iter().map(|(t, w)| (format!("{:?}", *t as f64 / 1000.0), w.to_string())).collect()
+    }
+
+    #[test]
+    fn a_stopped_soaks_trial_is_kept_up_to_its_last_whole_window_and_its_file_as_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = stopped(dir.path(), &[]);
+        let before = (std::fs::read(&path).unwrap(), std::fs::read(late_path(&path)).unwrap());
+        let mut rows = ms(&[(-5_000, 0), (0, 1), (900_000, 0), (950_000, 0), (1_500_000, 1), (1_800_000, 1)]);
         rows.push(("2000.0".into(), String::new()));
         for again in [false, true] {
-            assert_eq!(keep_whole_windows(&path, 4, 1_000_000, 60_000_000).unwrap(), Some(2_000_000), "{again}");
+            let kept = keep_stopped(&path, 4, 1_000_000, 60_000_000, true).unwrap();
+            assert_eq!(kept, Some(Kept::Cut(2_000_000)), "{again}");
             assert_eq!(times(&path), rows, "cut twice, cut where it was: {again}");
             assert!(!late_path(&path).exists());
         }
-        let text = std::fs::read_to_string(&path).unwrap();
-        let end = text.lines().last().unwrap();
+        let end = std::fs::read_to_string(&path).unwrap().lines().last().unwrap().to_string();
         assert!(end.contains("trial_end") && end.contains(TRIAL_CUT), "{end}");
+        // Nothing the run wrote is gone: the file as the stop left it.
+        let stopped = dir.path().join(STOPPED);
+        assert_eq!((std::fs::read(&stopped).unwrap(), std::fs::read(late_path(&stopped)).unwrap()), before);
         // Short of where the trial would have ended; nothing whole, nothing kept.
-        assert_eq!(keep_whole_windows(&path, 4, 1_000_000, 1_500_000).unwrap(), Some(1_000_000));
-        assert_eq!(keep_whole_windows(&path, 4, 5_000_000, 60_000_000).unwrap(), None);
-        assert_eq!(keep_whole_windows(&dir.path().join("none.csv"), 4, 1, 10).unwrap(), None);
+        assert_eq!(keep_stopped(&path, 4, 1_000_000, 1_500_000, true).unwrap(), Some(Kept::Cut(1_000_000)));
+        assert_eq!(keep_stopped(&path, 4, 5_000_000, 60_000_000, true).unwrap(), None);
+        assert_eq!(keep_stopped(&dir.path().join("none/events.csv"), 4, 1, 10, true).unwrap_or(None), None);
+    }
+
+    #[test]
+    fn a_stopped_trial_is_cut_before_the_harness_saw_the_stop_and_kept_whole_if_it_had_ended() {
+        let dir = tempfile::tempdir().unwrap();
+        // Stopped at 2.6 s: what follows is its clean-up, not the trial.
+        let path = stopped(dir.path(), &[(2_600_000, EventKind::TrialEnd), (3_100_000, EventKind::Exit)]);
+        assert_eq!(keep_stopped(&path, 4, 1_000_000, 60_000_000, true).unwrap(), Some(Kept::Cut(2_000_000)));
+        // Ended where it was to end: whole, every row, the late ones merged.
+        let dir = tempfile::tempdir().unwrap();
+        let path = stopped(dir.path(), &[(2_600_000, EventKind::TrialEnd), (2_650_000, EventKind::Exit)]);
+        assert_eq!(keep_stopped(&path, 4, 1_000_000, 2_000_000, true).unwrap(), Some(Kept::Whole));
+        assert_eq!(times(&path).len(), 10, "{:?}", times(&path));
+        assert_eq!(keep_stopped(&path, 4, 1_000_000, 2_000_000, false).unwrap(), Some(Kept::Cut(1_000_000)));
+    }
+
+    #[test]
+    fn a_merge_stopped_once_whole_is_finished_never_repeated() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("events.csv");
+        let mut spool = EventSpool::new(path.clone(), 1);
+        for t in [1_000, 3_000, 2_000] {
+            spool.event(event(t, 0)).unwrap();
+        }
+        spool.flush().unwrap();
+        drop(spool);
+        // The merged file in place beside it, the late file not yet gone:
+        // where a stop between the two leaves them.
+        std::fs::write(
+            merged_path(&path),
+            "trial,t_ms,worker,pid,event,detail\n1,1.0,0,,renewed,\n1,2.0,0,,renewed,\n1,3.0,0,,renewed,\n",
+        )
+        .unwrap();
+        finish_merge(&path).unwrap();
+        assert!(!late_path(&path).exists() && !merged_path(&path).exists());
+        assert_eq!(times(&path), ms(&[(1_000, 0), (2_000, 0), (3_000, 0)]));
     }
 
     #[test]

@@ -182,19 +182,20 @@ fn prepare(dir: &Path, trial: u32, how: &ShrinkHow, jobs: Option<usize>) -> Resu
     let mut base = units[unit].0.clone();
     base.points.clear();
     base.jobs = jobs.unwrap_or(exp.jobs);
-    if exp.window.is_some() && trial > 1 {
-        return Err(Error::Conflict(format!(
-            "--trial {trial}: the rest of a soak after a resume (its faults are the soak's from where the trial \
-             before it was cut), which a shrink cannot replay alone; shrink trial 1"
-        )));
-    }
     let seed = exp.seed_of(trial);
     let workers = super::inputs::most_workers(&exp);
     let history = read_histories(dir, Some(&[trial].into()), workers)?.remove(&trial).ok_or_else(|| Error::Path {
         path: dir.join("events.csv"),
         problem: format!("holds no events of trial {trial}"),
     })?;
-    let found = violations(&base, &check(&history, &CheckParams::of(&base)));
+    let judged = check(&history, &CheckParams::of(&base));
+    if exp.window.is_some() && (trial > 1 || judged.cut) {
+        return Err(Error::Conflict(format!(
+            "--trial {trial}: a soak's trial after a stop (cut where its run stopped, or the rest of the soak \
+             from there), which a shrink cannot replay alone; shrink a soak's first trial that ran whole"
+        )));
+    }
+    let found = violations(&base, &judged);
     let violation = match wanted {
         None => found.first().cloned().ok_or_else(|| Error::Path {
             path: dir.to_path_buf(),

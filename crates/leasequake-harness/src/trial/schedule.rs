@@ -32,7 +32,9 @@ const RANDOM_STREAM: u64 = 0x5241_4e44_4f4d;
 pub fn rest_of_soak(exp: &Experiment, start: Dur) -> Experiment {
     let faults = trial_faults(exp, exp.trial_seed(1)).iter().filter_map(|f| f.from_start(start)).collect();
     let duration = Dur::from_us(exp.duration.as_us().saturating_sub(start.as_us()));
-    Experiment { duration, faults, random: None, ..exp.clone() }
+    // Through the proxy as the soak was, though its network faults be past.
+    let substrate = crate::model::SubstrateSettings { proxy: exp.proxied(), ..exp.substrate.clone() };
+    Experiment { duration, faults, random: None, substrate, ..exp.clone() }
 }
 
 /// The live view of the trial that targets are resolved against.
