@@ -36,6 +36,7 @@ fn one_path(observe: Observe, lines: usize, interval: Duration) -> Result<Delay,
         ],
         shell: false,
         env: BTreeMap::new(),
+        clock: Default::default(),
         observe,
         timestamps: Stamp::Receipt,
         // The source time rides in the token.

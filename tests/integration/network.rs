@@ -166,6 +166,88 @@ fn a_programs_clock_is_moved_by_the_shim_and_a_program_that_escapes_it_is_named(
     assert!(runs[1].stderr().contains("did not load the clock shim"), "{}", runs[1].stderr());
 }
 
+/// A program that says, ten times a second on stdout, how far its clock
+/// reads (clock_gettime, gettimeofday, the C library's, through the vDSO)
+/// are from the kernel's answer to the system call itself, in seconds;
+/// then what time() says less the system call's seconds just after and
+/// just before it (the offset lies between); then the same for
+/// CLOCK_MONOTONIC.
+const CLOCK_READER: &str = r#"#include <stdio.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+static double diff(struct timespec a, struct timespec b) { return (a.tv_sec - b.tv_sec) + (a.tv_nsec - b.tv_nsec) / 1e9; }
+int main(void) {
+    for (;;) {
+        struct timespec wall, mono, true_wall, true_mono, before;
+        struct timeval tv;
+        syscall(SYS_clock_gettime, CLOCK_REALTIME, &before);
+        clock_gettime(CLOCK_REALTIME, &wall);
+        gettimeofday(&tv, 0);
+        time_t t = time(0);
+        clock_gettime(CLOCK_MONOTONIC, &mono);
+        syscall(SYS_clock_gettime, CLOCK_REALTIME, &true_wall);
+        syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &true_mono);
+        struct timespec us = {tv.tv_sec, tv.tv_usec * 1000};
+        printf("clock %.1f %.1f %ld %ld %.1f\n", diff(wall, true_wall), diff(us, true_wall), (long)(t - true_wall.tv_sec),
+               (long)(t - before.tv_sec), diff(mono, true_mono));
+        fflush(stdout);
+        usleep(100000);
+    }
+}
+"#;
+
+#[test]
+fn a_static_or_any_programs_clock_is_moved_in_its_vdso_from_its_first_instruction() {
+    // Worker 1 an hour ahead from the start, worker 0 jumped 10 s at 10 s
+    // (at the tests' time scale, 360 s ahead and a jump of 1 s at 1 s):
+    // whether the program is static (moved in its vDSO by choice of the
+    // harness) or dynamic (in its vDSO because the experiment says so).
+    let lab = Lab::new();
+    let source = lab.path().join("reader.c");
+    std::fs::write(&source, CLOCK_READER).unwrap();
+    for (how, flags) in [("static", &["-static"][..]), ("dynamic", &[])] {
+        let exe = lab.path().join(how);
+        let cc =
+            std::process::Command::new("cc").args(flags).arg("-O2").arg("-o").arg(&exe).arg(&source).output().unwrap();
+        assert!(cc.status.success(), "cc {how}: {}", String::from_utf8_lossy(&cc.stderr));
+    }
+    let text = |how: &str, clock: &str| {
+        format!(
+            "name: {how}\nworkers: 2\nduration: 30s\nseed: 5\nworker: {{clock_offset: [0s, 3600s]}}\nprogram:\n  command: [\"{}\"]\n\
+             {clock}faults:\n  - {{at: 10s, target: 0, action: skew, by: 10s}}\n",
+            lab.path().join(how).display()
+        )
+    };
+    let files =
+        vec![("static".to_string(), text("static", "")), ("dynamic".to_string(), text("dynamic", "  clock: vdso\n"))];
+    for run in run_all(&lab, &files) {
+        let trial = &run.table("trials.csv")[0];
+        let outcomes = trial.get("worker_outcomes");
+        assert_eq!(outcomes.matches("clock moved in its vDSO").count(), 2, "{trial:?}\n{}", run.stderr());
+        let read = |w: usize| -> Vec<Vec<f64>> {
+            let log = std::fs::read_to_string(run.out.join(format!("trials/0001/worker-{w:02}.log"))).unwrap();
+            log.lines()
+                .filter_map(|l| l.strip_prefix("clock "))
+                .map(|l| l.split(' ').map(|x| x.parse().unwrap()).collect())
+                .collect()
+        };
+        let (ahead, jumped) = (read(1), read(0));
+        assert!(ahead.len() > 10 && jumped.len() > 10, "{ahead:?} {jumped:?}");
+        // Each read moved by `off` seconds: (the monotonic clock true).
+        let by = |r: &Vec<f64>, off: f64| r[0] == off && r[1] == off && r[2] <= off && off <= r[3] && r[4] == 0.0;
+        // From its first read on: an hour ahead.
+        assert!(ahead.iter().all(|r| by(r, 360.0)), "{ahead:?}");
+        // True, then 10 s ahead once the skew came (a read it fell among
+        // may be either), never anything else.
+        let at = jumped.iter().position(|r| !by(r, 0.0)).expect("the skew reached it");
+        assert!(at > 0, "true before the skew: {jumped:?}");
+        assert!(jumped[at + 1..].iter().all(|r| by(r, 1.0)), "{jumped:?}");
+    }
+    assert!(crate::helper::processes_in(lab.path()).is_empty());
+}
+
 #[test]
 fn a_static_child_of_a_shell_program_is_named_as_a_clock_not_moved() {
     // The script's own process (a dynamic sh, then python) loads the shim;

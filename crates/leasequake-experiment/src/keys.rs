@@ -7,7 +7,7 @@
 use crate::model::describe::SettingDoc;
 pub use crate::model::describe::{Ty, choices};
 use crate::model::experiment::defaults;
-use crate::model::program::ProgramExpiry;
+use crate::model::program::{ClockWay, ProgramExpiry};
 use crate::model::{Action, Direction, InitialLock, Kind, StartMode, WorkerSettings, setting_name};
 
 /// One documented key.
@@ -266,6 +266,13 @@ pub fn keys() -> Vec<Key> {
             "exact",
             "unix-seconds",
             "How the program judges its lease: what the theory assumes.",
+        ),
+        key(
+            "program.clock",
+            Choice(choices::<ClockWay>()),
+            "auto",
+            "vdso",
+            "How its wall clock is moved, where `clock_offset`, `clock_rate` or `skew` move it: `shim` preloads a library into programs that read the clock through the C library (and what they start); `vdso` writes a clock into the program's vDSO before its first instruction (x86_64; any program, Go and static ones included, but not what it execs); `auto` takes `vdso` for a static or Go executable, else `shim`.",
         ),
         key(
             "program.cwd",

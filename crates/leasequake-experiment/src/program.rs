@@ -16,8 +16,8 @@ use serde_saphyr::Spanned;
 use crate::model::history::Detail;
 use crate::model::history::EventKind;
 use crate::model::program::{
-    DETAIL_FIELDS, MAX_LINES, Observe, PLACEHOLDERS, Pattern, Program, ProgramExpiry, Stamp, env_name, placeholders,
-    set_detail_field, shell_placeholder_problem,
+    ClockWay, DETAIL_FIELDS, MAX_LINES, Observe, PLACEHOLDERS, Pattern, Program, ProgramExpiry, Stamp, env_name,
+    placeholders, set_detail_field, shell_placeholder_problem,
 };
 
 #[derive(Clone, Debug, Deserialize)]
@@ -47,6 +47,7 @@ pub(super) struct RawProgram {
     pub max_lines: Option<Spanned<u64>>,
     pub expiry: Option<ProgramExpiry>,
     pub cwd: Option<Spanned<String>>,
+    pub clock: Option<ClockWay>,
 }
 
 /// (line, column, message) of the first problem.
@@ -184,6 +185,7 @@ impl RawProgram {
             expiry: self.expiry.unwrap_or(ProgramExpiry::Exact),
             cwd,
             experiment_dir,
+            clock: self.clock.unwrap_or_default(),
         })
     }
 }

@@ -79,6 +79,9 @@ pub fn to_yaml(e: &Experiment) -> String {
         let _ = writeln!(w, "  ready: {}", p.ready);
         let _ = writeln!(w, "  max_lines: {}", p.max_lines);
         let _ = writeln!(w, "  expiry: {}", setting_name(&p.expiry));
+        if p.clock != crate::model::program::ClockWay::Auto {
+            let _ = writeln!(w, "  clock: {}", setting_name(&p.clock));
+        }
         if let Some(cwd) = &p.cwd {
             // Absolute (the resolved file lives elsewhere), unless a
             // placeholder starts it.

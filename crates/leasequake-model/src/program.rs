@@ -47,6 +47,22 @@ pub enum Stamp {
     Receipt,
 }
 
+/// How a program's wall clock is moved, where the experiment moves it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ClockWay {
+    /// By its executable: in its vDSO if it is static or a Go program
+    /// (which read the clock without the C library), else by the shim.
+    #[default]
+    Auto,
+    /// The preloaded shim, for programs that read the clock through the C
+    /// library (and what they start).
+    Shim,
+    /// Written into its vDSO at its exec (x86_64): any program itself,
+    /// whatever it is written in, but not what it goes on to exec.
+    Vdso,
+}
+
 /// How a program judges its lease: what the theory's bound and predictions
 /// for it assume.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -150,6 +166,8 @@ pub struct Program {
     /// Its working directory (placeholders allowed; relative to the
     /// experiment file's directory), else the harness's.
     pub cwd: Option<String>,
+    /// How its wall clock is moved.
+    pub clock: ClockWay,
     /// The experiment file's directory, for `{experiment_dir}`.
     pub experiment_dir: String,
 }

@@ -38,6 +38,10 @@ impl WireEvent {
 pub const PARENT_ENV: &str = "LEASEQUAKE_PARENT";
 /// The protocol pipe's descriptor, for the exec trampoline to move to fd 3.
 pub const EXEC_EVENTS_FD_ENV: &str = "LEASEQUAKE_EXEC_EVENTS_FD";
+/// Set: the exec trampoline asks to be traced before its exec, so that the
+/// harness can write the vDSO clock into the program before its first
+/// instruction.
+pub const TRACE_EXEC_ENV: &str = "LEASEQUAKE_TRACE_EXEC";
 /// The cgroup (v2 directory) a child moves itself into before anything
 /// else, so that everything it ever starts is in it too.
 pub const CGROUP_ENV: &str = "LEASEQUAKE_CGROUP";

@@ -162,6 +162,7 @@ mod tests {
                 "{lock}".into(),
             ],
             shell: false,
+            clock: Default::default(),
             env: [("P".to_string(), prog.parent().unwrap().display().to_string())].into(),
             observe: Observe::Protocol,
             timestamps: Stamp::Program,

@@ -5,12 +5,14 @@
 use std::os::unix::process::CommandExt;
 use std::process::Command;
 
-use crate::model::protocol::{EXEC_EVENTS_FD_ENV, PARENT_ENV};
+use crate::model::protocol::{EXEC_EVENTS_FD_ENV, PARENT_ENV, TRACE_EXEC_ENV};
 
 /// `leasequake exec-program -- argv…`, in the child: tie to the harness,
 /// move the protocol pipe (`LEASEQUAKE_EXEC_EVENTS_FD`) to fd 3, close
 /// every other descriptor from 3 up (a program must not inherit what the
-/// harness itself inherited), and exec. Returns only on failure.
+/// harness itself inherited), ask to be traced if the harness moves the
+/// program's clock in its vDSO (`LEASEQUAKE_TRACE_EXEC`: it stops at the
+/// exec, and the harness lets it go), and exec. Returns only on failure.
 pub fn exec(argv: &[String]) -> u8 {
     if !super::tie::tie_to_parent() {
         return 1;
@@ -20,10 +22,12 @@ pub fn exec(argv: &[String]) -> u8 {
         return 126;
     }
     let events = std::env::var(EXEC_EVENTS_FD_ENV).ok().and_then(|v| v.parse::<i32>().ok());
+    let traced = std::env::var_os(TRACE_EXEC_ENV).is_some();
     // SAFETY: this process is single-threaded until exec.
     unsafe {
         std::env::remove_var(EXEC_EVENTS_FD_ENV);
         std::env::remove_var(PARENT_ENV);
+        std::env::remove_var(TRACE_EXEC_ENV);
     }
     match events {
         // SAFETY: plain fcntl/dup2/close on descriptors we own.
@@ -40,6 +44,13 @@ pub fn exec(argv: &[String]) -> u8 {
         None => {}
     }
     close_from(if events.is_some() { 4 } else { 3 });
+    // SAFETY: PTRACE_TRACEME takes no pointer; the harness, our parent,
+    // waits for the stop at the exec below.
+    if traced && unsafe { libc::ptrace(libc::PTRACE_TRACEME, 0, 0, 0) } == -1 {
+        let err = std::io::Error::last_os_error();
+        eprintln!("leasequake exec-program: cannot be traced to have its clock moved in its vDSO: {err}");
+        return 126;
+    }
     let err = Command::new(&argv[0]).args(&argv[1..]).exec();
     eprintln!("leasequake: cannot run {}: {err}", argv[0]);
     127

@@ -10,6 +10,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use crate::model::Experiment;
+use crate::model::program::ClockWay;
 
 /// The shim, as built for this harness.
 static SHIM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/libleasequake-clock.so"));
@@ -70,6 +71,22 @@ impl ProgramClocks {
         vec![("LD_PRELOAD", preload), ("LEASEQUAKE_CLOCK", control)]
     }
 
+    /// Worker `w`'s program `pid`, spawned with `vdso_env`, moved in its
+    /// vDSO before its first instruction, as its control file says: Ok(fast:
+    /// the true clock stays the vDSO's own) or why not (it then runs
+    /// unmoved).
+    pub fn move_in_vdso(&self, w: usize, pid: nix::unistd::Pid) -> Result<bool, String> {
+        let path = self.controls.get(w).ok_or("no clock of its own")?;
+        let control = std::fs::read(path).map_err(|e| format!("its clock's settings: {e}"))?;
+        let mut words = [0u8; 32];
+        words.copy_from_slice(control.get(..32).ok_or("its clock's settings are cut short")?);
+        let moved = super::vdso::move_at_exec(pid, words).map_err(|e| e.to_string())?;
+        let dir = path.parent().unwrap_or(Path::new("."));
+        std::fs::write(vdso_path(dir, w), format!("{pid} {:#x}\n", moved.settings))
+            .map_err(|e| format!("where its clock is: {e}"))?;
+        Ok(moved.fast)
+    }
+
     /// The shim is not needed once the trial is over (the control files
     /// stay: they say where each clock ended).
     pub fn remove_shim(&self) {
@@ -107,8 +124,88 @@ pub fn server_clock(dir: &Path, name: &str) -> io::Result<(PathBuf, Vec<(&'stati
 
 /// Set worker `w`'s offset to `offset_ns` in place, under the seqlock: a
 /// program reading it meanwhile retries until the sequence is even again.
+/// A program whose vDSO clock was written has its settings written too,
+/// in its memory.
 pub fn jump(dir: &Path, w: usize, offset_ns: i64) -> io::Result<()> {
-    jump_file(&control_path(dir, w), offset_ns)
+    jump_file(&control_path(dir, w), offset_ns)?;
+    match std::fs::read_to_string(vdso_path(dir, w)) {
+        Ok(at) => {
+            let (pid, settings) = at.trim().split_once(' ').ok_or_else(|| io::Error::other("a damaged vDSO record"))?;
+            let settings = u64::from_str_radix(settings.trim_start_matches("0x"), 16).map_err(io::Error::other)?;
+            super::vdso::jump(pid.parse().map_err(io::Error::other)?, settings, offset_ns)
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Where worker `w`'s vDSO clock settings are (`PID 0xADDRESS`), once
+/// written.
+fn vdso_path(dir: &Path, w: usize) -> PathBuf {
+    dir.join(format!("{w}.vdso"))
+}
+
+/// The environment a program is started with to have its clock moved in
+/// its vDSO: its trampoline asks to be traced, and stops at its exec.
+pub fn vdso_env() -> (&'static str, &'static str) {
+    (crate::model::protocol::TRACE_EXEC_ENV, "1")
+}
+
+/// How a program is best moved where `way` leaves it to its executable
+/// (`auto`): in its vDSO if it is static or a Go program, which read the
+/// clock without the C library, else by the shim. `exe` is what its
+/// trampoline execs (a name found on `path`, or a path from `cwd`).
+pub fn way_for(way: ClockWay, exe: &std::ffi::OsStr, path: Option<&std::ffi::OsStr>, cwd: Option<&Path>) -> ClockWay {
+    if way != ClockWay::Auto {
+        return way;
+    }
+    let exe = Path::new(exe);
+    let found = if exe.as_os_str().as_encoded_bytes().contains(&b'/') {
+        Some(cwd.map_or(exe.to_path_buf(), |c| c.join(exe)))
+    } else {
+        let path = path.map(std::ffi::OsStr::to_os_string).or_else(|| std::env::var_os("PATH")).unwrap_or_default();
+        std::env::split_paths(&path).map(|d| d.join(exe)).find(|p| p.is_file())
+    };
+    match found.and_then(|p| reads_clock_without_libc(&p).ok()) {
+        Some(true) => ClockWay::Vdso,
+        _ => ClockWay::Shim,
+    }
+}
+
+/// Is the ELF executable at `path` static (no interpreter) or a Go program
+/// (a Go build note)? Either reads the clock from the vDSO itself.
+fn reads_clock_without_libc(path: &Path) -> io::Result<bool> {
+    use std::io::Read;
+    let mut head = Vec::new();
+    std::fs::File::open(path)?.take(1 << 20).read_to_end(&mut head)?;
+    let u16_at = |o: usize| head.get(o..o + 2).map(|s| u16::from_le_bytes([s[0], s[1]]) as usize);
+    let u32_at = |o: usize| head.get(o..o + 4).map(|s| u32::from_le_bytes(s.try_into().expect("4")) as usize);
+    let u64_at = |o: usize| head.get(o..o + 8).map(|s| u64::from_le_bytes(s.try_into().expect("8")) as usize);
+    if head.get(..6) != Some(b"\x7fELF\x02\x01") {
+        return Ok(false); // a script, or not 64-bit little-endian
+    }
+    let (Some(phoff), Some(size), Some(count)) = (u64_at(32), u16_at(54), u16_at(56)) else { return Ok(false) };
+    let mut interp = false;
+    for i in 0..count {
+        let p = phoff + i * size;
+        match u32_at(p) {
+            Some(3) => interp = true,
+            // PT_NOTE: a note owned by "Go".
+            Some(4) => {
+                let (Some(off), Some(len)) = (u64_at(p + 8), u64_at(p + 32)) else { continue };
+                let mut n = off;
+                while n + 12 <= (off + len).min(head.len()) {
+                    let (namesz, descsz) = (u32_at(n).unwrap_or(0), u32_at(n + 4).unwrap_or(0));
+                    if head.get(n + 12..n + 12 + namesz) == Some(b"Go\0") {
+                        return Ok(true);
+                    }
+                    n += 12 + namesz.div_ceil(4) * 4 + descsz.div_ceil(4) * 4;
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(!interp)
 }
 
 /// Set the offset of the clock `control` moves to `offset_ns`.
@@ -251,5 +348,62 @@ mod tests {
         assert_eq!(words(0).1, 1_000_000_000, "the other worker's clock is untouched");
         let env = clocks.env(0, Some(std::ffi::OsStr::new("/x.so")));
         assert!(env[0].1.to_string_lossy().ends_with("leasequake-clock.so:/x.so"), "{env:?}");
+    }
+}
+
+#[cfg(test)]
+mod way_tests {
+    use super::*;
+
+    /// A 64-bit x86_64 ELF header with program headers `(type, offset, size)`
+    /// and `tail` after them.
+    fn elf(headers: &[(u32, u64, u64)], tail: &[u8]) -> Vec<u8> {
+        let mut b = vec![0u8; 64];
+        b[..6].copy_from_slice(b"\x7fELF\x02\x01");
+        b[18] = 62;
+        b[32..40].copy_from_slice(&64u64.to_le_bytes());
+        b[54..56].copy_from_slice(&56u16.to_le_bytes());
+        b[56..58].copy_from_slice(&(headers.len() as u16).to_le_bytes());
+        for (kind, off, size) in headers {
+            let mut p = vec![0u8; 56];
+            p[..4].copy_from_slice(&kind.to_le_bytes());
+            p[8..16].copy_from_slice(&off.to_le_bytes());
+            p[32..40].copy_from_slice(&size.to_le_bytes());
+            b.extend(p);
+        }
+        b.extend(tail);
+        b
+    }
+
+    fn way(bytes: &[u8]) -> ClockWay {
+        let dir = tempfile::tempdir().unwrap();
+        let exe = dir.path().join("program");
+        std::fs::write(&exe, bytes).unwrap();
+        way_for(ClockWay::Auto, exe.as_os_str(), None, None)
+    }
+
+    #[test]
+    fn auto_moves_a_static_or_go_program_in_its_vdso_and_any_other_by_the_shim() {
+        // Dynamic (an interpreter): the shim.
+        assert_eq!(way(&elf(&[(3, 0, 0)], b"")), ClockWay::Shim);
+        // Static: no interpreter.
+        assert_eq!(way(&elf(&[(1, 0, 0)], b"")), ClockWay::Vdso);
+        // Dynamic, but a Go build note (a Go program with cgo).
+        let mut note = Vec::new();
+        for word in [3u32, 4, 4] {
+            note.extend(word.to_le_bytes());
+        }
+        note.extend(b"Go\0\0abcd");
+        let at = 64 + 2 * 56;
+        assert_eq!(way(&elf(&[(3, 0, 0), (4, at, note.len() as u64)], &note)), ClockWay::Vdso);
+        // Not an ELF (a script), or not found: the shim.
+        assert_eq!(way(b"#!/bin/sh\n"), ClockWay::Shim);
+        assert_eq!(
+            way_for(ClockWay::Auto, "no-such-program-here".as_ref(), Some("/nonexistent".as_ref()), None),
+            ClockWay::Shim
+        );
+        // Said outright: as said.
+        assert_eq!(way_for(ClockWay::Vdso, "sh".as_ref(), None, None), ClockWay::Vdso);
+        assert_eq!(way_for(ClockWay::Auto, "sh".as_ref(), None, None), ClockWay::Shim, "Debian's sh is dynamic");
     }
 }

@@ -56,6 +56,9 @@ pub struct Run<'o> {
     /// Where programs' clocks are moved: whether each program loaded the
     /// clock shim (None until that can be told, at its first event).
     pub(super) shim: Option<Vec<Option<bool>>>,
+    /// Programs whose clock was to be moved in their vDSO: Ok(fast), or
+    /// why it was not.
+    pub(super) vdso: Vec<Option<Result<bool, String>>>,
     /// Programs released after the barrier, soonest first.
     pub(super) late_starts: Vec<super::barrier::LateStart>,
 }

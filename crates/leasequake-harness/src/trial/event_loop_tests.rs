@@ -41,6 +41,7 @@ fn run<'o>(os: &'o FakeOs, rx: Receiver<Msg>, workers: usize) -> Run<'o> {
         end_ns: i64::MAX,
         unsettled: None,
         shim: None,
+        vdso: vec![None; workers],
         late_starts: Vec::new(),
     }
 }

@@ -29,6 +29,7 @@ mod server;
 mod setup;
 mod spawn;
 mod time_limit;
+mod vdso;
 
 // What the rest of the harness uses of a trial: running one, the servers
 // and containment a run shares between its trials, the resource limits it

@@ -66,8 +66,14 @@ impl Run<'_> {
                     p.counts.dropped.load(std::sync::atomic::Ordering::Relaxed),
                     p.counts.unmatched.load(std::sync::atomic::Ordering::Relaxed),
                 );
-                if self.shim.as_ref().and_then(|s| s.get(w).copied().flatten()) == Some(false) {
-                    text += ", clock not moved (it did not load the clock shim)";
+                match self.vdso.get(w).cloned().flatten() {
+                    Some(Ok(true)) => text += ", clock moved in its vDSO",
+                    Some(Ok(false)) => text += ", clock moved in its vDSO (read by system call)",
+                    Some(Err(why)) => text += &format!(", clock not moved ({why})"),
+                    None if self.shim.as_ref().and_then(|s| s.get(w).copied().flatten()) == Some(false) => {
+                        text += ", clock not moved (it did not load the clock shim)";
+                    }
+                    None => {}
                 }
                 if dropped > 0 {
                     text += &format!(", flooded: {lines} lines, {dropped} dropped past the budget");

@@ -96,8 +96,8 @@ pub fn run_trial(
     } else {
         Vec::new()
     };
-    // A program's clock is moved by the shim; the anchor of its rate is now,
-    // before anything of the trial has run.
+    // A program's clock is moved by the shim or in its vDSO; the anchor of
+    // its rate is now, before anything of the trial has run.
     let clocks = if super::clock::moves_program_clock(exp) {
         let dir = super::nemesis::clock_dir(&lock);
         let prepared = super::clock::ProgramClocks::prepare(exp, &dir, crate::model::clock::wall_ns());
@@ -157,7 +157,9 @@ pub fn run_trial(
         end_ns: i64::MAX,
         unsettled: (exp.program.is_none() && exp.worker.mode == crate::model::Mode::OneShot)
             .then(|| vec![true; exp.workers]),
-        shim: clocks.as_ref().map(|_| vec![None; exp.workers]),
+        // One moved in its vDSO has no shim to look for.
+        shim: clocks.as_ref().map(|_| workers.vdso.iter().map(|v| v.as_ref().map(|_| true)).collect()),
+        vdso: std::mem::take(&mut workers.vdso),
         late_starts: Vec::new(),
     };
     if exp.program.as_ref().is_some_and(|p| !p.ready) {

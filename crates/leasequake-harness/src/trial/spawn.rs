@@ -100,6 +100,9 @@ impl WorkerProc {
 pub struct Workers {
     pub procs: Vec<WorkerProc>,
     threads: Vec<JoinHandle<()>>,
+    /// Each program whose clock was to be moved in its vDSO: Ok(fast) or
+    /// why it was not.
+    pub vdso: Vec<Option<Result<bool, String>>>,
 }
 
 impl Workers {
@@ -194,7 +197,8 @@ pub fn spawn(spec: &SpawnSpec<'_>, tx: &SyncSender<Msg>) -> Result<(Workers, Vec
     let pipe = || nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(SpawnError::Pipe);
     let shared = if spec.program.is_none() { Some(pipe()?) } else { None };
     let mut releases = Vec::new();
-    let mut workers = Workers { procs: Vec::with_capacity(spec.count), threads: Vec::new() };
+    let mut workers =
+        Workers { procs: Vec::with_capacity(spec.count), threads: Vec::new(), vdso: vec![None; spec.count] };
     for index in 0..spec.count {
         let log = spec.dir.join(format!("worker-{index:02}.log"));
         let stderr = File::options()
@@ -238,7 +242,11 @@ pub fn spawn(spec: &SpawnSpec<'_>, tx: &SyncSender<Msg>) -> Result<(Workers, Vec
             Some((program, values)) => {
                 let program_err = |source| SpawnError::Program { index, command: program.command.join(" "), source };
                 let mut cmd = super::program::command(program, &values(index), spec.exe);
-                if let Some(clocks) = spec.clocks {
+                let in_vdso = spec.clocks.is_some() && in_vdso(program.clock, &cmd);
+                if in_vdso {
+                    let (key, value) = super::clock::vdso_env();
+                    cmd.env(key, value);
+                } else if let Some(clocks) = spec.clocks {
                     // The program's own preload, as its command was given it.
                     let set =
                         cmd.get_envs().find(|(k, _)| *k == "LD_PRELOAD").and_then(|(_, v)| v.map(|v| v.to_os_string()));
@@ -260,6 +268,13 @@ pub fn spawn(spec: &SpawnSpec<'_>, tx: &SyncSender<Msg>) -> Result<(Workers, Vec
                 let mut child = spawned.map_err(program_err)?;
                 let spawned_ns = mono_ns();
                 let pid = Pid::from_raw(child.id() as i32);
+                if let (true, Some(clocks)) = (in_vdso, spec.clocks) {
+                    let moved = clocks.move_in_vdso(index, pid);
+                    if let Err(why) = &moved {
+                        crate::warnln!("warning: worker {index}'s program: its clock is not moved in its vDSO: {why}");
+                    }
+                    workers.vdso[index] = Some(moved);
+                }
                 let mut sources = sources;
                 if let Some(out) = child.stdout.take() {
                     sources.push(super::program::Source::Lines(Box::new(out)));
@@ -318,6 +333,16 @@ pub fn spawn(spec: &SpawnSpec<'_>, tx: &SyncSender<Msg>) -> Result<(Workers, Vec
     }
     releases.extend(shared.map(|(_, write)| write));
     Ok((workers, releases))
+}
+
+/// Is the program `cmd` runs (through its trampoline, after `--`) to have
+/// its clock moved in its vDSO?
+fn in_vdso(way: crate::model::program::ClockWay, cmd: &Command) -> bool {
+    let mut args = cmd.get_args().skip_while(|a| *a != "--").skip(1);
+    let Some(exe) = args.next() else { return false };
+    let path = cmd.get_envs().find(|(k, _)| *k == "PATH").and_then(|(_, v)| v);
+    let way = super::clock::way_for(way, exe, path, cmd.get_current_dir());
+    way == crate::model::program::ClockWay::Vdso
 }
 
 fn spawn_reader(
