@@ -272,7 +272,7 @@ pub fn keys() -> Vec<Key> {
             Choice(choices::<ClockWay>()),
             "auto",
             "vdso",
-            "How its wall clock is moved, where `clock_offset`, `clock_rate` or `skew` move it: `shim` preloads a library into programs that read the clock through the C library (and what they start); `vdso` writes a clock into the program's vDSO before its first instruction (x86_64; any program, Go and static ones included, but not what it execs); `auto` takes `vdso` for a static or Go executable, else `shim`.",
+            "How its wall clock is moved, where `clock_offset`, `clock_rate` or `skew` move it: `shim` preloads a library into programs that read the clock through the C library (and what they start); `vdso` writes a clock into the program's vDSO before its first instruction (x86_64, where the harness may trace its child; the program itself, Go and static ones included, and what it forks, which later skews do not reach, but not what it execs, nor a program that makes the clock's system call itself; not with `shell: true`); `auto` takes `vdso` for a static or Go executable, else `shim`.",
         ),
         key(
             "program.cwd",

@@ -201,3 +201,12 @@ fn a_soak_window_is_one_trials_and_a_whole_part_of_it() {
     let e = load_str(Path::new("t.yaml"), &format!("{soak}window: 10s\n"), &o).unwrap_err().to_string();
     assert!(e.contains("window is 500ms; at least 1s"), "checked as it runs: {e}");
 }
+
+#[test]
+fn a_vdso_clock_is_refused_for_a_shell_script_whose_commands_it_would_not_reach() {
+    let text = "name: t\nworkers: 2\nprogram:\n  shell: true\n  clock: vdso\n  command: \"exec ./worker\"\n";
+    let e = load_text(text).unwrap_err();
+    assert!(e.contains("t.yaml:6:") && e.contains("clock: vdso moves the program the harness starts, here sh"), "{e}");
+    let listed = "name: t\nworkers: 2\nprogram:\n  clock: vdso\n  command: [sh, -c, \"exec true\"]\n";
+    assert_eq!(load_text(listed).unwrap().program.unwrap().clock, crate::model::program::ClockWay::Vdso);
+}

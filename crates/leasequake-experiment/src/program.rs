@@ -164,6 +164,11 @@ impl RawProgram {
             .as_deref()
             .filter(|c| placeholders(c).is_empty())
             .map(|c| crate::model::program::resolve_in(c, &experiment_dir));
+        if shell && self.clock == Some(ClockWay::Vdso) {
+            let msg = "clock: vdso moves the program the harness starts, here sh, not the commands it runs: \
+                       drop shell: true (give the command as a list), or use clock: shim";
+            return Err(at(&self.command.referenced, msg.into()));
+        }
         if installed
             && !shell
             && let Err(why) = runnable(&command[0], self.env.get("PATH").map(|p| p.value.as_str()), from.as_deref())

@@ -44,12 +44,16 @@ pub fn exec(argv: &[String]) -> u8 {
         None => {}
     }
     close_from(if events.is_some() { 4 } else { 3 });
-    // SAFETY: PTRACE_TRACEME takes no pointer; the harness, our parent,
-    // waits for the stop at the exec below.
-    if traced && unsafe { libc::ptrace(libc::PTRACE_TRACEME, 0, 0, 0) } == -1 {
-        let err = std::io::Error::last_os_error();
-        eprintln!("leasequake exec-program: cannot be traced to have its clock moved in its vDSO: {err}");
-        return 126;
+    if traced {
+        // SAFETY: PTRACE_TRACEME takes no pointer.
+        if unsafe { libc::ptrace(libc::PTRACE_TRACEME, 0, 0, 0) } == -1 {
+            let err = std::io::Error::last_os_error();
+            eprintln!("leasequake exec-program: cannot be traced, so its clock is not moved in its vDSO: {err}");
+        }
+        // Stopped for the harness, our parent, traced or not: it follows a
+        // traced program to its exec, and lets an untraced one go.
+        // SAFETY: raising a signal at ourselves.
+        unsafe { libc::raise(libc::SIGSTOP) };
     }
     let err = Command::new(&argv[0]).args(&argv[1..]).exec();
     eprintln!("leasequake: cannot run {}: {err}", argv[0]);

@@ -34,6 +34,8 @@ pub fn moves_program_clock(exp: &Experiment) -> bool {
 pub struct ProgramClocks {
     shim: PathBuf,
     controls: Vec<PathBuf>,
+    /// Each program whose clock was written into its vDSO.
+    in_vdso: std::sync::Mutex<Vec<Option<super::vdso::Moved>>>,
 }
 
 impl ProgramClocks {
@@ -56,7 +58,8 @@ impl ProgramClocks {
                 write_control(&path, offset, anchor_wall_ns, exp.worker.clock_rate.of(w)).map(|()| path)
             })
             .collect::<io::Result<_>>()?;
-        Ok(ProgramClocks { shim, controls })
+        let in_vdso = std::sync::Mutex::new((0..exp.workers).map(|_| None).collect());
+        Ok(ProgramClocks { shim, controls, in_vdso })
     }
 
     /// The environment worker `w`'s program is started with: the shim
@@ -71,20 +74,36 @@ impl ProgramClocks {
         vec![("LD_PRELOAD", preload), ("LEASEQUAKE_CLOCK", control)]
     }
 
-    /// Worker `w`'s program `pid`, spawned with `vdso_env`, moved in its
-    /// vDSO before its first instruction, as its control file says: Ok(fast:
-    /// the true clock stays the vDSO's own) or why not (it then runs
-    /// unmoved).
-    pub fn move_in_vdso(&self, w: usize, pid: nix::unistd::Pid) -> Result<bool, String> {
-        let path = self.controls.get(w).ok_or("no clock of its own")?;
-        let control = std::fs::read(path).map_err(|e| format!("its clock's settings: {e}"))?;
-        let mut words = [0u8; 32];
-        words.copy_from_slice(control.get(..32).ok_or("its clock's settings are cut short")?);
-        let moved = super::vdso::move_at_exec(pid, words).map_err(|e| e.to_string())?;
-        let dir = path.parent().unwrap_or(Path::new("."));
-        std::fs::write(vdso_path(dir, w), format!("{pid} {:#x}\n", moved.settings))
-            .map_err(|e| format!("where its clock is: {e}"))?;
-        Ok(moved.fast)
+    /// Worker `w`'s clock settings, as its control file holds them (the
+    /// vDSO clock's settings have its layout).
+    pub fn settings(&self, w: usize) -> io::Result<[u8; 32]> {
+        let control = std::fs::read(self.controls.get(w).ok_or_else(|| io::Error::other("no clock of its own"))?)?;
+        control
+            .get(..32)
+            .and_then(|c| c.try_into().ok())
+            .ok_or_else(|| io::Error::other("its clock's settings are cut short"))
+    }
+
+    /// Worker `w`'s program `pid`, spawned with `vdso_env` (on this thread),
+    /// moved in its vDSO before its first instruction with `settings`:
+    /// Ok(fast: the true clock stays the vDSO's own) or why not.
+    pub fn move_in_vdso(&self, w: usize, pid: nix::unistd::Pid, settings: [u8; 32]) -> Result<bool, String> {
+        let moved = super::vdso::move_at_exec(pid, settings).map_err(|e| e.to_string())?;
+        let fast = moved.fast;
+        if let Some(slot) = self.in_vdso.lock().unwrap_or_else(|p| p.into_inner()).get_mut(w) {
+            *slot = Some(moved);
+        }
+        Ok(fast)
+    }
+
+    /// Set worker `w`'s offset to `offset_ns`: its control file, and the
+    /// clock in its program's vDSO if it has one there.
+    pub fn jump(&self, dir: &Path, w: usize, offset_ns: i64) -> io::Result<()> {
+        jump(dir, w, offset_ns)?;
+        match self.in_vdso.lock().unwrap_or_else(|p| p.into_inner()).get(w) {
+            Some(Some(moved)) => moved.jump(offset_ns),
+            _ => Ok(()),
+        }
     }
 
     /// The shim is not needed once the trial is over (the control files
@@ -124,29 +143,12 @@ pub fn server_clock(dir: &Path, name: &str) -> io::Result<(PathBuf, Vec<(&'stati
 
 /// Set worker `w`'s offset to `offset_ns` in place, under the seqlock: a
 /// program reading it meanwhile retries until the sequence is even again.
-/// A program whose vDSO clock was written has its settings written too,
-/// in its memory.
 pub fn jump(dir: &Path, w: usize, offset_ns: i64) -> io::Result<()> {
-    jump_file(&control_path(dir, w), offset_ns)?;
-    match std::fs::read_to_string(vdso_path(dir, w)) {
-        Ok(at) => {
-            let (pid, settings) = at.trim().split_once(' ').ok_or_else(|| io::Error::other("a damaged vDSO record"))?;
-            let settings = u64::from_str_radix(settings.trim_start_matches("0x"), 16).map_err(io::Error::other)?;
-            super::vdso::jump(pid.parse().map_err(io::Error::other)?, settings, offset_ns)
-        }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(e),
-    }
-}
-
-/// Where worker `w`'s vDSO clock settings are (`PID 0xADDRESS`), once
-/// written.
-fn vdso_path(dir: &Path, w: usize) -> PathBuf {
-    dir.join(format!("{w}.vdso"))
+    jump_file(&control_path(dir, w), offset_ns)
 }
 
 /// The environment a program is started with to have its clock moved in
-/// its vDSO: its trampoline asks to be traced, and stops at its exec.
+/// its vDSO: its trampoline asks to be traced, and stops for the harness.
 pub fn vdso_env() -> (&'static str, &'static str) {
     (crate::model::protocol::TRACE_EXEC_ENV, "1")
 }
@@ -164,10 +166,15 @@ pub fn way_for(way: ClockWay, exe: &std::ffi::OsStr, path: Option<&std::ffi::OsS
         Some(cwd.map_or(exe.to_path_buf(), |c| c.join(exe)))
     } else {
         let path = path.map(std::ffi::OsStr::to_os_string).or_else(|| std::env::var_os("PATH")).unwrap_or_default();
-        std::env::split_paths(&path).map(|d| d.join(exe)).find(|p| p.is_file())
+        // As execvp finds it: the first executable file of that name.
+        std::env::split_paths(&path).map(|d| d.join(exe)).find(|p| {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
     };
+    // Only where this build has a vDSO clock.
     match found.and_then(|p| reads_clock_without_libc(&p).ok()) {
-        Some(true) => ClockWay::Vdso,
+        Some(true) if !super::vdso::CLOCK.is_empty() => ClockWay::Vdso,
         _ => ClockWay::Shim,
     }
 }
@@ -196,7 +203,8 @@ fn reads_clock_without_libc(path: &Path) -> io::Result<bool> {
                 let mut n = off;
                 while n + 12 <= (off + len).min(head.len()) {
                     let (namesz, descsz) = (u32_at(n).unwrap_or(0), u32_at(n + 4).unwrap_or(0));
-                    if head.get(n + 12..n + 12 + namesz) == Some(b"Go\0") {
+                    let name = head.get(n + 12..n + 12 + namesz).unwrap_or_default();
+                    if name.iter().rposition(|c| *c != 0).is_some_and(|end| &name[..=end] == b"Go") {
                         return Ok(true);
                     }
                     n += 12 + namesz.div_ceil(4) * 4 + descsz.div_ceil(4) * 4;
@@ -390,7 +398,8 @@ mod way_tests {
         assert_eq!(way(&elf(&[(1, 0, 0)], b"")), ClockWay::Vdso);
         // Dynamic, but a Go build note (a Go program with cgo).
         let mut note = Vec::new();
-        for word in [3u32, 4, 4] {
+        // As Go writes it: the name "Go" padded with two NULs (namesz 4).
+        for word in [4u32, 4, 4] {
             note.extend(word.to_le_bytes());
         }
         note.extend(b"Go\0\0abcd");

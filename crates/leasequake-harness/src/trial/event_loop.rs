@@ -31,6 +31,8 @@ pub struct Hit<'a> {
     pub(super) proxy: Option<&'a crate::proxy::Proxy>,
     /// A replicated service's links, for network faults instead.
     pub(super) service: Option<&'a server::ReplicatedService>,
+    /// The programs' clocks, where the experiment moves them (`skew`).
+    pub(super) clocks: Option<&'a super::clock::ProgramClocks>,
 }
 
 /// The state of the trial loop.
@@ -294,7 +296,8 @@ impl<'o> Run<'o> {
     {
         let end = t0 + exp.duration.as_ns() as i64;
         self.rec.start(t0);
-        let mut nemesis = Nemesis::new(self.os, exp, (t0, seed), hit.lock, hit.server, (hit.proxy, hit.service));
+        let mut nemesis =
+            Nemesis::new(self.os, exp, (t0, seed), hit.lock, hit.server, (hit.proxy, hit.service), hit.clocks);
         loop {
             if stop.load(Ordering::SeqCst) {
                 return Err(TrialError::Interrupted);

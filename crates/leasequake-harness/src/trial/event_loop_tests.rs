@@ -50,7 +50,7 @@ fn run<'o>(os: &'o FakeOs, rx: Receiver<Msg>, workers: usize) -> Run<'o> {
 fn faults<'o: 'h, 'h>(run: &mut Run<'o>, exp: &Experiment, server: Option<&'h mut dyn ServerControl>) {
     let procs = run.os_procs();
     let lock = Path::new("/nonexistent/leader.lock");
-    let hit = Hit { lock, server, proxy: None, service: None };
+    let hit = Hit { lock, server, proxy: None, service: None, clocks: None };
     run.faults_until_end(exp, (T0, 7), &procs, &AtomicBool::new(false), hit).expect("the trial ran");
 }
 

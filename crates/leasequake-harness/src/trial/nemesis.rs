@@ -89,6 +89,8 @@ pub struct Nemesis<'s> {
     /// A program's configured offsets, where its clock is moved by the
     /// shim (whose control file holds the whole offset, not the jumps).
     program_offsets: Option<Vec<i64>>,
+    /// The programs' clocks, some of them in their vDSO.
+    clocks: Option<&'s super::clock::ProgramClocks>,
 }
 
 impl<'s> Nemesis<'s> {
@@ -99,6 +101,7 @@ impl<'s> Nemesis<'s> {
         lock: &Path,
         server: Option<&'s mut dyn ServerControl>,
         (proxy, service): (Option<&'s Proxy>, Option<&'s ReplicatedService>),
+        clocks: Option<&'s super::clock::ProgramClocks>,
     ) -> Nemesis<'s> {
         Nemesis {
             os,
@@ -113,6 +116,7 @@ impl<'s> Nemesis<'s> {
             jumps: vec![0; exp.workers],
             program_offsets: super::clock::moves_program_clock(exp)
                 .then(|| (0..exp.workers).map(|w| exp.worker.clock_offset.of(w).as_ns()).collect()),
+            clocks,
         }
     }
 
@@ -211,7 +215,10 @@ impl<'s> Nemesis<'s> {
                 .map(|&w| {
                     self.jumps[w] += by;
                     let written = match &self.program_offsets {
-                        Some(offsets) => super::clock::jump(&self.clock_dir, w, offsets[w] + self.jumps[w]),
+                        Some(offsets) => match self.clocks {
+                            Some(clocks) => clocks.jump(&self.clock_dir, w, offsets[w] + self.jumps[w]),
+                            None => super::clock::jump(&self.clock_dir, w, offsets[w] + self.jumps[w]),
+                        },
                         None => write_jump(&self.clock_dir, w, self.jumps[w]),
                     };
                     Delivery {

@@ -173,6 +173,7 @@ pub fn run_trial(
         server: server.own().map(|s| s as &mut dyn nemesis::ServerControl),
         proxy: proxy.as_ref(),
         service: service.as_ref(),
+        clocks: clocks.as_ref(),
     };
     let outcome = run.drive(exp, seed, &workers, barrier, stop, hit);
     if let Some(watch) = watch {

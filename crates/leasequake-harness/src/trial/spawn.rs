@@ -242,10 +242,19 @@ pub fn spawn(spec: &SpawnSpec<'_>, tx: &SyncSender<Msg>) -> Result<(Workers, Vec
             Some((program, values)) => {
                 let program_err = |source| SpawnError::Program { index, command: program.command.join(" "), source };
                 let mut cmd = super::program::command(program, &values(index), spec.exe);
-                let in_vdso = spec.clocks.is_some() && in_vdso(program.clock, &cmd);
-                if in_vdso {
+                // Its clock in its vDSO: the settings read before it is
+                // spawned, so that nothing can fail between its stop and
+                // its release.
+                let vdso = spec
+                    .clocks
+                    .filter(|_| in_vdso(program.clock, &cmd))
+                    .map(|clocks| clocks.settings(index).map_err(|e| e.to_string()));
+                if let Some(Ok(_)) = &vdso {
                     let (key, value) = super::clock::vdso_env();
                     cmd.env(key, value);
+                } else if let Some(Err(why)) = &vdso {
+                    crate::warnln!("warning: worker {index}'s program: its clock is not moved in its vDSO: {why}");
+                    workers.vdso[index] = Some(Err(why.clone()));
                 } else if let Some(clocks) = spec.clocks {
                     // The program's own preload, as its command was given it.
                     let set =
@@ -268,8 +277,8 @@ pub fn spawn(spec: &SpawnSpec<'_>, tx: &SyncSender<Msg>) -> Result<(Workers, Vec
                 let mut child = spawned.map_err(program_err)?;
                 let spawned_ns = mono_ns();
                 let pid = Pid::from_raw(child.id() as i32);
-                if let (true, Some(clocks)) = (in_vdso, spec.clocks) {
-                    let moved = clocks.move_in_vdso(index, pid);
+                if let (Some(Ok(settings)), Some(clocks)) = (vdso, spec.clocks) {
+                    let moved = clocks.move_in_vdso(index, pid, settings);
                     if let Err(why) = &moved {
                         crate::warnln!("warning: worker {index}'s program: its clock is not moved in its vDSO: {why}");
                     }

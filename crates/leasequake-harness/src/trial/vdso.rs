@@ -72,22 +72,31 @@ pub fn plan(vdso: &[u8], base: u64, clock: &[u8]) -> Result<Patch, NotPatched> {
     }
     let mut placed = clock.to_vec();
     let addr = base + at;
-    let prologue = relocatable(&vdso[gettime as usize..]);
+    // A function's jump goes after its endbr64, kept for indirect-branch
+    // tracking; the rest of its start is copied beside the clock.
+    let hooked = |f: u64| -> Result<u64, NotPatched> {
+        let code = vdso.get(f as usize..).filter(|c| c.len() >= 16);
+        let code = code.ok_or_else(|| NotPatched("the vDSO's symbols point outside it".into()))?;
+        Ok(f + if code.starts_with(&ENDBR64) { 4 } else { 0 })
+    };
+    let entry = hooked(gettime)?;
+    let prologue = relocatable(&vdso[entry as usize..]);
     let fast = prologue.is_some_and(|n| n + 5 <= TRUE_CLOCK_LEN);
     if let (Some(n), true) = (prologue, fast) {
         let slot = TRUE_CLOCK as usize;
-        let mut true_clock = vdso[gettime as usize..gettime as usize + n].to_vec();
-        true_clock.extend(jmp(addr + TRUE_CLOCK + n as u64, base + gettime + n as u64));
+        let mut true_clock = vdso[entry as usize..entry as usize + n].to_vec();
+        true_clock.extend(jmp(addr + TRUE_CLOCK + n as u64, base + entry + n as u64));
         true_clock.resize(TRUE_CLOCK_LEN, 0xcc);
         placed[slot..slot + TRUE_CLOCK_LEN].copy_from_slice(&true_clock);
     }
     let mut writes = vec![(addr, placed)];
-    writes.push((base + gettime, jmp(base + gettime, addr + ENTRY_CLOCK_GETTIME).to_vec()));
+    writes.push((base + entry, jmp(base + entry, addr + ENTRY_CLOCK_GETTIME).to_vec()));
     let others =
         [(&["__vdso_gettimeofday", "gettimeofday"][..], ENTRY_GETTIMEOFDAY), (&["__vdso_time", "time"], ENTRY_TIME)];
-    for (names, entry) in others {
+    for (names, to) in others {
         if let Some(f) = elf.symbol(names) {
-            writes.push((base + f, jmp(base + f, addr + entry).to_vec()));
+            let f = hooked(f)?;
+            writes.push((base + f, jmp(base + f, addr + to).to_vec()));
         }
     }
     Ok(Patch { writes, settings: addr + SETTINGS, fast })
@@ -100,17 +109,20 @@ fn jmp(from: u64, to: u64) -> [u8; 5] {
     [0xe9, r[0], r[1], r[2], r[3]]
 }
 
+/// endbr64, which starts a function under indirect-branch tracking.
+const ENDBR64: [u8; 4] = [0xf3, 0x0f, 0x1e, 0xfa];
+
 /// How many bytes of whole instructions at the start of `code` cover a
 /// jump (5 bytes) and can run anywhere else: only the prologue
-/// instructions compilers put there (endbr64, pushes, frame set-up, stack
+/// instructions compilers put there (pushes, frame set-up, stack
 /// adjustment), none of which refers to where it is. None if another one
-/// comes first.
+/// comes first. It is assumed, as compilers make function starts, that no
+/// branch of the function lands inside those bytes.
 fn relocatable(code: &[u8]) -> Option<usize> {
     let mut n = 0;
     while n < 5 {
         let rest = code.get(n..)?;
         n += match rest {
-            [0xf3, 0x0f, 0x1e, 0xfa, ..] => 4,       // endbr64
             [0x50..=0x57, ..] => 1,                  // push r64
             [0x41, 0x50..=0x57, ..] => 2,            // push r8..r15
             [0x48, 0x89, 0xe5, ..] => 3,             // mov %rsp,%rbp
@@ -189,77 +201,125 @@ impl Elf {
     }
 }
 
-/// A program whose vDSO clock was written: where its settings are.
+/// A program whose vDSO clock was written: its memory (the handle stays
+/// bound to the address space it was opened on: once the program exits or
+/// execs, a write fails rather than land in another), and where its
+/// clock's settings are in it.
 pub struct Moved {
-    pub settings: u64,
+    mem: std::fs::File,
+    settings: u64,
     /// The true clock is the vDSO's own (else the system call).
     pub fast: bool,
 }
 
-/// Set the offset of the vDSO clock whose settings are at `settings` in
-/// process `pid` to `offset_ns`, under the seqlock.
-pub fn jump(pid: i32, settings: u64, offset_ns: i64) -> std::io::Result<()> {
-    use std::os::unix::fs::FileExt;
-    let mem = std::fs::OpenOptions::new().read(true).write(true).open(format!("/proc/{pid}/mem"))?;
-    let mut seq = [0u8; 8];
-    mem.read_exact_at(&mut seq, settings)?;
-    let seq = u64::from_ne_bytes(seq);
-    mem.write_all_at(&(seq + 1).to_ne_bytes(), settings)?;
-    mem.write_all_at(&offset_ns.to_ne_bytes(), settings + 8)?;
-    mem.write_all_at(&(seq + 2).to_ne_bytes(), settings)
+impl Moved {
+    /// Set its offset to `offset_ns`, under the seqlock (one writer: the
+    /// trial's nemesis). Refused if the settings are not the clock's.
+    pub fn jump(&self, offset_ns: i64) -> std::io::Result<()> {
+        use std::os::unix::fs::FileExt;
+        let mut head = [0u8; 8];
+        self.mem.read_exact_at(&mut head, self.settings - SETTINGS)?;
+        if &head != MAGIC {
+            return Err(std::io::Error::other("its vDSO clock is gone (it exec'd)"));
+        }
+        let mut seq = [0u8; 8];
+        self.mem.read_exact_at(&mut seq, self.settings)?;
+        let seq = u64::from_ne_bytes(seq) & !1;
+        self.mem.write_all_at(&(seq + 1).to_ne_bytes(), self.settings)?;
+        self.mem.write_all_at(&offset_ns.to_ne_bytes(), self.settings + 8)?;
+        self.mem.write_all_at(&(seq + 2).to_ne_bytes(), self.settings)
+    }
 }
 
 /// How long a program may take from its spawn to its exec (the trampoline
 /// ties itself to the harness, joins the cgroup and execs: milliseconds).
 const EXEC_WITHIN: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// The program `pid` (whose trampoline asked to be traced before its exec),
-/// stopped at its exec: its vDSO clock written with `settings`, then let
-/// go. Once it is stopped it is let go whatever happens, moved or not; one
-/// that exits first is left to whoever reaps it.
+/// The program `pid`, whose trampoline asked to be traced and stopped
+/// itself (`exec-program` with `LEASEQUAKE_TRACE_EXEC`), followed to its
+/// exec, its vDSO clock written there with `settings`, and let go. Must be
+/// called on the thread that spawned it (its tracer). While it is traced,
+/// the harness's death kills it (PTRACE_O_EXITKILL). A program that could
+/// not be traced is let go unmoved; one that exits first is left to
+/// whoever reaps it; one that does not reach its exec in time is killed.
 pub fn move_at_exec(pid: nix::unistd::Pid, settings: [u8; SETTINGS_LEN]) -> Result<Moved, NotPatched> {
-    use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid, waitpid};
-    let started = std::time::Instant::now();
+    use nix::sys::ptrace;
+    use nix::sys::signal::{Signal, kill};
+    let deadline = std::time::Instant::now() + EXEC_WITHIN;
+    // Its own stop, right after it asked to be traced.
+    if let (false, _) = next_stop(pid, deadline)? {
+        let _ = kill(pid, Signal::SIGCONT);
+        return Err(NotPatched("it could not be traced (its log says why)".into()));
+    }
+    let options = ptrace::Options::PTRACE_O_TRACEEXEC | ptrace::Options::PTRACE_O_EXITKILL;
+    if let Err(e) = ptrace::setoptions(pid, options).and_then(|()| ptrace::cont(pid, None)) {
+        let _ = ptrace::detach(pid, None);
+        return Err(NotPatched(format!("cannot follow it to its exec: {e}")));
+    }
+    // Then its exec; a signal it gets meanwhile is handed on.
     loop {
-        let peek = WaitPidFlag::WSTOPPED | WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT | WaitPidFlag::WNOHANG;
-        match waitid(Id::Pid(pid), peek) {
-            Ok(WaitStatus::StillAlive) if started.elapsed() < EXEC_WITHIN => {
-                std::thread::sleep(std::time::Duration::from_micros(200));
-            }
-            Ok(WaitStatus::StillAlive) => return Err(NotPatched("it did not reach its exec in time".into())),
-            Ok(WaitStatus::Stopped(_, sig)) => {
-                let _ = waitpid(pid, Some(WaitPidFlag::WUNTRACED | WaitPidFlag::__WALL));
-                if sig == nix::sys::signal::Signal::SIGTRAP {
-                    break;
-                }
-                // A signal before its exec: delivered, and wait on.
-                let _ = nix::sys::ptrace::cont(pid, Some(sig));
-            }
-            Ok(WaitStatus::PtraceEvent(..)) => {
-                let _ = waitpid(pid, Some(WaitPidFlag::WUNTRACED | WaitPidFlag::__WALL));
-                break;
-            }
-            Ok(_) => return Err(NotPatched("it ended before its first instruction".into())),
-            Err(nix::errno::Errno::EINTR) => {}
-            Err(e) => return Err(NotPatched(format!("cannot wait for its exec: {e}"))),
+        let (_, status) = next_stop(pid, deadline)?;
+        if status == libc::SIGTRAP | (libc::PTRACE_EVENT_EXEC << 8) {
+            break;
+        }
+        let sig = Signal::try_from(status & 0x7f).ok();
+        if ptrace::cont(pid, sig).is_err() {
+            return Err(NotPatched("it was lost on its way to its exec".into()));
         }
     }
     let moved = write_clock(pid, &settings);
-    let _ = nix::sys::ptrace::detach(pid, None);
+    let _ = ptrace::detach(pid, None);
     moved
+}
+
+/// Its next stop, taken: (traced, the stop's status: the signal, and a
+/// ptrace event in the bits above it). An exit is left to be reaped.
+fn next_stop(pid: nix::unistd::Pid, deadline: std::time::Instant) -> Result<(bool, i32), NotPatched> {
+    loop {
+        // SAFETY: waitid fills `info`, which lives on this frame.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        let how = libc::WSTOPPED | libc::WEXITED | libc::WNOWAIT | libc::WNOHANG | libc::__WALL;
+        let r = unsafe { libc::waitid(libc::P_PID, pid.as_raw() as libc::id_t, &mut info, how) };
+        if r == -1 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(NotPatched(format!("cannot wait for its exec: {e}")));
+        }
+        // SAFETY: waitid filled it.
+        let (who, status) = unsafe { (info.si_pid(), info.si_status()) };
+        match info.si_code {
+            _ if who == 0 && std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_micros(200));
+            }
+            _ if who == 0 => {
+                let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+                return Err(NotPatched(format!("it did not reach its exec in {EXEC_WITHIN:?}: killed")));
+            }
+            libc::CLD_TRAPPED | libc::CLD_STOPPED => {
+                let mut taken = 0;
+                // SAFETY: plain waitpid on our own child, whose stop was just seen.
+                unsafe { libc::waitpid(pid.as_raw(), &mut taken, libc::WUNTRACED | libc::__WALL) };
+                return Ok((info.si_code == libc::CLD_TRAPPED, status));
+            }
+            _ => return Err(NotPatched("it ended before its first instruction".into())),
+        }
+    }
+}
+
+/// The `[vdso]` mapping of process `pid`: (from, to).
+fn vdso_range(pid: i32) -> Option<(u64, u64)> {
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).ok()?;
+    let (from, to) = maps.lines().find(|l| l.ends_with("[vdso]"))?.split(' ').next()?.split_once('-')?;
+    Some((u64::from_str_radix(from, 16).ok()?, u64::from_str_radix(to, 16).ok()?))
 }
 
 /// The vDSO clock written into the stopped program `pid`.
 fn write_clock(pid: nix::unistd::Pid, settings: &[u8; SETTINGS_LEN]) -> Result<Moved, NotPatched> {
     use std::os::unix::fs::FileExt;
     let io = |what: &'static str| move |e: std::io::Error| NotPatched(format!("{what}: {e}"));
-    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).map_err(io("its memory map"))?;
-    let range = maps.lines().find(|l| l.ends_with("[vdso]")).and_then(|l| l.split(' ').next()?.split_once('-'));
-    let Some((from, to)) =
-        range.and_then(|(a, b)| Some((u64::from_str_radix(a, 16).ok()?, u64::from_str_radix(b, 16).ok()?)))
-    else {
-        return Err(NotPatched("it has no vDSO".into()));
-    };
+    let Some((from, to)) = vdso_range(pid.as_raw()) else { return Err(NotPatched("it has no vDSO".into())) };
     let mem = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
@@ -275,7 +335,7 @@ fn write_clock(pid: nix::unistd::Pid, settings: &[u8; SETTINGS_LEN]) -> Result<M
     for (at, bytes) in &patch.writes {
         mem.write_all_at(bytes, *at).map_err(io("writing its vDSO"))?;
     }
-    Ok(Moved { settings: patch.settings, fast: patch.fast })
+    Ok(Moved { mem, settings: patch.settings, fast: patch.fast })
 }
 
 #[cfg(test)]
@@ -284,10 +344,7 @@ mod tests {
 
     /// This process's own vDSO: (its bytes, its address).
     fn own_vdso() -> (Vec<u8>, u64) {
-        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
-        let line = maps.lines().find(|l| l.ends_with("[vdso]")).expect("a vDSO");
-        let (from, to) = line.split(' ').next().unwrap().split_once('-').unwrap();
-        let (from, to) = (u64::from_str_radix(from, 16).unwrap(), u64::from_str_radix(to, 16).unwrap());
+        let (from, to) = vdso_range(std::process::id() as i32).expect("a vDSO");
         let mut bytes = vec![0; (to - from) as usize];
         let mem = std::fs::File::open("/proc/self/mem").unwrap();
         std::os::unix::fs::FileExt::read_exact_at(&mem, &mut bytes, from).unwrap();
@@ -322,7 +379,7 @@ mod tests {
     fn the_true_clock_keeps_the_vdsos_speed_where_its_first_instructions_can_move() {
         // push %rbp; mov %rsp,%rbp; push %r14: six bytes cover the jump.
         assert_eq!(relocatable(&[0x55, 0x48, 0x89, 0xe5, 0x41, 0x56, 0x53]), Some(6));
-        assert_eq!(relocatable(&[0xf3, 0x0f, 0x1e, 0xfa, 0x55, 0x90]), Some(5));
+        assert_eq!(relocatable(&[0x55, 0x53, 0x41, 0x54, 0x48, 0x83, 0xec, 0x10]), Some(8));
         // A RIP-relative lea second: it cannot run elsewhere.
         assert_eq!(relocatable(&[0x55, 0x4c, 0x8d, 0x15, 0xc8, 0x97, 0xff, 0xff]), None);
         let (vdso, base) = own_vdso();
