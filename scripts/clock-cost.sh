@@ -4,8 +4,8 @@
 # programs under test whose clock the harness moves (1 s ahead) by the
 # preloaded shim and in their vDSO. Each says, per kind of read, the ns a
 # call takes (the least of 7 rounds of a million). Written to
-# results/bench/clock/ with the host and build: figures.csv (figure, value)
-# and README.md. Installs golang-go (as root, apt-get) where it is missing.
+# results/bench/clock/ with the host and build: costs.csv (program, clock,
+# figure, ns) and README.md. Installs golang-go (as root, apt-get) where it is missing.
 #
 #   scripts/clock-cost.sh
 #
@@ -36,7 +36,15 @@ measure() {
         log=$scratch/$program-none.log
         "$scratch/$program" </dev/null >"$log" &
         local p=$!
-        until grep -q '^cost ' "$log" 2>/dev/null && [ "$(grep -c '^cost ' "$log")" -ge "$3" ]; do sleep 0.2; done
+        local waited=0
+        until grep -q '^cost ' "$log" 2>/dev/null && [ "$(grep -c '^cost ' "$log")" -ge "$3" ]; do
+            if ! kill -0 "$p" 2>/dev/null || [ "$waited" -ge 600 ]; then
+                echo "error: $program did not measure" >&2
+                exit 1
+            fi
+            sleep 0.2
+            waited=$((waited + 1))
+        done
         kill -TERM "$p"
         wait "$p" || true
     else

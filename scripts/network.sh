@@ -12,14 +12,8 @@
 # time scale: 0.1, but the renewal storm runs in real time (a thousand
 # workers at a tenth of the time would measure the machine, not the storm).
 #
-# go-skew and static-skew run lock-file workers of our own, a Go one and a
-# static C one, built here first (examples/go/build.sh installs golang-go
-# where it is missing).
-#
 #   scripts/network.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-examples/go/build.sh
-examples/c/build.sh
 out=${OUT:-results/network}
 exec scripts/run-suite.sh experiments/network/ "$out" "$@"

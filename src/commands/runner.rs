@@ -278,7 +278,7 @@ impl<'e> TrialPlan<'e> {
             let total = done.len() as u32 + todo.len() as u32;
             let rest = next
                 .filter(|(_, start)| *start > crate::model::Dur::ZERO)
-                .map(|(_, start)| crate::trial::rest_of_soak(exp, start));
+                .map(|(_, start)| super::window::rest_of_soak(exp, start));
             return TrialPlan { units, trials_per_unit: 1, total, todo, unit_done, windowed: true, rest };
         }
         let total = units.len() as u32 * exp.trials;
@@ -337,7 +337,7 @@ fn run_trials(
                 return;
             }
             let Some(&index) = plan.todo.get(next.fetch_add(1, Ordering::SeqCst) as usize) else { return };
-            let (unit, local) = plan.place(index);
+            let (unit, _) = plan.place(index);
             if plan.unit_done[unit].load(Ordering::SeqCst) {
                 progress.bar.inc(1);
                 continue;
@@ -356,7 +356,7 @@ fn run_trials(
                     return;
                 }
             };
-            let seeded = (trial, exp.trial_seed(local));
+            let seeded = (trial, exp.seed_of(trial));
             let (result, spool) = run_trial_within_limit(unit_exp, seeded, &trial_dir, &ctx.exe, stop, servers, spool);
             // Every event handed over written and the late ones merged in,
             // whatever became of the trial: a failed one's file is whole too.

@@ -25,6 +25,19 @@ pub(super) fn rest(done: &Done) -> Option<(u32, Dur)> {
     Some((trials.last().map_or(1, |(t, _)| t + 1), Dur::from_us(start as u64)))
 }
 
+/// The rest of a soak from `start` on, as a trial of its own (what a
+/// resume runs after keeping the soak's windows before `start`): the
+/// soak's faults, scripted and drawn from its first trial's seed, as seen
+/// from `start`; nothing more is drawn.
+pub(super) fn rest_of_soak(exp: &Experiment, start: Dur) -> Experiment {
+    let faults =
+        crate::trial::trial_faults(exp, exp.trial_seed(1)).iter().filter_map(|f| f.from_start(start)).collect();
+    let duration = Dur::from_us(exp.duration.as_us().saturating_sub(start.as_us()));
+    // Through the proxy as the soak was, though its network faults be past.
+    let substrate = crate::model::SubstrateSettings { proxy: exp.proxied(), ..exp.substrate.clone() };
+    Experiment { duration, faults, random: None, substrate, ..exp.clone() }
+}
+
 /// A stopped soak's trial kept, judged and ready to be written as a
 /// finished trial.
 pub(super) struct Kept {
@@ -51,9 +64,11 @@ pub(super) fn keep_stopped(exp: &Experiment, dir: &Path, done: &Done) -> Result<
     };
     let (kept, (metrics, drawn)) = match keep(true)? {
         None => return Ok(None),
-        // Ended, but not every exit on disk: cut like any other.
+        // Ended, but not every exit on disk (the reader's "cut short"):
+        // cut like any other. Any other damage is an error.
         Some(Whole) => match super::inputs::judge_trial(&events, exp, trial, true) {
             Ok(judged) => (Whole, judged),
+            Err(e) if !e.to_string().contains("it was cut short") => return Err(e),
             Err(_) => match keep(false)? {
                 Some(kept) => (kept, super::inputs::judge_trial(&events, exp, trial, true)?),
                 None => return Ok(None),
@@ -61,7 +76,7 @@ pub(super) fn keep_stopped(exp: &Experiment, dir: &Path, done: &Done) -> Result<
         },
         Some(kept) => (kept, super::inputs::judge_trial(&events, exp, trial, true)?),
     };
-    let faults = crate::trial::rest_of_soak(exp, start).faults;
+    let faults = rest_of_soak(exp, start).faults;
     let said = match kept {
         Whole => "ran to its end; its run stopped before writing it down, and the resume kept it whole".to_string(),
         Cut(at) => {
@@ -155,5 +170,22 @@ mod tests {
         assert_eq!((rows[0].scheduled_us, rows[0].actual_us, rows[0].worker), (4_999_700, 5_000_000, Some(2)));
         assert_eq!((rows[1].scheduled_us, rows[1].pid, rows[1].action.as_str()), (9_000_000, Some(42), "kill"));
         assert_eq!(rows[1].target, "2", "the target as written");
+    }
+    #[test]
+    fn the_rest_of_a_soak_fires_the_soaks_own_later_faults_earlier_by_its_start() {
+        let yaml = "name: soak\nworkers: 3\ntrials: 1\nduration: 60m\nwindow: 1m\nseed: 38\nfaults:\n  random:\n    kinds:\n      \
+                    - {action: kill, target: leader, mean_interval: 5m}\n";
+        let path = std::path::Path::new("soak.yaml");
+        let soak = crate::experiment::load_str(path, yaml, &Default::default()).expect("a valid soak");
+        let start = Dur::from_secs(25 * 60);
+        let rest = rest_of_soak(&soak, start);
+        assert_eq!(rest.duration, Dur::from_secs(35 * 60));
+        assert!(rest.random.is_none(), "nothing is drawn again");
+        let whole = crate::trial::trial_faults(&soak, soak.trial_seed(1));
+        let later: Vec<u64> = whole.iter().map(|f| f.at.as_us()).filter(|at| *at >= start.as_us()).collect();
+        assert!(!later.is_empty() && later.len() < whole.len(), "faults on both sides of the start");
+        let moved: Vec<u64> =
+            crate::trial::trial_faults(&rest, 99).iter().map(|f| f.at.as_us() + start.as_us()).collect();
+        assert_eq!(moved, later, "whatever the rest's own seed");
     }
 }

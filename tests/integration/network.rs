@@ -226,6 +226,7 @@ fn a_static_or_any_programs_clock_is_moved_in_its_vdso_from_its_first_instructio
         let trial = &run.table("trials.csv")[0];
         let outcomes = trial.get("worker_outcomes");
         assert_eq!(outcomes.matches("clock moved in its vDSO").count(), 2, "{trial:?}\n{}", run.stderr());
+        assert!(!run.stderr().contains("did not load the clock shim"), "no shim to look for: {}", run.stderr());
         let read = |w: usize| -> Vec<Vec<f64>> {
             let log = std::fs::read_to_string(run.out.join(format!("trials/0001/worker-{w:02}.log"))).unwrap();
             log.lines()

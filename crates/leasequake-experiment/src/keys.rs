@@ -80,7 +80,7 @@ pub fn keys() -> Vec<Key> {
             Duration,
             "",
             "1m",
-            "A soak (`trials: 1`, no sweep) kept in windows this long (at least 1s): a run stopped at any moment, `kill -9` included, keeps its trial up to the last whole window when `--resume` finds it, and the resume runs the rest of the soak, with fresh processes, as the next trial.",
+            "A soak (`trials: 1`, no sweep) kept in windows this long (at least 1s as it runs, after the time scale, and a whole number of them making `duration`): a run stopped at any moment, `kill -9` included, keeps its trial up to the last whole window when `--resume` finds it, and the resume runs the rest of the soak, with fresh processes, as the next trial.",
         ),
         key("lease", Duration, &lease.lease.to_string(), "9s", "Lease length."),
         key("renew", Duration, &lease.renew.to_string(), "3s", "The leader renews this often; shorter than the lease."),

@@ -74,6 +74,10 @@ impl<'o> Run<'o> {
     /// child is as unmoved as a static program.
     fn note_shim(&mut self, worker: usize, pid: i32, told: super::clock::GroupShim) {
         use super::clock::GroupShim;
+        // One whose clock is (or was to be) moved in its vDSO has no shim.
+        if self.vdso.get(worker).is_some_and(Option::is_some) {
+            return;
+        }
         let Some(slot) = self.shim.as_mut().and_then(|s| s.get_mut(worker)) else { return };
         match told {
             GroupShim::Loaded => *slot = Some(true),
@@ -94,8 +98,11 @@ impl<'o> Run<'o> {
     /// started after a worker's first event.
     pub(super) fn recheck_shims(&mut self, procs: &[WorkerProc]) {
         let Some(shim) = &self.shim else { return };
-        let open: Vec<&WorkerProc> =
-            procs.iter().filter(|p| shim.get(p.index) != Some(&Some(false)) && !p.reaped()).collect();
+        let in_vdso = |w: usize| self.vdso.get(w).is_some_and(Option::is_some);
+        let open: Vec<&WorkerProc> = procs
+            .iter()
+            .filter(|p| shim.get(p.index) != Some(&Some(false)) && !in_vdso(p.index) && !p.reaped())
+            .collect();
         let pgids: Vec<i32> = open.iter().map(|p| p.pid.as_raw()).collect();
         for (p, told) in open.iter().zip(super::clock::groups_shim(&pgids)) {
             self.note_shim(p.index, p.pid.as_raw(), told);

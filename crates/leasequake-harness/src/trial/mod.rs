@@ -42,7 +42,7 @@ pub use limits::{LimitError, ensure as ensure_limits};
 pub use msg::{EVENT_BACKLOG, Msg};
 pub use os::{Stop, poll_stopped};
 pub use run::{TrialEnv, TrialRecord, run_trial};
-pub use schedule::{Live, Schedule, rest_of_soak, trial_faults};
+pub use schedule::{Live, Schedule, trial_faults};
 pub use server::{ServerError, Servers, installed as server_installed};
 pub use spawn::{SpawnSpec, spawn};
 pub use time_limit::{run_trial_within_limit, time_limit};

@@ -157,8 +157,7 @@ pub fn run_trial(
         end_ns: i64::MAX,
         unsettled: (exp.program.is_none() && exp.worker.mode == crate::model::Mode::OneShot)
             .then(|| vec![true; exp.workers]),
-        // One moved in its vDSO has no shim to look for.
-        shim: clocks.as_ref().map(|_| workers.vdso.iter().map(|v| v.as_ref().map(|_| true)).collect()),
+        shim: clocks.as_ref().map(|_| vec![None; exp.workers]),
         vdso: std::mem::take(&mut workers.vdso),
         late_starts: Vec::new(),
     };

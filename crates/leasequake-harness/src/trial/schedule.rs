@@ -14,7 +14,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use crate::model::history::EventKind;
-use crate::model::{Action, After, Dur, Experiment, Fault, NetParams, PauseLen, Target};
+use crate::model::{Action, After, Experiment, Fault, NetParams, PauseLen, Target};
 
 /// One trial's faults: the scripted ones, then what a campaign draws for
 /// this seed (from a stream of its own, so that a campaign leaves the
@@ -24,18 +24,6 @@ pub fn trial_faults(exp: &Experiment, seed: u64) -> Vec<Fault> {
 }
 
 const RANDOM_STREAM: u64 = 0x5241_4e44_4f4d;
-
-/// The rest of a soak from `start` on, as a trial of its own (what a
-/// resume runs after keeping the soak's windows before `start`): the
-/// soak's faults, scripted and drawn from its first trial's seed, as seen
-/// from `start`; nothing more is drawn.
-pub fn rest_of_soak(exp: &Experiment, start: Dur) -> Experiment {
-    let faults = trial_faults(exp, exp.trial_seed(1)).iter().filter_map(|f| f.from_start(start)).collect();
-    let duration = Dur::from_us(exp.duration.as_us().saturating_sub(start.as_us()));
-    // Through the proxy as the soak was, though its network faults be past.
-    let substrate = crate::model::SubstrateSettings { proxy: exp.proxied(), ..exp.substrate.clone() };
-    Experiment { duration, faults, random: None, substrate, ..exp.clone() }
-}
 
 /// The live view of the trial that targets are resolved against.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -395,6 +383,7 @@ impl Schedule {
 mod tests {
 
     use super::*;
+    use crate::model::Dur;
 
     const MS: i64 = 1_000_000;
     const T0: i64 = 1_000 * MS;
@@ -442,23 +431,6 @@ mod tests {
             }
         }
         out
-    }
-
-    #[test]
-    fn the_rest_of_a_soak_fires_the_soaks_own_later_faults_earlier_by_its_start() {
-        let yaml = "name: soak\nworkers: 3\ntrials: 1\nduration: 60m\nwindow: 1m\nfaults:\n  random:\n    kinds:\n      \
-                    - {action: kill, target: leader, mean_interval: 5m}\n";
-        let path = std::path::Path::new("soak.yaml");
-        let soak = crate::experiment::load_str(path, yaml, &Default::default()).expect("a valid soak");
-        let start = Dur::from_secs(25 * 60);
-        let rest = rest_of_soak(&soak, start);
-        assert_eq!(rest.duration, Dur::from_secs(35 * 60));
-        assert!(rest.random.is_none(), "nothing is drawn again");
-        let whole = trial_faults(&soak, soak.trial_seed(1));
-        let later: Vec<u64> = whole.iter().map(|f| f.at.as_us()).filter(|at| *at >= start.as_us()).collect();
-        assert!(!later.is_empty() && later.len() < whole.len(), "faults on both sides of the start");
-        let moved: Vec<u64> = trial_faults(&rest, 99).iter().map(|f| f.at.as_us() + start.as_us()).collect();
-        assert_eq!(moved, later, "whatever the rest's own seed");
     }
 
     #[test]

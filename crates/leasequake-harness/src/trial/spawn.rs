@@ -247,7 +247,7 @@ pub fn spawn(spec: &SpawnSpec<'_>, tx: &SyncSender<Msg>) -> Result<(Workers, Vec
                 // its release.
                 let vdso = spec
                     .clocks
-                    .filter(|_| in_vdso(program.clock, &cmd))
+                    .filter(|_| !program.shell && in_vdso(program.clock, &cmd))
                     .map(|clocks| clocks.settings(index).map_err(|e| e.to_string()));
                 if let Some(Ok(_)) = &vdso {
                     let (key, value) = super::clock::vdso_env();
