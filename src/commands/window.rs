@@ -5,17 +5,20 @@
 
 use std::path::{Path, PathBuf};
 
-use super::runner::Done;
+use crate::check::TrialMetrics;
 use crate::error::Error;
 use crate::model::history::{EventKind, History};
 use crate::model::{Dur, Experiment, FaultRow};
 use crate::report::spool::Kept::{Cut, Whole};
 use crate::trial::{TrialError, TrialRecord};
 
+/// The trials a soak has: (trial, unit, metrics), as a run keeps them.
+type Trials = [(u32, usize, TrialMetrics)];
+
 /// Where the rest of the soak starts, into it, and the trial that runs it:
 /// after the trials it has, each cut at a window but the last, which ran
 /// to the end (None: the soak is whole).
-pub(super) fn rest(done: &Done) -> Option<(u32, Dur)> {
+pub(super) fn rest(done: &Trials) -> Option<(u32, Dur)> {
     let mut trials: Vec<_> = done.iter().map(|(t, _, m)| (*t, m)).collect();
     trials.sort_by_key(|(t, _)| *t);
     if trials.last().is_some_and(|(_, m)| !m.cut) {
@@ -43,7 +46,7 @@ pub(super) fn rest_of_soak(exp: &Experiment, start: Dur) -> Experiment {
 pub(super) struct Kept {
     pub(super) record: TrialRecord,
     pub(super) events: PathBuf,
-    pub(super) metrics: crate::check::TrialMetrics,
+    pub(super) metrics: TrialMetrics,
     pub(super) drawn: History,
 }
 
@@ -52,7 +55,7 @@ pub(super) struct Kept {
 /// to its end); None if it has no whole window (it is run again from its
 /// start) or none was running. Refused where the trials the soak has are
 /// not one soak's.
-pub(super) fn keep_stopped(exp: &Experiment, dir: &Path, done: &Done) -> Result<Option<Kept>, Error> {
+pub(super) fn keep_stopped(exp: &Experiment, dir: &Path, done: &Trials) -> Result<Option<Kept>, Error> {
     let Some(window) = exp.window else { return Ok(None) };
     one_soak(dir, done)?;
     let Some((trial, start)) = rest(done) else { return Ok(None) };
@@ -95,7 +98,7 @@ pub(super) fn keep_stopped(exp: &Experiment, dir: &Path, done: &Done) -> Result<
 
 /// The trials a resumed soak has are one soak's: numbered from 1 on, each
 /// but the last cut at a window.
-fn one_soak(dir: &Path, done: &Done) -> Result<(), Error> {
+fn one_soak(dir: &Path, done: &Trials) -> Result<(), Error> {
     let mut trials: Vec<_> = done.iter().map(|(t, _, m)| (*t, m.cut)).collect();
     trials.sort_unstable();
     let wrong = trials.iter().enumerate().find(|(i, (t, cut))| *t != *i as u32 + 1 || (!cut && i + 1 < trials.len()));
@@ -136,7 +139,6 @@ fn fault_rows(history: &History, faults: &[crate::model::Fault]) -> Vec<FaultRow
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::check::TrialMetrics;
     use crate::model::history::{Detail, Event};
 
     fn soak() -> Experiment {
