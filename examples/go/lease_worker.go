@@ -30,7 +30,7 @@ import (
 )
 
 type lease struct {
-	ProcessID int     `json:"processId"`
+	ProcessID  int     `json:"processId"`
 	LeaseUntil float64 `json:"leaseUntil"`
 }
 
@@ -128,15 +128,20 @@ func main() {
 	emit("ready", nil)
 	io.Copy(io.Discard, os.Stdin)
 
+	// What an attempt to take the file reports: acquired (how, and what
+	// it wrote), or `missed`.
+	took := func(l lease, leading bool, how, missed string) {
+		if !leading {
+			emit(missed, nil)
+			return
+		}
+		d := wrote(l)
+		d["how"] = how
+		emit("acquired", d)
+	}
 	l := fresh()
 	leading := tryCreate(*lock, l)
-	if leading {
-		d := wrote(l)
-		d["how"] = "start"
-		emit("acquired", d)
-	} else {
-		emit("not_acquired", nil)
-	}
+	took(l, leading, "start", "not_acquired")
 	interval := func() time.Duration {
 		ms := *watchMs
 		if leading {
@@ -190,25 +195,13 @@ func main() {
 		case cur == nil:
 			l = fresh()
 			leading = tryCreate(*lock, l)
-			if leading {
-				d := wrote(l)
-				d["how"] = "retry"
-				emit("acquired", d)
-			} else {
-				emit("not_acquired", nil)
-			}
+			took(l, leading, "retry", "not_acquired")
 		case cur.LeaseUntil < now():
 			emit("expired_seen", map[string]interface{}{"holder": cur.ProcessID})
 			os.Remove(*lock)
 			l = fresh()
 			leading = tryCreate(*lock, l)
-			if leading {
-				d := wrote(l)
-				d["how"] = "takeover"
-				emit("acquired", d)
-			} else {
-				emit("takeover_lost", nil)
-			}
+			took(l, leading, "takeover", "takeover_lost")
 		default:
 			emit("held_by", map[string]interface{}{"holder": cur.ProcessID, "lease_until": cur.LeaseUntil})
 		}

@@ -76,10 +76,10 @@ impl ProgramClocks {
 
     /// Worker `w`'s clock settings, as its control file holds them (the
     /// vDSO clock's settings have its layout).
-    pub fn settings(&self, w: usize) -> io::Result<[u8; 32]> {
+    pub fn settings(&self, w: usize) -> io::Result<[u8; SETTINGS_LEN]> {
         let control = std::fs::read(self.controls.get(w).ok_or_else(|| io::Error::other("no clock of its own"))?)?;
         control
-            .get(..32)
+            .get(..SETTINGS_LEN)
             .and_then(|c| c.try_into().ok())
             .ok_or_else(|| io::Error::other("its clock's settings are cut short"))
     }
@@ -87,7 +87,7 @@ impl ProgramClocks {
     /// Worker `w`'s program `pid`, spawned with `vdso_env` (on this thread),
     /// moved in its vDSO before its first instruction with `settings`:
     /// Ok(fast: the true clock stays the vDSO's own) or why not.
-    pub fn move_in_vdso(&self, w: usize, pid: nix::unistd::Pid, settings: [u8; 32]) -> Result<bool, String> {
+    pub fn move_in_vdso(&self, w: usize, pid: nix::unistd::Pid, settings: [u8; SETTINGS_LEN]) -> Result<bool, String> {
         let moved = super::vdso::move_at_exec(pid, settings).map_err(|e| e.to_string())?;
         let fast = moved.fast;
         if let Some(slot) = self.in_vdso.lock().unwrap_or_else(|p| p.into_inner()).get_mut(w) {
@@ -118,7 +118,7 @@ fn control_path(dir: &Path, w: usize) -> PathBuf {
 }
 
 fn write_control(path: &Path, offset_ns: i64, anchor_wall_ns: i64, rate: f64) -> io::Result<()> {
-    let mut words = Vec::with_capacity(32);
+    let mut words = Vec::with_capacity(SETTINGS_LEN);
     words.extend_from_slice(&0u64.to_ne_bytes());
     words.extend_from_slice(&offset_ns.to_ne_bytes());
     words.extend_from_slice(&anchor_wall_ns.to_ne_bytes());
@@ -219,12 +219,25 @@ fn reads_clock_without_libc(path: &Path) -> io::Result<bool> {
 /// Set the offset of the clock `control` moves to `offset_ns`.
 pub fn jump_file(control: &Path, offset_ns: i64) -> io::Result<()> {
     let f = std::fs::OpenOptions::new().read(true).write(true).open(control)?;
+    write_offset(&f, 0, offset_ns)
+}
+
+/// The clock settings' layout (a control file's, and the vDSO clock's):
+/// four 64-bit words.
+pub const SETTINGS_LEN: usize = 32;
+
+/// Set the offset of the settings at `base` in `f` (a control file, or a
+/// program's memory) under the seqlock: the sequence odd while the offset
+/// is written. The one writer (the trial's nemesis) starts from an even
+/// sequence whatever it finds, so a write it never finished is not taken
+/// for one in progress.
+pub fn write_offset(f: &impl FileExt, base: u64, offset_ns: i64) -> io::Result<()> {
     let mut seq = [0u8; 8];
-    f.read_exact_at(&mut seq, SEQ)?;
-    let seq = u64::from_ne_bytes(seq);
-    f.write_all_at(&(seq + 1).to_ne_bytes(), SEQ)?;
-    f.write_all_at(&offset_ns.to_ne_bytes(), OFFSET)?;
-    f.write_all_at(&(seq + 2).to_ne_bytes(), SEQ)
+    f.read_exact_at(&mut seq, base + SEQ)?;
+    let seq = u64::from_ne_bytes(seq) & !1;
+    f.write_all_at(&(seq + 1).to_ne_bytes(), base + SEQ)?;
+    f.write_all_at(&offset_ns.to_ne_bytes(), base + OFFSET)?;
+    f.write_all_at(&(seq + 2).to_ne_bytes(), base + SEQ)
 }
 
 /// How a worker's processes stand with the shim.

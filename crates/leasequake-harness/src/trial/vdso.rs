@@ -28,7 +28,7 @@ const TRUE_CLOCK: u64 = 32;
 const TRUE_CLOCK_LEN: usize = 32;
 /// Where its settings are: sequence, offset, anchor, rate.
 pub const SETTINGS: u64 = 64;
-const SETTINGS_LEN: usize = 32;
+use super::clock::SETTINGS_LEN;
 
 /// What to write into a process whose vDSO is at `base`, and where its
 /// clock's settings then are.
@@ -222,12 +222,7 @@ impl Moved {
         if &head != MAGIC {
             return Err(std::io::Error::other("its vDSO clock is gone (it exec'd)"));
         }
-        let mut seq = [0u8; 8];
-        self.mem.read_exact_at(&mut seq, self.settings)?;
-        let seq = u64::from_ne_bytes(seq) & !1;
-        self.mem.write_all_at(&(seq + 1).to_ne_bytes(), self.settings)?;
-        self.mem.write_all_at(&offset_ns.to_ne_bytes(), self.settings + 8)?;
-        self.mem.write_all_at(&(seq + 2).to_ne_bytes(), self.settings)
+        super::clock::write_offset(&self.mem, self.settings, offset_ns)
     }
 }
 
