@@ -65,7 +65,8 @@ pub fn round_trips(n: usize) -> Option<(Delay, Delay)> {
 /// `links` links with a connection open on each, all at once; then a round
 /// trip on each in turn: their spread says the proxy carries them all.
 pub fn carry(links: usize) -> Result<Delay, String> {
-    crate::trial::ensure_limits(links, 1, true).map_err(|e| e.to_string())?;
+    crate::trial::ensure_limits(&crate::trial::Demand { workers: links, jobs: 1, proxied: true, clock_moved: false })
+        .map_err(|e| e.to_string())?;
     let server = echo().map_err(|e| e.to_string())?;
     let proxy = Proxy::start(server, links, 1).map_err(|e| e.to_string())?;
     // Opened one after another, each used once: the echo server's accept

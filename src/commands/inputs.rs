@@ -170,9 +170,14 @@ pub fn most_workers(exp: &Experiment) -> usize {
     exp.units().iter().map(|(u, _)| u.workers).max().unwrap_or(exp.workers)
 }
 
-/// Does any unit of the experiment put a proxy before its server?
-pub fn proxied(exp: &Experiment) -> bool {
-    exp.units().iter().any(|(u, _)| u.proxied())
+/// What a run of the experiment asks of the machine's limits at once.
+pub fn demand(exp: &Experiment) -> crate::trial::Demand {
+    crate::trial::Demand {
+        workers: most_workers(exp),
+        jobs: exp.jobs,
+        proxied: exp.units().iter().any(|(u, _)| u.proxied()),
+        clock_moved: crate::trial::moves_program_clock(exp),
+    }
 }
 
 /// The metrics of a results directory's finished trials, re-checked from

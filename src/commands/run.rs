@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
-use super::inputs::{Depth, ensure_empty, expand, filter, load_all, most_workers, proxied};
+use super::inputs::{Depth, demand, ensure_empty, expand, filter, load_all};
 use super::owner::{Use, hold};
 use super::runner::{
     Ctx, Done, Outcome, flags_signalled, install_signal_flags, preflight, run_experiment, servers_ready,
@@ -60,7 +60,7 @@ pub fn run(args: &RunArgs) -> Result<(), Error> {
     }
     super::export::targets_ok(args)?;
     for exp in &exps {
-        crate::trial::ensure_limits(most_workers(exp), exp.jobs, proxied(exp))
+        crate::trial::ensure_limits(&demand(exp))
             .map_err(|source| Error::Limits { experiment: exp.source.clone(), source })?;
     }
     servers_ready(&exps)?;

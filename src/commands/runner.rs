@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
-use super::inputs::{most_workers, proxied};
+use super::inputs::demand;
 use super::progress::Progress;
 use crate::check::TrialMetrics;
 use crate::error::{Error, exit};
@@ -148,7 +148,7 @@ pub(super) fn run_silently(exp: &Experiment, dir: &Path, ctx: &Ctx) -> Result<Ve
 /// What a run checks before anything is spawned: the limits raised, the
 /// servers there.
 pub(super) fn preflight(exp: &Experiment) -> Result<(), Error> {
-    crate::trial::ensure_limits(most_workers(exp), exp.jobs, proxied(exp))
+    crate::trial::ensure_limits(&demand(exp))
         .map_err(|source| Error::Limits { experiment: exp.source.clone(), source })?;
     servers_ready(std::slice::from_ref(exp))
 }

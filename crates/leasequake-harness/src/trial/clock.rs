@@ -182,37 +182,29 @@ pub fn way_for(way: ClockWay, exe: &std::ffi::OsStr, path: Option<&std::ffi::OsS
 /// Is the ELF executable at `path` static (no interpreter) or a Go program
 /// (a Go build note)? Either reads the clock from the vDSO itself.
 fn reads_clock_without_libc(path: &Path) -> io::Result<bool> {
+    use super::elf::{Image, PT_INTERP, PT_NOTE};
     use std::io::Read;
     let mut head = Vec::new();
     std::fs::File::open(path)?.take(1 << 20).read_to_end(&mut head)?;
-    let u16_at = |o: usize| head.get(o..o + 2).map(|s| u16::from_le_bytes([s[0], s[1]]) as usize);
-    let u32_at = |o: usize| head.get(o..o + 4).map(|s| u32::from_le_bytes(s.try_into().expect("4")) as usize);
-    let u64_at = |o: usize| head.get(o..o + 8).map(|s| u64::from_le_bytes(s.try_into().expect("8")) as usize);
-    if head.get(..6) != Some(b"\x7fELF\x02\x01") {
-        return Ok(false); // a script, or not 64-bit little-endian
-    }
-    let (Some(phoff), Some(size), Some(count)) = (u64_at(32), u16_at(54), u16_at(56)) else { return Ok(false) };
-    let mut interp = false;
-    for i in 0..count {
-        let p = phoff + i * size;
-        match u32_at(p) {
-            Some(3) => interp = true,
-            // PT_NOTE: a note owned by "Go".
-            Some(4) => {
-                let (Some(off), Some(len)) = (u64_at(p + 8), u64_at(p + 32)) else { continue };
-                let mut n = off;
-                while n + 12 <= (off + len).min(head.len()) {
-                    let (namesz, descsz) = (u32_at(n).unwrap_or(0), u32_at(n + 4).unwrap_or(0));
-                    let name = head.get(n + 12..n + 12 + namesz).unwrap_or_default();
-                    if name.iter().rposition(|c| *c != 0).is_some_and(|end| &name[..=end] == b"Go") {
-                        return Ok(true);
-                    }
-                    n += 12 + namesz.div_ceil(4) * 4 + descsz.div_ceil(4) * 4;
-                }
+    // A script, or not 64-bit little-endian.
+    let Some(image) = Image::new(&head) else { return Ok(false) };
+    let Some(segments) = image.segments() else { return Ok(false) };
+    for note in segments.iter().filter(|s| s.kind == PT_NOTE) {
+        // A note owned by "Go".
+        // Every offset is the file's say: bounded by what was read.
+        let end = note.offset.saturating_add(note.filesz).min(head.len() as u64);
+        let mut n = note.offset;
+        while n.saturating_add(12) <= end {
+            let (Some(namesz), Some(descsz)) = (image.u32(n), image.u32(n + 4)) else { break };
+            let at = usize::try_from(n + 12).unwrap_or(usize::MAX);
+            let name = head.get(at..at.saturating_add(namesz as usize)).unwrap_or_default();
+            if name.iter().rposition(|c| *c != 0).is_some_and(|last| &name[..=last] == b"Go") {
+                return Ok(true);
             }
-            _ => {}
+            n += 12 + namesz.div_ceil(4) * 4 + descsz.div_ceil(4) * 4;
         }
     }
+    let interp = segments.iter().any(|s| s.kind == PT_INTERP);
     Ok(!interp)
 }
 

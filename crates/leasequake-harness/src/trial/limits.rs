@@ -1,5 +1,6 @@
 //! Before a run: can this machine hold its workers? Each worker costs the
-//! harness about three file descriptors (its pipes, its log while spawning)
+//! harness about three file descriptors (its pipes, its log while spawning;
+//! one more for the memory of a program whose clock is moved in its vDSO)
 //! and three tasks against RLIMIT_NPROC (the process and two threads that
 //! read and reap it), times the trials that run at once. A soft limit below
 //! that is raised to the hard limit; a hard limit below it is an error that
@@ -10,9 +11,35 @@ use nix::sys::resource::{Resource, getrlimit, setrlimit};
 /// Headroom for the harness's own descriptors and threads.
 const SPARE: u64 = 64;
 
-/// What a run of `workers` per trial with `jobs` trials at once needs.
-pub fn needed(workers: usize, jobs: usize) -> u64 {
-    3 * (workers * jobs.max(1)) as u64 + SPARE
+/// What a run asks of the machine at once.
+#[derive(Debug, Clone, Copy)]
+pub struct Demand {
+    /// Workers per trial (the most any point of a sweep has).
+    pub workers: usize,
+    /// Trials at once.
+    pub jobs: usize,
+    /// Every worker reaches its server through a proxy link.
+    pub proxied: bool,
+    /// Every worker may be a program whose clock is moved in its vDSO
+    /// (the harness keeps its memory open to move the clock again).
+    pub clock_moved: bool,
+}
+
+impl Demand {
+    fn workers_at_once(&self) -> u64 {
+        (self.workers * self.jobs.max(1)) as u64
+    }
+
+    /// Tasks (and, less the links' and clocks', descriptors) it needs.
+    fn needed(&self) -> u64 {
+        3 * self.workers_at_once() + SPARE
+    }
+
+    /// Descriptors it needs besides `needed`.
+    fn descriptors_besides(&self) -> u64 {
+        let per_worker = if self.proxied { PER_LINK } else { 0 } + u64::from(self.clock_moved);
+        per_worker * self.workers_at_once()
+    }
 }
 
 /// Descriptors a proxy link costs the harness: its listener, and a
@@ -25,10 +52,8 @@ const PER_LINK: u64 = 5;
 pub struct LimitError(String);
 
 /// Raise soft limits as far as needed; Err names the limit that is too low.
-/// `proxied`: every worker reaches its server through a proxy link.
-pub fn ensure(workers: usize, jobs: usize, proxied: bool) -> Result<(), LimitError> {
-    let need = needed(workers, jobs);
-    let links = if proxied { PER_LINK * (workers * jobs.max(1)) as u64 } else { 0 };
+pub fn ensure(demand: &Demand) -> Result<(), LimitError> {
+    let (need, Demand { workers, jobs, .. }) = (demand.needed(), *demand);
     for (resource, name, raise) in [
         (Resource::RLIMIT_NOFILE, "open files (RLIMIT_NOFILE)", "ulimit -n"),
         (Resource::RLIMIT_NPROC, "processes and threads (RLIMIT_NPROC)", "ulimit -u"),
@@ -47,7 +72,7 @@ pub fn ensure(workers: usize, jobs: usize, proxied: bool) -> Result<(), LimitErr
         }
         // RLIMIT_NPROC counts every task of this user, ours and the rest.
         let in_use = if resource == Resource::RLIMIT_NPROC { tasks_of_this_user() } else { 0 };
-        let total = need + in_use + if resource == Resource::RLIMIT_NOFILE { links } else { 0 };
+        let total = need + in_use + if resource == Resource::RLIMIT_NOFILE { demand.descriptors_besides() } else { 0 };
         if soft >= total {
             continue;
         }
@@ -145,8 +170,9 @@ mod tests {
 
     #[test]
     fn a_small_run_fits_and_an_absurd_one_names_the_limit() {
-        assert!(ensure(3, 1, true).is_ok());
-        let err = ensure(100_000_000, 64, false).unwrap_err().to_string();
+        let demand = |workers, jobs, proxied| Demand { workers, jobs, proxied, clock_moved: true };
+        assert!(ensure(&demand(3, 1, true)).is_ok());
+        let err = ensure(&demand(100_000_000, 64, false)).unwrap_err().to_string();
         assert!(err.contains("RLIMIT_NOFILE") && err.contains("ulimit -n"), "{err}");
     }
 }

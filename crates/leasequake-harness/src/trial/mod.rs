@@ -9,6 +9,7 @@
 mod barrier;
 mod clock;
 mod contain;
+mod elf;
 mod error;
 mod event_loop;
 #[cfg(test)]
@@ -35,10 +36,11 @@ mod vdso;
 // and containment a run shares between its trials, the resource limits it
 // checks first, the fault schedule (plan and shrink replay it), and for
 // calibrate the spawner and stop detection it measures.
+pub use clock::moves_program_clock;
 pub use contain::{TrialGroup, finish as finish_containment};
 pub use error::TrialError;
 pub use guard::run as run_guard;
-pub use limits::{LimitError, ensure as ensure_limits};
+pub use limits::{Demand, LimitError, ensure as ensure_limits};
 pub use msg::{EVENT_BACKLOG, Msg};
 pub use os::{Stop, poll_stopped};
 pub use run::{TrialEnv, TrialRecord, run_trial};

@@ -145,48 +145,42 @@ struct Elf {
 
 impl Elf {
     fn read(b: &[u8]) -> Option<Elf> {
-        let u16_at = |o: usize| b.get(o..o + 2).map(|s| u16::from_le_bytes([s[0], s[1]]) as u64);
-        let u32_at = |o: usize| b.get(o..o + 4).map(|s| u32::from_le_bytes(s.try_into().expect("4 bytes")) as u64);
-        let u64_at = |o: usize| b.get(o..o + 8).map(|s| u64::from_le_bytes(s.try_into().expect("8 bytes")));
-        // 64-bit, little-endian, x86_64.
-        if b.get(..6)? != b"\x7fELF\x02\x01" || u16_at(18)? != 62 {
-            return None;
+        use super::elf::{Image, PT_LOAD};
+        let image = Image::new(b)?;
+        if image.machine()? != 62 {
+            return None; // not x86_64
         }
-        let (phoff, shoff) = (u64_at(32)? as usize, u64_at(40)? as usize);
-        let (phentsize, phnum) = (u16_at(54)? as usize, u16_at(56)? as usize);
-        let (shentsize, shnum) = (u16_at(58)? as usize, u16_at(60)? as usize);
-        let mut used = (shoff + shentsize * shnum).max(phoff + phentsize * phnum) as u64;
+        let mut used = image.headers_end()?;
         // The first loaded segment's address is the image's offset 0.
         let mut vaddr0 = None;
-        for i in 0..phnum {
-            let p = phoff + i * phentsize;
-            if u32_at(p)? == 1 {
-                vaddr0.get_or_insert(u64_at(p + 16)?.wrapping_sub(u64_at(p + 8)?));
-                used = used.max(u64_at(p + 8)? + u64_at(p + 32)?);
-            }
+        for s in image.segments()?.iter().filter(|s| s.kind == PT_LOAD) {
+            vaddr0.get_or_insert(s.vaddr.wrapping_sub(s.offset));
+            used = used.max(s.offset.checked_add(s.filesz)?);
         }
         let vaddr0 = vaddr0?;
-        let section = |i: usize| -> Option<(u64, u64, u64, usize, u64)> {
-            let s = shoff + i * shentsize;
+        let (shoff, shentsize, shnum) = (image.u64(40)?, image.u16(58)?, image.u16(60)?);
+        let section = |i: u64| -> Option<(u64, u64, u64, u64, u64)> {
+            // A section header is 64 bytes: no field's offset overflows.
+            let s = shoff.checked_add(i * shentsize).filter(|s| s.checked_add(64).is_some())?;
             // type, offset, size, link, entry size
-            Some((u32_at(s + 4)?, u64_at(s + 24)?, u64_at(s + 32)?, u32_at(s + 40)? as usize, u64_at(s + 56)?))
+            Some((image.u32(s + 4)?, image.u64(s + 24)?, image.u64(s + 32)?, image.u32(s + 40)?, image.u64(s + 56)?))
         };
         let mut symbols = Vec::new();
         for i in 0..shnum {
             let (kind, off, size, link, entsize) = section(i)?;
-            used = used.max(off + size);
+            used = used.max(off.checked_add(size)?);
             if kind != 11 || entsize < 24 {
                 continue; // not SHT_DYNSYM
             }
             let (_, stroff, strsize, _, _) = section(link)?;
-            for k in 0..(size / entsize) as usize {
-                let sym = off as usize + k * entsize as usize;
-                let (name, value) = (u32_at(sym)?, u64_at(sym + 8)?);
+            for k in 0..size / entsize {
+                let sym = off.checked_add(k * entsize).filter(|s| s.checked_add(24).is_some())?;
+                let (name, value) = (image.u32(sym)?, image.u64(sym + 8)?);
                 // STT_FUNC, defined.
-                if b.get(sym + 4)? & 0xf != 2 || u16_at(sym + 6)? == 0 || name >= strsize {
+                if image.u8(sym + 4)? & 0xf != 2 || image.u16(sym + 6)? == 0 || name >= strsize {
                     continue;
                 }
-                let start = (stroff + name) as usize;
+                let start = usize::try_from(stroff.checked_add(name)?).ok()?;
                 let len = b.get(start..)?.iter().position(|c| *c == 0)?;
                 let name = String::from_utf8_lossy(&b[start..start + len]).into_owned();
                 symbols.push((name, value.wrapping_sub(vaddr0)));
