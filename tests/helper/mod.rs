@@ -290,9 +290,34 @@ pub fn units_of(dir: &Path) -> (Units, Schedule) {
     (t.collect(), f.collect())
 }
 
+/// What the checker made of each trial that neither run `a` nor run `b`
+/// of the same experiment had disturbed by the machine, by trial, as
+/// `verdicts_of` says it, for each of the two; and which trials were left
+/// out. A stall can change what a trial shows (the renewal it held let a
+/// watcher in), so a disturbed trial is named by the checker, not
+/// compared. Fails if the machine disturbed every trial: nothing would be
+/// compared.
+pub fn undisturbed_verdicts(a: &Path, b: &Path) -> (Verdicts, Verdicts, Vec<String>) {
+    let disturbed = |dir: &Path| -> Vec<String> {
+        let rows = read_table(&dir.join("trials.csv"));
+        rows.iter().filter(|r| r.get("disturbed") == "true").map(|r| r.get("trial").to_string()).collect()
+    };
+    let mut out = disturbed(a);
+    out.extend(disturbed(b));
+    out.sort();
+    out.dedup();
+    let keep =
+        |dir: &Path| -> Verdicts { verdicts_of(dir).into_iter().filter(|(trial, _)| !out.contains(trial)).collect() };
+    let (va, vb) = (keep(a), keep(b));
+    assert!(!va.is_empty(), "the machine disturbed every trial: {out:?}");
+    (va, vb, out)
+}
+
+pub type Verdicts = BTreeMap<String, Vec<String>>;
+
 /// What the checker made of each trial, by trial: the columns an
 /// experiment built for it keeps the same from run to run.
-pub fn verdicts_of(dir: &Path) -> BTreeMap<String, Vec<String>> {
+pub fn verdicts_of(dir: &Path) -> Verdicts {
     let cols = ["max_leaders", "gaps", "open_gaps", "wedged", "outcome"];
     read_table(&dir.join("trials.csv"))
         .iter()

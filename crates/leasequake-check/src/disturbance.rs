@@ -7,7 +7,8 @@
 //! start spread, the faults' own errors and the machine's counters read at
 //! the barrier and the trial's end. What a fault does is the experiment,
 //! not a disturbance: an operation that overlaps a fault aimed at its
-//! worker, its link or its server (or a failpoint of its own) is left out.
+//! worker, its link or its server is left out, and one that stalled at its
+//! own failpoint is judged without the stall it asked for.
 
 use std::collections::BTreeMap;
 
@@ -70,8 +71,8 @@ fn on_the_system(action: &str) -> bool {
 }
 
 /// Where faults act, as the history goes. A fault with an end acts until
-/// it; one without (a kill, a restart, a clock jump, a lock-file fault, a
-/// failpoint) acts on what follows for one renew interval: reconnects and
+/// it; one without (a kill, a restart, a clock jump, a lock-file fault)
+/// acts on what follows for one renew interval: reconnects and
 /// retries are its doing, not the machine's. After a fault ends, each
 /// worker it touched comes back with one operation that succeeds: a new
 /// connection (a server forks a backend for it), the first request on a
@@ -136,9 +137,9 @@ impl FaultWindows {
         self.ending.entry(to_us).or_default().push(worker);
     }
 
-    /// A delivered fault (or a failpoint) at `at_us`.
-    fn fault(&mut self, worker: Option<usize>, action: Option<&str>, at_us: Micros) {
-        match action.and_then(closer) {
+    /// A delivered fault at `at_us`.
+    fn fault(&mut self, worker: Option<usize>, action: &str, at_us: Micros) {
+        match closer(action) {
             Some(end) => self.open.push((worker, end, at_us)),
             None => self.close(worker, at_us, at_us + self.after),
         }
@@ -244,7 +245,16 @@ struct Item {
     worker: Option<usize>,
     from_us: Micros,
     end_us: Micros,
+    /// The part of it the worker stalled at its failpoint, as asked.
+    asked_us: Micros,
     what: What,
+}
+
+impl Item {
+    /// How long it took of the worker's own (or the machine's) time.
+    fn took(&self) -> Micros {
+        self.end_us - self.from_us - self.asked_us
+    }
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -277,7 +287,7 @@ struct Times {
 
 impl Times {
     fn add(&mut self, item: &Item, killed: bool) {
-        let took = item.end_us - item.from_us;
+        let took = item.took();
         if killed {
             self.killed.push((took, item.end_us, item.seq));
             return;
@@ -304,6 +314,8 @@ pub(crate) struct DisturbanceFold {
     started_none: bool,
     /// Each worker's last renewal step: a `renewing` and when.
     renewing: Vec<Option<Micros>>,
+    /// When each worker last reached its failpoint.
+    failpoints: Vec<Option<Micros>>,
     /// Kills of the current instant, judged once it is over.
     kills: Vec<(u64, usize, Micros)>,
     /// Items of the current instant, and each worker's items waiting to
@@ -339,6 +351,7 @@ impl DisturbanceFold {
             started: Vec::new(),
             started_none: false,
             renewing: Vec::new(),
+            failpoints: Vec::new(),
             kills: Vec::new(),
             instant: Vec::new(),
             waiting: Vec::new(),
@@ -410,7 +423,7 @@ impl DisturbanceFold {
             if e.detail.error.is_none() || e.kind == EventKind::Unreadable {
                 let what = What::Op { op, first, killed: false };
                 let from_us = e.t_us - us as Micros;
-                self.instant.push(Item { seq: self.seq, worker: e.worker, from_us, end_us: e.t_us, what });
+                self.push(e.worker, from_us, e.t_us, what);
             }
         }
         // A worker the machine woke late for a tick of its grid acts late,
@@ -418,14 +431,31 @@ impl DisturbanceFold {
         // much on the tick's first event. A worker stopped, or waiting on
         // a stopped server, across its tick is the experiment.
         if let Some(by) = e.detail.late_us {
-            let from_us = e.t_us - by as Micros;
-            self.instant.push(Item { seq: self.seq, worker: e.worker, from_us, end_us: e.t_us, what: What::Late });
+            self.push(e.worker, e.t_us - by as Micros, e.t_us, What::Late);
         }
     }
 
+    /// An item of the current instant, `[from_us, end_us]` of `worker`.
+    fn push(&mut self, worker: Option<usize>, from_us: Micros, end_us: Micros, what: What) {
+        let asked_us = self.asked(worker, from_us, end_us);
+        self.instant.push(Item { seq: self.seq, worker, from_us, end_us, asked_us, what });
+    }
+
+    /// How much of `[from_us, end_us]` the worker spent in the stall its
+    /// last failpoint asked for: the experiment's, not the machine's. What
+    /// the stall overran by is the machine's, and judged.
+    fn asked(&self, worker: Option<usize>, from_us: Micros, end_us: Micros) -> Micros {
+        let Some(at) = worker.and_then(|w| self.failpoints.get(w).copied().flatten()) else { return 0 };
+        (end_us.min(at + self.params.failpoint_delay_us) - from_us.max(at)).max(0)
+    }
+
     fn fault(&mut self, e: &Event) {
-        if e.kind == EventKind::Failpoint {
-            return self.faults.fault(e.worker, None, e.t_us);
+        if let (EventKind::Failpoint, Some(w)) = (e.kind, e.worker) {
+            if w >= self.failpoints.len() {
+                self.failpoints.resize(w + 1, None);
+            }
+            self.failpoints[w] = Some(e.t_us);
+            return;
         }
         if e.kind != EventKind::Fault {
             return;
@@ -442,7 +472,7 @@ impl DisturbanceFold {
             return;
         }
         let Some(action) = action.filter(|a| !matches!(*a, "cont" | "heal" | "server-cont")) else { return };
-        self.faults.fault(e.worker, Some(action), e.t_us);
+        self.faults.fault(e.worker, action, e.t_us);
         if let (Some(w), "kill", None) = (e.worker, action, &e.detail.error) {
             self.kills.push((self.seq, w, e.t_us));
         }
@@ -457,7 +487,8 @@ impl DisturbanceFold {
         for (seq, w, at) in std::mem::take(&mut self.kills) {
             if let Some(since) = self.renewing[w] {
                 let what = What::Op { op: Op::Renew, first: false, killed: true };
-                self.instant.push(Item { seq, worker: Some(w), from_us: since, end_us: at, what });
+                let asked_us = self.asked(Some(w), since, at);
+                self.instant.push(Item { seq, worker: Some(w), from_us: since, end_us: at, asked_us, what });
             }
         }
         for item in std::mem::take(&mut self.instant) {
@@ -476,12 +507,11 @@ impl DisturbanceFold {
         }
         match item.what {
             What::Op { op, first: true, killed: false } => {
-                let took = item.end_us - item.from_us;
-                self.times[index(op)].firsts.push(took as u64);
+                self.times[index(op)].firsts.push(item.took() as u64);
             }
             What::Op { op, killed, .. } => self.times[index(op)].add(&item, killed),
             What::Late => {
-                let by = item.end_us - item.from_us;
+                let by = item.took();
                 if by > self.budget {
                     self.lates += 1;
                     let key = (by, std::cmp::Reverse(item.end_us), std::cmp::Reverse(item.seq));
@@ -891,11 +921,26 @@ mod tests {
             events.sort_by_key(|e| e.t_us);
             assert_eq!(judge(&events).disturbed(), disturbed, "renewal {slow} took 500 ms");
         }
-        // A failpoint is the worker's own, asked-for stall.
+    }
+
+    #[test]
+    fn a_failpoints_stall_is_the_experiments_and_what_it_overran_by_the_machines() {
+        // Renewal 3 (8.26 s to 9 s) stalls at its failpoint 100 µs in.
         let mut events = steady(|k| if k == 3 { 740_000 } else { 300 });
-        events.push(Event::new(8_500_000, Some(0), EventKind::Failpoint));
+        events.push(Event::new(8_260_100, Some(0), EventKind::Failpoint));
         events.sort_by_key(|e| e.t_us);
-        assert!(!judge(&events).disturbed());
+        let with_delay = |failpoint_delay_us| {
+            let params = CheckParams { failpoint_delay_us, ..params() };
+            disturbance(&events, &params, Some(100), &Precision::default(), 30_000_000)
+        };
+        // Asked for 730 ms: 10 ms its own, within the budget.
+        assert!(!with_delay(730_000).disturbed());
+        // Asked for 700 ms, it stalled 40 ms longer: the machine's.
+        let d = with_delay(700_000);
+        assert_eq!(d.op_stall_max_us, Some(39_700), "{d:?}");
+        assert!(d.disturbed());
+        // A program's failpoint asks for nothing known.
+        assert!(with_delay(0).disturbed());
     }
 
     #[test]
@@ -924,7 +969,8 @@ mod tests {
         events.push(Event::new(30_000_000, Some(0), EventKind::Renewing));
         events.push(Event::new(30_000_100, Some(0), EventKind::Failpoint));
         events.push(fault(30_500_000, Some(0), "kill"));
-        assert!(!judge(&events).disturbed());
+        let params = CheckParams { failpoint_delay_us: 600_000, ..params() };
+        assert!(!disturbance(&events, &params, Some(100), &Precision::default(), 30_000_000).disturbed());
     }
 
     fn tick(t_us: Micros, worker: usize, late_us: u64) -> Event {

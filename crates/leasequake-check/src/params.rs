@@ -5,7 +5,7 @@ use leasequake_model::duration::Dur;
 use leasequake_model::experiment::Experiment;
 use leasequake_model::history::Micros;
 use leasequake_model::program::ProgramExpiry;
-use leasequake_model::settings::{Expiry, Kind, Push, StartMode, WatchBy};
+use leasequake_model::settings::{Expiry, Failpoint, Kind, Push, StartMode, WatchBy};
 
 /// How long after a lease's end etcd may still show its key: its lessor
 /// revokes expired leases in a loop that runs every 500 ms (etcd 3.4's
@@ -71,6 +71,9 @@ pub struct CheckParams {
     /// does by what it finds (a dead holder's marker to break, a holder to
     /// ping and wait out): its time is not judged.
     pub uniform_acquisitions: bool,
+    /// How long the built-in worker stalls at its failpoint, as asked
+    /// (0: no failpoint, or a program's, whose stall is its own).
+    pub failpoint_delay_us: Micros,
 }
 
 impl CheckParams {
@@ -151,6 +154,11 @@ impl CheckParams {
                 _ => None,
             },
             uniform_acquisitions: exp.program.is_none(),
+            failpoint_delay_us: if exp.program.is_none() && exp.worker.failpoint != Failpoint::None {
+                exp.worker.failpoint_delay.as_us() as i64
+            } else {
+                0
+            },
         }
     }
 }
@@ -216,6 +224,7 @@ pub(crate) const BLOG: CheckParams = CheckParams {
     disturbance_budget_us: 0,
     planned_start_spread_us: None,
     uniform_acquisitions: true,
+    failpoint_delay_us: 0,
 };
 
 #[cfg(test)]
