@@ -7,8 +7,11 @@
 //   release()     on SIGTERM, as leader
 // Events are JSON lines on fd 3, stamped with process.hrtime (libuv's
 // CLOCK_MONOTONIC, which the harness shares); the ticks keep a fixed grid.
+// The leader writes to the protected resource (--resource) as election.py's
+// leader does: once it has the lock, and at each tick before it keeps it.
 "use strict";
 const fs = require("fs");
+const path = require("path");
 
 const fd = Number(process.env.LEASEQUAKE_EVENTS_FD || 3);
 const now = () => process.hrtime.bigint();
@@ -21,7 +24,7 @@ function emit(event, detail, tNs) {
 }
 
 function args(extra = []) {
-  const out = { lock: "", address: "", members: "" };
+  const out = { lock: "", address: "", members: "", resource: "" };
   const argv = process.argv.slice(2);
   for (let i = 0; i < argv.length; i += 2) {
     const key = argv[i].replace(/^--/, "").replace(/-(.)/g, (_, c) => c.toUpperCase());
@@ -34,10 +37,31 @@ function args(extra = []) {
   return out;
 }
 
+// The leader's work: the report in the store. Node has no flock, which a
+// store that checks fencing tokens needs (election.py's `write`), and
+// neither Node library here gives a token: a write with one is refused.
+function write(resource, token) {
+  if (token !== undefined && token !== null) {
+    throw new Error("a store that checks fencing tokens needs flock(2), which Node lacks");
+  }
+  fs.mkdirSync(resource, { recursive: true });
+  fs.writeFileSync(path.join(resource, "report"), JSON.stringify({ processId: process.pid, token: null }));
+}
+
 const sleepUntil = (tNs) => new Promise((r) => setTimeout(r, Math.max(0, Number(tNs - now()) / 1e6)));
 const describe = (e) => `${e && e.name ? e.name : "Error"}: ${e && e.message ? e.message : e}`;
 
-async function run(lock, renewMs, watchMs) {
+async function run(lock, renewMs, watchMs, resource = "") {
+  let token = null;
+  const work = () => {
+    if (!resource) return;
+    try {
+      write(resource, token);
+      emit("write_accepted", {});
+    } catch (e) {
+      emit("write_rejected", { error: describe(e) });
+    }
+  };
   let stop = false;
   let wake = null;
   const onSignal = () => {
@@ -56,6 +80,7 @@ async function run(lock, renewMs, watchMs) {
     await Promise.race([sleepUntil(next), new Promise((r) => (wake = r))]);
     if (stop) break;
     const was = leading;
+    if (leading) work(); // before the renewal, and not timed with it
     const began = now();
     const opUs = () => Number((now() - began) / 1000n);
     if (leading) {
@@ -84,7 +109,9 @@ async function run(lock, renewMs, watchMs) {
       }
       if (got) {
         leading = true;
+        token = got.token ?? null;
         emit("acquired", { op_us: opUs(), ...got });
+        work();
       } else {
         emit("not_acquired", { op_us: opUs(), error });
       }

@@ -13,12 +13,21 @@ in three calls and hands it to `run`, which is the same for all of them
 * `release()`: give it back (on SIGTERM, as leader).
 
 Whoever holds the lock leads; the others try again every watch interval.
+The leader's work is a write to the protected resource (`--resource`, the
+built-in worker's store: a directory holding the report): once it has the
+lock, and at each of its ticks before it keeps the lock, so that a leader
+resumed from a pause writes before it learns it lost the lock, as the
+built-in worker does. A write carries the library's fencing token where it
+gives one, and the store then refuses a token lower than the highest it has
+seen; without a token nothing can be refused (the checker still finds the
+stale writes: docs/metrics.md).
 Events go to file descriptor 3 as JSON lines (docs/worker-protocol.md),
 stamped with CLOCK_MONOTONIC, which the harness shares. The ticks keep a
 fixed grid (missed ones are dropped), as the built-in worker's do.
 """
 
 import argparse
+import fcntl
 import json
 import os
 import signal
@@ -42,12 +51,34 @@ class Events:
             sys.exit(1)
 
 
+def write(resource, token):
+    """The leader's work: the report, under the store's own lock. False if
+    the store refused `token` (a higher one was seen)."""
+    os.makedirs(resource, exist_ok=True)
+    with open(os.path.join(resource, ".guard"), "a") as guard:
+        fcntl.flock(guard, fcntl.LOCK_EX)
+        if token is not None:
+            try:
+                with open(os.path.join(resource, "highest")) as f:
+                    highest = int(f.read().strip() or 0)
+            except FileNotFoundError:
+                highest = 0
+            if token < highest:
+                return False
+            with open(os.path.join(resource, "highest"), "w") as f:
+                f.write(str(token))
+        with open(os.path.join(resource, "report"), "w") as f:
+            json.dump({"processId": os.getpid(), "token": token}, f)
+    return True
+
+
 def arguments(description, extra=None):
     """The settings every adapter takes, scaled by the harness, and its own."""
     p = argparse.ArgumentParser(description=description)
     p.add_argument("--lock", required=True, help="the lock file ({lock}) or the lease's name on a server ({key})")
     p.add_argument("--address", default="", help="the server ({address})")
     p.add_argument("--members", default="", help="a replicated service's members ({members}), comma-separated")
+    p.add_argument("--resource", default="", help="the protected resource, a directory ({trial_dir}/resource)")
     p.add_argument("--lease-ms", type=float, required=True)
     p.add_argument("--renew-ms", type=float, required=True)
     p.add_argument("--watch-ms", type=float, required=True)
@@ -60,12 +91,24 @@ def main(description, make, extra=None):
     """An adapter's whole program: its arguments, its lock (`make(args)`),
     the election."""
     args = arguments(description, extra)
-    run(make(args), args.renew_ms, args.watch_ms)
+    run(make(args), args.renew_ms, args.watch_ms, args.resource)
 
 
-def run(lock, renew_ms, watch_ms):
-    """Elect with `lock` until SIGTERM; exit 0."""
+def run(lock, renew_ms, watch_ms, resource=""):
+    """Elect with `lock` until SIGTERM, writing to `resource` (if any) as
+    leader; exit 0."""
     events = Events()
+    token = None
+
+    def work():
+        if not resource:
+            return
+        try:
+            kind, error = ("write_accepted" if write(resource, token) else "write_rejected"), None
+        except Exception as e:  # the store unwritable or unreadable: no write
+            kind, error = "write_rejected", f"{type(e).__name__}: {e}"
+        events.emit(kind, token=token, error=error)
+
     # SIGTERM is only ever taken by sigtimedwait, which is also how the
     # loop sleeps: a shutdown is handled the moment it comes, never inside
     # a library call.
@@ -82,6 +125,8 @@ def run(lock, renew_ms, watch_ms):
         if got is not None and got.si_signo in (signal.SIGTERM, signal.SIGINT):
             break
         was = leading
+        if leading:
+            work()  # before the renewal, and not timed with it
         began = time.monotonic_ns()
         op_us = lambda: (time.monotonic_ns() - began) // 1000
         if leading:
@@ -101,8 +146,9 @@ def run(lock, renew_ms, watch_ms):
             except Exception as e:
                 got_it, error = None, f"{type(e).__name__}: {e}"
             if got_it is not None:
-                leading = True
+                leading, token = True, got_it.get("token")
                 events.emit("acquired", op_us=op_us(), **got_it)
+                work()
             else:
                 events.emit("not_acquired", op_us=op_us(), error=error)
         now = time.monotonic()

@@ -5,6 +5,10 @@
 //!   overwrote a newer result;
 //! * accepted before the newer holder wrote anything: no store can refuse
 //!   a token it has not seen yet, and the newer write supersedes it.
+//!
+//! A write that carries no token (a lock library that gives none) is judged
+//! by the order of the acquisitions instead: it is stale once another
+//! acquisition followed its writer's, and nothing could refuse it.
 
 use super::fold::Fold;
 use leasequake_model::history::{Event, EventKind, Micros};
@@ -22,35 +26,67 @@ pub struct Writes {
 }
 
 /// Count over the trial's events (in time order, up to the trial's end).
-/// The writes so far, and the highest token granted and written.
+/// The writes so far; the highest token granted and written; the same by
+/// the acquisitions' order, for writes without a token.
 #[derive(Default)]
 pub(crate) struct WritesFold {
     out: Writes,
+    tokens: Highest,
+    order: Highest,
+    /// Acquisitions so far, and each worker's place among them.
+    acquisitions: u64,
+    holding: Vec<u64>,
+}
+
+/// The highest token (or place in order) granted, and accepted in a write.
+#[derive(Default)]
+struct Highest {
     granted: u64,
     written: u64,
+}
+
+impl Highest {
+    /// A write with `token`: stale if a higher one was granted.
+    fn write(&mut self, out: &mut Writes, token: u64, accepted: bool) {
+        out.attempted += 1;
+        if token < self.granted {
+            out.stale += 1;
+            match (accepted, token < self.written) {
+                (false, _) => out.stale_rejected += 1,
+                (true, true) => out.stale_accepted += 1,
+                (true, false) => out.stale_superseded += 1,
+            }
+        }
+        if accepted {
+            self.written = self.written.max(token);
+        }
+    }
 }
 
 impl Fold for WritesFold {
     type Out = Writes;
 
     fn event(&mut self, e: &Event) {
-        let token = e.detail.token.unwrap_or(0);
         match e.kind {
-            EventKind::Acquired => self.granted = self.granted.max(token),
-            EventKind::WriteAccepted | EventKind::WriteRejected => {
-                let out = &mut self.out;
-                out.attempted += 1;
-                let accepted = e.kind == EventKind::WriteAccepted;
-                if token < self.granted {
-                    out.stale += 1;
-                    match (accepted, token < self.written) {
-                        (false, _) => out.stale_rejected += 1,
-                        (true, true) => out.stale_accepted += 1,
-                        (true, false) => out.stale_superseded += 1,
+            EventKind::Acquired => {
+                self.tokens.granted = self.tokens.granted.max(e.detail.token.unwrap_or(0));
+                self.acquisitions += 1;
+                self.order.granted = self.acquisitions;
+                if let Some(w) = e.worker {
+                    if w >= self.holding.len() {
+                        self.holding.resize(w + 1, 0);
                     }
+                    self.holding[w] = self.acquisitions;
                 }
-                if accepted {
-                    self.written = self.written.max(token);
+            }
+            EventKind::WriteAccepted | EventKind::WriteRejected => {
+                let accepted = e.kind == EventKind::WriteAccepted;
+                match e.detail.token {
+                    Some(token) => self.tokens.write(&mut self.out, token, accepted),
+                    None => {
+                        let place = e.worker.and_then(|w| self.holding.get(w).copied()).unwrap_or(0);
+                        self.order.write(&mut self.out, place, accepted);
+                    }
                 }
             }
             _ => {}
@@ -105,6 +141,28 @@ mod tests {
             ],
         );
         assert_eq!(w, Writes { attempted: 2, stale: 1, stale_superseded: 1, ..Writes::default() });
+    }
+
+    #[test]
+    fn writes_without_a_token_are_judged_by_the_order_of_the_acquisitions() {
+        let untokened = |t: i64, w: usize, kind: EventKind| Event::new(t, Some(w), kind);
+        let w = crate::fold::over(
+            WritesFold::default(),
+            &[
+                untokened(1, 0, EventKind::Acquired),
+                untokened(2, 0, EventKind::WriteAccepted),
+                untokened(50, 1, EventKind::Acquired),
+                // A, resumed, writes before B has: superseded; B writes, then
+                // A again: B's work lost.
+                untokened(51, 0, EventKind::WriteAccepted),
+                untokened(52, 1, EventKind::WriteAccepted),
+                untokened(60, 0, EventKind::WriteAccepted),
+                // A acquires again, after B: its writes are the newest.
+                untokened(70, 0, EventKind::Acquired),
+                untokened(71, 0, EventKind::WriteAccepted),
+            ],
+        );
+        assert_eq!(w, Writes { attempted: 5, stale: 2, stale_accepted: 1, stale_superseded: 1, ..Writes::default() });
     }
 
     #[test]

@@ -14,14 +14,33 @@ pub(super) fn is_library(exp: &Experiment) -> bool {
         && exp.points.iter().all(|p| p.settings.len() == 1 && p.settings[0].0 == "fault")
 }
 
-/// One cell: the gaps' median, trials with two leaders, and what else went
-/// wrong (beliefs the service did not back, wedges, disturbed trials).
+/// One cell: the gaps' median against the library's theory, trials with
+/// two leaders, stale writes, and what else went wrong (beliefs the service
+/// did not back, wedges, disturbed trials).
 fn cell(s: &Summary, scale: f64) -> String {
     let mut parts = Vec::new();
     if let (Some(p50), Some(max)) = (s.gap_p50_ms, s.gap_max_ms) {
         parts.push(format!("gap {:.2} s (max {:.2})", own_s(p50, scale), own_s(max, scale)));
     }
+    let mut beyond: Vec<f64> = s.gap_beyond_theory.iter().flat_map(|b| b.beyond_ms.iter().copied()).collect();
+    beyond.sort_by(f64::total_cmp);
+    if let Some(p50) = crate::check::stats::percentile(&beyond, 0.5) {
+        parts.push(format!("{p50:+.0} ms past its theory ({} of {} gaps)", beyond.len(), s.gaps));
+    }
+    if s.gap_anomalies > 0 {
+        parts.push(format!("✗ {} gaps against its theory", s.gap_anomalies));
+    }
     parts.push(format!("two leaders {}/{}", s.double_leader_trials, s.n));
+    let w = &s.writes;
+    if w.stale > 0 {
+        let fate = [(w.stale_accepted, "over a newer leader's"), (w.stale_rejected, "refused")]
+            .iter()
+            .filter(|(k, _)| *k > 0)
+            .map(|(k, what)| format!("{k} {what}"))
+            .collect::<Vec<_>>();
+        let fate = if fate.is_empty() { String::new() } else { format!(" ({})", fate.join(", ")) };
+        parts.push(format!("stale writes {}{fate}", w.stale));
+    }
     if s.unbacked_trials > 0 {
         parts.push(format!("unbacked {}/{}", s.unbacked_trials, s.n));
     }
@@ -95,8 +114,13 @@ pub(super) fn table(runs: &[(&Measured<'_>, &Vec<SummaryRow<'_>>)]) -> String {
     format!(
         "\n## Lock libraries under faults\n\nEach library through its adapter (examples/clients/), unchanged, \
          as leader election among three processes; each fault of its schedule alone, {} trials a cell. In a \
-         cell: the leaderless gaps' median and longest, in the library's own time (divided by its time scale); \
-         the trials in which two workers believed they led at once; the trials in which a worker believed it \
+         cell: the leaderless gaps' median and longest, in the library's own time (divided by its time scale), \
+         and the median of how much later than the library's own lease and ticks say each ended (as run; over \
+         the gaps the theory could predict: a library whose lease the adapter cannot see predicts none); \
+         the trials in which two workers believed they led at once; the leader's writes to the protected \
+         resource made after another worker had acquired the lock (stale), how many landed over a newer \
+         leader's write (its work lost) and how many the resource refused by their fencing token; \
+         the trials in which a worker believed it \
          led while the service held the lease for another or for nobody for longer than a renewal period \
          (unbacked: the harness's own look at the lease, every 5 ms); wedges, faults that could not be \
          delivered, and trials the machine disturbed, where there are any.\n\n{}\n\
@@ -132,5 +156,14 @@ mod tests {
         (s.n, s.gap_p50_ms, s.gap_max_ms) = (5, Some(30.0), Some(90.0));
         (s.double_leader_trials, s.unbacked_trials, s.fault_error_trials) = (2, 1, 5);
         assert_eq!(cell(&s, 0.1), "gap 0.30 s (max 0.90) · two leaders 2/5 · unbacked 1/5 · fault not delivered 5/5");
+        s.gaps = 5;
+        s.gap_beyond_theory =
+            vec![crate::summary::BeyondTheory { beyond_ms: vec![8.0, 12.0, 40.0], ..Default::default() }];
+        s.writes = crate::check::Writes { attempted: 40, stale: 3, stale_accepted: 2, ..Default::default() };
+        assert_eq!(
+            cell(&s, 0.1),
+            "gap 0.30 s (max 0.90) · +12 ms past its theory (3 of 5 gaps) · two leaders 2/5 · stale writes 3 (2 over a \
+             newer leader's) · unbacked 1/5 · fault not delivered 5/5"
+        );
     }
 }

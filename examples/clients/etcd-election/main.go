@@ -7,7 +7,9 @@
 // prefix, so a candidate does not poll: it is woken when the leader's key
 // goes. The leader learns it lost the lease from session.Done(), at once,
 // and campaigns again on a new session. e.Rev(), the leader key's create
-// revision, is the fencing token. SIGTERM: Resign, then close the session.
+// revision, is the fencing token, which the leader's writes to the
+// protected resource carry (store.go), one when it is elected and one every
+// renew interval. SIGTERM: Resign, then close the session.
 package main
 
 import (
@@ -52,9 +54,14 @@ func main() {
 	address := flag.String("address", "", "an etcd endpoint ({address})")
 	members := flag.String("members", "", "a cluster's endpoints ({members}), comma-separated")
 	leaseMs := flag.Float64("lease-ms", 9000, "the lease: the session's TTL, in whole seconds")
-	flag.Float64("renew-ms", 0, "unused: the client keeps the session alive every TTL/3")
+	renewMs := flag.Float64("renew-ms", 3000, "the leader's work, every this long (the client keeps the session alive every TTL/3)")
+	resource := flag.String("resource", "", "the protected resource, a directory ({trial_dir}/resource)")
 	flag.Float64("watch-ms", 0, "unused: a candidate is woken by the leader key's deletion")
 	flag.Parse()
+	if *renewMs <= 0 {
+		fmt.Fprintln(os.Stderr, "--renew-ms must be above 0")
+		os.Exit(2)
+	}
 	endpoints := strings.FieldsFunc(*members, func(r rune) bool { return r == ',' })
 	if len(endpoints) == 0 {
 		endpoints = []string{*address}
@@ -100,18 +107,28 @@ func main() {
 		// The keep-alives are the client's own, unseen: no expiry to report
 		// that later events would keep true.
 		emit("acquired", monotonicNs(), map[string]interface{}{"token": e.Rev(), "op_us": (monotonicNs() - began) / 1000})
-		select {
-		case <-session.Done():
-			emit("renew_failed", monotonicNs(), map[string]interface{}{"error": "the session's lease is gone"})
-			emit("stepped_down", monotonicNs(), map[string]interface{}{"reason": "lost"})
-		case <-ctx.Done():
-			began := monotonicNs()
-			resign, done := context.WithTimeout(context.Background(), requestTimeout)
-			e.Resign(resign)
-			done()
-			session.Close()
-			emit("released", began, nil)
+		work(*resource, e.Rev())
+		tick := time.NewTicker(time.Duration(*renewMs * float64(time.Millisecond)))
+	leading:
+		for {
+			select {
+			case <-tick.C:
+				work(*resource, e.Rev())
+			case <-session.Done():
+				emit("renew_failed", monotonicNs(), map[string]interface{}{"error": "the session's lease is gone"})
+				emit("stepped_down", monotonicNs(), map[string]interface{}{"reason": "lost"})
+				break leading
+			case <-ctx.Done():
+				began := monotonicNs()
+				resign, done := context.WithTimeout(context.Background(), requestTimeout)
+				e.Resign(resign)
+				done()
+				session.Close()
+				emit("released", began, nil)
+				break leading
+			}
 		}
+		tick.Stop()
 	}
 	emit("exiting", monotonicNs(), map[string]interface{}{"code": 0})
 }

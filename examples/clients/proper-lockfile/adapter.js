@@ -52,4 +52,5 @@ election.run(
   },
   a.renewMs,
   a.watchMs,
+  a.resource,
 );

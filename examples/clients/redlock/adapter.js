@@ -44,4 +44,5 @@ election.run(
   },
   a.renewMs,
   a.watchMs,
+  a.resource,
 );

@@ -352,16 +352,22 @@ fn majority(seen: &[Option<Option<(String, i64)>>]) -> Look {
 
 /// Every key containing the lease's name (an election's keys under its
 /// prefix, a lock's key): held by the oldest of them, as etcd's election
-/// and lock recipes both decide.
+/// and lock recipes both decide; what is left of its etcd lease, read once
+/// per grant (a look every few ms need not ask twice).
 pub struct EtcdView {
     key: String,
     gateways: Vec<Gateway>,
+    last: Option<(String, Option<i64>)>,
 }
 
 impl EtcdView {
     fn new(key: &str, addresses: &[String]) -> io::Result<EtcdView> {
         let gateways = addresses.iter().map(|a| Gateway::new(a)).collect::<io::Result<_>>()?;
-        Ok(EtcdView { key: key.to_string(), gateways })
+        Ok(EtcdView { key: key.to_string(), gateways, last: None })
+    }
+
+    fn call(&mut self, path: &str, body: &Value) -> Option<Value> {
+        self.gateways.iter_mut().find_map(|g| g.call(path, body, LOOK_LIMIT).ok())
     }
 }
 
@@ -369,26 +375,39 @@ impl LeaseView for EtcdView {
     fn look(&mut self) -> Look {
         // The whole key space (a trial's server holds only its own keys).
         let body = json!({"key": b64(b"\0"), "range_end": b64(b"\0")});
-        let Some(reply) = self.gateways.iter_mut().find_map(|g| g.call("/v3/kv/range", &body, LOOK_LIMIT).ok()) else {
-            return Look::Unseen;
+        let seen = self.call("/v3/kv/range", &body).map(|reply| etcd_holder(&reply, &self.key));
+        let Some(Some((grant, lease))) = seen else {
+            // Seen again after this, a grant's TTL is read again.
+            self.last = None;
+            return if seen.is_none() { Look::Unseen } else { Look::Free };
         };
-        etcd_holder(&reply, &self.key)
+        let ttl_ms = match &self.last {
+            Some((last, ttl)) if *last == grant => *ttl,
+            // etcd says it in whole seconds; -1 once the lease is gone.
+            _ => self
+                .call("/v3/lease/timetolive", &json!({"ID": lease.to_string()}))
+                .map(|r| int(&r["TTL"]))
+                .filter(|s| *s >= 0)
+                .map(|s| s * 1000),
+        };
+        self.last = Some((grant.clone(), ttl_ms));
+        Look::Held { grant, pid: None, ttl_ms }
     }
 }
 
-fn etcd_holder(reply: &Value, key: &str) -> Look {
+/// The oldest key naming the lease: its grant (`key@create revision`) and
+/// its etcd lease's id.
+fn etcd_holder(reply: &Value, key: &str) -> Option<(String, i64)> {
     let kvs = reply["kvs"].as_array().map(Vec::as_slice).unwrap_or_default();
     let oldest = kvs
         .iter()
         .filter_map(|kv| {
             let name = String::from_utf8(unb64(kv["key"].as_str()?)?).ok()?;
-            name.contains(key).then(|| (int(&kv["create_revision"]), name))
+            name.contains(key).then(|| (int(&kv["create_revision"]), name, int(&kv["lease"])))
         })
-        .min();
-    match oldest {
-        Some((rev, name)) => Look::Held { grant: format!("{name}@{rev}"), pid: None, ttl_ms: None },
-        None => Look::Free,
-    }
+        .min()?;
+    let (rev, name, lease) = oldest;
+    Some((format!("{name}@{rev}"), lease))
 }
 
 /// Advisory locks (`pg_locks`), as the psycopg forms hold them: held by the
@@ -488,12 +507,10 @@ mod tests {
 
     #[test]
     fn the_oldest_etcd_key_holds_the_lease() {
-        let kv = |k: &str, rev: i64| json!({"key": b64(k.as_bytes()), "create_revision": rev.to_string()});
+        let kv = |k: &str, rev: i64| json!({"key": b64(k.as_bytes()), "create_revision": rev.to_string(), "lease": (rev * 100).to_string()});
         let reply = json!({"kvs": [kv("e/leasequake-1/b", 9), kv("e/leasequake-1/a", 7), kv("other", 1)]});
-        assert!(
-            matches!(etcd_holder(&reply, "leasequake-1"), Look::Held { ref grant, .. } if grant == "e/leasequake-1/a@7")
-        );
-        assert_eq!(etcd_holder(&json!({}), "leasequake-1"), Look::Free);
+        assert_eq!(etcd_holder(&reply, "leasequake-1"), Some(("e/leasequake-1/a@7".to_string(), 700)));
+        assert_eq!(etcd_holder(&json!({}), "leasequake-1"), None);
     }
 
     #[test]
