@@ -78,7 +78,7 @@ def arguments(description, extra=None):
     p.add_argument("--lock", required=True, help="the lock file ({lock}) or the lease's name on a server ({key})")
     p.add_argument("--address", default="", help="the server ({address})")
     p.add_argument("--members", default="", help="a replicated service's members ({members}), comma-separated")
-    p.add_argument("--resource", default="", help="the protected resource, a directory ({trial_dir}/resource)")
+    p.add_argument("--resource", default="", help="the protected resource, a directory ({resource})")
     p.add_argument("--lease-ms", type=float, required=True)
     p.add_argument("--renew-ms", type=float, required=True)
     p.add_argument("--watch-ms", type=float, required=True)

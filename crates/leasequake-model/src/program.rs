@@ -12,7 +12,7 @@ use super::history::{Detail, EventKind};
 pub const MAX_LINES: u64 = 200_000;
 
 /// The placeholders a command or an environment value may use.
-pub const PLACEHOLDERS: [&str; 15] = [
+pub const PLACEHOLDERS: [&str; 16] = [
     "leasequake",
     "index",
     "workers",
@@ -23,6 +23,7 @@ pub const PLACEHOLDERS: [&str; 15] = [
     "service_name",
     "key",
     "trial_dir",
+    "resource",
     "experiment_dir",
     "events",
     "lease_ms",
@@ -170,6 +171,14 @@ pub struct Program {
     pub clock: ClockWay,
     /// The experiment file's directory, for `{experiment_dir}`.
     pub experiment_dir: String,
+}
+
+impl Program {
+    /// Is it handed the protected resource (`{resource}`)? Then it is taken
+    /// to write there as leader, and its writes are counted (writes.csv).
+    pub fn writes(&self) -> bool {
+        self.command.iter().chain(self.env.values()).any(|a| placeholders(a).iter().any(|p| p == "resource"))
+    }
 }
 
 /// `dir` relative to the experiment file's directory, unless absolute.

@@ -39,7 +39,9 @@ impl Features {
         let units: Vec<&Experiment> = exp.units().into_iter().map(|(e, _)| e).collect();
         Features {
             evictions: units.iter().any(|e| e.fault_kinds().any(|f| matches!(f.action, Action::Pause | Action::Stop))),
-            writes: units.iter().any(|e| e.worker.resource != Resource::None),
+            writes: units
+                .iter()
+                .any(|e| e.worker.resource != Resource::None || e.program.as_ref().is_some_and(|p| p.writes())),
             jobs: units.iter().any(|e| e.worker.epoch_job.is_some()),
             // A replicated service's double grants are there too, whatever
             // its faults.
@@ -124,6 +126,17 @@ mod tests {
     use std::path::Path;
 
     use super::*;
+
+    #[test]
+    fn a_program_handed_the_resource_has_its_writes_counted() {
+        let load = |command: &str| {
+            let text = format!("name: p\nworkers: 2\nprogram:\n  command: {command}\n");
+            crate::experiment::load_str(Path::new("p.yaml"), &text, &Default::default()).unwrap()
+        };
+        assert!(Features::of(&load("[w, --resource, \"{resource}\"]")).writes);
+        assert!(Features::of(&load("[w, \"--store={resource}/x\"]")).writes);
+        assert!(!Features::of(&load("[w, --lock, \"{lock}\"]")).writes);
+    }
 
     #[test]
     fn a_sweep_adds_a_column_for_each_setting_rows_do_not_carry() {

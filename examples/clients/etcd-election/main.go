@@ -55,7 +55,7 @@ func main() {
 	members := flag.String("members", "", "a cluster's endpoints ({members}), comma-separated")
 	leaseMs := flag.Float64("lease-ms", 9000, "the lease: the session's TTL, in whole seconds")
 	renewMs := flag.Float64("renew-ms", 3000, "the leader's work, every this long (the client keeps the session alive every TTL/3)")
-	resource := flag.String("resource", "", "the protected resource, a directory ({trial_dir}/resource)")
+	resource := flag.String("resource", "", "the protected resource, a directory ({resource})")
 	flag.Float64("watch-ms", 0, "unused: a candidate is woken by the leader key's deletion")
 	flag.Parse()
 	if *renewMs <= 0 {
