@@ -176,7 +176,7 @@ pub fn demand(exp: &Experiment) -> crate::trial::Demand {
         workers: most_workers(exp),
         jobs: exp.jobs,
         proxied: exp.units().iter().any(|(u, _)| u.proxied()),
-        clock_moved: crate::trial::moves_program_clock(exp),
+        clock_moved: exp.units().iter().any(|(u, _)| crate::trial::moves_program_clock(u)),
     }
 }
 

@@ -71,8 +71,10 @@ pub struct CheckParams {
     /// does by what it finds (a dead holder's marker to break, a holder to
     /// ping and wait out): its time is not judged.
     pub uniform_acquisitions: bool,
-    /// How long the built-in worker stalls at its failpoint, as asked
-    /// (0: no failpoint, or a program's, whose stall is its own).
+    /// How long a worker's stall at its failpoint is the experiment's: the
+    /// built-in worker's `failpoint_delay`; a program's stall is its own,
+    /// of a length nothing says, so up to a renew interval after it (as
+    /// long as a fault without an end acts).
     pub failpoint_delay_us: Micros,
 }
 
@@ -154,10 +156,10 @@ impl CheckParams {
                 _ => None,
             },
             uniform_acquisitions: exp.program.is_none(),
-            failpoint_delay_us: if exp.program.is_none() && exp.worker.failpoint != Failpoint::None {
-                exp.worker.failpoint_delay.as_us() as i64
-            } else {
-                0
+            failpoint_delay_us: match &exp.program {
+                Some(_) => exp.lease.renew.as_us() as i64,
+                None if exp.worker.failpoint != Failpoint::None => exp.worker.failpoint_delay.as_us() as i64,
+                None => 0,
             },
         }
     }

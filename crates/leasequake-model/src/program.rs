@@ -174,10 +174,15 @@ pub struct Program {
 }
 
 impl Program {
-    /// Is it handed the protected resource (`{resource}`)? Then it is taken
-    /// to write there as leader, and its writes are counted (writes.csv).
+    /// Is it handed the protected resource (`{resource}`, or in a shell
+    /// script its variable)? Then it is taken to write there as leader, and
+    /// its writes are counted (writes.csv).
     pub fn writes(&self) -> bool {
-        self.command.iter().chain(self.env.values()).any(|a| placeholders(a).iter().any(|p| p == "resource"))
+        let variable = env_name("resource");
+        self.command
+            .iter()
+            .chain(self.env.values())
+            .any(|a| placeholders(a).iter().any(|p| p == "resource") || (self.shell && a.contains(&variable)))
     }
 }
 

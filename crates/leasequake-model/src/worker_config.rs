@@ -205,6 +205,12 @@ pub fn lease_key(lock: &std::path::Path) -> String {
     format!("leasequake-{:016x}", super::hash::fnv1a(lock.as_os_str().as_bytes()))
 }
 
+/// The protected resource of the trial whose lock is `lock`: the built-in
+/// worker's store, and a program's `{resource}`.
+pub fn store_dir(lock: &std::path::Path) -> std::path::PathBuf {
+    lock.with_file_name("resource")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -25,7 +25,9 @@ fn cell(s: &Summary, scale: f64) -> String {
     let mut beyond: Vec<f64> = s.gap_beyond_theory.iter().flat_map(|b| b.beyond_ms.iter().copied()).collect();
     beyond.sort_by(f64::total_cmp);
     if let Some(p50) = crate::check::stats::percentile(&beyond, 0.5) {
-        parts.push(format!("{p50:+.0} ms past its theory ({} of {} gaps)", beyond.len(), s.gaps));
+        // Rounded first: a median a fraction of a ms early is "+0", not "-0".
+        let ms = p50.round() + 0.0;
+        parts.push(format!("{ms:+.0} ms past its theory ({} of {} gaps)", beyond.len(), s.gaps));
     }
     if s.gap_anomalies > 0 {
         parts.push(format!("✗ {} gaps against its theory", s.gap_anomalies));
@@ -33,7 +35,7 @@ fn cell(s: &Summary, scale: f64) -> String {
     parts.push(format!("two leaders {}/{}", s.double_leader_trials, s.n));
     let w = &s.writes;
     if w.stale > 0 {
-        let fate = [(w.stale_accepted, "over a newer leader's"), (w.stale_rejected, "refused")]
+        let fate = [(w.stale_accepted, "over a newer leader's"), (w.stale_rejected, "rejected")]
             .iter()
             .filter(|(k, _)| *k > 0)
             .map(|(k, what)| format!("{k} {what}"))
@@ -119,7 +121,8 @@ pub(super) fn table(runs: &[(&Measured<'_>, &Vec<SummaryRow<'_>>)]) -> String {
          the gaps the theory could predict: a library whose lease the adapter cannot see predicts none); \
          the trials in which two workers believed they led at once; the leader's writes to the protected \
          resource made after another worker had acquired the lock (stale), how many landed over a newer \
-         leader's write (its work lost) and how many the resource refused by their fencing token; \
+         leader's write (its work lost) and how many the resource rejected (a lower fencing token, or a store \
+         it could not write); \
          the trials in which a worker believed it \
          led while the service held the lease for another or for nobody for longer than a renewal period \
          (unbacked: the harness's own look at the lease, every 5 ms); wedges, faults that could not be \
@@ -159,6 +162,9 @@ mod tests {
         s.gaps = 5;
         s.gap_beyond_theory =
             vec![crate::summary::BeyondTheory { beyond_ms: vec![8.0, 12.0, 40.0], ..Default::default() }];
+        let mut early = s.clone();
+        early.gap_beyond_theory[0].beyond_ms = vec![-0.3];
+        assert!(cell(&early, 0.1).contains("+0 ms past its theory (1 of 5 gaps)"), "{}", cell(&early, 0.1));
         s.writes = crate::check::Writes { attempted: 40, stale: 3, stale_accepted: 2, ..Default::default() };
         assert_eq!(
             cell(&s, 0.1),

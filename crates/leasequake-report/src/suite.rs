@@ -62,7 +62,7 @@ fn kind(exp: &Experiment) -> Kind {
         Kind::Dial
     } else if exp.worker.epoch_job.is_some() {
         Kind::Jobs
-    } else if exp.worker.resource != crate::model::Resource::None {
+    } else if super::columns::Features::of(exp).writes {
         Kind::Fencing
     } else {
         Kind::Other
@@ -330,6 +330,10 @@ fn per_substrate(m: &Measured<'_>, rows: &[SummaryRow<'_>]) -> String {
     format!("\n## {}: per substrate\n\n{}{}", name(m), description(m.exp), t.render())
 }
 
+fn yes_no(yes: bool) -> String {
+    if yes { "yes" } else { "no" }.into()
+}
+
 /// Stale writes to a protected resource, per experiment.
 fn fencing(runs: &[&Measured<'_>]) -> String {
     let mut t = MdTable::new(&[
@@ -347,14 +351,17 @@ fn fencing(runs: &[&Measured<'_>]) -> String {
     for m in runs {
         let s = m.summary;
         let w = &s.writes;
+        // A program's tokens and store are its own business.
+        let (tokens, resource) = match (&m.exp.program, m.exp.worker.resource) {
+            (Some(_), _) => ("the program's".into(), "the program's writes to `{resource}`".into()),
+            (None, Resource::Fenced) => (yes_no(m.exp.worker.fencing_tokens), "fenced: refuses a lower token".into()),
+            (None, Resource::Unfenced) => (yes_no(m.exp.worker.fencing_tokens), "unfenced: the last writer wins".into()),
+            (None, Resource::None) => (yes_no(m.exp.worker.fencing_tokens), String::new()),
+        };
         t.row(vec![
             name(m),
-            if m.exp.worker.fencing_tokens { "yes".into() } else { "no".into() },
-            match m.exp.worker.resource {
-                Resource::Fenced => "fenced: refuses a lower token".into(),
-                Resource::Unfenced => "unfenced: the last writer wins".into(),
-                Resource::None => String::new(),
-            },
+            tokens,
+            resource,
             rate(s.double_leader_trials, s.n, s.double_leader_ci),
             w.attempted.to_string(),
             w.stale.to_string(),
@@ -365,8 +372,9 @@ fn fencing(runs: &[&Measured<'_>]) -> String {
         ]);
     }
     format!(
-        "\n## Fencing: stale writes\n\nA stale write carries a fencing token below one already granted: a holder \
-         that kept believing after its lease was taken.\n\n{}",
+        "\n## Fencing: stale writes\n\nA stale write carries a fencing token below one already granted (a write \
+         without a token: made after another worker acquired the lease): a holder that kept believing after its \
+         lease was taken.\n\n{}",
         t.render()
     )
 }

@@ -357,7 +357,7 @@ fn majority(seen: &[Option<Option<(String, i64)>>]) -> Look {
 pub struct EtcdView {
     key: String,
     gateways: Vec<Gateway>,
-    last: Option<(String, Option<i64>)>,
+    last: Option<(String, i64)>,
 }
 
 impl EtcdView {
@@ -382,7 +382,7 @@ impl LeaseView for EtcdView {
             return if seen.is_none() { Look::Unseen } else { Look::Free };
         };
         let ttl_ms = match &self.last {
-            Some((last, ttl)) if *last == grant => *ttl,
+            Some((last, ttl)) if *last == grant => Some(*ttl),
             // etcd says it in whole seconds; -1 once the lease is gone.
             _ => self
                 .call("/v3/lease/timetolive", &json!({"ID": lease.to_string()}))
@@ -390,7 +390,8 @@ impl LeaseView for EtcdView {
                 .filter(|s| *s >= 0)
                 .map(|s| s * 1000),
         };
-        self.last = Some((grant.clone(), ttl_ms));
+        // A read that failed is tried again at the next look.
+        self.last = ttl_ms.map(|t| (grant.clone(), t));
         Look::Held { grant, pid: None, ttl_ms }
     }
 }

@@ -58,7 +58,7 @@ fn worker_config(exp: &Experiment, lock: &Path, address: &Addresses, seed: u64) 
         addresses: address.links.clone(),
         services: address.services.clone(),
         lease_key: None,
-        resource_dir: needs_store.then(|| lock.with_file_name("resource")),
+        resource_dir: needs_store.then(|| crate::model::worker_config::store_dir(lock)),
         workers: exp.workers,
         // Every worker's own offset: the list, not a stagger to multiply.
         stagger: Dur::ZERO,
@@ -115,8 +115,7 @@ pub fn placeholder_values(
         ("service_name", service.map(|s| s.name.clone()).unwrap_or_default()),
         ("key", crate::model::worker_config::lease_key(lock)),
         ("trial_dir", dir.display().to_string()),
-        // Where the built-in worker's store is.
-        ("resource", lock.with_file_name("resource").display().to_string()),
+        ("resource", crate::model::worker_config::store_dir(lock).display().to_string()),
         ("experiment_dir", exp.program.as_ref().map(|p| p.experiment_dir.clone()).unwrap_or_default()),
         ("events", "/dev/fd/3".to_string()),
         ("leasequake", std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default()),
