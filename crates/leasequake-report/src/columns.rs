@@ -137,7 +137,8 @@ mod tests {
         assert!(Features::of(&load("[w, \"--store={resource}/x\"]")).writes);
         assert!(!Features::of(&load("[w, --lock, \"{lock}\"]")).writes);
         // A shell script may name its variable, as validate advises.
-        let script = "name: p\nworkers: 2\nprogram:\n  shell: true\n  command: \"w --store \\\"$LEASEQUAKE_RESOURCE\\\"\"\n";
+        let script =
+            "name: p\nworkers: 2\nprogram:\n  shell: true\n  command: \"w --store \\\"$LEASEQUAKE_RESOURCE\\\"\"\n";
         let exp = crate::experiment::load_str(Path::new("p.yaml"), script, &Default::default()).unwrap();
         assert!(Features::of(&exp).writes);
     }

@@ -355,7 +355,9 @@ fn fencing(runs: &[&Measured<'_>]) -> String {
         let (tokens, resource) = match (&m.exp.program, m.exp.worker.resource) {
             (Some(_), _) => ("the program's".into(), "the program's writes to `{resource}`".into()),
             (None, Resource::Fenced) => (yes_no(m.exp.worker.fencing_tokens), "fenced: refuses a lower token".into()),
-            (None, Resource::Unfenced) => (yes_no(m.exp.worker.fencing_tokens), "unfenced: the last writer wins".into()),
+            (None, Resource::Unfenced) => {
+                (yes_no(m.exp.worker.fencing_tokens), "unfenced: the last writer wins".into())
+            }
             (None, Resource::None) => (yes_no(m.exp.worker.fencing_tokens), String::new()),
         };
         t.row(vec![
