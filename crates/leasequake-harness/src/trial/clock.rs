@@ -6,7 +6,6 @@
 //! the shim: whether it was loaded is read off the process's mappings.
 
 use std::io;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use crate::model::Experiment;
@@ -17,10 +16,7 @@ static SHIM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/libleasequake-clo
 /// Its file name, which also finds it in a process's mappings.
 const SHIM_NAME: &str = "leasequake-clock.so";
 
-/// The control file's layout (four 64-bit words): a sequence number, odd
-/// while the harness writes; the offset; the anchor of the rate; the rate.
-const SEQ: u64 = 0;
-const OFFSET: u64 = 8;
+use super::clock_settings::{SETTINGS_LEN, encode, write_offset};
 
 /// Does `exp` move a program's clock?
 pub fn moves_program_clock(exp: &Experiment) -> bool {
@@ -118,12 +114,7 @@ fn control_path(dir: &Path, w: usize) -> PathBuf {
 }
 
 fn write_control(path: &Path, offset_ns: i64, anchor_wall_ns: i64, rate: f64) -> io::Result<()> {
-    let mut words = Vec::with_capacity(SETTINGS_LEN);
-    words.extend_from_slice(&0u64.to_ne_bytes());
-    words.extend_from_slice(&offset_ns.to_ne_bytes());
-    words.extend_from_slice(&anchor_wall_ns.to_ne_bytes());
-    words.extend_from_slice(&rate.to_ne_bytes());
-    std::fs::write(path, words)
+    std::fs::write(path, encode(offset_ns, anchor_wall_ns, rate))
 }
 
 /// A server whose wall clock the harness moves (a member of a replicated
@@ -212,24 +203,6 @@ fn reads_clock_without_libc(path: &Path) -> io::Result<bool> {
 pub fn jump_file(control: &Path, offset_ns: i64) -> io::Result<()> {
     let f = std::fs::OpenOptions::new().read(true).write(true).open(control)?;
     write_offset(&f, 0, offset_ns)
-}
-
-/// The clock settings' layout (a control file's, and the vDSO clock's):
-/// four 64-bit words.
-pub const SETTINGS_LEN: usize = 32;
-
-/// Set the offset of the settings at `base` in `f` (a control file, or a
-/// program's memory) under the seqlock: the sequence odd while the offset
-/// is written. The one writer (the trial's nemesis) starts from an even
-/// sequence whatever it finds, so a write it never finished is not taken
-/// for one in progress.
-pub fn write_offset(f: &impl FileExt, base: u64, offset_ns: i64) -> io::Result<()> {
-    let mut seq = [0u8; 8];
-    f.read_exact_at(&mut seq, base + SEQ)?;
-    let seq = u64::from_ne_bytes(seq) & !1;
-    f.write_all_at(&(seq + 1).to_ne_bytes(), base + SEQ)?;
-    f.write_all_at(&offset_ns.to_ne_bytes(), base + OFFSET)?;
-    f.write_all_at(&(seq + 2).to_ne_bytes(), base + SEQ)
 }
 
 /// How a worker's processes stand with the shim.

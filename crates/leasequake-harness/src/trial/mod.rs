@@ -8,6 +8,7 @@
 
 mod barrier;
 mod clock;
+mod clock_settings;
 mod contain;
 mod elf;
 mod error;

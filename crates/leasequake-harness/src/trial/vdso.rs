@@ -28,7 +28,7 @@ const TRUE_CLOCK: u64 = 32;
 const TRUE_CLOCK_LEN: usize = 32;
 /// Where its settings are: sequence, offset, anchor, rate.
 pub const SETTINGS: u64 = 64;
-use super::clock::SETTINGS_LEN;
+use super::clock_settings::SETTINGS_LEN;
 
 /// What to write into a process whose vDSO is at `base`, and where its
 /// clock's settings then are.
@@ -216,7 +216,7 @@ impl Moved {
         if &head != MAGIC {
             return Err(std::io::Error::other("its vDSO clock is gone (it exec'd)"));
         }
-        super::clock::write_offset(&self.mem, self.settings, offset_ns)
+        super::clock_settings::write_offset(&self.mem, self.settings, offset_ns)
     }
 }
 
