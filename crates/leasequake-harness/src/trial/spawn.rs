@@ -197,6 +197,8 @@ pub fn spawn(spec: &SpawnSpec<'_>, tx: &SyncSender<Msg>) -> Result<(Workers, Vec
     let pipe = || nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(SpawnError::Pipe);
     let shared = if spec.program.is_none() { Some(pipe()?) } else { None };
     let mut releases = Vec::new();
+    // How each executable's clock is moved, read from it once a trial.
+    let mut ways = BTreeMap::new();
     let mut workers =
         Workers { procs: Vec::with_capacity(spec.count), threads: Vec::new(), vdso: vec![None; spec.count] };
     for index in 0..spec.count {
@@ -247,7 +249,7 @@ pub fn spawn(spec: &SpawnSpec<'_>, tx: &SyncSender<Msg>) -> Result<(Workers, Vec
                 // its release.
                 let vdso = spec
                     .clocks
-                    .filter(|_| !program.shell && in_vdso(program.clock, &cmd))
+                    .filter(|_| !program.shell && in_vdso(program.clock, &cmd, &mut ways))
                     .map(|clocks| clocks.settings(index).map_err(|e| e.to_string()));
                 if let Some(Ok(_)) = &vdso {
                     let (key, value) = super::clock::vdso_env();
@@ -346,12 +348,21 @@ pub fn spawn(spec: &SpawnSpec<'_>, tx: &SyncSender<Msg>) -> Result<(Workers, Vec
 
 /// Is the program `cmd` runs (through its trampoline, after `--`) to have
 /// its clock moved in its vDSO?
-fn in_vdso(way: crate::model::program::ClockWay, cmd: &Command) -> bool {
+/// Is the program `cmd` execs moved in its vDSO? `ways` keeps the answer
+/// for each executable, PATH and directory already looked at: the workers
+/// of a trial mostly run one program, which need not be read per worker.
+fn in_vdso(
+    way: crate::model::program::ClockWay,
+    cmd: &Command,
+    ways: &mut BTreeMap<(std::ffi::OsString, Option<std::ffi::OsString>, Option<PathBuf>), bool>,
+) -> bool {
     let mut args = cmd.get_args().skip_while(|a| *a != "--").skip(1);
     let Some(exe) = args.next() else { return false };
     let path = cmd.get_envs().find(|(k, _)| *k == "PATH").and_then(|(_, v)| v);
-    let way = super::clock::way_for(way, exe, path, cmd.get_current_dir());
-    way == crate::model::program::ClockWay::Vdso
+    let key = (exe.to_os_string(), path.map(|p| p.to_os_string()), cmd.get_current_dir().map(Path::to_path_buf));
+    *ways.entry(key).or_insert_with(|| {
+        super::clock::way_for(way, exe, path, cmd.get_current_dir()) == crate::model::program::ClockWay::Vdso
+    })
 }
 
 fn spawn_reader(
