@@ -28,6 +28,12 @@ const CASES: &[(&str, &[&str], &str)] = &[
         "6:13: unknown variant `sigkil` (did you mean `kill`?)",
     ),
     ("- a\n- b\n", &[], "1:1:"),
+    ("# a comment\nname: x\nlease: 9s\n", &[], "2:1: the file gives no `workers:`, which every experiment needs"),
+    (
+        "name: x\nworkers: 3\nexpect:\n  metrics:\n    jobs.duplicate_trials: {max: 0}\n",
+        &[],
+        "5:5: expect.metrics.jobs.duplicate_trials: this experiment writes no jobs.csv: no epoch job runs",
+    ),
     ("name: x\nworkers: 3\nleese: 9s\n", &[], "3:1: unknown field `leese` (did you mean `lease`?)"),
     ("name: x\nworkers: 3\nworker:\n  acquir: excl\n", &[], "4:3: unknown field `acquir` (did you mean `acquire`?)"),
     // Wrong types.

@@ -395,7 +395,9 @@ pub fn keys() -> Vec<Key> {
             "{summary.gap_p99_ms: {max: 10000}, summary.double_leader_trials: {rate_max: 5%}}",
             "Bounds on any metric of the summary files, checked per setting (each sweep point): `max`, `min`, and \
              for a count of trials `rate_max`/`rate_min` on its 95 % interval (0/3 does not pass a 5 % ceiling); \
-             durations of the experiment in its own time. The metrics: the table below.",
+             durations of the experiment in its own time. A metric of a file the experiment never writes \
+             (writes.csv without a protected resource, jobs.csv without an epoch job, …) is refused. The metrics: \
+             the table below.",
         ),
         key(
             "reference",

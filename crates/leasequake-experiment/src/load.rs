@@ -9,7 +9,8 @@ use super::build::build;
 use super::diagnostic::{Diagnostic, ExperimentError};
 use super::faults::RawLen;
 use super::raw::{Overrides, RawExperiment};
-use super::yaml_error::{misindented, saphyr_message, tab_after};
+use super::yaml_error::{misindented, missing_setting, saphyr_message, tab_after};
+use crate::model::summary_metrics::Features;
 use crate::model::{Dur, Experiment, Point};
 
 /// The most trials one run may have (trials × sweep points).
@@ -38,7 +39,8 @@ pub fn load_str(path: &Path, text: &str, overrides: &Overrides) -> Result<Experi
     let err_at = |loc: &serde_saphyr::Location, message: String| at(loc.line(), loc.column(), message);
 
     if text.lines().all(|l| l.trim().is_empty() || l.trim_start().starts_with('#')) {
-        let msg = "the file holds no settings: an experiment is a YAML mapping of settings, `name:` at least";
+        let msg =
+            "the file holds no settings: an experiment is a YAML mapping of settings, `name:` and `workers:` at least";
         return Err(at(1, 1, msg.to_string()));
     }
     let mut raw: RawExperiment = serde_saphyr::from_str(text).map_err(|e| {
@@ -58,6 +60,8 @@ pub fn load_str(path: &Path, text: &str, overrides: &Overrides) -> Result<Experi
                 missing.as_deref().unwrap_or_default()
             );
             (line, column) = (l, c);
+        } else if let Some((l, c, m)) = missing.as_deref().and_then(|f| missing_setting(text, line, column, f)) {
+            (line, column, message) = (l, c, m);
         }
         at(line, column, message)
     })?;
@@ -77,9 +81,27 @@ pub fn load_str(path: &Path, text: &str, overrides: &Overrides) -> Result<Experi
             None => at(0, 0, format!("--trials: {msg}")),
         })
     };
+    // A bound on a file the run never writes could only fail after every
+    // trial ran: refused here, at its key.
+    let unwritten = |exp: &Experiment| {
+        let features = Features::of(exp);
+        exp.expect.metrics.iter().try_for_each(|b| match features.why_not_written(b.metric.file) {
+            None => Ok(()),
+            Some(why) => {
+                let key = b.metric.key();
+                let (line, column) = super::build::locate(text, &key);
+                Err(at(
+                    line,
+                    column,
+                    format!("expect.metrics.{key}: this experiment writes no {}.csv: {why}", b.metric.file),
+                ))
+            }
+        })
+    };
     let Some(sweep) = raw.sweep.take() else {
         let exp = build(path, text, raw, overrides)?;
         too_many(&exp)?;
+        unwritten(&exp)?;
         return Ok(exp);
     };
 
@@ -117,6 +139,7 @@ pub fn load_str(path: &Path, text: &str, overrides: &Overrides) -> Result<Experi
         base.points.push(Point { settings, exp });
     }
     too_many(&base)?;
+    unwritten(&base)?;
     Ok(base)
 }
 

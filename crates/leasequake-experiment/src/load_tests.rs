@@ -210,3 +210,29 @@ fn a_vdso_clock_is_refused_for_a_shell_script_whose_commands_it_would_not_reach(
     let listed = "name: t\nworkers: 2\nprogram:\n  clock: vdso\n  command: [sh, -c, \"exec true\"]\n";
     assert_eq!(load_text(listed).unwrap().program.unwrap().clock, crate::model::program::ClockWay::Vdso);
 }
+
+#[test]
+fn a_program_handed_the_resource_has_its_writes_counted() {
+    use crate::model::summary_metrics::Features;
+    let load = |command: &str| load_text(&format!("name: p\nworkers: 2\nprogram:\n  command: {command}\n")).unwrap();
+    assert!(Features::of(&load("[w, --resource, \"{resource}\"]")).writes);
+    assert!(Features::of(&load("[w, \"--store={resource}/x\"]")).writes);
+    assert!(!Features::of(&load("[w, --lock, \"{lock}\"]")).writes);
+    // A shell script may name its variable, as validate advises.
+    let script =
+        "name: p\nworkers: 2\nprogram:\n  shell: true\n  command: \"w --store \\\"$LEASEQUAKE_RESOURCE\\\"\"\n";
+    assert!(Features::of(&load_text(script).unwrap()).writes);
+}
+
+#[test]
+fn a_bound_on_a_file_the_run_never_writes_is_refused_at_its_key() {
+    let bound = "expect:\n  metrics:\n    summary.gaps: {max: 3}\n    writes.stale_writes: {max: 0}\n";
+    let e = load_text(&format!("{MINIMAL}{bound}")).unwrap_err();
+    assert!(e.contains("t.yaml:6:5: expect.metrics.writes.stale_writes: this experiment writes no writes.csv"), "{e}");
+    assert!(e.contains("worker.resource"), "{e}");
+    // A sweep writes the file when any point runs the feature.
+    let tokens = "worker:\n  fencing_tokens: true\n";
+    let swept = format!("{MINIMAL}{tokens}{bound}sweep:\n  resource: [none, unfenced]\n");
+    assert!(load_text(&swept).is_ok());
+    assert!(load_text(&format!("{MINIMAL}{tokens}  resource: unfenced\n{bound}")).is_ok());
+}

@@ -12,6 +12,24 @@ pub(super) fn tab_after(text: &str, line: u64, column: u64) -> (u64, u64) {
     found.unwrap_or((line, column))
 }
 
+/// A setting every experiment must give, missing from the file's top
+/// level (the parser places it at the mapping's last key, column 1): the
+/// 1-based (line, column) of the file's first setting, and what to write.
+pub(super) fn missing_setting(text: &str, line: u64, column: u64, field: &str) -> Option<(u64, u64, String)> {
+    let example = match field {
+        "name" => "name: my-experiment",
+        "workers" => "workers: 3",
+        _ => return None,
+    };
+    let top_level = column == 1 && text.lines().nth(line.checked_sub(1)? as usize).is_some_and(|l| !l.starts_with('-'));
+    if !top_level {
+        return None;
+    }
+    let first = text.lines().position(|l| !(l.trim().is_empty() || l.starts_with('#'))).unwrap_or(0);
+    let message = format!("the file gives no `{field}:`, which every experiment needs (e.g. `{example}`)");
+    Some((first as u64 + 1, 1, message))
+}
+
 /// A mapping that lacks `field` (the parser's "missing field" at
 /// `line`): where a nearby later line gives that key at another indent
 /// than the mapping's keys, the 1-based (line, column) of that key, the
@@ -124,6 +142,17 @@ mod tests {
             tidy("unknown variant `zzz`, expected one of `kill`"),
             "unknown variant `zzz`, expected one of `kill`"
         );
+    }
+
+    #[test]
+    fn a_missing_setting_is_placed_at_the_top_of_the_file() {
+        let text = "# a comment\nname: x\nlease: 9s\n";
+        let (line, column, msg) = missing_setting(text, 3, 1, "workers").unwrap();
+        assert_eq!((line, column), (2, 1));
+        assert_eq!(msg, "the file gives no `workers:`, which every experiment needs (e.g. `workers: 3`)");
+        // A nested mapping's field is the parser's to place.
+        assert_eq!(missing_setting("name: x\nfaults:\n  - at: 1s\n", 3, 5, "workers"), None);
+        assert_eq!(missing_setting(text, 3, 1, "action"), None);
     }
 
     #[test]

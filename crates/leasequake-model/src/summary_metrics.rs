@@ -5,6 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::{Action, Experiment, Resource};
+
 /// What a number is, for a bound on it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Measure {
@@ -155,6 +157,59 @@ pub const SUMMARY_METRICS: &[SummaryMetric] = &[
 /// The metric of a key, if there is one.
 pub fn summary_metric(key: &str) -> Option<&'static SummaryMetric> {
     SUMMARY_METRICS.iter().find(|m| m.key() == key)
+}
+
+/// What the experiment's trials can measure beyond the core: each
+/// feature's rows go to a summary file of its own, written only when the
+/// feature runs (a sweep's: when any point runs it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Features {
+    /// Workers are paused or stopped: leader pauses and evictions.
+    pub evictions: bool,
+    /// A protected resource takes the leader's writes.
+    pub writes: bool,
+    /// An epoch job runs.
+    pub jobs: bool,
+    /// Network faults hit the links to the server, or the service is
+    /// replicated (its double grants).
+    pub network: bool,
+    /// The harness observes the lease on the service.
+    pub service: bool,
+}
+
+impl Features {
+    pub fn of(exp: &Experiment) -> Features {
+        let units: Vec<&Experiment> = exp.units().into_iter().map(|(e, _)| e).collect();
+        Features {
+            evictions: units.iter().any(|e| e.fault_kinds().any(|f| matches!(f.action, Action::Pause | Action::Stop))),
+            writes: units
+                .iter()
+                .any(|e| e.worker.resource != Resource::None || e.program.as_ref().is_some_and(|p| p.writes())),
+            jobs: units.iter().any(|e| e.worker.epoch_job.is_some()),
+            // A replicated service's double grants are there too, whatever
+            // its faults.
+            network: units.iter().any(|e| e.substrate.replicated() || e.fault_kinds().any(|f| f.action.is_network())),
+            service: units.iter().any(|e| e.substrate.observe),
+        }
+    }
+
+    /// Whether a run writes this summary file (`file` as in the table):
+    /// Some(why not) where it never does. summary.csv always is, and
+    /// latency.csv whenever an operation was timed.
+    pub fn why_not_written(&self, file: &str) -> Option<&'static str> {
+        let (on, why) = match file {
+            "evictions" => (self.evictions, "no fault pauses or stops a worker (pause, stop)"),
+            "writes" => (
+                self.writes,
+                "its workers write to no protected resource (worker.resource, or `{resource}` in a program's command)",
+            ),
+            "jobs" => (self.jobs, "no epoch job runs (worker.epoch_job)"),
+            "network" => (self.network, "no network fault hits the server's links and the service is not replicated"),
+            "service" => (self.service, "the harness does not observe the lease (substrate.observe)"),
+            _ => (true, ""),
+        };
+        (!on).then_some(why)
+    }
 }
 
 /// A bound on one metric, per setting (each sweep point on its own).

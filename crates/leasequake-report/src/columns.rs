@@ -1,11 +1,10 @@
 //! What the columns of a results directory are: the header of a row type,
-//! the settings every row carries, the columns a sweep adds, and which
-//! feature files an experiment gets.
+//! the settings every row carries, and the columns a sweep adds.
 
 use serde::Serialize;
 
 use super::rows::SettingColumns;
-use crate::model::{Action, Experiment, Resource, setting_name};
+use crate::model::{Experiment, setting_name};
 
 /// The column names of a row type, as serde writes them.
 pub fn header_of<T: Serialize + Default>() -> Vec<String> {
@@ -15,40 +14,6 @@ pub fn header_of<T: Serialize + Default>() -> Vec<String> {
     let mut r = csv::ReaderBuilder::new().has_headers(false).from_reader(bytes.as_slice());
     let first = r.records().next().and_then(Result::ok).unwrap_or_default();
     first.iter().map(str::to_string).collect()
-}
-
-/// What the experiment's trials can measure beyond the core: each feature's
-/// rows go to a file of its own, only when the feature runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Features {
-    /// Workers are paused or stopped: leader pauses and evictions.
-    pub evictions: bool,
-    /// A protected resource takes the leader's writes.
-    pub writes: bool,
-    /// An epoch job runs.
-    pub jobs: bool,
-    /// Network faults hit the links to the server, or the service is
-    /// replicated (its double grants).
-    pub network: bool,
-    /// The harness observes the lease on the service.
-    pub service: bool,
-}
-
-impl Features {
-    pub fn of(exp: &Experiment) -> Features {
-        let units: Vec<&Experiment> = exp.units().into_iter().map(|(e, _)| e).collect();
-        Features {
-            evictions: units.iter().any(|e| e.fault_kinds().any(|f| matches!(f.action, Action::Pause | Action::Stop))),
-            writes: units
-                .iter()
-                .any(|e| e.worker.resource != Resource::None || e.program.as_ref().is_some_and(|p| p.writes())),
-            jobs: units.iter().any(|e| e.worker.epoch_job.is_some()),
-            // A replicated service's double grants are there too, whatever
-            // its faults.
-            network: units.iter().any(|e| e.substrate.replicated() || e.fault_kinds().any(|f| f.action.is_network())),
-            service: units.iter().any(|e| e.substrate.observe),
-        }
-    }
 }
 
 /// The settings a sweep varies beyond those every row carries: their
@@ -126,22 +91,6 @@ mod tests {
     use std::path::Path;
 
     use super::*;
-
-    #[test]
-    fn a_program_handed_the_resource_has_its_writes_counted() {
-        let load = |command: &str| {
-            let text = format!("name: p\nworkers: 2\nprogram:\n  command: {command}\n");
-            crate::experiment::load_str(Path::new("p.yaml"), &text, &Default::default()).unwrap()
-        };
-        assert!(Features::of(&load("[w, --resource, \"{resource}\"]")).writes);
-        assert!(Features::of(&load("[w, \"--store={resource}/x\"]")).writes);
-        assert!(!Features::of(&load("[w, --lock, \"{lock}\"]")).writes);
-        // A shell script may name its variable, as validate advises.
-        let script =
-            "name: p\nworkers: 2\nprogram:\n  shell: true\n  command: \"w --store \\\"$LEASEQUAKE_RESOURCE\\\"\"\n";
-        let exp = crate::experiment::load_str(Path::new("p.yaml"), script, &Default::default()).unwrap();
-        assert!(Features::of(&exp).writes);
-    }
 
     #[test]
     fn a_sweep_adds_a_column_for_each_setting_rows_do_not_carry() {

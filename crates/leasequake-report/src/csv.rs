@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::columns::{Features, Swept, header_of, settings};
+use super::columns::{Swept, header_of, settings};
 use super::measures::{
     eviction_counts, eviction_rate, job_counts, latency, network_counts, service_counts, stats, summed_evictions,
     write_counts,
@@ -21,6 +21,7 @@ use super::rows::{
 };
 use super::summary::SummaryRow;
 use crate::check::TrialMetrics;
+use crate::model::summary_metrics::Features;
 use crate::model::{Experiment, FaultRow};
 
 #[derive(Debug, thiserror::Error)]

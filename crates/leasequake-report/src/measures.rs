@@ -214,7 +214,7 @@ pub(super) fn latency(r: &SummaryRow<'_>) -> LatencyRow {
 /// writes: what `expect: {metrics: …}` bounds.
 pub fn unit_values(
     r: &SummaryRow<'_>,
-    features: super::columns::Features,
+    features: crate::model::summary_metrics::Features,
 ) -> std::collections::BTreeMap<String, Option<f64>> {
     let mut out = std::collections::BTreeMap::new();
     let mut add = |file: &str, row: serde_json::Value| {

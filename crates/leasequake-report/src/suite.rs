@@ -62,7 +62,7 @@ fn kind(exp: &Experiment) -> Kind {
         Kind::Dial
     } else if exp.worker.epoch_job.is_some() {
         Kind::Jobs
-    } else if super::columns::Features::of(exp).writes {
+    } else if crate::model::summary_metrics::Features::of(exp).writes {
         Kind::Fencing
     } else {
         Kind::Other

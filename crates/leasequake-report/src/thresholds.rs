@@ -1,8 +1,9 @@
 //! Every expectation of an experiment judged: the `expect:` keys over the
 //! trials (summary.rs), then each bound of `expect: {metrics: …}` over each
 //! setting's summary, read from the rows its summary files are written
-//! from. A metric of a file the experiment does not write fails its bound
-//! (a gate that passes on no data is no gate); an empty cell (no stale
+//! from. A metric of a file the run did not write fails its bound (a gate
+//! that passes on no data is no gate; loading refuses a file the
+//! experiment never writes); an empty cell (no stale
 //! belief, so no longest one) passes a ceiling and fails a floor.
 
 use crate::check::TrialMetrics;
@@ -10,9 +11,9 @@ use crate::check::stats::wilson95;
 use crate::model::Experiment;
 use crate::model::summary_metrics::{Bound, Measure, MetricBound};
 
-use super::columns::Features;
 use super::measures::unit_values;
 use super::summary::{ExpectCheck, SummaryRow, expectation_checks, summarize};
+use crate::model::summary_metrics::Features;
 
 /// Every expectation's failures, as sentences (empty: all held).
 pub fn failures(exp: &Experiment, trials: &[(u32, &TrialMetrics)]) -> Vec<String> {
@@ -58,7 +59,9 @@ fn judge(
 ) -> Option<String> {
     let key = b.metric.key();
     let value = match values.get(&key) {
-        None => return Some(format!("{name}{key} was not measured: this experiment writes no such file")),
+        // Loading refuses a bound on a file the experiment never writes;
+        // latency.csv is written only when an operation was timed.
+        None => return Some(format!("{name}{key} was not measured: no {}.csv was written", b.metric.file)),
         // An empty cell: nothing of the kind happened (no stale belief, so
         // no longest one). Nothing exceeds a ceiling; nothing meets a floor.
         Some(None) => {
@@ -161,6 +164,6 @@ mod tests {
         assert!(floor.contains("is empty"), "{floor}");
         assert_eq!(judge(&bound("summary.gap_min_ms", Bound::Max(1.0)), &values, 1.0, ""), None, "no gap exceeds");
         let other = judge(&bound("network.double_grants", Bound::Max(0.0)), &values, 1.0, "").unwrap();
-        assert!(other.contains("writes no such file"), "{other}");
+        assert!(other.contains("no network.csv was written"), "{other}");
     }
 }
