@@ -268,8 +268,9 @@ pub struct ShrinkArgs {
 
 #[derive(Args, Debug)]
 pub struct CompareArgs {
-    /// A: a results directory, or DIR@SETTING for one point of its sweep
-    /// (its `setting` in trials.csv, e.g. `results/lease/latest@lease=9s`).
+    /// A: a results directory, or DIR@SETTING for one point of its sweep, in
+    /// the experiment's own time or as trials.csv names it (as run), e.g.
+    /// `results/lease/latest@lease=9s`.
     #[arg(value_name = "A")]
     pub a: String,
     /// B: the same, compared against A (differences read B − A).

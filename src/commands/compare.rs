@@ -11,12 +11,15 @@ use crate::cli::CompareArgs;
 use crate::error::Error;
 use crate::experiment::{load_record, to_yaml};
 use crate::model::Experiment;
-use crate::report::two_runs::{ALPHA, Row, compare as compare_metrics, metrics};
+use crate::model::summary_metrics::Features;
+use crate::report::two_runs::{ALPHA, Row, compare as compare_metrics, family_size, metrics, p_text};
 
 /// One side as read: where, which point, its settings and its metrics.
 struct Side {
     dir: PathBuf,
+    /// The sweep point, as trials.csv names it (as run), and its index.
     point: Option<String>,
+    unit: usize,
     exp: Experiment,
     trials: usize,
     /// Trials the machine disturbed, and of them those left out of the
@@ -38,13 +41,25 @@ struct SideJson<'a> {
     time_scale: f64,
 }
 
+/// A setting whose resolved text differs (a block such as `faults:` whole).
+#[derive(Serialize)]
+struct Differs {
+    setting: String,
+    a: String,
+    b: String,
+}
+
 #[derive(Serialize)]
 struct Json<'a> {
     a: SideJson<'a>,
     b: SideJson<'a>,
-    /// Settings whose resolved lines differ: (setting, A's, B's).
-    settings_differ: Vec<(String, String, String)>,
+    /// Settings whose resolved lines differ, as run (scaled).
+    settings_differ: Vec<Differs>,
+    /// The same results directory and point on both sides.
+    same_run: bool,
     alpha: f64,
+    /// How many p-values Holm's correction was made across.
+    holm_family: usize,
     metrics: &'a [Row],
 }
 
@@ -74,8 +89,10 @@ pub fn compare(args: &CompareArgs) -> Result<(), Error> {
         let json = Json {
             a: SideJson { point: a.point.as_deref(), ..side_json(&a) },
             b: SideJson { point: b.point.as_deref(), ..side_json(&b) },
-            settings_differ: differ,
+            settings_differ: differ.into_iter().map(|(setting, a, b)| Differs { setting, a, b }).collect(),
+            same_run: same_run(&a, &b),
             alpha: ALPHA,
+            holm_family: family_size(&rows),
             metrics: &rows,
         };
         let text = serde_json::to_string_pretty(&json).expect("the comparison serialises");
@@ -128,17 +145,29 @@ fn side(arg: &str, which: &str) -> Result<Side, Error> {
     // metric but the count of such trials (unless it is all there is).
     let calm: Vec<&crate::check::TrialMetrics> = mine.iter().copied().filter(|m| !m.disturbance.disturbed()).collect();
     let used = if calm.is_empty() { &mine } else { &calm };
-    let mut metrics = metrics(used, unit_exp.time_scale, unit_exp.substrate.observe);
+    let mut metrics = metrics(used, unit_exp.time_scale, Features::of(&unit_exp));
     for m in metrics.iter_mut().filter(|m| m.key == "disturbed_trials") {
         let k = mine.len() - calm.len();
         m.sample = crate::report::two_runs::Sample::Trials { k, n: mine.len() };
     }
     let disturbed = mine.len() - calm.len();
-    Ok(Side { dir, point, trials: mine.len(), disturbed, left_out: mine.len() - used.len(), exp: unit_exp, metrics })
+    // The point as trials.csv names it, however it was asked for.
+    let point = point.map(|_| all[unit].1.clone());
+    Ok(Side {
+        dir,
+        point,
+        unit,
+        trials: mine.len(),
+        disturbed,
+        left_out: mine.len() - used.len(),
+        exp: unit_exp,
+        metrics,
+    })
 }
 
 /// The settings whose resolved text differs, by top-level key (a block such
-/// as `faults:` compared whole; the name and description left out).
+/// as `faults:` compared whole; the name, description and reference left
+/// out).
 fn settings_differ(a: &Experiment, b: &Experiment) -> Vec<(String, String, String)> {
     let (ya, yb) = (blocks(&to_yaml(a)), blocks(&to_yaml(b)));
     let mut keys: Vec<&String> = ya.iter().chain(&yb).map(|(k, _)| k).collect();
@@ -148,7 +177,9 @@ fn settings_differ(a: &Experiment, b: &Experiment) -> Vec<(String, String, Strin
         blocks.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone()).unwrap_or_else(|| "(none)".into())
     };
     keys.into_iter()
-        .filter(|k| !matches!(k.as_str(), "name" | "description" | "seed" | "trials"))
+        // What names and documents an experiment, and how many trials it
+        // ran, change nothing a trial measures.
+        .filter(|k| !matches!(k.as_str(), "name" | "description" | "reference" | "seed" | "trials"))
         .filter_map(|k| {
             let (va, vb) = (get(&ya, k), get(&yb, k));
             (va != vb).then(|| (k.clone(), va, vb))
@@ -171,14 +202,36 @@ fn blocks(yaml: &str) -> Vec<(String, String)> {
             continue;
         }
         if let Some((k, v)) = line.split_once(':') {
-            out.push((k.trim().to_string(), v.trim().to_string()));
+            let (k, v) = (k.trim(), v.trim());
+            // A section written as one JSON line (worker, substrate): a
+            // setting each, so that one changed setting is told alone.
+            match serde_json::from_str::<serde_json::Value>(v) {
+                Ok(serde_json::Value::Object(map)) => flatten(k, &serde_json::Value::Object(map), &mut out),
+                _ => out.push((k.to_string(), v.to_string())),
+            }
         }
     }
     out
 }
 
+/// `worker: {"resource": "fenced", …}` as (`worker.resource`, `fenced`), ….
+fn flatten(key: &str, value: &serde_json::Value, out: &mut Vec<(String, String)>) {
+    match value {
+        serde_json::Value::Object(map) if !map.is_empty() => {
+            for (k, v) in map {
+                flatten(&format!("{key}.{k}"), v, out);
+            }
+        }
+        serde_json::Value::String(text) => out.push((key.to_string(), text.clone())),
+        other => out.push((key.to_string(), other.to_string())),
+    }
+}
+
 fn describe(s: &Side) -> String {
-    let point = s.point.as_ref().map_or(String::new(), |p| format!(" at {p}"));
+    let point = s.point.as_ref().map_or(String::new(), |p| {
+        let own = crate::report::suite::own_label(p, s.exp.time_scale);
+        if own == *p { format!(" at {p}") } else { format!(" at {own} (as run: {p})") }
+    });
     let left = match (s.left_out, s.disturbed) {
         (0, 0) => String::new(),
         (0, _) => " (⚠ every one disturbed by the machine: kept, as there is nothing else; its numbers measure the \
@@ -189,35 +242,90 @@ fn describe(s: &Side) -> String {
     format!("`{}`{point}, {} trials{left}, time scale {}", s.dir.display(), s.trials, s.exp.time_scale)
 }
 
+/// Both sides are one run's one point: nothing can differ but by chance of
+/// nothing at all.
+fn same_run(a: &Side, b: &Side) -> bool {
+    let canonical = |d: &Path| d.canonicalize().unwrap_or_else(|_| d.to_path_buf());
+    canonical(&a.dir) == canonical(&b.dir) && a.unit == b.unit
+}
+
 fn markdown(a: &Side, b: &Side, differ: &[(String, String, String)], rows: &[Row]) -> String {
     let mut s = format!("# B against A\n\n- A: {}\n- B: {}\n", describe(a), describe(b));
-    if a.exp.time_scale != b.exp.time_scale {
+    if same_run(a, b) {
+        s += "- ⚠ A and B are the same run: every difference below is 0 by construction.\n";
+    }
+    let (sa, sb) = (a.exp.time_scale, b.exp.time_scale);
+    if sa != sb {
         s += &format!(
-            "- Time scales differ ({} and {}): the settings below are as run, scaled; the metrics are in each \
-             experiment's own time.\n",
-            a.exp.time_scale, b.exp.time_scale
+            "- Time scales differ ({sa} and {sb}): the settings below are as run, scaled; the metrics are in each \
+             experiment's own time.\n"
+        );
+    } else if sa != 1.0 {
+        s += &format!(
+            "- Both ran at time scale {sa}: the settings below are as run (scaled); the metrics are in the \
+             experiment's own time (divided by {sa}).\n"
         );
     }
     if differ.is_empty() {
         s += "- Settings: the same (a second run of one experiment).\n";
     } else {
-        let one = |v: &str| if v.contains('\n') { "(a block)".to_string() } else { format!("`{v}`") };
-        let list: Vec<String> = differ.iter().map(|(k, va, vb)| format!("{k} {} → {}", one(va), one(vb))).collect();
+        let list: Vec<String> = differ.iter().map(|(k, va, vb)| setting_change(k, va, vb)).collect();
         s += &format!("- Settings that differ: {}.\n", list.join("; "));
     }
     s += &format!(
         "\nTimes in the experiments' own time (divided by the time scale). Durations: the Hodges–Lehmann shift B − A \
          with its 95 % interval, the Mann–Whitney U test; rates: B − A with Newcombe's 95 % interval, Fisher's exact \
-         test; p corrected by Holm's method across the {} metrics compared, significant below {ALPHA}.\n\n",
-        rows.len()
+         test; p corrected by Holm's method across the {} metrics of the system compared (the machine's \
+         disturbances judged apart), significant below {ALPHA}.\n\n",
+        family_size(rows)
     );
     s += "| metric | A | B | B − A (95 % CI) | p | p (Holm) | verdict |\n|---|---|---|---|---|---|---|\n";
+    let p_cell = |p: f64| p_text(p).trim_start_matches("p = ").trim_start_matches("p ").to_string();
     for r in rows {
         let diff = crate::report::two_runs::diff_text(r);
         let verdict = if r.significant { format!("**{}**", r.verdict) } else { r.verdict.clone() };
-        s += &format!("| {} | {} | {} | {diff} | {:.3} | {:.3} | {verdict} |\n", r.label, r.a, r.b, r.p, r.p_holm);
+        s += &format!(
+            "| {} | {} | {} | {diff} | {} | {} | {verdict} |\n",
+            r.label,
+            r.a,
+            r.b,
+            p_cell(r.p),
+            p_cell(r.p_holm)
+        );
     }
     s
+}
+
+/// "lease `850ms` → `1050ms`"; a block by the lines only one side has:
+/// "faults: A's `after: renewed`, B's `at: 0s`".
+fn setting_change(key: &str, a: &str, b: &str) -> String {
+    if !a.contains('\n') && !b.contains('\n') {
+        return format!("{key} `{a}` → `{b}`");
+    }
+    let lines = |v: &str| -> Vec<String> {
+        v.lines().map(|l| l.trim().trim_start_matches("- ").to_string()).filter(|l| !l.is_empty()).collect()
+    };
+    let (la, lb) = (lines(a), lines(b));
+    let only = |mine: &[String], other: &[String]| -> String {
+        let mut rest = other.to_vec();
+        let own: Vec<String> = mine
+            .iter()
+            .filter(|l| match rest.iter().position(|r| r == *l) {
+                Some(i) => {
+                    rest.remove(i);
+                    false
+                }
+                None => true,
+            })
+            .map(|l| format!("`{l}`"))
+            .collect();
+        match own.len() {
+            0 => "nothing more".to_string(),
+            n if n > 4 => format!("{} and {} more", own[..4].join(", "), n - 4),
+            _ => own.join(", "),
+        }
+    };
+    format!("{key}: A's {}, B's {}", only(&la, &lb), only(&lb, &la))
 }
 
 #[cfg(test)]
@@ -225,10 +333,23 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_block_that_differs_is_told_by_the_lines_only_one_side_has() {
+        assert_eq!(setting_change("lease", "850ms", "1050ms"), "lease `850ms` → `1050ms`");
+        let a = "\n  - at: 8500ms\n    after: renewed\n    target: leader";
+        let b = "\n  - at: 8500ms\n    target: leader";
+        assert_eq!(setting_change("faults", a, b), "faults: A's `after: renewed`, B's nothing more");
+    }
+
+    #[test]
     fn a_resolved_file_is_cut_into_its_settings_and_blocks() {
         let b = blocks("# head\nname: x\nlease: 9s\nfaults:\n  - at: 1s\n    action: kill\nworkers: 3\n");
         assert_eq!(b[1], ("lease".into(), "9s".into()));
         assert_eq!(b[2], ("faults".into(), "\n  - at: 1s\n    action: kill".into()));
         assert_eq!(b[3], ("workers".into(), "3".into()));
+        let w =
+            blocks("worker: {\"resource\":\"fenced\",\"epoch_job\":{\"epoch\":\"1s\"},\"failpoint_workers\":null}\n");
+        assert_eq!(w[0], ("worker.epoch_job.epoch".into(), "1s".into()));
+        assert_eq!(w[1], ("worker.failpoint_workers".into(), "null".into()));
+        assert_eq!(w[2], ("worker.resource".into(), "fenced".into()));
     }
 }

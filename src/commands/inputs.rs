@@ -315,15 +315,52 @@ impl<M: Fn(u32) -> bool, K: FnMut(u32, History)> TrialReader for Judge<'_, M, K>
 /// argument that named it).
 pub fn unit_named(exp: &Experiment, dir: &Path, point: &str, what: &str) -> Result<usize, Error> {
     let all = exp.units();
-    all.iter().position(|(_, label)| label == point).ok_or_else(|| {
+    let own = |(unit, label): &(&Experiment, String)| crate::report::suite::own_label(label, unit.time_scale);
+    // As trials.csv names it (as run, scaled), or in the experiment's own
+    // time; a name that is one point's as run and another's own is refused.
+    let as_run = all.iter().position(|u| same_point(&u.1, point));
+    let in_own = all.iter().position(|u| same_point(&own(u), point));
+    if let (Some(r), Some(o)) = (as_run, in_own)
+        && r != o
+    {
+        return Err(Error::Conflict(format!(
+            "{what}: {point} names two points of {}: as run, the point of {} in the experiment's own time, and in \
+             own time, the point run as {}: ask for one of those names",
+            dir.display(),
+            own(&all[r]),
+            all[o].1
+        )));
+    }
+    as_run.or(in_own).ok_or_else(|| {
         let labels: Vec<&str> = all.iter().map(|(_, l)| l.as_str()).filter(|l| !l.is_empty()).collect();
+        let owns: Vec<String> = all.iter().filter(|(_, l)| !l.is_empty()).map(own).collect();
         let there = if labels.is_empty() {
             "it has no sweep".to_string()
-        } else {
+        } else if owns.iter().map(String::as_str).eq(labels.iter().copied()) {
             format!("its points: {}", labels.join(", "))
+        } else {
+            format!("its points: {}; as run, scaled, as trials.csv names them: {}", owns.join(", "), labels.join(", "))
         };
         Error::Conflict(format!("{what}: {} has no sweep point {point} ({there})", dir.display()))
     })
+}
+
+/// Two names of one point: the same settings in any order, a duration in
+/// any unit (`watch=1s` is `watch=1000ms`).
+fn same_point(label: &str, asked: &str) -> bool {
+    let pairs = |l: &str| -> Vec<(String, String)> {
+        let mut v: Vec<(String, String)> = l
+            .split_whitespace()
+            .map(|kv| {
+                let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+                let v = crate::model::Dur::parse(v).map_or_else(|_| v.to_string(), |d| format!("{}us", d.as_us()));
+                (k.to_string(), v)
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    !label.is_empty() && pairs(label) == pairs(asked)
 }
 
 /// Print each expectation of the experiment with ✓ or ✗ (as k6 prints its
@@ -413,6 +450,14 @@ pub fn abbreviate(items: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_point_is_named_in_any_order_and_any_unit() {
+        assert!(same_point("lease=850ms renew=300ms", "renew=0.3s lease=850ms"));
+        assert!(same_point("watch=1s", "watch=1000ms") && !same_point("watch=1s", "watch=1s lease=9s"));
+        assert!(same_point("substrate=redis", "substrate=redis") && !same_point("substrate=redis", "substrate=file"));
+        assert!(!same_point("", ""), "an experiment without a sweep has no point");
+    }
 
     #[test]
     fn globs_match_names_whole() {

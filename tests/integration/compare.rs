@@ -47,7 +47,8 @@ mod alone {
         let json: serde_json::Value = serde_json::from_str(&stdout).unwrap();
         let differ = json["settings_differ"].as_array().unwrap();
         assert_eq!(differ.len(), 1, "only the lease differs: {differ:?}");
-        assert_eq!(differ[0][0], "lease");
+        assert_eq!(differ[0]["setting"], "lease");
+        assert_eq!(json["same_run"], false);
         let kill = json["metrics"].as_array().unwrap().iter().find(|m| m["key"] == "gap.kill").expect("a kill gap row");
         // In the experiment's own time: the machine's tolerance, scaled.
         let tol_s = 2.0 * timing.tol / 1000.0 / scale;
@@ -72,6 +73,7 @@ mod alone {
         let text = String::from_utf8_lossy(&same.stdout);
         assert_eq!(same.status.code(), Some(0), "{text}");
         assert!(text.contains("Settings: the same") && !text.contains("**"), "{text}");
+        assert!(text.contains("A and B are the same run"), "{text}");
     }
 }
 
@@ -84,7 +86,11 @@ fn compare_refuses_what_it_cannot_compare_before_reading_anything_else() {
     let dir = run.out.display().to_string();
     let cases: [(String, &str); 3] = [
         (dir.clone(), "has 2 sweep points: name one as"),
-        (format!("{dir}@lease=9s"), "has no sweep point lease=9s (its points: "),
+        (
+            format!("{dir}@lease=10s"),
+            "has no sweep point lease=10s (its points: lease=9s, lease=12s; as run, scaled, as trials.csv names them: \
+             lease=900ms, lease=1200ms)",
+        ),
         (lab.path().join("nowhere").display().to_string(), "not a results directory"),
     ];
     for (side, want) in cases {

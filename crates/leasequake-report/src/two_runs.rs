@@ -9,6 +9,7 @@ use serde::Serialize;
 use crate::check::TrialMetrics;
 use crate::check::stats::percentile;
 use crate::check::twosample::{holm, rate_diff, shift};
+use crate::model::summary_metrics::Features;
 
 /// Below this (Holm-adjusted) p, a difference is called significant.
 pub const ALPHA: f64 = 0.05;
@@ -32,9 +33,9 @@ pub struct Metric {
 }
 
 /// The metrics a side's trials give (each trial once; durations divided
-/// by the time scale). `observed`: the harness looked at the lease itself,
-/// so the service's view is a metric too.
-pub fn metrics(trials: &[&TrialMetrics], scale: f64, observed: bool) -> Vec<Metric> {
+/// by the time scale): the core ones, and those of each feature the
+/// experiment runs (its stale writes, duplicate jobs, double grants, …).
+pub fn metrics(trials: &[&TrialMetrics], scale: f64, features: Features) -> Vec<Metric> {
     let own = |us: i64| us as f64 / 1e6 / scale;
     let n = trials.len();
     let mut out = Vec::new();
@@ -66,7 +67,32 @@ pub fn metrics(trials: &[&TrialMetrics], scale: f64, observed: bool) -> Vec<Metr
     out.push(count("double_leader_trials", "trials with two leaders", &|t| t.max_leaders > 1));
     out.push(count("wedged_trials", "wedged trials", &|t| t.wedged));
     out.push(count("disturbed_trials", "trials the machine disturbed", &|t| t.disturbance.disturbed()));
-    if observed {
+    if features.evictions {
+        out.push(count(
+            "false_eviction_trials",
+            "trials with a paused leader replaced that came back believing",
+            &|t| t.evictions.false_evictions > 0,
+        ));
+    }
+    if features.writes {
+        out.push(count("stale_write_trials", "trials with a stale write", &|t| t.writes.stale > 0));
+        out.push(count("stale_write_accepted_trials", "trials with a stale write accepted", &|t| {
+            t.writes.stale_accepted > 0
+        }));
+    }
+    if features.jobs {
+        out.push(count("duplicate_trials", "trials with a duplicate execution", &|t| t.jobs.duplicates > 0));
+        out.push(count("missed_epoch_trials", "trials with a missed epoch", &|t| t.jobs.missed > 0));
+        out.push(count("stale_result_applied_trials", "trials with a stale result applied", &|t| {
+            t.jobs.stale_applied > 0
+        }));
+    }
+    if features.network {
+        out.push(count("double_grant_trials", "trials with a double grant", &|t| t.network.double_grants.definite > 0));
+        out.push(seconds("recovery", "recovery after the last heal", per_trial(&|t| t.network.recovery_us)));
+        out.push(count("unrecovered_trials", "trials not recovered after a heal", &|t| t.network.unrecovered > 0));
+    }
+    if features.service {
         out.push(count("unbacked_trials", "trials with a belief the service did not back", &|t| {
             t.service.unbacked > 0
         }));
@@ -90,6 +116,12 @@ pub struct Row {
     /// "median 9.53 s of 10" or "3/30".
     pub a: String,
     pub b: String,
+    /// The same as numbers, for a program to read.
+    pub a_stat: Stat,
+    pub b_stat: Stat,
+    /// What `estimate`, `low` and `high` are in: `seconds` (of the
+    /// experiment's own time) or `rate` (a difference of two proportions).
+    pub unit: &'static str,
     /// B − A (seconds, or a difference of rates in [−1, 1]) and its 95 %
     /// interval (null ends in JSON: too few values for one).
     pub estimate: f64,
@@ -107,6 +139,31 @@ pub struct Row {
     pub verdict: String,
 }
 
+/// One side of one metric as numbers: durations' median (seconds of the
+/// experiment's own time) and count, or trials with the property of `n`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Stat {
+    Seconds { median: f64, n: usize },
+    Trials { k: usize, n: usize },
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    percentile(&s, 0.5).unwrap_or(0.0)
+}
+
+fn seconds_stat(v: &[f64]) -> Stat {
+    Stat::Seconds { median: median(v), n: v.len() }
+}
+
+/// How many p-values Holm's correction was made across: every row but the
+/// machine's own.
+pub fn family_size(rows: &[Row]) -> usize {
+    rows.iter().filter(|r| r.key != MACHINE).count()
+}
+
 /// Every metric both sides have, compared; None where they share none.
 pub fn compare(a: &[Metric], b: &[Metric]) -> Vec<Row> {
     let mut rows: Vec<Row> = a
@@ -122,6 +179,9 @@ pub fn compare(a: &[Metric], b: &[Metric]) -> Vec<Row> {
                         label,
                         a: median_text(x),
                         b: median_text(y),
+                        a_stat: seconds_stat(x),
+                        b_stat: seconds_stat(y),
+                        unit: "seconds",
                         estimate: s.estimate,
                         low: s.low,
                         high: s.high,
@@ -140,6 +200,9 @@ pub fn compare(a: &[Metric], b: &[Metric]) -> Vec<Row> {
                         label,
                         a: format!("{k1}/{n1}"),
                         b: format!("{k2}/{n2}"),
+                        a_stat: Stat::Trials { k: *k1, n: *n1 },
+                        b_stat: Stat::Trials { k: *k2, n: *n2 },
+                        unit: "rate",
                         estimate: d.estimate,
                         low: d.low,
                         high: d.high,
@@ -173,31 +236,56 @@ pub fn compare(a: &[Metric], b: &[Metric]) -> Vec<Row> {
 const MACHINE: &str = "disturbed_trials";
 
 fn median_text(v: &[f64]) -> String {
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    format!("median {} of {}", secs(percentile(&s, 0.5).unwrap_or(0.0)), v.len())
+    format!("median {} of {}", secs(median(v)), v.len())
 }
 
-/// A duration as a person reads it: 3 significant digits, at least ms.
+/// The unit a group of durations is read in, from the largest of them:
+/// seconds from 1 s, milliseconds from 1 ms, else microseconds (a
+/// sub-millisecond shift is a number, not "0.000 s").
+#[derive(Clone, Copy)]
+struct Unit {
+    per_second: f64,
+    name: &'static str,
+}
+
+fn unit_for(values: &[f64]) -> Unit {
+    let largest = values.iter().filter(|v| v.is_finite()).fold(0.0_f64, |m, v| m.max(v.abs()));
+    match largest {
+        x if x >= 1.0 => Unit { per_second: 1.0, name: "s" },
+        x if x >= 1e-3 => Unit { per_second: 1e3, name: "ms" },
+        _ => Unit { per_second: 1e6, name: "µs" },
+    }
+}
+
+/// A number of the unit, three significant digits (two decimals below
+/// 10), a true minus sign, and a `+` on a positive one when `signed`.
+fn number(seconds: f64, unit: Unit, signed: bool) -> String {
+    let x = seconds * unit.per_second;
+    let decimals = match x.abs() {
+        a if a >= 100.0 => 0,
+        a if a >= 10.0 => 1,
+        _ => 2,
+    };
+    let text = format!("{:.*}", decimals, x.abs());
+    let zero = text.chars().all(|c| c == '0' || c == '.');
+    match (zero, x < 0.0, signed) {
+        (true, _, _) => "0".to_string(),
+        (false, true, _) => format!("−{text}"),
+        (false, false, true) => format!("+{text}"),
+        (false, false, false) => text,
+    }
+}
+
+/// A duration as a person reads it: "9.53 s", "310 ms", "45.0 µs".
 fn secs(s: f64) -> String {
-    let a = s.abs();
-    if a >= 10.0 {
-        format!("{s:.1} s")
-    } else if a >= 1.0 {
-        format!("{s:.2} s")
-    } else {
-        format!("{s:.3} s")
-    }
+    let unit = unit_for(&[s]);
+    format!("{} {}", number(s, unit, false), unit.name)
 }
 
-fn signed_secs(s: f64) -> String {
-    if s.abs() < 0.0005 {
-        secs(0.0)
-    } else if s > 0.0 {
-        format!("+{}", secs(s))
-    } else {
-        secs(s)
-    }
+/// A duration signed, in the unit of the durations read beside it:
+/// "+2.00 s", "−310 ms".
+fn signed(seconds: f64, unit: Unit) -> String {
+    format!("{} {}", number(seconds, unit, true), unit.name)
 }
 
 fn pct(x: f64) -> String {
@@ -207,7 +295,7 @@ fn pct(x: f64) -> String {
     } else if v == 0.0 {
         "0 %".to_string()
     } else {
-        format!("{v:.0} %")
+        format!("−{:.0} %", -v)
     }
 }
 
@@ -221,26 +309,28 @@ fn round2(p: f64) -> String {
     format!("{p:.*}", digits.clamp(2, 6))
 }
 
-/// The difference as a table cell: "+2.00 s (+1.98 s…+2.03 s)", "-10 %
-/// (-26 %…+3 %)"; an unbounded end is ∞.
+/// The difference as a table cell: "+2.00 s (+1.98 s…+2.03 s)", "−10 %
+/// (−26 %…+3 %)"; an unbounded end is ∞.
 pub fn diff_text(r: &Row) -> String {
-    let end = |v: f64| match (v.is_finite(), r.b_above.is_some()) {
-        (false, _) if v < 0.0 => "-∞".to_string(),
+    let seconds = r.b_above.is_some();
+    let unit = unit_for(&[r.estimate, r.low, r.high]);
+    let value = |v: f64| match (v.is_finite(), seconds) {
+        (false, _) if v < 0.0 => "−∞".to_string(),
         (false, _) => "+∞".to_string(),
-        (true, true) => signed_secs(v),
+        (true, true) => signed(v, unit),
         (true, false) => pct(v),
     };
-    let estimate = if r.b_above.is_some() { signed_secs(r.estimate) } else { pct(r.estimate) };
-    format!("{estimate} ({}…{})", end(r.low), end(r.high))
+    format!("{} ({}…{})", value(r.estimate), value(r.low), value(r.high))
 }
 
-/// "B's median kill gap is 2.00 s longer (1.93–2.05 s, p < 0.001)";
-/// "trials with two leaders 3/30 vs 0/30: not significant (−10 %,
-/// −24 %…+3 %, p = 0.24)".
+/// "B's kill gap is 2.00 s longer (1.93–2.05 s, p < 0.001)"; "trials with
+/// two leaders 3/30 vs 0/30: not significant (−10 %, −24 %…+3 %, p =
+/// 0.24)".
 fn verdict(r: &Row) -> String {
     let p = p_text(r.p_holm);
     let seconds = r.b_above.is_some();
     let bounded = r.low.is_finite() && r.high.is_finite();
+    let unit = unit_for(&[r.estimate, r.low, r.high]);
     match (seconds, r.significant) {
         // Most values 0 on both sides (time with two leaders): the median
         // shift is 0 and only the U test's direction says anything.
@@ -256,25 +346,23 @@ fn verdict(r: &Row) -> String {
             let (word, lo, hi) =
                 if r.estimate < 0.0 { ("shorter", -r.high, -r.low) } else { ("longer", r.low, r.high) };
             format!(
-                "B's {} is {} {word} ({}–{}, {p})",
+                "B's {} is {} {u} {word} ({}–{} {u}, {p})",
                 r.label,
-                secs(r.estimate.abs()),
-                secs(lo).trim_end_matches(" s"),
-                secs(hi),
+                number(r.estimate.abs(), unit, false),
+                number(lo, unit, false),
+                number(hi, unit, false),
+                u = unit.name,
             )
         }
         (true, false) if !bounded => format!(
             "{}: no significant difference (B − A {}; too few values for a 95 % interval, {p})",
             r.label,
-            signed_secs(r.estimate)
+            signed(r.estimate, unit)
         ),
-        (true, false) => format!(
-            "{}: no significant difference (B − A {}, {}…{}, {p})",
-            r.label,
-            signed_secs(r.estimate),
-            signed_secs(r.low),
-            signed_secs(r.high)
-        ),
+        (true, false) => {
+            let [estimate, low, high] = [r.estimate, r.low, r.high].map(|v| signed(v, unit));
+            format!("{}: no significant difference (B − A {estimate}, {low}…{high}, {p})", r.label)
+        }
         (false, sig) => format!(
             "{} {} vs {}: {} ({}, {}…{}, {p})",
             r.label,
@@ -319,7 +407,7 @@ mod tests {
         assert!(kill.verdict.ends_with("p < 0.001)"), "{}", kill.verdict);
         let two = &rows[1];
         assert!(!two.significant);
-        assert_eq!(two.verdict, "double leader trials 3/30 vs 0/30: not significant (-10 %, -26 %…+3 %, p = 0.24)");
+        assert_eq!(two.verdict, "double leader trials 3/30 vs 0/30: not significant (−10 %, −26 %…+3 %, p = 0.24)");
         // Holm over two: the smaller p is doubled, the larger kept.
         assert!((kill.p_holm - 2.0 * kill.p).abs() < 1e-15 && two.p_holm == two.p);
     }
@@ -353,7 +441,25 @@ mod tests {
         assert_eq!(p_text(0.2373), "p = 0.24");
         assert_eq!(p_text(0.0123), "p = 0.012");
         assert_eq!(secs(9.531), "9.53 s");
-        assert_eq!(secs(0.31), "0.310 s");
-        assert_eq!(signed_secs(-0.1), "-0.100 s");
+        assert_eq!(secs(12.84), "12.8 s");
+        assert_eq!(secs(0.31), "310 ms");
+        assert_eq!(secs(0.000_045), "45.0 µs");
+        assert_eq!(secs(0.0), "0 µs");
+        let ms = unit_for(&[0.1, -0.0004]);
+        assert_eq!(
+            (signed(-0.1, ms), signed(0.0004, ms), signed(0.000_001, ms)),
+            ("−100 ms".into(), "+0.40 ms".into(), "0 ms".into())
+        );
+    }
+
+    #[test]
+    fn a_sub_millisecond_shift_is_said_in_its_unit() {
+        // Times to the first leader of a few hundred µs, B's 150 µs later.
+        let a: Vec<f64> = (0..10).map(|i| 300e-6 + f64::from(i) * 5e-6).collect();
+        let b: Vec<f64> = a.iter().map(|x| x + 150e-6).collect();
+        let rows = compare(&[secs_metric("first_leader", &a)], &[secs_metric("first_leader", &b)]);
+        assert_eq!(rows[0].a, "median 322 µs of 10");
+        assert!(rows[0].verdict.starts_with("B's first_leader is 150 µs longer ("), "{}", rows[0].verdict);
+        assert!(diff_text(&rows[0]).starts_with("+150 µs ("), "{}", diff_text(&rows[0]));
     }
 }
