@@ -16,9 +16,12 @@ const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (build ", env!("LEASE
     version = VERSION,
     about = "Chaos harness for lease-based leader election over real processes",
     long_about = "Chaos harness for lease-based leader election over real processes.\n\n\
-        Spawns N real worker processes against a shared lease, injects SIGKILL, SIGTERM, \
-        SIGSTOP/SIGCONT pauses and lock-file corruption at scripted moments, and measures \
-        leaderless gaps and double leaders to CSV.\n\n\
+        Spawns N real worker processes (the built-in lock-file worker, or any program) against a \
+        lease (a lock file, flock, Redis, PostgreSQL, etcd, replicated or not), injects faults at \
+        scripted or protocol-relative moments (kills, SIGTERM, pauses, lock-file damage, server \
+        pauses and restarts, partitions, lost replies, delays, clock skew), records one history per \
+        trial and measures leaderless gaps, double leaders, wedges and stale writes, each beside \
+        its theory's bound.\n\n\
         Exit codes: 0 success, 1 an `expect:` failed, 2 bad input, 3 harness failure, 130 interrupted."
 )]
 pub struct Cli {
@@ -37,7 +40,8 @@ pub fn public_command() -> clap::Command {
     if let Some(about) = full.get_long_about() {
         cmd = cmd.long_about(about.clone());
     }
-    cmd.subcommands(full.get_subcommands().filter(|s| !s.is_hide_set()).cloned())
+    // No `help` subcommand: its page would be listed and never written.
+    cmd.disable_help_subcommand(true).subcommands(full.get_subcommands().filter(|s| !s.is_hide_set()).cloned())
 }
 
 #[derive(Subcommand, Debug)]
@@ -381,8 +385,9 @@ pub struct RunArgs {
     /// Also measure that calibration under CPU hogs of its own (a spinning
     /// process per core for about 2 s), recorded in host.json as
     /// `calibration_loaded`: the error bars under load. Off by default: on
-    /// a shared machine the hogs slow everyone else down.
-    #[arg(long, conflicts_with = "no_calibrate")]
+    /// a shared machine the hogs slow everyone else down. Not with --shard:
+    /// the hogs would load the other shards' trials.
+    #[arg(long, conflicts_with_all = ["no_calibrate", "shard"])]
     pub calibrate_loaded: bool,
     /// Also write every experiment's measurements, bounds, expectations and
     /// verdict to FILE as JSON (durations in each experiment's own time).

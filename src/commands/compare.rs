@@ -239,7 +239,8 @@ fn describe(s: &Side) -> String {
             .to_string(),
         (n, _) => format!(" ({n} disturbed by the machine, left out)"),
     };
-    format!("`{}`{point}, {} trials{left}, time scale {}", s.dir.display(), s.trials, s.exp.time_scale)
+    let trials = super::plan::counted(s.trials as u64, "trial");
+    format!("`{}`{point}, {trials}{left}, time scale {}", s.dir.display(), s.exp.time_scale)
 }
 
 /// Both sides are one run's one point: nothing can differ but by chance of

@@ -78,19 +78,27 @@ fn yaml_files(dir: &Path, levels: usize) -> std::io::Result<Vec<PathBuf>> {
 }
 
 /// The experiments whose name matches one of the globs (`*` any run of
-/// characters, `?` one), in their order; no glob keeps them all. A glob
-/// that matches none is refused, naming what there is.
+/// characters, `?` one), in their order; no glob keeps them all. Globs
+/// that together match none are refused, naming what there is; one of
+/// several that matches none is warned of.
 pub fn filter(exps: Vec<Experiment>, globs: &[String]) -> Result<Vec<Experiment>, Error> {
     if globs.is_empty() {
         return Ok(exps);
     }
-    if let Some(g) = globs.iter().find(|g| !exps.iter().any(|e| glob(g, &e.name))) {
+    let idle: Vec<&String> = globs.iter().filter(|g| !exps.iter().any(|e| glob(g, &e.name))).collect();
+    if idle.len() == globs.len() {
         let names: Vec<&str> = exps.iter().map(|e| e.name.as_str()).collect();
+        let asked: Vec<String> = globs.iter().map(|g| format!("--filter {g}")).collect();
         return Err(Error::Conflict(format!(
-            "--filter {g}: matches none of the {} experiments ({})",
-            names.len(),
+            "{}: {} none of the {} ({})",
+            asked.join(", "),
+            if globs.len() == 1 { "matches" } else { "match" },
+            super::plan::counted(names.len() as u64, "experiment"),
             names.join(", ")
         )));
+    }
+    for g in idle {
+        crate::warnln!("warning: --filter {g} matches no experiment (the others do)");
     }
     Ok(exps.into_iter().filter(|e| wanted(globs, &e.name)).collect())
 }

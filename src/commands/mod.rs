@@ -139,6 +139,9 @@ fn man(dir: Option<&std::path::Path>) -> Result<(), Error> {
         crate::say!("{}", String::from_utf8_lossy(&out));
         return Ok(());
     };
+    if dir.exists() && !dir.is_dir() {
+        return Err(Error::Path { path: dir.to_path_buf(), problem: "--dir: not a directory".into() });
+    }
     let io = |source| Error::Io { path: dir.to_path_buf(), source };
     std::fs::create_dir_all(dir).map_err(io)?;
     let pages = 1 + cmd.get_subcommands().count();

@@ -44,7 +44,7 @@ pub fn plan(files: &[PathBuf], globs: &[String], overrides: &Overrides) -> Resul
         sayln!("{}", one(exp, trials, seconds));
     }
     if exps.len() > 1 {
-        sayln!("total: {} experiments, {total_trials} trials, about {}", exps.len(), human(total_s));
+        sayln!("total: {} experiments, {}, about {}", exps.len(), counted(total_trials, "trial"), human(total_s));
     }
     Ok(())
 }
@@ -239,6 +239,11 @@ fn network_warnings(exp: &Experiment) -> Vec<String> {
 /// worth a warning: a kill lands inside a renewal that often, and on a lock
 /// file rewritten in place that leaves it empty.
 const OPERATION_SHARE: f64 = 0.5;
+
+/// A count and its noun: "1 trial", "3 trials".
+pub fn counted(n: u64, noun: &str) -> String {
+    if n == 1 { format!("1 {noun}") } else { format!("{n} {noun}s") }
+}
 
 /// Seconds as a person reads them: 75 s, 12.5 min, 4.2 h.
 pub fn human(s: f64) -> String {

@@ -92,9 +92,9 @@ pub fn run(args: &RunArgs) -> Result<(), Error> {
         (None, None)
     } else {
         let quick = crate::calibrate::measure_quick();
-        // Only when asked: the hogs load every other process of the machine
-        // (a CI runner's other jobs, the other shards of a run).
-        let loaded = args.calibrate_loaded && args.shard.is_none() && !flags.signalled.load(Ordering::SeqCst);
+        // Only when asked (never with --shard): the hogs load every other
+        // process of the machine (a CI runner's other jobs, other shards).
+        let loaded = args.calibrate_loaded && !flags.signalled.load(Ordering::SeqCst);
         (quick, if loaded { crate::calibrate::measure_quick_loaded() } else { None })
     };
     if flags.signalled.load(Ordering::SeqCst) {
@@ -190,7 +190,8 @@ fn shards(args: &RunArgs, exps: &[Experiment]) -> Result<Option<Vec<ShardRecord>
 fn roll_up(exps: &[Experiment], done: &[(&Experiment, Outcome)], readme: Option<PathBuf>) {
     let failed = done.iter().filter(|(_, o)| o.broke.is_some() || !o.failed.is_empty()).count();
     let passed = done.len() - failed;
-    sayln!("suite: {} experiments: {passed} passed, {failed} failed, {} not run", exps.len(), exps.len() - done.len());
+    let suite = super::plan::counted(exps.len() as u64, "experiment");
+    sayln!("suite: {suite}: {passed} passed, {failed} failed, {} not run", exps.len() - done.len());
     for (exp, o) in done {
         match (&o.broke, o.failed.len()) {
             (Some(e), _) => sayln!("  ✗ {}: {e}", exp.name),

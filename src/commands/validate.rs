@@ -1,7 +1,7 @@
 use std::path::PathBuf;
 
 use super::inputs::{Depth, expand, filter, wanted};
-use super::plan::human;
+use super::plan::{counted, human};
 use crate::error::Error;
 use crate::experiment::{Overrides, load};
 use crate::sayln;
@@ -38,17 +38,20 @@ pub fn list(files: &[PathBuf], globs: &[String]) -> Result<(), Error> {
         let faults = faults_text(e);
         let what = e.program.as_ref().map_or("built-in worker", |_| "program");
         sayln!(
-            "{:<width$}  {}\n{:<width$}  {} trials{points}, {} workers ({what}), {}, {faults}; {}",
+            "{:<width$}  {}\n{:<width$}  {}{points}, {} ({what}), {}, {faults}{}",
             e.name,
             e.source.display(),
             "",
-            e.trials,
-            e.workers,
+            counted(u64::from(e.trials), "trial"),
+            counted(e.workers as u64, "worker"),
             crate::model::settings::setting_name(&e.substrate.kind),
-            first_sentence(&e.description),
+            match first_sentence(&e.description) {
+                "" => String::new(),
+                sentence => format!("; {sentence}"),
+            },
         );
     }
-    sayln!("{} experiments", exps.len());
+    sayln!("{}", counted(exps.len() as u64, "experiment"));
     Ok(())
 }
 
@@ -71,10 +74,10 @@ fn size(e: &crate::model::Experiment) -> String {
         if e.points.is_empty() { String::new() } else { format!(" × {} points = {trials} trials", e.points.len()) };
     let scale = if e.time_scale == 1.0 { String::new() } else { format!(", time scale {}", e.time_scale) };
     format!(
-        "{} trials{points} of {}, {} workers, {}; {} of trials{}{scale}",
-        e.trials,
+        "{}{points} of {}, {}, {}; {} of trials{}{scale}",
+        counted(u64::from(e.trials), "trial"),
         e.duration,
-        e.workers,
+        counted(e.workers as u64, "worker"),
         faults_text(e),
         human(total_s),
         if e.jobs > 1 && trials > 1 {
@@ -89,8 +92,7 @@ fn size(e: &crate::model::Experiment) -> String {
 /// "1 fault", "3 faults", "a campaign of 4 kinds of fault".
 fn faults_text(e: &crate::model::Experiment) -> String {
     match &e.random {
-        None if e.faults.len() == 1 => "1 fault".to_string(),
-        None => format!("{} faults", e.faults.len()),
+        None => counted(e.faults.len() as u64, "fault"),
         Some(r) => format!("a campaign of {} kinds of fault", r.kinds.len()),
     }
 }

@@ -28,6 +28,31 @@ const CASES: &[(&str, &[&str], &str)] = &[
         "6:13: unknown variant `sigkil` (did you mean `kill`?)",
     ),
     ("- a\n- b\n", &[], "1:1:"),
+    (
+        "name: x\nworkers: 3\nfaults:\n  - at: 1s\n   target: leader\n    action: kill\n",
+        &[],
+        "5:4: missing field `action`: line 5 is indented 3 spaces, the line above it 4 spaces",
+    ),
+    (
+        "name: x\nworkers: 3\nworker:\n  acquire: excl\n expiry: exact\n",
+        &[],
+        "5:2: while parsing a block mapping, did not find expected key: line 5 is indented 1 space",
+    ),
+    (
+        "name: x\nworkers: 3\nexpect:\n  summary.gaps: {max: 1}\n",
+        &[],
+        "4:3: unknown field `summary.gaps` (a metric's bound goes under `metrics:`",
+    ),
+    (
+        "name: x\nworkers: 3\nexpect:\n  metrics:\n    summary.gap_p99_ms: {max: 10s}\n",
+        &[],
+        "5:31: \"10s\" is not a number",
+    ),
+    (
+        "name: x\nworkers: 3\nexpect:\n  metrics:\n    summary.gaps: {max: 1, min: 2}\n",
+        &[],
+        "5:5: expect.metrics.summary.gaps: min 2 is above max 1",
+    ),
     ("# a comment\nname: x\nlease: 9s\n", &[], "2:1: the file gives no `workers:`, which every experiment needs"),
     (
         "name: x\nworkers: 3\nexpect:\n  metrics:\n    jobs.duplicate_trials: {max: 0}\n",

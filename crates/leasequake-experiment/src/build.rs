@@ -430,8 +430,19 @@ fn expect(place: &Place, raw: &RawExperiment, scale: f64) -> Result<Expect, Expe
     let Some(e) = &raw.expect else { return Ok(Expect::default()) };
     let metrics = match &e.metrics {
         Some(m) => {
-            let bounds = m.value.iter().map(|(k, b)| (k.as_str(), [b.max, b.min], [b.rate_max, b.rate_min]));
-            super::expect::bounds(bounds).map_err(|msg| place.span(&m.referenced, msg))?
+            let number = |n: Option<super::expect::Number>| n.map(|super::expect::Number(v)| v);
+            let mut all = Vec::new();
+            for (key, b) in &m.value {
+                let entry = (key.as_str(), [number(b.max), number(b.min)], [b.rate_max, b.rate_min]);
+                // At the metric's key where it is found, else at `metrics:`.
+                all.extend(super::expect::bounds(std::iter::once(entry)).map_err(|msg| {
+                    match locate(place.text, key) {
+                        (0, _) => place.span(&m.referenced, msg),
+                        (line, column) => place.at(line, column, msg),
+                    }
+                })?);
+            }
+            all
         }
         None => Vec::new(),
     };
@@ -441,7 +452,7 @@ fn expect(place: &Place, raw: &RawExperiment, scale: f64) -> Result<Expect, Expe
         gap_max: e.gap_max.map(|d| d.scaled(scale)),
         wedged: e.wedged,
         double_leader_trials: e.double_leader_trials,
-        disturbed: e.disturbed,
+        disturbed: e.disturbed.map(|super::expect::TrialCount(n)| n),
         metrics,
     })
 }

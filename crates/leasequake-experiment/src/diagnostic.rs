@@ -60,7 +60,9 @@ fn render_snippet(source: &str, line: usize, column: usize, message: &str) -> St
 /// What the caret says: the message's first clause (the whole message is
 /// on the line above; said twice, a long one buries the place). A clause
 /// ends at `, expected`, `; ` or `: ` outside brackets and backticks, so
-/// that "(duration: 20s)" or "`duration: 2s`" stay whole.
+/// that "(duration: 20s)" or "`duration: 2s`" stay whole; a message that
+/// starts with the key it is about (`expect.metrics.x: …`) keeps the
+/// clause after the key too.
 fn label(message: &str) -> &str {
     let (mut depth, mut quoted) = (0usize, false);
     for (i, c) in message.char_indices() {
@@ -71,7 +73,8 @@ fn label(message: &str) -> &str {
             _ => {}
         }
         let rest = &message[i..];
-        if depth == 0 && !quoted && [", expected", "; ", ": "].iter().any(|sep| rest.starts_with(sep)) {
+        let key_only = rest.starts_with(": ") && !message[..i].contains(' ');
+        if depth == 0 && !quoted && !key_only && [", expected", "; ", ": "].iter().any(|sep| rest.starts_with(sep)) {
             return &message[..i];
         }
     }
@@ -100,6 +103,10 @@ mod tests {
             "trials is a whole number, or {until: 1m}"
         );
         assert_eq!(label("grace is 61s; at most 60s"), "grace is 61s");
+        assert_eq!(
+            label("expect.metrics.writes.x: this experiment writes no writes.csv: its workers write nothing"),
+            "expect.metrics.writes.x: this experiment writes no writes.csv"
+        );
     }
 
     #[test]

@@ -30,9 +30,64 @@ impl<'de> Deserialize<'de> for Fraction {
             }
         };
         if !(0.0..=1.0).contains(&value) {
-            return Err(serde::de::Error::custom(format!("a rate lies in [0, 1] (0 % to 100 %), not {value}")));
+            let hint = if (1.0..=100.0).contains(&value) {
+                format!(": write {value}% or {}", value / 100.0)
+            } else {
+                String::new()
+            };
+            return Err(serde::de::Error::custom(format!("a rate lies in [0, 1] (0 % to 100 %), not {value}{hint}")));
         }
         Ok(Fraction(value))
+    }
+}
+
+/// `disturbed:`, a count of trials; its rate is a metric's bound.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TrialCount(pub usize);
+
+impl<'de> Deserialize<'de> for TrialCount {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Count(u64),
+            Other(serde::de::IgnoredAny),
+        }
+        match Raw::deserialize(d)? {
+            Raw::Count(n) => Ok(TrialCount(usize::try_from(n).unwrap_or(usize::MAX))),
+            Raw::Other(_) => Err(serde::de::Error::custom(
+                "disturbed is a count of trials (`disturbed: 0`); a bound on their rate is \
+                 `metrics: {summary.disturbed_trials: {rate_max: 5%}}`",
+            )),
+        }
+    }
+}
+
+/// `max` or `min` of a metric: a plain number in the metric's own unit.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Number(pub f64);
+
+impl<'de> Deserialize<'de> for Number {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Number(f64),
+            Text(String),
+        }
+        match Raw::deserialize(d)? {
+            Raw::Number(v) => Ok(Number(v)),
+            Raw::Text(t) => {
+                let why = if t.trim().ends_with('%') {
+                    "a rate of trials is bounded by rate_max or rate_min (`rate_max: 5%`); a fraction column by a \
+                     number (0.05)"
+                } else {
+                    "a plain number in the unit the metric's name says (`_ms` milliseconds, `_us` microseconds; \
+                     otherwise a count or a fraction): `gap_p99_ms: {max: 10000}`, not 10s"
+                };
+                Err(serde::de::Error::custom(format!("{t:?} is not a number: {why}")))
+            }
+        }
     }
 }
 
@@ -44,6 +99,7 @@ pub(super) fn bounds<'a>(
     let mut out = Vec::new();
     for (key, [max, min], [rate_max, rate_min]) in entries {
         let metric = summary_metric(key).ok_or_else(|| unknown(key))?;
+        passable(key, [max, min], [rate_max, rate_min].map(|f| f.map(|Fraction(f)| f)))?;
         let before = out.len();
         for (value, make) in [(max, Bound::Max as fn(f64) -> Bound), (min, Bound::Min)] {
             if let Some(v) = value {
@@ -56,9 +112,12 @@ pub(super) fn bounds<'a>(
         for (value, make) in [(rate_max, Bound::RateMax as fn(f64) -> Bound), (rate_min, Bound::RateMin)] {
             if let Some(Fraction(f)) = value {
                 if metric.measure != Measure::Trials {
+                    let trials: Vec<String> =
+                        SUMMARY_METRICS.iter().filter(|m| m.measure == Measure::Trials).map(|m| m.key()).collect();
                     return Err(format!(
-                        "expect.metrics.{key}: rate_max and rate_min bound a count of trials (the metrics ending in \
-                         _trials); give max or min"
+                        "expect.metrics.{key}: rate_max and rate_min bound a count of the setting's trials ({}); give \
+                         max or min",
+                        trials.join(", ")
                     ));
                 }
                 out.push(MetricBound { metric, bound: make(f) });
@@ -71,14 +130,44 @@ pub(super) fn bounds<'a>(
     Ok(out)
 }
 
-/// "no metric `summary.gap_p999_ms` (did you mean `summary.gap_p99_ms`?)".
+/// A bound no run could pass: refused rather than failed after every trial.
+fn passable(key: &str, [max, min]: [Option<f64>; 2], [rate_max, rate_min]: [Option<f64>; 2]) -> Result<(), String> {
+    let never = |why: String| Err(format!("expect.metrics.{key}: {why}; no run could pass"));
+    match (max, min, rate_max, rate_min) {
+        (Some(max), ..) if max < 0.0 => never(format!("max {max} is below 0, and no metric is")),
+        (Some(max), Some(min), ..) if min > max => never(format!("min {min} is above max {max}")),
+        // A 95 % interval of a rate never reaches 0 or 1 at its far end.
+        (_, _, Some(0.0), _) => never(
+            "rate_max 0 %: the upper end of a rate's 95 % interval is above 0 even at 0 trials of n (for none at \
+             all, give max: 0)"
+                .to_string(),
+        ),
+        (_, _, _, Some(1.0)) => never(
+            "rate_min 100 %: the lower end of a rate's 95 % interval is below 1 even at n of n (for every trial, \
+             give min equal to the trials)"
+                .to_string(),
+        ),
+        (_, _, Some(hi), Some(lo)) if lo > hi => never(format!("rate_min {lo} is above rate_max {hi}")),
+        _ => Ok(()),
+    }
+}
+
+/// "no metric `summary.gap_p999_ms` (did you mean `summary.gap_p99_ms`?)";
+/// a column without its file is found by the column.
 fn unknown(key: &str) -> String {
+    let column = key.rsplit('.').next().unwrap_or(key);
+    let by_column = SUMMARY_METRICS.iter().filter(|m| m.column == column).map(SummaryMetric::key).collect::<Vec<_>>();
     let nearest = SUMMARY_METRICS
         .iter()
         .map(|m| (m.key(), super::yaml_error::edit_distance(key, &m.key())))
         .min_by_key(|(_, d)| *d)
         .filter(|(_, d)| *d <= (key.len() / 3).max(2))
         .map(|(k, _)| format!(" (did you mean `{k}`?)"))
+        .or_else(|| match by_column.as_slice() {
+            [] => None,
+            [one] => Some(format!(" (did you mean `{one}`?)")),
+            many => Some(format!(" (did you mean one of `{}`?)", many.join("`, `"))),
+        })
         .unwrap_or_default();
     let files: Vec<&str> = {
         let mut f: Vec<&str> = SUMMARY_METRICS.iter().map(|m: &SummaryMetric| m.file).collect();
@@ -108,8 +197,27 @@ mod tests {
         let e = one("summary.gap_p999_ms", Some(1.0), None).unwrap_err();
         assert!(e.contains("no metric `summary.gap_p999_ms` (did you mean `summary.gap_p99_ms`?)"), "{e}");
         let e = one("summary.gap_p99_ms", None, Some(0.05)).unwrap_err();
-        assert!(e.contains("rate_max and rate_min bound a count of trials"), "{e}");
+        assert!(
+            e.contains("rate_max and rate_min bound a count of the setting's trials (summary.double_leader_trials, "),
+            "{e}"
+        );
+        let e = one("double_leader_trials", Some(0.0), None).unwrap_err();
+        assert!(e.contains("(did you mean `summary.double_leader_trials`?)"), "{e}");
+        let e = one("stale_believers", Some(0.0), None).unwrap_err();
+        assert!(e.contains("(did you mean one of `evictions.stale_believers`, `network.stale_believers`?)"), "{e}");
         assert!(one("network.double_grants", None, None).unwrap_err().contains("give max, min"));
         assert!(one("summary.gaps", Some(f64::NAN), None).is_err());
+    }
+
+    #[test]
+    fn a_bound_no_run_could_pass_is_refused() {
+        let e = one("summary.gaps", Some(-1.0), None).unwrap_err();
+        assert!(e.contains("max -1 is below 0, and no metric is; no run could pass"), "{e}");
+        let e = bounds(std::iter::once(("summary.gaps", [Some(1.0), Some(5.0)], [None, None]))).unwrap_err();
+        assert!(e.contains("min 5 is above max 1"), "{e}");
+        assert!(one("summary.double_leader_trials", None, Some(0.0)).unwrap_err().contains("give max: 0"));
+        let all = bounds(std::iter::once(("summary.wedged_trials", [None, None], [None, Some(Fraction(1.0))])));
+        assert!(all.unwrap_err().contains("rate_min 100 %"));
+        assert!(one("summary.double_leader_trials", Some(0.0), Some(0.05)).is_ok());
     }
 }

@@ -9,7 +9,7 @@ use super::build::build;
 use super::diagnostic::{Diagnostic, ExperimentError};
 use super::faults::RawLen;
 use super::raw::{Overrides, RawExperiment};
-use super::yaml_error::{misindented, missing_setting, saphyr_message, tab_after};
+use super::yaml_error::explain;
 use crate::model::summary_metrics::Features;
 use crate::model::{Dur, Experiment, Point};
 
@@ -44,25 +44,7 @@ pub fn load_str(path: &Path, text: &str, overrides: &Overrides) -> Result<Experi
         return Err(at(1, 1, msg.to_string()));
     }
     let mut raw: RawExperiment = serde_saphyr::from_str(text).map_err(|e| {
-        let (line, column) = e.location().map(|l| (l.line(), l.column())).unwrap_or((0, 0));
-        let mut message = saphyr_message(&e);
-        // The parser reports the scalar it was reading, not the tab it
-        // found after it: point at the tab.
-        let (mut line, mut column) =
-            if message.contains("found a tab") { tab_after(text, line, column) } else { (line, column) };
-        // A key indented out of its mapping leaves the mapping without it:
-        // point at the key, where the fix is.
-        let missing =
-            message.strip_prefix("missing field `").and_then(|r| r.split_once('`')).map(|(f, _)| f.to_string());
-        if let Some((l, c)) = missing.as_deref().and_then(|f| misindented(text, line, f)) {
-            message = format!(
-                "{message}: line {l} gives `{}` at another indent than the keys beside it",
-                missing.as_deref().unwrap_or_default()
-            );
-            (line, column) = (l, c);
-        } else if let Some((l, c, m)) = missing.as_deref().and_then(|f| missing_setting(text, line, column, f)) {
-            (line, column, message) = (l, c, m);
-        }
+        let (line, column, message) = explain(text, &e);
         at(line, column, message)
     })?;
     let trials_at = raw.trials.as_ref().filter(|_| overrides.trials.is_none()).map(|t| t.referenced);

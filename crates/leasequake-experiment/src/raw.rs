@@ -105,7 +105,7 @@ pub(super) struct RawExpect {
     #[serde(default)]
     pub(super) double_leader_trials: Option<usize>,
     #[serde(default)]
-    pub(super) disturbed: Option<usize>,
+    pub(super) disturbed: Option<super::expect::TrialCount>,
     /// Bounds on any summarised metric, by `file.column`.
     #[serde(default)]
     pub(super) metrics: Option<Spanned<std::collections::BTreeMap<String, RawBound>>>,
@@ -116,9 +116,9 @@ pub(super) struct RawExpect {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawBound {
     #[serde(default)]
-    pub(super) max: Option<f64>,
+    pub(super) max: Option<super::expect::Number>,
     #[serde(default)]
-    pub(super) min: Option<f64>,
+    pub(super) min: Option<super::expect::Number>,
     #[serde(default)]
     pub(super) rate_max: Option<super::expect::Fraction>,
     #[serde(default)]

@@ -1,9 +1,79 @@
 //! How a YAML parse error is told: at the place it is, in words without
 //! the parser's own prefix, with the nearest known key for an unknown one.
 
+/// A parse error as we tell it: (line, column, message), at the place a
+/// person must fix, in our words.
+pub(super) fn explain(text: &str, e: &serde_saphyr::Error) -> (u64, u64, String) {
+    let (line, column) = e.location().map(|l| (l.line(), l.column())).unwrap_or((0, 0));
+    let message = saphyr_message(e);
+    // The parser reports the scalar it was reading, not the tab it found
+    // after it: point at the tab.
+    if message.contains("found a tab") {
+        let (line, column) = tab_after(text, line, column);
+        return (line, column, message);
+    }
+    // A key indented out of its mapping leaves the mapping without it:
+    // point at the key, where the fix is.
+    let missing = message.strip_prefix("missing field `").and_then(|r| r.split_once('`')).map(|(f, _)| f);
+    if let Some(field) = missing {
+        if let Some((l, c)) = misindented(text, line, field) {
+            return (l, c, format!("{message}: line {l} gives `{field}` at another indent than the keys beside it"));
+        }
+        if let Some(placed) = missing_setting(text, line, column, field) {
+            return placed;
+        }
+    }
+    // A line one space off its neighbours: the parser's complaint comes
+    // from the structure it made of it, somewhere near.
+    let structural = missing.is_some()
+        || ["mapping values are not allowed", "did not find expected", "while parsing a block"]
+            .iter()
+            .any(|m| message.contains(m));
+    if structural && let Some((l, c, found, beside)) = stray_indent(text, line) {
+        let spaces = |n: usize| if n == 1 { "1 space".to_string() } else { format!("{n} spaces") };
+        return (
+            l,
+            c,
+            format!(
+                "{message}: line {l} is indented {}, the line above it {}: YAML reads a line by its indent",
+                spaces(found),
+                spaces(beside)
+            ),
+        );
+    }
+    (line, column, message)
+}
+
+/// In the top-level section around 1-based `line`, the first line whose
+/// key starts an odd number of columns from the key of the line above it
+/// (indents go in steps of two or four): (line, column, its indent, the
+/// indent above), 1-based.
+fn stray_indent(text: &str, line: u64) -> Option<(u64, u64, usize, usize)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let at = (line.checked_sub(1)? as usize).min(lines.len().checked_sub(1)?);
+    let top = |l: &str| !l.is_empty() && !l.starts_with([' ', '#', '-']);
+    let start = (0..=at).rev().find(|&i| top(lines[i]))?;
+    let end = (at + 1..lines.len()).find(|&i| top(lines[i])).unwrap_or(lines.len());
+    let key_column = |l: &str| {
+        let spaces = l.len() - l.trim_start().len();
+        match l.trim_start().strip_prefix("- ") {
+            Some(after) => spaces + 2 + (after.len() - after.trim_start().len()),
+            None => spaces,
+        }
+    };
+    let keyed: Vec<(usize, usize)> = (start..end)
+        .filter(|&i| !lines[i].trim().is_empty() && !lines[i].trim_start().starts_with('#'))
+        .map(|i| (i, key_column(lines[i])))
+        .collect();
+    keyed.windows(2).find_map(|w| {
+        let ((_, above), (i, col)) = (w[0], w[1]);
+        (col.abs_diff(above) % 2 == 1).then_some((i as u64 + 1, col as u64 + 1, col, above))
+    })
+}
+
 /// The first tab at or after 1-based (line, column), as (line, column);
 /// the position itself if there is none.
-pub(super) fn tab_after(text: &str, line: u64, column: u64) -> (u64, u64) {
+fn tab_after(text: &str, line: u64, column: u64) -> (u64, u64) {
     let found = text.lines().enumerate().skip(line.saturating_sub(1) as usize).find_map(|(i, l)| {
         let from = if i as u64 + 1 == line { column.saturating_sub(1) as usize } else { 0 };
         let col = l.char_indices().filter(|(b, _)| *b >= from).find(|(_, c)| *c == '\t')?.0;
@@ -15,7 +85,7 @@ pub(super) fn tab_after(text: &str, line: u64, column: u64) -> (u64, u64) {
 /// A setting every experiment must give, missing from the file's top
 /// level (the parser places it at the mapping's last key, column 1): the
 /// 1-based (line, column) of the file's first setting, and what to write.
-pub(super) fn missing_setting(text: &str, line: u64, column: u64, field: &str) -> Option<(u64, u64, String)> {
+fn missing_setting(text: &str, line: u64, column: u64, field: &str) -> Option<(u64, u64, String)> {
     let example = match field {
         "name" => "name: my-experiment",
         "workers" => "workers: 3",
@@ -34,7 +104,7 @@ pub(super) fn missing_setting(text: &str, line: u64, column: u64, field: &str) -
 /// `line`): where a nearby later line gives that key at another indent
 /// than the mapping's keys, the 1-based (line, column) of that key, the
 /// place a person must fix.
-pub(super) fn misindented(text: &str, line: u64, field: &str) -> Option<(u64, u64)> {
+fn misindented(text: &str, line: u64, field: &str) -> Option<(u64, u64)> {
     // The column a line's key starts at, a list item's dash passed over.
     let key_column = |l: &str| {
         let spaces = l.len() - l.trim_start().len();
@@ -65,7 +135,7 @@ pub(super) fn misindented(text: &str, line: u64, field: &str) -> Option<(u64, u6
 /// serde-saphyr's message without its own location prefix and snippet (we
 /// render both ourselves, with the real file name), with the nearest known
 /// key suggested for an unknown one.
-pub(super) fn saphyr_message(e: &serde_saphyr::Error) -> String {
+fn saphyr_message(e: &serde_saphyr::Error) -> String {
     let full = e.to_string();
     tidy(full.lines().next().unwrap_or_default())
 }
@@ -85,7 +155,20 @@ fn tidy(first: &str) -> String {
         let key = rest.split_once(", set ").map_or(rest, |(k, _)| k).trim();
         return format!("`{key}` is given twice; each setting may appear once");
     }
-    suggest("unknown field `", &message).or_else(|| suggest("unknown variant `", &message)).unwrap_or(message)
+    suggest("unknown field `", &message)
+        .or_else(|| metric_outside_metrics(&message))
+        .or_else(|| suggest("unknown variant `", &message))
+        .unwrap_or(message)
+}
+
+/// `expect: {summary.gaps: …}`: a metric's bound written beside the
+/// expect keys rather than under `metrics:`.
+fn metric_outside_metrics(message: &str) -> Option<String> {
+    let rest = message.strip_prefix("unknown field `")?;
+    let (field, rest) = rest.split_once('`')?;
+    (field.contains('.') && rest.contains("metrics")).then(|| {
+        format!("unknown field `{field}` (a metric's bound goes under `metrics:`, e.g. `metrics: {{{field}: {{max: 0}}}}`){rest}")
+    })
 }
 
 /// "unknown field `leese`, expected one of name, …, lease, …" →
@@ -142,6 +225,24 @@ mod tests {
             tidy("unknown variant `zzz`, expected one of `kill`"),
             "unknown variant `zzz`, expected one of `kill`"
         );
+    }
+
+    #[test]
+    fn a_metric_beside_the_expect_keys_is_sent_under_metrics() {
+        let said = tidy("unknown field `summary.gaps`, expected one of max_leaders, disturbed, metrics");
+        assert!(said.starts_with("unknown field `summary.gaps` (a metric's bound goes under `metrics:`"), "{said}");
+    }
+
+    #[test]
+    fn a_line_one_space_off_its_neighbours_is_found() {
+        let under = "name: x\nworkers: 3\nfaults:\n  - at: 1s\n   target: leader\n    action: kill\n";
+        assert_eq!(stray_indent(under, 4), Some((5, 4, 3, 4)));
+        let over = "name: x\nworkers: 3\nfaults:\n  - at: 1s\n    target: leader\n     action: kill\n";
+        assert_eq!(stray_indent(over, 6), Some((6, 6, 5, 4)));
+        let section = "name: x\nworkers: 3\nworker:\n  acquire: excl\n expiry: exact\n";
+        assert_eq!(stray_indent(section, 5), Some((5, 2, 1, 2)));
+        let fine = "name: x\nfaults:\n  - at: 1s\n    target: leader\nworker:\n  acquire: excl\n";
+        assert_eq!(stray_indent(fine, 3), None);
     }
 
     #[test]

@@ -36,8 +36,13 @@ pub fn checks(exp: &Experiment, trials: &[(u32, &TrialMetrics)]) -> Vec<ExpectCh
                 trials.iter().filter(|(t, _)| exp.unit_of(all.len(), *t) == i).map(|(_, m)| *m).collect();
             (!mine.is_empty()).then(|| {
                 let row = SummaryRow { setting: unit.setting_label(label), exp: unit, summary: summarize(&mine) };
-                // A sweep's point is named; a single setting needs no name.
-                let name = if label.is_empty() { String::new() } else { format!("{label}: ") };
+                // A sweep's point is named, in the experiment's own time as
+                // the terminal's table names it; a single setting needs no name.
+                let name = if label.is_empty() {
+                    String::new()
+                } else {
+                    format!("{}: ", super::suite::own_label(label, unit.time_scale))
+                };
                 (name, unit.time_scale, unit_values(&row, features))
             })
         })
@@ -64,8 +69,16 @@ fn judge(
         None => return Some(format!("{name}{key} was not measured: no {}.csv was written", b.metric.file)),
         // An empty cell: nothing of the kind happened (no stale belief, so
         // no longest one). Nothing exceeds a ceiling; nothing meets a floor.
+        // But a gap's length is empty also when every gap is still open at
+        // its trial's end, longer than anything measured: that fails.
         Some(None) => {
+            let open = values.get("summary.open_gaps").copied().flatten().unwrap_or(0.0);
+            let a_gap =
+                b.metric.file == "summary" && b.metric.column.contains("gap_") && b.metric.column.ends_with("_ms");
             return match b.bound {
+                Bound::Max(_) if a_gap && open > 0.0 => Some(format!(
+                    "{name}{key}: no gap ended, {open} still open when their trial ended (longer than any bound)"
+                )),
                 Bound::Max(_) => None,
                 _ => Some(format!("{name}{key} is empty: nothing of the kind was measured")),
             };
@@ -76,6 +89,9 @@ fn judge(
     let (value, unit) = match b.metric.measure {
         Measure::OwnMs => (value / scale, " ms (own time)"),
         Measure::OwnUs => (value / scale, " µs (own time)"),
+        // Real time, in the unit its name says.
+        Measure::Real if b.metric.column.ends_with("_us") => (value, " µs (real time)"),
+        Measure::Real => (value, " ms (real time)"),
         _ => (value, ""),
     };
     let shown = |v: f64| format!("{}", (v * 1000.0).round() / 1000.0);
@@ -163,6 +179,16 @@ mod tests {
         let floor = judge(&bound("summary.gap_min_ms", Bound::Min(1.0)), &values, 1.0, "").unwrap();
         assert!(floor.contains("is empty"), "{floor}");
         assert_eq!(judge(&bound("summary.gap_min_ms", Bound::Max(1.0)), &values, 1.0, ""), None, "no gap exceeds");
+        // No gap ended because the one gap never did: longer than any bound.
+        let mut open = values.clone();
+        open.insert("summary.open_gaps".into(), Some(1.0));
+        open.insert("summary.gap_max_ms".into(), None);
+        let never = judge(&bound("summary.gap_max_ms", Bound::Max(1000.0)), &open, 1.0, "").unwrap();
+        assert!(never.contains("no gap ended, 1 still open"), "{never}");
+        let latency: std::collections::BTreeMap<String, Option<f64>> =
+            [("latency.renew_p99_us".to_string(), Some(650.0))].into();
+        let slow = judge(&bound("latency.renew_p99_us", Bound::Max(500.0)), &latency, 0.1, "").unwrap();
+        assert_eq!(slow, "latency.renew_p99_us is 650 µs (real time) (expected at most 500)");
         let other = judge(&bound("network.double_grants", Bound::Max(0.0)), &values, 1.0, "").unwrap();
         assert!(other.contains("no network.csv was written"), "{other}");
     }
