@@ -87,17 +87,23 @@ fn one(exp: &Experiment, trials: u64, seconds: f64) -> String {
     out
 }
 
-/// The sweep's points as trials.csv names them (`setting`), the first
-/// twenty of many.
+/// The sweep's points in the experiment's own time, and scaled as
+/// trials.csv names them (`setting`) where that differs, the first twenty
+/// of many.
 fn points(exp: &Experiment) -> String {
     const SHOWN: usize = 20;
     if exp.points.is_empty() {
         return String::new();
     }
     let labels: Vec<String> = exp.points.iter().take(SHOWN).map(|p| p.label()).collect();
+    let own: Vec<String> = labels.iter().map(|l| crate::report::suite::own_label(l, exp.time_scale)).collect();
     let more = exp.points.len().saturating_sub(SHOWN);
     let more = if more > 0 { format!(", … {more} more") } else { String::new() };
-    format!("  points: {}{more}\n", labels.join(", "))
+    let mut out = format!("  points: {}{more}\n", own.join(", "));
+    if own != labels {
+        out += &format!("  as run (trials.csv's setting): {}{more}\n", labels.join(", "));
+    }
+    out
 }
 
 /// Trial 1's faults, drawn as a run draws them, in the experiment's own time.

@@ -503,3 +503,54 @@ fn a_figure_marker_is_read_and_a_wrong_figure_is_caught() {
     assert_eq!(recompute(&figure("0.9", "where by=shell ms:median_us")), Ok("0.9".into()));
     assert!(recompute(&figure("6", "where load=idle µs:median_us")).is_err(), "two rows match one condition");
 }
+
+/// Every experiment the README and docs show validates: a whole file as it
+/// stands, a fragment (a `faults:` list, a `program:`, a sweep) with a
+/// name, workers and a trial's length put before it. A block that shows alternatives (one
+/// key several times: each `substrate:` a reader may pick) is not one file
+/// and is left out.
+#[test]
+fn every_experiment_the_readme_and_docs_show_validates() {
+    let lab = Lab::new();
+    let files = committed();
+    let pages = files.iter().filter(|f| {
+        let rel = f.strip_prefix(repo()).unwrap();
+        f.extension().is_some_and(|e| e == "md") && (rel == Path::new("README.md") || rel.starts_with("docs"))
+    });
+    let mut checked = 0;
+    let mut wrong = Vec::new();
+    for page in pages {
+        let text = std::fs::read_to_string(page).unwrap();
+        let mut rest = text.as_str();
+        while let Some(start) = rest.find("```yaml\n") {
+            let after = &rest[start + 8..];
+            let Some(end) = after.find("```") else { break };
+            let block = &after[..end];
+            let line = text.len() - rest.len() + start;
+            let line = text[..line].lines().count() + 1;
+            rest = &after[end + 3..];
+            let keys: Vec<&str> = block
+                .lines()
+                .filter(|l| !l.is_empty() && !l.starts_with([' ', '#', '-']))
+                .filter_map(|l| l.split_once(':').map(|(k, _)| k))
+                .collect();
+            let unique: BTreeSet<&str> = keys.iter().copied().collect();
+            if keys.is_empty() || unique.len() != keys.len() {
+                continue;
+            }
+            let whole = unique.contains("name") && unique.contains("workers");
+            // A fragment's trial long enough for any fault it shows.
+            let length = if unique.contains("duration") { "" } else { "duration: 120s\n" };
+            let file = if whole { block.to_string() } else { format!("name: example\nworkers: 3\n{length}{block}") };
+            let path = lab.file(&format!("block{checked}.yaml"), &file);
+            checked += 1;
+            let out = Command::new(bin()).arg("validate").arg(&path).output().unwrap();
+            if !out.status.success() {
+                let rel = page.strip_prefix(repo()).unwrap().display();
+                wrong.push(format!("{rel}:{line}: {}", String::from_utf8_lossy(&out.stderr).trim()));
+            }
+        }
+    }
+    assert!(checked >= 10, "only {checked} experiments in the docs");
+    assert!(wrong.is_empty(), "experiments in the docs that do not validate:\n{}", wrong.join("\n\n"));
+}

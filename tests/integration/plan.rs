@@ -30,7 +30,8 @@ fn plan_shows_the_schedule_the_time_and_the_warnings_and_runs_nothing() {
         "{few}"
     );
     assert!(!few.contains("about 1 s"), "two 1.5 s trials side by side take 1.5 s at least: {few}");
-    assert!(few.contains("  points: lease=900ms, lease=1200ms\n"), "{few}");
+    assert!(few.contains("  points: lease=9s, lease=12s\n"), "{few}");
+    assert!(few.contains("  as run (trials.csv's setting): lease=900ms, lease=1200ms\n"), "{few}");
     // The protocol-relative kill is armed, not placed: in the file's own time.
     assert!(out.contains("8.500 s  kill leader: armed, fires 2.470 s after the target's next `renewed`"), "{out}");
     // A random kill: the time the run will use, drawn from trial 1's seed.
