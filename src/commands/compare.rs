@@ -239,7 +239,7 @@ fn describe(s: &Side) -> String {
             .to_string(),
         (n, _) => format!(" ({n} disturbed by the machine, left out)"),
     };
-    let trials = super::plan::counted(s.trials as u64, "trial");
+    let trials = super::words::counted(s.trials as u64, "trial");
     format!("`{}`{point}, {trials}{left}, time scale {}", s.dir.display(), s.exp.time_scale)
 }
 

@@ -93,7 +93,7 @@ pub fn filter(exps: Vec<Experiment>, globs: &[String]) -> Result<Vec<Experiment>
             "{}: {} none of the {} ({})",
             asked.join(", "),
             if globs.len() == 1 { "matches" } else { "match" },
-            super::plan::counted(names.len() as u64, "experiment"),
+            super::words::counted(names.len() as u64, "experiment"),
             names.join(", ")
         )));
     }

@@ -19,6 +19,7 @@ pub mod shard;
 mod shrink;
 mod validate;
 mod window;
+mod words;
 
 use crate::cli::{Cli, Command};
 use crate::error::{Error, exit};

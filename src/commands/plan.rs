@@ -11,6 +11,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use super::inputs::{Depth, expand, filter, load_all};
+use super::words::{counted, human};
 use crate::error::Error;
 use crate::experiment::Overrides;
 use crate::model::{Action, Dur, Experiment, Target};
@@ -245,19 +246,3 @@ fn network_warnings(exp: &Experiment) -> Vec<String> {
 /// worth a warning: a kill lands inside a renewal that often, and on a lock
 /// file rewritten in place that leaves it empty.
 const OPERATION_SHARE: f64 = 0.5;
-
-/// A count and its noun: "1 trial", "3 trials".
-pub fn counted(n: u64, noun: &str) -> String {
-    if n == 1 { format!("1 {noun}") } else { format!("{n} {noun}s") }
-}
-
-/// Seconds as a person reads them: 75 s, 12.5 min, 4.2 h.
-pub fn human(s: f64) -> String {
-    if s < 120.0 {
-        format!("{s:.0} s")
-    } else if s < 7200.0 {
-        format!("{:.1} min", s / 60.0)
-    } else {
-        format!("{:.1} h", s / 3600.0)
-    }
-}

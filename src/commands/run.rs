@@ -190,7 +190,7 @@ fn shards(args: &RunArgs, exps: &[Experiment]) -> Result<Option<Vec<ShardRecord>
 fn roll_up(exps: &[Experiment], done: &[(&Experiment, Outcome)], readme: Option<PathBuf>) {
     let failed = done.iter().filter(|(_, o)| o.broke.is_some() || !o.failed.is_empty()).count();
     let passed = done.len() - failed;
-    let suite = super::plan::counted(exps.len() as u64, "experiment");
+    let suite = super::words::counted(exps.len() as u64, "experiment");
     sayln!("suite: {suite}: {passed} passed, {failed} failed, {} not run", exps.len() - done.len());
     for (exp, o) in done {
         match (&o.broke, o.failed.len()) {

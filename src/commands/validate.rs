@@ -1,7 +1,7 @@
 use std::path::PathBuf;
 
 use super::inputs::{Depth, expand, filter, wanted};
-use super::plan::{counted, human};
+use super::words::{counted, human};
 use crate::error::Error;
 use crate::experiment::{Overrides, load};
 use crate::sayln;

@@ -10,17 +10,19 @@ use crate::model::summary_metrics::{Bound, Measure, MetricBound, SUMMARY_METRICS
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Fraction(pub f64);
 
+/// A bound's value as written: a number, or text that may say more.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Written {
+    Number(f64),
+    Text(String),
+}
+
 impl<'de> Deserialize<'de> for Fraction {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Raw {
-            Number(f64),
-            Text(String),
-        }
-        let value = match Raw::deserialize(d)? {
-            Raw::Number(v) => v,
-            Raw::Text(t) => {
+        let value = match Written::deserialize(d)? {
+            Written::Number(v) => v,
+            Written::Text(t) => {
                 let digits = t
                     .trim()
                     .strip_suffix('%')
@@ -69,15 +71,9 @@ pub struct Number(pub f64);
 
 impl<'de> Deserialize<'de> for Number {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Raw {
-            Number(f64),
-            Text(String),
-        }
-        match Raw::deserialize(d)? {
-            Raw::Number(v) => Ok(Number(v)),
-            Raw::Text(t) => {
+        match Written::deserialize(d)? {
+            Written::Number(v) => Ok(Number(v)),
+            Written::Text(t) => {
                 let why = if t.trim().ends_with('%') {
                     "a rate of trials is bounded by rate_max or rate_min (`rate_max: 5%`); a fraction column by a \
                      number (0.05)"
