@@ -179,7 +179,7 @@ fn settings_differ(a: &Experiment, b: &Experiment) -> Vec<(String, String, Strin
     keys.into_iter()
         // What names and documents an experiment, and how many trials it
         // ran, change nothing a trial measures.
-        .filter(|k| !matches!(k.as_str(), "name" | "description" | "reference" | "seed" | "trials"))
+        .filter(|k| !matches!(k.split('.').next(), Some("name" | "description" | "reference" | "seed" | "trials")))
         .filter_map(|k| {
             let (va, vb) = (get(&ya, k), get(&yb, k));
             (va != vb).then(|| (k.clone(), va, vb))
@@ -229,7 +229,7 @@ fn flatten(key: &str, value: &serde_json::Value, out: &mut Vec<(String, String)>
 
 fn describe(s: &Side) -> String {
     let point = s.point.as_ref().map_or(String::new(), |p| {
-        let own = crate::report::suite::own_label(p, s.exp.time_scale);
+        let own = crate::experiment::own_label(p, s.exp.time_scale);
         if own == *p { format!(" at {p}") } else { format!(" at {own} (as run: {p})") }
     });
     let left = match (s.left_out, s.disturbed) {

@@ -323,7 +323,7 @@ impl<M: Fn(u32) -> bool, K: FnMut(u32, History)> TrialReader for Judge<'_, M, K>
 /// argument that named it).
 pub fn unit_named(exp: &Experiment, dir: &Path, point: &str, what: &str) -> Result<usize, Error> {
     let all = exp.units();
-    let own = |(unit, label): &(&Experiment, String)| crate::report::suite::own_label(label, unit.time_scale);
+    let own = |(unit, label): &(&Experiment, String)| crate::experiment::own_label(label, unit.time_scale);
     // As trials.csv names it (as run, scaled), or in the experiment's own
     // time; a name that is one point's as run and another's own is refused.
     let as_run = all.iter().position(|u| same_point(&u.1, point));

@@ -97,7 +97,7 @@ fn points(exp: &Experiment) -> String {
         return String::new();
     }
     let labels: Vec<String> = exp.points.iter().take(SHOWN).map(|p| p.label()).collect();
-    let own: Vec<String> = labels.iter().map(|l| crate::report::suite::own_label(l, exp.time_scale)).collect();
+    let own: Vec<String> = labels.iter().map(|l| crate::experiment::own_label(l, exp.time_scale)).collect();
     let more = exp.points.len().saturating_sub(SHOWN);
     let more = if more > 0 { format!(", … {more} more") } else { String::new() };
     let mut out = format!("  points: {}{more}\n", own.join(", "));

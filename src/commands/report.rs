@@ -116,7 +116,7 @@ fn experiment_page(
             let what = if label.is_empty() {
                 String::new()
             } else {
-                format!(", {}", crate::report::suite::own_label(label, exp.time_scale))
+                format!(", {}", crate::experiment::own_label(label, exp.time_scale))
             };
             let title = format!("trial {t}{what}");
             if let Ok(svg) = crate::report::timeline::svg(&title, &history, m, unit_exp.workers, exp.time_scale) {

@@ -57,7 +57,7 @@ const CASES: &[(&str, &[&str], &str)] = &[
     (
         "name: x\nworkers: 3\nexpect:\n  metrics:\n    jobs.duplicate_trials: {max: 0}\n",
         &[],
-        "5:5: expect.metrics.jobs.duplicate_trials: this experiment writes no jobs.csv: no epoch job runs",
+        "5:5: expect.metrics.jobs.duplicate_trials: this experiment writes no summary-jobs.csv: no epoch job runs",
     ),
     ("name: x\nworkers: 3\nleese: 9s\n", &[], "3:1: unknown field `leese` (did you mean `lease`?)"),
     ("name: x\nworkers: 3\nworker:\n  acquir: excl\n", &[], "4:3: unknown field `acquir` (did you mean `acquire`?)"),

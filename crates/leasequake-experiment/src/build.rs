@@ -69,8 +69,14 @@ impl Place<'_> {
 
 /// 1-based line and column of the first occurrence of `key:` (0, 0 if absent).
 pub(super) fn locate(text: &str, key: &str) -> (u64, u64) {
-    let needle = format!("{key}:");
-    text.lines().enumerate().find_map(|(i, l)| l.find(&needle).map(|c| (i as u64 + 1, c as u64 + 1))).unwrap_or((0, 0))
+    // Written bare or quoted; not in a comment.
+    let needles = [format!("{key}:"), format!("\"{key}\":"), format!("'{key}':")];
+    let code = |l: &str| l.find(" #").map_or(l, |c| &l[..c]).to_string();
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim_start().starts_with('#'))
+        .find_map(|(i, l)| needles.iter().find_map(|n| code(l).find(n.as_str())).map(|c| (i as u64 + 1, c as u64 + 1)))
+        .unwrap_or((0, 0))
 }
 
 /// What a substrate cannot do (`substrate_rules.rs`), placed in the file.

@@ -104,8 +104,8 @@ mod tests {
         );
         assert_eq!(label("grace is 61s; at most 60s"), "grace is 61s");
         assert_eq!(
-            label("expect.metrics.writes.x: this experiment writes no writes.csv: its workers write nothing"),
-            "expect.metrics.writes.x: this experiment writes no writes.csv"
+            label("expect.metrics.writes.x: this experiment writes no summary-writes.csv: its workers write nothing"),
+            "expect.metrics.writes.x: this experiment writes no summary-writes.csv"
         );
     }
 

@@ -10,18 +10,21 @@ use crate::model::summary_metrics::{Bound, Measure, MetricBound, SUMMARY_METRICS
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Fraction(pub f64);
 
-/// A bound's value as written: a number, or text that may say more.
+/// A bound's value as written: a number, text that may say more, or
+/// something else (a mapping, `true`) that is neither.
 #[derive(Deserialize)]
 #[serde(untagged)]
 enum Written {
     Number(f64),
     Text(String),
+    Other(serde::de::IgnoredAny),
 }
 
 impl<'de> Deserialize<'de> for Fraction {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let value = match Written::deserialize(d)? {
             Written::Number(v) => v,
+            Written::Other(_) => return Err(serde::de::Error::custom("a rate is a number: write 0.05 or 5%")),
             Written::Text(t) => {
                 let digits = t
                     .trim()
@@ -71,18 +74,18 @@ pub struct Number(pub f64);
 
 impl<'de> Deserialize<'de> for Number {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        const PLAIN: &str = "a plain number in the unit the metric's name says (`_ms` milliseconds, `_us` \
+                             microseconds; otherwise a count or a fraction), e.g. `gap_p99_ms: {max: 10000}`";
         match Written::deserialize(d)? {
             Written::Number(v) => Ok(Number(v)),
-            Written::Text(t) => {
-                let why = if t.trim().ends_with('%') {
-                    "a rate of trials is bounded by rate_max or rate_min (`rate_max: 5%`); a fraction column by a \
-                     number (0.05)"
-                } else {
-                    "a plain number in the unit the metric's name says (`_ms` milliseconds, `_us` microseconds; \
-                     otherwise a count or a fraction): `gap_p99_ms: {max: 10000}`, not 10s"
-                };
-                Err(serde::de::Error::custom(format!("{t:?} is not a number: {why}")))
-            }
+            // Quoted, but a number all the same.
+            Written::Text(t) if t.trim().parse::<f64>().is_ok() => Ok(Number(t.trim().parse().unwrap_or_default())),
+            Written::Text(t) if t.trim().ends_with('%') => Err(serde::de::Error::custom(format!(
+                "{t:?} is not a number: a rate of trials is bounded by rate_max or rate_min (`rate_max: {t}`); a \
+                 fraction column by a number (0.05)"
+            ))),
+            Written::Text(t) => Err(serde::de::Error::custom(format!("{t:?} is not a number: {PLAIN}"))),
+            Written::Other(_) => Err(serde::de::Error::custom(format!("max and min are numbers: {PLAIN}"))),
         }
     }
 }
@@ -95,7 +98,6 @@ pub(super) fn bounds<'a>(
     let mut out = Vec::new();
     for (key, [max, min], [rate_max, rate_min]) in entries {
         let metric = summary_metric(key).ok_or_else(|| unknown(key))?;
-        passable(key, [max, min], [rate_max, rate_min].map(|f| f.map(|Fraction(f)| f)))?;
         let before = out.len();
         for (value, make) in [(max, Bound::Max as fn(f64) -> Bound), (min, Bound::Min)] {
             if let Some(v) = value {
@@ -122,6 +124,7 @@ pub(super) fn bounds<'a>(
         if out.len() == before {
             return Err(format!("expect.metrics.{key}: give max, min, rate_max or rate_min"));
         }
+        passable(key, [max, min], [rate_max, rate_min].map(|f| f.map(|Fraction(f)| f)))?;
     }
     Ok(out)
 }

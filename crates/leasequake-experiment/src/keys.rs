@@ -396,7 +396,7 @@ pub fn keys() -> Vec<Key> {
             "Bounds on any metric of the summary files, checked per setting (each sweep point): `max`, `min`, and \
              for a count of trials `rate_max`/`rate_min` on its 95 % interval (0/3 does not pass a 5 % ceiling); \
              durations of the experiment in its own time. A metric of a file the experiment never writes \
-             (writes.csv without a protected resource, jobs.csv without an epoch job, …) is refused. The metrics: \
+             (summary-writes.csv without a protected resource, summary-jobs.csv without an epoch job, …) is refused. The metrics: \
              the table below.",
         ),
         key(

@@ -27,4 +27,4 @@ pub use diagnostic::{Diagnostic, ExperimentError};
 pub use load::{MAX_FILE_BYTES, load, load_record, load_str};
 pub use raw::Overrides;
 pub use resolved::to_yaml;
-pub use sweep::is_duration as is_duration_setting;
+pub use sweep::{is_duration as is_duration_setting, own_label, own_value};

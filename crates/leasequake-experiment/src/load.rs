@@ -65,17 +65,21 @@ pub fn load_str(path: &Path, text: &str, overrides: &Overrides) -> Result<Experi
     };
     // A bound on a file the run never writes could only fail after every
     // trial ran: refused here, at its key.
+    let metrics_at = raw.expect.as_ref().and_then(|e| e.metrics.as_ref()).map(|m| m.referenced);
     let unwritten = |exp: &Experiment| {
         let features = Features::of(exp);
         exp.expect.metrics.iter().try_for_each(|b| match features.why_not_written(b.metric.file) {
             None => Ok(()),
             Some(why) => {
                 let key = b.metric.key();
-                let (line, column) = super::build::locate(text, &key);
+                let (line, column) = match (super::build::locate(text, &key), metrics_at) {
+                    ((0, _), Some(m)) => (m.line(), m.column()),
+                    (found, _) => found,
+                };
                 Err(at(
                     line,
                     column,
-                    format!("expect.metrics.{key}: this experiment writes no {}.csv: {why}", b.metric.file),
+                    format!("expect.metrics.{key}: this experiment writes no {}: {why}", b.metric.file_name()),
                 ))
             }
         })

@@ -228,11 +228,33 @@ fn a_program_handed_the_resource_has_its_writes_counted() {
 fn a_bound_on_a_file_the_run_never_writes_is_refused_at_its_key() {
     let bound = "expect:\n  metrics:\n    summary.gaps: {max: 3}\n    writes.stale_writes: {max: 0}\n";
     let e = load_text(&format!("{MINIMAL}{bound}")).unwrap_err();
-    assert!(e.contains("t.yaml:6:5: expect.metrics.writes.stale_writes: this experiment writes no writes.csv"), "{e}");
+    assert!(
+        e.contains("t.yaml:6:5: expect.metrics.writes.stale_writes: this experiment writes no summary-writes.csv"),
+        "{e}"
+    );
     assert!(e.contains("worker.resource"), "{e}");
+    // Not at a comment that names the key; at a quoted key.
+    let commented = format!("{MINIMAL}# writes.stale_writes: {{max: 0}} needs a resource\n{bound}");
+    assert!(load_text(&commented).unwrap_err().contains("t.yaml:7:5: expect.metrics.writes.stale_writes"));
+    let quoted = format!("{MINIMAL}expect:\n  metrics: {{\"writes.stale_writes\": {{max: 0}}}}\n");
+    assert!(load_text(&quoted).unwrap_err().contains("t.yaml:4:13: expect.metrics.writes.stale_writes"));
     // A sweep writes the file when any point runs the feature.
     let tokens = "worker:\n  fencing_tokens: true\n";
     let swept = format!("{MINIMAL}{tokens}{bound}sweep:\n  resource: [none, unfenced]\n");
     assert!(load_text(&swept).is_ok());
     assert!(load_text(&format!("{MINIMAL}{tokens}  resource: unfenced\n{bound}")).is_ok());
+}
+
+#[test]
+fn a_bound_s_value_says_what_it_takes() {
+    let with = |bound: &str| load_text(&format!("{MINIMAL}expect:\n  metrics:\n    summary.gaps: {bound}\n"));
+    assert!(with("{max: \"3\"}").is_ok(), "a quoted number is a number");
+    let e = with("{max: 10s}").unwrap_err();
+    assert!(e.contains("\"10s\" is not a number: a plain number in the unit"), "{e}");
+    assert!(with("{max: true}").unwrap_err().contains("max and min are numbers"));
+    let e = with("{max: 5%}").unwrap_err();
+    assert!(e.contains("(`rate_max: 5%`)"), "{e}");
+    // A rate on a count that is not of trials is told so, not "no run could pass".
+    let e = with("{rate_max: 0%}").unwrap_err();
+    assert!(e.contains("rate_max and rate_min bound a count of the setting's trials"), "{e}");
 }

@@ -103,6 +103,26 @@ pub fn as_run(exp: &Experiment, key: &str) -> Option<String> {
     })
 }
 
+/// A swept value in the experiment's own time (`lease=150ms` at 0.1 →
+/// `1500ms`).
+pub fn own_value(key: &str, value: &str, scale: f64) -> String {
+    if is_duration(key)
+        && let Ok(d) = crate::model::Dur::parse(value)
+    {
+        return d.scaled(1.0 / scale).to_string();
+    }
+    value.to_string()
+}
+
+/// A point's label (`Point::label`, as run) in the experiment's own time.
+pub fn own_label(label: &str, scale: f64) -> String {
+    let pair = |kv: &str| match kv.split_once('=') {
+        Some((k, v)) => format!("{k}={}", own_value(k, v, scale)),
+        None => kv.to_string(),
+    };
+    label.split(' ').map(pair).collect::<Vec<_>>().join(" ")
+}
+
 /// `fault.2.at` → (2, "at").
 pub fn fault_key(key: &str) -> Option<(usize, &str)> {
     let rest = key.strip_prefix("fault.")?;
@@ -181,8 +201,17 @@ pub fn points(sweep: &BTreeMap<String, Spanned<Vec<Value>>>) -> Result<Vec<Setti
 mod tests {
     use std::path::Path;
 
+    use super::{own_label, own_value};
     use crate::model::Dur;
     use crate::{Overrides, load_str};
+
+    #[test]
+    fn swept_durations_are_shown_in_the_experiments_own_time() {
+        assert_eq!(own_value("lease", "150ms", 0.1), "1500ms");
+        assert_eq!(own_value("fault.1.at", "1200ms", 0.1), "12s");
+        assert_eq!(own_value("workers", "3", 0.1), "3");
+        assert_eq!(own_label("pause=50ms lease=150ms workers=3", 0.1), "pause=500ms lease=1500ms workers=3");
+    }
 
     #[test]
     fn a_fault_axis_runs_each_action_of_the_schedule_alone() {

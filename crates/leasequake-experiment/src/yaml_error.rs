@@ -29,7 +29,7 @@ pub(super) fn explain(text: &str, e: &serde_saphyr::Error) -> (u64, u64, String)
         || ["mapping values are not allowed", "did not find expected", "while parsing a block"]
             .iter()
             .any(|m| message.contains(m));
-    if structural && let Some((l, c, found, beside)) = stray_indent(text, line) {
+    if structural && let Some((l, c, found, beside)) = stray_indent(text, line, missing.is_some()) {
         let spaces = |n: usize| if n == 1 { "1 space".to_string() } else { format!("{n} spaces") };
         return (
             l,
@@ -44,31 +44,80 @@ pub(super) fn explain(text: &str, e: &serde_saphyr::Error) -> (u64, u64, String)
     (line, column, message)
 }
 
-/// In the top-level section around 1-based `line`, the first line whose
-/// key starts an odd number of columns from the key of the line above it
-/// (indents go in steps of two or four): (line, column, its indent, the
-/// indent above), 1-based.
-fn stray_indent(text: &str, line: u64) -> Option<(u64, u64, usize, usize)> {
+/// The column a line's key starts at, a list item's dash passed over.
+fn key_column(l: &str) -> usize {
+    let spaces = l.len() - l.trim_start().len();
+    match l.trim_start().strip_prefix("- ") {
+        Some(after) => spaces + 2 + (after.len() - after.trim_start().len()),
+        None => spaces,
+    }
+}
+
+/// Which lines hold keys the indent rule applies to: not blank, not a
+/// comment, not the body of a block scalar (`description: >`), not the
+/// continuation of a flow mapping or list left open on a line above.
+fn keyed_lines(lines: &[&str]) -> Vec<bool> {
+    let mut keyed = Vec::with_capacity(lines.len());
+    let (mut scalar_above, mut depth) = (None::<usize>, 0i64);
+    for l in lines {
+        let indent = l.len() - l.trim_start().len();
+        let blank = l.trim().is_empty() || l.trim_start().starts_with('#');
+        if let Some(key_indent) = scalar_above {
+            if blank || indent > key_indent {
+                keyed.push(false);
+                continue;
+            }
+            scalar_above = None;
+        }
+        keyed.push(!blank && depth == 0);
+        let code = l.find(" #").map_or(*l, |c| &l[..c]);
+        for c in code.chars() {
+            match c {
+                '{' | '[' => depth += 1,
+                '}' | ']' => depth -= 1,
+                _ => {}
+            }
+        }
+        depth = depth.max(0);
+        let value = code.split_once(": ").map_or("", |(_, v)| v).trim();
+        if depth == 0 && (value.starts_with('|') || value.starts_with('>')) {
+            scalar_above = Some(indent);
+        }
+    }
+    keyed
+}
+
+/// A line whose key starts an odd number of columns from the key of the
+/// keyed line above it (indents go in steps of two or four), as (line,
+/// column, its indent, the indent above), 1-based. `after`: the parser
+/// found a mapping without a field at `line`, so the line is looked for
+/// below it, within the mapping; otherwise at or above `line`, within its
+/// top-level section, the nearest.
+fn stray_indent(text: &str, line: u64, after: bool) -> Option<(u64, u64, usize, usize)> {
     let lines: Vec<&str> = text.lines().collect();
     let at = (line.checked_sub(1)? as usize).min(lines.len().checked_sub(1)?);
-    let top = |l: &str| !l.is_empty() && !l.starts_with([' ', '#', '-']);
-    let start = (0..=at).rev().find(|&i| top(lines[i]))?;
-    let end = (at + 1..lines.len()).find(|&i| top(lines[i])).unwrap_or(lines.len());
-    let key_column = |l: &str| {
-        let spaces = l.len() - l.trim_start().len();
-        match l.trim_start().strip_prefix("- ") {
-            Some(after) => spaces + 2 + (after.len() - after.trim_start().len()),
-            None => spaces,
-        }
+    let keyed = keyed_lines(&lines);
+    let leading = |l: &str| l.len() - l.trim_start().len();
+    let range: Vec<usize> = if after {
+        // The mapping's lines: those indented past its list dash, or at
+        // least as far as its first key.
+        let base = leading(lines[at]);
+        let dash = lines[at].trim_start().starts_with("- ");
+        let within =
+            |i: &usize| !keyed[*i] || if dash { leading(lines[*i]) > base } else { leading(lines[*i]) >= base };
+        std::iter::once(at).chain((at + 1..lines.len()).take_while(within)).collect()
+    } else {
+        let top = |l: &str| !l.is_empty() && !l.starts_with([' ', '#', '-']);
+        let start = (0..=at).rev().find(|&i| top(lines[i]))?;
+        (start..=at).collect()
     };
-    let keyed: Vec<(usize, usize)> = (start..end)
-        .filter(|&i| !lines[i].trim().is_empty() && !lines[i].trim_start().starts_with('#'))
-        .map(|i| (i, key_column(lines[i])))
-        .collect();
-    keyed.windows(2).find_map(|w| {
+    let columns: Vec<(usize, usize)> =
+        range.into_iter().filter(|&i| keyed[i]).map(|i| (i, key_column(lines[i]))).collect();
+    let mut strays = columns.windows(2).filter_map(|w| {
         let ((_, above), (i, col)) = (w[0], w[1]);
         (col.abs_diff(above) % 2 == 1).then_some((i as u64 + 1, col as u64 + 1, col, above))
-    })
+    });
+    if after { strays.next() } else { strays.next_back() }
 }
 
 /// The first tab at or after 1-based (line, column), as (line, column);
@@ -105,16 +154,6 @@ fn missing_setting(text: &str, line: u64, column: u64, field: &str) -> Option<(u
 /// than the mapping's keys, the 1-based (line, column) of that key, the
 /// place a person must fix.
 fn misindented(text: &str, line: u64, field: &str) -> Option<(u64, u64)> {
-    // The column a line's key starts at, a list item's dash passed over.
-    let key_column = |l: &str| {
-        let spaces = l.len() - l.trim_start().len();
-        let rest = l.trim_start();
-        if let Some(after) = rest.strip_prefix("- ") {
-            spaces + 2 + (after.len() - after.trim_start().len())
-        } else {
-            spaces
-        }
-    };
     let lines: Vec<&str> = text.lines().collect();
     let at = line.checked_sub(1)? as usize;
     let mapping = key_column(lines.get(at)?);
@@ -236,13 +275,29 @@ mod tests {
     #[test]
     fn a_line_one_space_off_its_neighbours_is_found() {
         let under = "name: x\nworkers: 3\nfaults:\n  - at: 1s\n   target: leader\n    action: kill\n";
-        assert_eq!(stray_indent(under, 4), Some((5, 4, 3, 4)));
+        assert_eq!(stray_indent(under, 4, true), Some((5, 4, 3, 4)));
         let over = "name: x\nworkers: 3\nfaults:\n  - at: 1s\n    target: leader\n     action: kill\n";
-        assert_eq!(stray_indent(over, 6), Some((6, 6, 5, 4)));
+        assert_eq!(stray_indent(over, 6, false), Some((6, 6, 5, 4)));
         let section = "name: x\nworkers: 3\nworker:\n  acquire: excl\n expiry: exact\n";
-        assert_eq!(stray_indent(section, 5), Some((5, 2, 1, 2)));
+        assert_eq!(stray_indent(section, 5, false), Some((5, 2, 1, 2)));
         let fine = "name: x\nfaults:\n  - at: 1s\n    target: leader\nworker:\n  acquire: excl\n";
-        assert_eq!(stray_indent(fine, 3), None);
+        assert_eq!(stray_indent(fine, 3, true), None);
+    }
+
+    #[test]
+    fn a_block_scalar_a_flow_mapping_and_lines_past_the_error_are_no_stray() {
+        // Text indented as a person writes it inside `>`, then the real error below.
+        let note = "name: x\nreference:\n  note: >\n    The blog says\n     (indented quote)\n  claim: 9.53 s: x\n";
+        assert_eq!(stray_indent(note, 6, false), None);
+        // A flow mapping continued on a second line.
+        let flow = "name: x\nfaults:\n  - {at: 1s,\n     target: leader}\n";
+        assert_eq!(stray_indent(flow, 3, true), None);
+        // A script's odd indent inside `|`.
+        let script = "name: x\nprogram:\n  env:\n    S: |\n      if x; then\n         y\n      fi\n";
+        assert_eq!(stray_indent(script, 3, true), None);
+        // Above the parser's line only, the nearest.
+        let late = "name: x\nworker:\n  acquire: excl\n expiry: exact\n  mode: loop\n   a: b\n";
+        assert_eq!(stray_indent(late, 4, false), Some((4, 2, 1, 2)));
     }
 
     #[test]

@@ -44,6 +44,15 @@ impl SummaryMetric {
     pub fn key(&self) -> String {
         format!("{}.{}", self.file, self.column)
     }
+
+    /// The file a run writes the metric to: summary.csv, latency.csv,
+    /// summary-writes.csv, ….
+    pub fn file_name(&self) -> String {
+        match self.file {
+            "summary" | "latency" => format!("{}.csv", self.file),
+            other => format!("summary-{other}.csv"),
+        }
+    }
 }
 
 const fn m(file: &'static str, column: &'static str, measure: Measure, doc: &'static str) -> SummaryMetric {

@@ -5,7 +5,7 @@
 pub(super) use super::bounds::{outside_by, own_s};
 use super::summary::{Measured, Summary, SummaryRow, crash_bound_ms};
 use crate::check::stats::percentile;
-use crate::model::{Dur, Experiment};
+use crate::model::Experiment;
 
 /// A Markdown table that leaves out the columns empty in every row, with
 /// what its columns mean said under it for the columns it shows: a note
@@ -204,17 +204,6 @@ pub(super) fn anomalies(s: &Summary) -> String {
     if n == 0 { "0".into() } else { format!("✗ {n} ({} gaps, {} pauses)", s.gap_anomalies, s.eviction_anomalies) }
 }
 
-/// A swept value in the experiment's own time (`lease=150ms` at 0.1 →
-/// `1500ms`).
-pub(super) fn own_value(key: &str, value: &str, scale: f64) -> String {
-    if crate::experiment::is_duration_setting(key)
-        && let Ok(d) = Dur::parse(value)
-    {
-        return d.scaled(1.0 / scale).to_string();
-    }
-    value.to_string()
-}
-
 pub(super) fn description(exp: &Experiment) -> String {
     let d = exp.description.trim();
     if d.is_empty() { String::new() } else { format!("{}\n\n", d.split_whitespace().collect::<Vec<_>>().join(" ")) }
@@ -240,7 +229,7 @@ pub(super) fn swept_cells(exp: &Experiment, setting: &str, keys: &[String], scal
         .map(|k| {
             point
                 .and_then(|p| p.settings.iter().find(|(key, _)| key == k))
-                .map(|(k, v)| own_value(k, v, scale))
+                .map(|(k, v)| crate::experiment::own_value(k, v, scale))
                 .unwrap_or_default()
         })
         .collect()

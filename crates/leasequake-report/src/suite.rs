@@ -9,7 +9,7 @@ use std::fmt::Write;
 
 use super::cells::{
     DISTURBED, MdTable, anomalies, beyond_theory, budget, crash_bound, crash_gap, crash_verdict, description,
-    disturbed_cell, evictions, name, own_s, own_value, predicted, rate,
+    disturbed_cell, evictions, name, own_s, predicted, rate,
 };
 use super::compare::{bound_row, jobs_markdown, substrates_markdown};
 use super::summary::{Measured, SummaryRow};
@@ -200,15 +200,6 @@ fn disturbed(runs: &[Measured<'_>]) -> String {
     out
 }
 
-/// A point's label in the experiment's own time.
-pub fn own_label(label: &str, scale: f64) -> String {
-    let pair = |kv: &str| match kv.split_once('=') {
-        Some((k, v)) => format!("{k}={}", own_value(k, v, scale)),
-        None => kv.to_string(),
-    };
-    label.split(' ').map(pair).collect::<Vec<_>>().join(" ")
-}
-
 /// A sweep that carries the blog's claim: where across the points the
 /// blog's number falls.
 fn blog_sweep_row(m: &Measured<'_>, rows: &[SummaryRow<'_>]) -> Vec<String> {
@@ -220,7 +211,7 @@ fn blog_sweep_row(m: &Measured<'_>, rows: &[SummaryRow<'_>]) -> Vec<String> {
         let inside: Vec<String> = rows
             .iter()
             .filter(|p| p.summary.double_leader_ci.0 <= blog && blog <= p.summary.double_leader_ci.1)
-            .map(|p| own_label(&p.setting, scale))
+            .map(|p| crate::experiment::own_label(&p.setting, scale))
             .collect();
         verdict.push(if inside.is_empty() {
             format!("the blog's {k}/{n} is outside every point's interval")
@@ -263,7 +254,8 @@ fn dial(m: &Measured<'_>, rows: &[SummaryRow<'_>]) -> String {
     for r in rows {
         let s = &r.summary;
         let Some(p) = exp.points.iter().find(|p| p.label() == r.setting) else { continue };
-        let mut cells: Vec<String> = p.settings.iter().map(|(k, v)| own_value(k, v, scale)).collect();
+        let mut cells: Vec<String> =
+            p.settings.iter().map(|(k, v)| crate::experiment::own_value(k, v, scale)).collect();
         cells.extend([
             crash_gap(s, scale),
             crash_bound(r.exp, s),
@@ -463,13 +455,5 @@ mod tests {
         t.row(vec!["1".into(), String::new(), "x|y".into()]);
         t.row(vec!["2".into(), " ".into()]);
         assert_eq!(t.render(), "| a | c |\n| --- | --- |\n| 1 | x\\|y |\n| 2 |  |\n");
-    }
-
-    #[test]
-    fn swept_durations_are_shown_in_the_experiments_own_time() {
-        assert_eq!(own_value("lease", "150ms", 0.1), "1500ms");
-        assert_eq!(own_value("fault.1.at", "1200ms", 0.1), "12s");
-        assert_eq!(own_value("workers", "3", 0.1), "3");
-        assert_eq!(own_label("pause=50ms lease=150ms workers=3", 0.1), "pause=500ms lease=1500ms workers=3");
     }
 }

@@ -196,7 +196,7 @@ pub fn render(exp: &Experiment, s: &Summary, dir: &Path) -> String {
 /// One line per sweep point: measured figures beside the theory's, in the
 /// experiment's own time.
 pub fn points(rows: &[SummaryRow<'_>]) -> String {
-    let label = |r: &SummaryRow<'_>| super::suite::own_label(&r.setting, r.exp.time_scale);
+    let label = |r: &SummaryRow<'_>| crate::experiment::own_label(&r.setting, r.exp.time_scale);
     let width = rows.iter().map(|r| label(r).len()).max().unwrap_or(0);
     let mut out = format!(
         "  per point:{:w$}  kill gap p50 [p10–p90]      theory bound       false evictions   predicted (anomalies)\n",

@@ -41,7 +41,7 @@ pub fn checks(exp: &Experiment, trials: &[(u32, &TrialMetrics)]) -> Vec<ExpectCh
                 let name = if label.is_empty() {
                     String::new()
                 } else {
-                    format!("{}: ", super::suite::own_label(label, unit.time_scale))
+                    format!("{}: ", crate::experiment::own_label(label, unit.time_scale))
                 };
                 (name, unit.time_scale, unit_values(&row, features))
             })
@@ -66,15 +66,20 @@ fn judge(
     let value = match values.get(&key) {
         // Loading refuses a bound on a file the experiment never writes;
         // latency.csv is written only when an operation was timed.
-        None => return Some(format!("{name}{key} was not measured: no {}.csv was written", b.metric.file)),
+        None if b.metric.file == "latency" => {
+            return Some(format!("{name}{key} was not measured: no operation was timed"));
+        }
+        None => return Some(format!("{name}{key} was not measured: no {} was written", b.metric.file_name())),
         // An empty cell: nothing of the kind happened (no stale belief, so
         // no longest one). Nothing exceeds a ceiling; nothing meets a floor.
         // But a gap's length is empty also when every gap is still open at
         // its trial's end, longer than anything measured: that fails.
         Some(None) => {
             let open = values.get("summary.open_gaps").copied().flatten().unwrap_or(0.0);
-            let a_gap =
-                b.metric.file == "summary" && b.metric.column.contains("gap_") && b.metric.column.ends_with("_ms");
+            // Only the plain gaps: an undisturbed or a crash gap's cell is
+            // empty too when no trial was disturbed, nothing was killed.
+            let a_gap = b.metric.file == "summary"
+                && ["gap_min_ms", "gap_p50_ms", "gap_p90_ms", "gap_p99_ms", "gap_max_ms"].contains(&b.metric.column);
             return match b.bound {
                 Bound::Max(_) if a_gap && open > 0.0 => Some(format!(
                     "{name}{key}: no gap ended, {open} still open when their trial ended (longer than any bound)"
@@ -190,6 +195,9 @@ mod tests {
         let slow = judge(&bound("latency.renew_p99_us", Bound::Max(500.0)), &latency, 0.1, "").unwrap();
         assert_eq!(slow, "latency.renew_p99_us is 650 µs (real time) (expected at most 500)");
         let other = judge(&bound("network.double_grants", Bound::Max(0.0)), &values, 1.0, "").unwrap();
-        assert!(other.contains("no network.csv was written"), "{other}");
+        assert!(other.contains("no summary-network.csv was written"), "{other}");
+        // Nothing undisturbed is empty when no trial was disturbed: no failure.
+        open.insert("summary.undisturbed_gap_max_ms".into(), None);
+        assert_eq!(judge(&bound("summary.undisturbed_gap_max_ms", Bound::Max(1000.0)), &open, 1.0, ""), None);
     }
 }

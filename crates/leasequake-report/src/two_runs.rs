@@ -174,11 +174,13 @@ pub fn compare(a: &[Metric], b: &[Metric]) -> Vec<Row> {
             match (&ma.sample, &mb.sample) {
                 (Sample::Seconds(x), Sample::Seconds(y)) => {
                     let s = shift(x, y)?;
+                    // One unit for every number of the row.
+                    let unit = unit_for(&[median(x), median(y), s.estimate, s.low, s.high]);
                     Some(Row {
                         key,
                         label,
-                        a: median_text(x),
-                        b: median_text(y),
+                        a: median_text(x, unit),
+                        b: median_text(y, unit),
                         a_stat: seconds_stat(x),
                         b_stat: seconds_stat(y),
                         unit: "seconds",
@@ -235,8 +237,8 @@ pub fn compare(a: &[Metric], b: &[Metric]) -> Vec<Row> {
 /// The metric of the machine rather than the system.
 const MACHINE: &str = "disturbed_trials";
 
-fn median_text(v: &[f64]) -> String {
-    format!("median {} of {}", secs(median(v)), v.len())
+fn median_text(v: &[f64], unit: Unit) -> String {
+    format!("median {} {} of {}", number(median(v), unit, false), unit.name, v.len())
 }
 
 /// The unit a group of durations is read in, from the largest of them:
@@ -251,10 +253,20 @@ struct Unit {
 fn unit_for(values: &[f64]) -> Unit {
     let largest = values.iter().filter(|v| v.is_finite()).fold(0.0_f64, |m, v| m.max(v.abs()));
     match largest {
-        x if x >= 1.0 => Unit { per_second: 1.0, name: "s" },
+        // Nothing but zeros: seconds, the unit of the settings.
+        x if x >= 1.0 || x == 0.0 => Unit { per_second: 1.0, name: "s" },
         x if x >= 1e-3 => Unit { per_second: 1e3, name: "ms" },
         _ => Unit { per_second: 1e6, name: "µs" },
     }
+}
+
+/// The unit of a row of durations: of its medians, shift and interval.
+fn row_unit(r: &Row) -> Unit {
+    let median = |s: &Stat| match s {
+        Stat::Seconds { median, .. } => *median,
+        Stat::Trials { .. } => 0.0,
+    };
+    unit_for(&[median(&r.a_stat), median(&r.b_stat), r.estimate, r.low, r.high])
 }
 
 /// A number of the unit, three significant digits (two decimals below
@@ -267,19 +279,14 @@ fn number(seconds: f64, unit: Unit, signed: bool) -> String {
         _ => 2,
     };
     let text = format!("{:.*}", decimals, x.abs());
-    let zero = text.chars().all(|c| c == '0' || c == '.');
-    match (zero, x < 0.0, signed) {
+    // A value too small for the row's unit is not 0.
+    let text = if x != 0.0 && text.chars().all(|c| c == '0' || c == '.') { "<0.01".to_string() } else { text };
+    match (x == 0.0, x < 0.0, signed) {
         (true, _, _) => "0".to_string(),
         (false, true, _) => format!("−{text}"),
         (false, false, true) => format!("+{text}"),
         (false, false, false) => text,
     }
-}
-
-/// A duration as a person reads it: "9.53 s", "310 ms", "45.0 µs".
-fn secs(s: f64) -> String {
-    let unit = unit_for(&[s]);
-    format!("{} {}", number(s, unit, false), unit.name)
 }
 
 /// A duration signed, in the unit of the durations read beside it:
@@ -313,7 +320,7 @@ fn round2(p: f64) -> String {
 /// (−26 %…+3 %)"; an unbounded end is ∞.
 pub fn diff_text(r: &Row) -> String {
     let seconds = r.b_above.is_some();
-    let unit = unit_for(&[r.estimate, r.low, r.high]);
+    let unit = row_unit(r);
     let value = |v: f64| match (v.is_finite(), seconds) {
         (false, _) if v < 0.0 => "−∞".to_string(),
         (false, _) => "+∞".to_string(),
@@ -330,7 +337,7 @@ fn verdict(r: &Row) -> String {
     let p = p_text(r.p_holm);
     let seconds = r.b_above.is_some();
     let bounded = r.low.is_finite() && r.high.is_finite();
-    let unit = unit_for(&[r.estimate, r.low, r.high]);
+    let unit = row_unit(r);
     match (seconds, r.significant) {
         // Most values 0 on both sides (time with two leaders): the median
         // shift is 0 and only the U test's direction says anything.
@@ -435,6 +442,12 @@ mod tests {
         assert!(rate <= ALPHA + 0.01 && rate > 0.01, "called different in {rate}");
     }
 
+    /// A duration alone, in its own unit.
+    fn secs(s: f64) -> String {
+        let unit = unit_for(&[s]);
+        format!("{} {}", number(s, unit, false), unit.name)
+    }
+
     #[test]
     fn numbers_read_as_a_person_writes_them() {
         assert_eq!(p_text(0.0004), "p < 0.001");
@@ -444,11 +457,12 @@ mod tests {
         assert_eq!(secs(12.84), "12.8 s");
         assert_eq!(secs(0.31), "310 ms");
         assert_eq!(secs(0.000_045), "45.0 µs");
-        assert_eq!(secs(0.0), "0 µs");
+        assert_eq!(secs(0.0), "0 s");
+        assert_eq!(number(0.004, unit_for(&[12.0]), true), "+<0.01");
         let ms = unit_for(&[0.1, -0.0004]);
         assert_eq!(
             (signed(-0.1, ms), signed(0.0004, ms), signed(0.000_001, ms)),
-            ("−100 ms".into(), "+0.40 ms".into(), "0 ms".into())
+            ("−100 ms".into(), "+0.40 ms".into(), "+<0.01 ms".into())
         );
     }
 

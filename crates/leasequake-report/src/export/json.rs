@@ -216,7 +216,7 @@ impl Exporter for Json {
                     r.points
                         .iter()
                         .map(|p| PointJson {
-                            setting: crate::suite::own_label(&p.setting, r.exp.time_scale),
+                            setting: crate::experiment::own_label(&p.setting, r.exp.time_scale),
                             measures: measures(&p.summary, p.exp),
                         })
                         .collect()

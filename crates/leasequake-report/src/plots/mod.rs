@@ -167,7 +167,7 @@ pub fn load(dir: &Path) -> Result<Vec<PointData>, ReadError> {
             let bound = own_s("crash_gap_bound_min_ms").zip(own_s("crash_gap_bound_max_ms")).map(|(a, b)| [a, b]);
             let count = |name: &str| self::count(&get(&sh, r, name));
             PointData {
-                label: super::suite::own_label(&get(&sh, r, "setting"), scale),
+                label: crate::experiment::own_label(&get(&sh, r, "setting"), scale),
                 settings,
                 crash,
                 bound,
