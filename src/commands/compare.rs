@@ -12,7 +12,7 @@ use crate::error::Error;
 use crate::experiment::{load_record, to_yaml};
 use crate::model::Experiment;
 use crate::model::summary_metrics::Features;
-use crate::report::two_runs::{ALPHA, Row, compare as compare_metrics, family_size, metrics, p_text};
+use crate::report::two_runs::{ALPHA, Row, compare as compare_metrics, family_size, metrics, p_value};
 
 /// One side as read: where, which point, its settings and its metrics.
 struct Side {
@@ -281,7 +281,6 @@ fn markdown(a: &Side, b: &Side, differ: &[(String, String, String)], rows: &[Row
         family_size(rows)
     );
     s += "| metric | A | B | B − A (95 % CI) | p | p (Holm) | verdict |\n|---|---|---|---|---|---|---|\n";
-    let p_cell = |p: f64| p_text(p).trim_start_matches("p = ").trim_start_matches("p ").to_string();
     for r in rows {
         let diff = crate::report::two_runs::diff_text(r);
         let verdict = if r.significant { format!("**{}**", r.verdict) } else { r.verdict.clone() };
@@ -290,8 +289,8 @@ fn markdown(a: &Side, b: &Side, differ: &[(String, String, String)], rows: &[Row
             r.label,
             r.a,
             r.b,
-            p_cell(r.p),
-            p_cell(r.p_holm)
+            p_value(r.p),
+            p_value(r.p_holm)
         );
     }
     s
@@ -320,11 +319,7 @@ fn setting_change(key: &str, a: &str, b: &str) -> String {
             })
             .map(|l| format!("`{l}`"))
             .collect();
-        match own.len() {
-            0 => "nothing more".to_string(),
-            n if n > 4 => format!("{} and {} more", own[..4].join(", "), n - 4),
-            _ => own.join(", "),
-        }
+        if own.is_empty() { "nothing more".to_string() } else { super::inputs::abbreviate(&own) }
     };
     format!("{key}: A's {}, B's {}", only(&la, &lb), only(&lb, &la))
 }

@@ -79,6 +79,15 @@ pub(super) fn locate(text: &str, key: &str) -> (u64, u64) {
         .unwrap_or((0, 0))
 }
 
+/// Where `expect: {metrics: …}` gives a metric's key: the key, else the
+/// `metrics:` mapping (the key written some way the search misses).
+pub(super) fn metric_place(text: &str, key: &str, metrics: Option<Location>) -> (u64, u64) {
+    match (locate(text, key), metrics) {
+        ((0, _), Some(m)) => (m.line(), m.column()),
+        (found, _) => found,
+    }
+}
+
 /// What a substrate cannot do (`substrate_rules.rs`), placed in the file.
 pub(super) fn validate_substrate(raw: &RawExperiment, text: &str) -> Result<(), (u64, u64, String)> {
     let uses = super::substrate_rules::Uses {
@@ -442,10 +451,8 @@ fn expect(place: &Place, raw: &RawExperiment, scale: f64) -> Result<Expect, Expe
                 let entry = (key.as_str(), [number(b.max), number(b.min)], [b.rate_max, b.rate_min]);
                 // At the metric's key where it is found, else at `metrics:`.
                 all.extend(super::expect::bounds(std::iter::once(entry)).map_err(|msg| {
-                    match locate(place.text, key) {
-                        (0, _) => place.span(&m.referenced, msg),
-                        (line, column) => place.at(line, column, msg),
-                    }
+                    let (line, column) = metric_place(place.text, key, Some(m.referenced));
+                    place.at(line, column, msg)
                 })?);
             }
             all

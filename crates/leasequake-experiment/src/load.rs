@@ -72,10 +72,7 @@ pub fn load_str(path: &Path, text: &str, overrides: &Overrides) -> Result<Experi
             None => Ok(()),
             Some(why) => {
                 let key = b.metric.key();
-                let (line, column) = match (super::build::locate(text, &key), metrics_at) {
-                    ((0, _), Some(m)) => (m.line(), m.column()),
-                    (found, _) => found,
-                };
+                let (line, column) = super::build::metric_place(text, &key, metrics_at);
                 Err(at(
                     line,
                     column,

@@ -174,13 +174,11 @@ pub fn compare(a: &[Metric], b: &[Metric]) -> Vec<Row> {
             match (&ma.sample, &mb.sample) {
                 (Sample::Seconds(x), Sample::Seconds(y)) => {
                     let s = shift(x, y)?;
-                    // One unit for every number of the row.
-                    let unit = unit_for(&[median(x), median(y), s.estimate, s.low, s.high]);
                     Some(Row {
                         key,
                         label,
-                        a: median_text(x, unit),
-                        b: median_text(y, unit),
+                        a: String::new(),
+                        b: String::new(),
                         a_stat: seconds_stat(x),
                         b_stat: seconds_stat(y),
                         unit: "seconds",
@@ -200,8 +198,8 @@ pub fn compare(a: &[Metric], b: &[Metric]) -> Vec<Row> {
                     Some(Row {
                         key,
                         label,
-                        a: format!("{k1}/{n1}"),
-                        b: format!("{k2}/{n2}"),
+                        a: String::new(),
+                        b: String::new(),
                         a_stat: Stat::Trials { k: *k1, n: *n1 },
                         b_stat: Stat::Trials { k: *k2, n: *n2 },
                         unit: "rate",
@@ -229,6 +227,9 @@ pub fn compare(a: &[Metric], b: &[Metric]) -> Vec<Row> {
     }
     for row in &mut rows {
         row.significant = row.p_holm < ALPHA;
+        // Each side as text, in the unit of every number of its row.
+        let unit = row_unit(row);
+        (row.a, row.b) = (side_text(&row.a_stat, unit), side_text(&row.b_stat, unit));
         row.verdict = verdict(row);
     }
     rows
@@ -237,8 +238,12 @@ pub fn compare(a: &[Metric], b: &[Metric]) -> Vec<Row> {
 /// The metric of the machine rather than the system.
 const MACHINE: &str = "disturbed_trials";
 
-fn median_text(v: &[f64], unit: Unit) -> String {
-    format!("median {} {} of {}", number(median(v), unit, false), unit.name, v.len())
+/// "median 9.53 s of 10", "3/30".
+fn side_text(stat: &Stat, unit: Unit) -> String {
+    match stat {
+        Stat::Seconds { median, n } => format!("median {} {} of {n}", number(*median, unit, false), unit.name),
+        Stat::Trials { k, n } => format!("{k}/{n}"),
+    }
 }
 
 /// The unit a group of durations is read in, from the largest of them:
@@ -306,8 +311,14 @@ fn pct(x: f64) -> String {
     }
 }
 
+/// A p-value as a table cell: "< 0.001", "0.24".
+pub fn p_value(p: f64) -> String {
+    if p < 0.001 { "< 0.001".to_string() } else { round2(p) }
+}
+
+/// The same in a sentence: "p < 0.001", "p = 0.24".
 pub fn p_text(p: f64) -> String {
-    if p < 0.001 { "p < 0.001".to_string() } else { format!("p = {}", round2(p)) }
+    if p < 0.001 { format!("p {}", p_value(p)) } else { format!("p = {}", p_value(p)) }
 }
 
 /// Two significant digits.
